@@ -1,0 +1,138 @@
+// GroupIR: how one group of cooperating workers runs one instance of the grid.
+// Memory is explicit: global buffers (the kernel's tensors; one alias class),
+// shared staging buffers (fresh compiler-owned allocations, optionally versioned
+// for pipelining) and private fragments (a logical tile spread over the workers).
+// Synchronization is explicit: `fence` is a compiler-owned group barrier, identified
+// by its op kind and id; `barrier` is a native one written by the user and is never
+// removed. Every op reports its memory effects (group_effects.h).
+//
+// Control flow is structured (for, if) and uniform: conditions and loop bounds
+// depend on sizes, group coordinates and loop variables, never on the worker.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ir/expr.h"
+#include "ir/tile_ir.h"
+
+namespace tessel {
+
+enum class Space { Global, Shared, Private };
+const char* space_name(Space s);
+
+// Element (r, c) of a rows x cols buffer lives at:
+//   RowMajor:  r * ld + c           (ld = cols for shared/private, the tensor's ld for global)
+//   ColPanels: ((c / p) * rows + r) * p + c % p   (p-column panels, each k-major: packed B)
+//   RowPanels: ((r / p) * cols + c) * p + r % p   (p-row panels, each k-major: packed A)
+enum class Layout { RowMajor, ColPanels, RowPanels };
+const char* layout_name(Layout l);
+
+struct Buffer {
+  int id = -1;
+  std::string name;
+  Space space = Space::Shared;
+  DType dtype = DType::F32;
+  int64_t rows = 0, cols = 0;  // shared/private: static extents; global: 0
+  int tensor = -1;             // global: index into GroupProgram::tensors
+  Layout layout = Layout::RowMajor;
+  int64_t panel = 1;           // ColPanels / RowPanels width
+  int versions = 1;            // shared: pipelined copies (slots) of the buffer
+};
+
+// A rows x cols window of a buffer whose top-left element is (row, col), in one
+// version (null = version 0).
+struct BufferRef {
+  int buffer = -1;
+  Expr version;
+  Expr row, col;
+};
+
+enum class GroupOpKind {
+  Copy,         // cooperative copy: dst window = src window (see GroupOp fields)
+  AsyncCommit,  // closes the current group of async copies
+  AsyncWait,    // waits until at most `pending` committed groups are in flight
+  FragFill,     // frag = constant
+  FragLoad,     // each worker: its part of frag = src window (guarded: outside -> 0)
+  FragStore,    // each worker: dst window = its part of frag (guarded: outside skipped)
+  Mma,          // each worker: its part of acc += a (m x k) * b (k x n)
+  Elementwise,  // dst frag = op(operands), element by element
+  Fence,        // compiler-owned group barrier
+  Barrier,      // native group barrier written by the user: never removed
+  Call,         // opaque call (a boundary for every analysis)
+  For,          // for iv in [lo, hi): bodies[0]
+  If,           // cond ? bodies[0] : bodies[1]
+};
+const char* group_op_name(GroupOpKind k);
+
+enum class EwOp { Add, Sub, Mul, Max, Exp, Neg, Copy };
+const char* ew_op_name(EwOp op);
+
+struct EwOperand {
+  enum class Kind { Frag, Scalar, Const } kind = Kind::Const;
+  int frag = -1;       // Frag: private buffer id
+  std::string scalar;  // Scalar: kernel scalar parameter
+  double value = 0;    // Const
+};
+
+struct GroupOp {
+  GroupOpKind kind = GroupOpKind::Fence;
+  int id = -1;  // IR identity, unique in the program
+
+  // Copy: rows x cols elements, dst(r, c) = src(r, c). Source elements at or beyond
+  // src_bound (absolute row, col in the source buffer) read as zero; destination
+  // elements at or beyond dst_bound are skipped. Null bounds = unguarded. Element e
+  // (row-major order over the window) is done by worker (e / batch) % workers.
+  // FragLoad / FragStore use `src` / `dst` with the bounds the same way.
+  BufferRef src, dst;
+  Expr src_row_bound, src_col_bound, dst_row_bound, dst_col_bound;
+  int64_t rows = 0, cols = 0;
+  int batch = 1;
+  bool async = false;  // Copy: issued now, lands by the AsyncWait that covers it
+  int pending = 0;     // AsyncWait
+
+  int frag = -1;       // FragFill/FragLoad/FragStore/Elementwise(dst)/Mma(acc)
+  double constant = 0; // FragFill
+  BufferRef a, b;      // Mma operands (shared), windows m x k and k x n
+  int64_t m = 0, n = 0, k = 0;
+
+  EwOp ew = EwOp::Copy;
+  std::vector<EwOperand> operands;  // Elementwise
+
+  std::string callee;  // Call
+
+  std::string iv;      // For
+  Expr lo, hi;         // For
+  Cond cond;           // If
+  std::vector<std::vector<GroupOp>> bodies;  // For: 1, If: 2
+};
+
+struct GroupProgram {
+  std::string name;
+  std::vector<std::string> size_params;
+  std::vector<TensorParam> tensors;
+  std::vector<ScalarParam> scalars;
+  std::vector<LoopDim> grid;   // group coordinates: one instance per point
+  int workers = 1;
+  int worker_rows = 1, worker_cols = 1;  // private fragments: worker grid
+  int64_t atom_m = 1, atom_n = 1;        // mma register block (fragment parts are multiples)
+  std::vector<Buffer> buffers;
+  std::vector<GroupOp> body;
+  int next_op_id = 0;
+
+  int new_op_id() { return next_op_id++; }
+  const Buffer& buffer(int id) const;
+  int find_buffer(const std::string& name) const;  // -1 if none
+};
+
+// The part of a private fragment (a rows x cols logical tile) that worker w owns:
+// rows [row0, row0 + rows), cols [col0, col0 + cols) of the logical tile.
+struct FragPart {
+  int64_t row0, col0, rows, cols;
+};
+FragPart frag_part(const GroupProgram& p, const Buffer& frag, int worker);
+
+// Offset of element (r, c) in a shared or private buffer of one version, by layout.
+int64_t layout_offset(const Buffer& b, int64_t r, int64_t c);
+
+}  // namespace tessel

@@ -1,0 +1,31 @@
+// A Plan says how to realize a TileIR kernel on a target: the tile sizes that bind
+// the kernel's tile parameters, how a group's work is spread over its workers, the
+// atom that realizes `mma`, and the schedule of copies.
+#pragma once
+#include <cstdint>
+#include <string>
+
+namespace tessel {
+
+enum class TargetKind { Sim, Cpu };
+const char* target_name(TargetKind t);
+// Parses "sim" / "cpu"; an unknown name is a user error (InvalidArgument).
+TargetKind parse_target(const std::string& name);
+
+struct Plan {
+  TargetKind target = TargetKind::Cpu;
+  int64_t bm = 64, bn = 64, bk = 32;  // tile: binds tile parameters BM, BN, BK
+  int workers = 1;                    // workers in one group
+  int worker_rows = 1, worker_cols = 1;  // fragment distribution: worker grid over BM x BN
+  int copy_batch = 4;                 // contiguous elements a worker copies per turn
+  int window = 1;                     // pipeline window (1 = single buffered)
+  int64_t atom_m = 1, atom_n = 1;     // register block of the mma atom
+
+  std::string to_string() const;  // "64x64x32 w=4(2x2) batch=4 window=1 atom=1x1"
+};
+
+// Checks a plan against its target's limits; a violation is a user error
+// (ErrorKind::Plan) whose message carries the numbers.
+void validate_plan(const Plan& plan);
+
+}  // namespace tessel

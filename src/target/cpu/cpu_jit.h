@@ -1,0 +1,31 @@
+// Compiling emitted C++ into a shared object, loading it, and launching it on a
+// thread pool. Compiled kernels are cached in memory and on disk, keyed by a
+// structural hash of the emitted source, the compiler and its flags, and the CPU.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "ir/group_ir.h"
+#include "runtime/launch_args.h"
+
+namespace tessel {
+
+struct CpuCompileInfo {
+  double compile_ms = 0;   // wall time of the compiler, 0 when cached
+  bool from_memory = false, from_disk = false;
+  std::string cache_path;  // the .so on disk
+};
+
+class CpuKernel {
+ public:
+  virtual ~CpuKernel() = default;
+  // Runs every group of the grid, spread over `threads` threads (0 = all cores).
+  // Validates args like run_sim does.
+  virtual void run(const LaunchArgs& args, int threads) const = 0;
+  virtual const CpuCompileInfo& info() const = 0;
+};
+
+std::shared_ptr<const CpuKernel> compile_cpu(const GroupProgram& program);
+
+}  // namespace tessel

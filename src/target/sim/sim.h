@@ -1,0 +1,46 @@
+// The `sim` target: an interpreter of GroupIR with N simulated workers and a race
+// detector. Slow and exact; the judge of every pass in the tests.
+//
+// A race, per barrier interval (the stretch between two fences or barriers that
+// every worker passes): two accesses to one element of a shared buffer by different
+// workers, at least one a write. Shadow state per element records the interval's
+// writer and readers, so detection does not depend on the order in which the
+// simulator runs workers (which it shuffles anyway). An async copy writes its
+// destination over the whole span from issue to the AsyncWait that completes it;
+// any access in that span by another worker, or any read by the issuing worker, is
+// a race. Global memory: two different groups touching one element, at least one
+// writing, is a race.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ir/group_ir.h"
+#include "runtime/launch_args.h"
+
+namespace tessel {
+
+struct Race {
+  int first_op = -1, second_op = -1;  // op ids of the two conflicting accesses
+  int first_worker = -1, second_worker = -1;  // groups, for global races
+  std::string buffer;
+  int64_t row = 0, col = 0;
+  std::string message;  // "race on As[3, 5]: copy #4 (worker 1) writes, mma #7 (worker 0) reads, no fence between"
+};
+
+struct SimOptions {
+  uint64_t seed = 1;            // worker order shuffling
+  int max_races_recorded = 16;  // all are counted; this many are kept
+};
+
+struct SimResult {
+  int64_t race_count = 0;
+  std::vector<Race> races;
+};
+
+// Runs every group of the program. Validates args (missing size/scalar/tensor,
+// null tensor: user errors, ErrorKind::InvalidArgument).
+SimResult run_sim(const GroupProgram& program, const LaunchArgs& args,
+                  const SimOptions& options = {});
+
+}  // namespace tessel
