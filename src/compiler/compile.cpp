@@ -1,0 +1,67 @@
+#include "compiler/compile.h"
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+
+#include "ir/group_text.h"
+#include "ir/group_verify.h"
+#include "ir/tile_text.h"
+#include "ir/tile_verify.h"
+#include "lower/lower.h"
+
+namespace tessel {
+namespace {
+
+class StepTimer {
+ public:
+  explicit StepTimer(const char* name)
+      : name_(name), on_(std::getenv("TESSEL_PASS_TIMING") != nullptr),
+        start_(std::chrono::steady_clock::now()) {}
+  ~StepTimer() {
+    if (!on_) return;
+    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start_).count();
+    std::fprintf(stderr, "tessel: %-14s %8.3f ms\n", name_, ms);
+  }
+
+ private:
+  const char* name_;
+  bool on_;
+  std::chrono::steady_clock::time_point start_;
+};
+
+}  // namespace
+
+CompiledGroup compile_to_group(const TileKernel& kernel, const Plan& plan,
+                               const CompileOptions& options) {
+  CompiledGroup out;
+  auto keep = [&](const char* name, const std::string& ir) {
+    if (options.keep_stages) out.stages.push_back({name, ir});
+  };
+  {
+    StepTimer t("verify-tile");
+    verify_tile_kernel(kernel);
+    if (options.keep_stages) keep("tile-ir", print_tile_kernel(kernel));
+  }
+  {
+    StepTimer t("lower");
+    out.program = lower_to_group(kernel, plan);
+    out.lowered = out.program;
+    if (options.keep_stages) keep("lower", print_group_program(out.program));
+  }
+  {
+    // After lowering, which places a fence after every op touching shared memory.
+    StepTimer t("plan-barriers");
+    BarrierPlanOptions bo;
+    bo.coalesce = options.coalesce_barriers;
+    out.barriers = plan_barriers(out.program, bo);
+    if (options.keep_stages) keep("plan-barriers", print_group_program(out.program));
+  }
+  {
+    StepTimer t("verify-group");
+    verify_group_program(out.program);
+  }
+  return out;
+}
+
+}  // namespace tessel

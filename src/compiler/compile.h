@@ -1,0 +1,39 @@
+// The ordered list of steps from TileIR to a GroupIR program ready for a target.
+// Each step names itself; `explain` keeps the IR after every step.
+//   1. verify the TileIR
+//   2. lower (TileIR + Plan -> GroupIR)            src/lower/lower.h
+//   3. plan_barriers (drop fences no dependence needs)  src/passes/plan_barriers.h
+//   4. verify the GroupIR
+// TESSEL_PASS_TIMING=1 prints each step's wall time on stderr.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "ir/group_ir.h"
+#include "ir/tile_ir.h"
+#include "passes/plan_barriers.h"
+#include "plan/plan.h"
+
+namespace tessel {
+
+struct CompileOptions {
+  bool coalesce_barriers = true;  // --no-coalesce-barriers turns it off
+  bool keep_stages = false;       // record the IR text after every step
+};
+
+struct CompileStage {
+  std::string name;
+  std::string ir;
+};
+
+struct CompiledGroup {
+  GroupProgram program;
+  GroupProgram lowered;  // before barrier planning, for dynamic fence counts
+  BarrierStats barriers;
+  std::vector<CompileStage> stages;  // when keep_stages
+};
+
+CompiledGroup compile_to_group(const TileKernel& kernel, const Plan& plan,
+                               const CompileOptions& options);
+
+}  // namespace tessel

@@ -1,0 +1,50 @@
+// The GEMM front door: C = alpha * A * B + beta * C, fp32, row-major with leading
+// dimensions, on any target. Captures the DSL kernel (gemm_kernel.h), picks or
+// checks a plan, compiles (cached per plan in the process, and on disk for the
+// cpu target) and launches.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "passes/plan_barriers.h"
+#include "plan/plan.h"
+#include "target/sim/sim.h"
+
+namespace tessel {
+
+struct GemmOptions {
+  TargetKind target = TargetKind::Cpu;
+  std::optional<Plan> plan;  // explicit plan (its target is overridden by `target`)
+  int threads = 0;           // cpu: threads for the grid (0 = all cores)
+  bool coalesce_barriers = true;
+  uint64_t sim_seed = 1;
+};
+
+struct GemmReport {
+  Plan plan;
+  double compile_ms = 0;  // cold compile of this plan's kernel (0 when already compiled)
+  double run_us = 0;      // wall time of the launch
+  int64_t races = 0;      // sim only
+  std::vector<Race> race_list;
+  BarrierStats fences;
+  int64_t fences_dynamic_before = 0, fences_dynamic_after = 0;  // per group, this shape
+};
+
+// The plan used when none is given: tiles clamped to the problem so that small
+// shapes do not compute mostly padding, rounded to a few sizes so that the number
+// of distinct kernels stays small.
+Plan default_gemm_plan(TargetKind target, int64_t m, int64_t n, int64_t k);
+
+// Checks sizes, leading dimensions and pointers (user errors, InvalidArgument,
+// with the numbers), then runs. M == 0 or N == 0 does nothing; K == 0 scales C by
+// beta; beta == 0 never reads C.
+GemmReport gemm(int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
+                const float* b, int64_t ldb, float beta, float* c, int64_t ldc,
+                const GemmOptions& options = {});
+
+// TileIR, plan, and GroupIR after every compile step, with barrier statistics.
+std::string explain_gemm(int64_t m, int64_t n, int64_t k, const GemmOptions& options);
+
+}  // namespace tessel

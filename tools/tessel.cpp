@@ -1,0 +1,194 @@
+// The tessel command line.
+//   tessel gemm M N K [options]      run one GEMM on random inputs
+//   tessel explain M N K [options]   print TileIR, the plan and GroupIR after every step
+// Bad arguments print one line on stderr and exit with status 2.
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "ops/gemm.h"
+#include "ops/gemm_reference.h"
+#include "tessel/error.h"
+
+using namespace tessel;
+
+namespace {
+
+const char* kUsage =
+    "usage: tessel gemm|explain M N K [--target cpu|sim] [--alpha A] [--beta B]\n"
+    "         [--threads T] [--tile BMxBNxBK] [--workers W] [--copy-batch C]\n"
+    "         [--no-coalesce-barriers] [--seed S] [--check] [--json]\n"
+    "  gemm:    C = alpha*A*B + beta*C on random fp32 inputs (row-major).\n"
+    "           --check compares the complete output with an FP64 oracle.\n"
+    "  explain: TileIR, the plan and GroupIR after every compile step.\n";
+
+[[noreturn]] void bad(const std::string& message) {
+  user_error(ErrorKind::InvalidArgument, message);
+}
+
+int64_t parse_int(const std::string& what, const std::string& s) {
+  errno = 0;
+  char* end = nullptr;
+  long long v = std::strtoll(s.c_str(), &end, 10);
+  if (s.empty() || *end != '\0' || errno == ERANGE) bad(what + ": '" + s + "' is not an integer");
+  return v;
+}
+
+double parse_double(const std::string& what, const std::string& s) {
+  char* end = nullptr;
+  double v = std::strtod(s.c_str(), &end);
+  if (s.empty() || *end != '\0' || !std::isfinite(v)) bad(what + ": '" + s + "' is not a finite number");
+  return v;
+}
+
+struct Args {
+  std::string command;
+  int64_t m = 0, n = 0, k = 0;
+  double alpha = 1, beta = 0;
+  bool check = false, json = false;
+  uint64_t seed = 42;
+  GemmOptions options;
+};
+
+Args parse_args(int argc, char** argv) {
+  Args a;
+  std::vector<std::string> pos;
+  std::optional<Plan> plan;
+  int64_t workers = -1, copy_batch = -1;
+  std::string tile;
+  for (int i = 1; i < argc; ++i) {
+    std::string s = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) bad(s + " needs a value");
+      return argv[++i];
+    };
+    if (s == "--target") a.options.target = parse_target(value());
+    else if (s == "--alpha") a.alpha = parse_double(s, value());
+    else if (s == "--beta") a.beta = parse_double(s, value());
+    else if (s == "--threads") a.options.threads = static_cast<int>(parse_int(s, value()));
+    else if (s == "--tile") tile = value();
+    else if (s == "--workers") workers = parse_int(s, value());
+    else if (s == "--copy-batch") copy_batch = parse_int(s, value());
+    else if (s == "--seed") a.seed = static_cast<uint64_t>(parse_int(s, value()));
+    else if (s == "--no-coalesce-barriers") a.options.coalesce_barriers = false;
+    else if (s == "--check") a.check = true;
+    else if (s == "--json") a.json = true;
+    else if (s.size() > 1 && s[0] == '-' && !std::isdigit(static_cast<unsigned char>(s[1])))
+      bad("unknown option " + s);
+    else pos.push_back(s);
+  }
+  if (pos.size() != 4) bad("expected a command and three sizes M N K");
+  a.command = pos[0];
+  if (a.command != "gemm" && a.command != "explain") bad("unknown command '" + a.command + "'");
+  a.m = parse_int("M", pos[1]);
+  a.n = parse_int("N", pos[2]);
+  a.k = parse_int("K", pos[3]);
+  if (a.options.threads < 0) bad("--threads must be non-negative");
+  if (!tile.empty() || workers >= 0 || copy_batch >= 0) {
+    Plan p = default_gemm_plan(a.options.target, a.m, a.n, a.k);
+    if (!tile.empty()) {
+      std::vector<int64_t> ext;
+      std::stringstream ss(tile);
+      for (std::string part; std::getline(ss, part, 'x');) ext.push_back(parse_int("--tile", part));
+      if (ext.size() != 3) bad("--tile: expected BMxBNxBK, got '" + tile + "'");
+      p.bm = ext[0], p.bn = ext[1], p.bk = ext[2];
+      p.atom_m = p.atom_n = 1;  // the front door picks the atom the tile allows
+    }
+    if (workers >= 0) p.workers = static_cast<int>(std::min<int64_t>(workers, 1 << 20));
+    if (copy_batch >= 0) p.copy_batch = static_cast<int>(std::min<int64_t>(copy_batch, 1 << 20));
+    a.options.plan = p;
+  }
+  a.options.sim_seed = a.seed;
+  return a;
+}
+
+std::string json_number(double v) {
+  if (!std::isfinite(v)) return "null";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
+}
+
+int run_gemm(const Args& a) {
+  int64_t lda = std::max<int64_t>(1, a.k), ldb = std::max<int64_t>(1, a.n), ldc = ldb;
+  std::mt19937_64 rng(a.seed);
+  std::vector<float> A(a.m * lda), B(a.k * ldb), C(a.m * ldc);
+  fill_random(A, rng);
+  fill_random(B, rng);
+  fill_random(C, rng);
+  if (a.beta == 0) std::fill(C.begin(), C.end(), NAN);  // must all be overwritten
+  std::vector<double> oracle;
+  if (a.check)
+    oracle = gemm_oracle(a.m, a.n, a.k, a.alpha, A.data(), lda, B.data(), ldb, a.beta, C.data(), ldc);
+  GemmReport r = gemm(a.m, a.n, a.k, float(a.alpha), A.data(), lda, B.data(), ldb, float(a.beta),
+                      C.data(), ldc, a.options);
+  double err = a.check ? gemm_relative_error(a.m, a.n, C.data(), ldc, oracle) : NAN;
+  double bound = gemm_error_bound(a.k);
+  bool ok = !a.check || (err <= bound && r.races == 0);
+  const Plan& p = r.plan;
+  if (a.json) {
+    std::printf(
+        "{\"m\": %lld, \"n\": %lld, \"k\": %lld, \"target\": \"%s\", \"alpha\": %s, \"beta\": %s, "
+        "\"threads\": %d, \"plan\": {\"tile\": [%lld, %lld, %lld], \"workers\": %d, "
+        "\"worker_grid\": [%d, %d], \"window\": %d, \"copy_batch\": %d, \"atom\": [%lld, %lld]}, "
+        "\"rel_err\": %s, \"bound\": %s, \"ok\": %s, \"races\": %lld, \"compile_ms\": %s, "
+        "\"run_us\": %s, \"fences\": {\"static_before\": %d, \"static_after\": %d, "
+        "\"loop_before\": %d, \"loop_after\": %d, \"dynamic_before\": %lld, "
+        "\"dynamic_after\": %lld, \"dynamic_before_formula\": \"%s\", "
+        "\"dynamic_after_formula\": \"%s\"}}\n",
+        (long long)a.m, (long long)a.n, (long long)a.k, target_name(p.target),
+        json_number(a.alpha).c_str(), json_number(a.beta).c_str(), a.options.threads,
+        (long long)p.bm, (long long)p.bn, (long long)p.bk, p.workers, p.worker_rows,
+        p.worker_cols, p.window, p.copy_batch, (long long)p.atom_m, (long long)p.atom_n,
+        a.check ? json_number(err).c_str() : "null", json_number(bound).c_str(),
+        a.check ? (ok ? "true" : "false") : "null", (long long)r.races,
+        json_number(r.compile_ms).c_str(), json_number(r.run_us).c_str(), r.fences.static_before,
+        r.fences.static_after, r.fences.loop_before, r.fences.loop_after,
+        (long long)r.fences_dynamic_before, (long long)r.fences_dynamic_after,
+        r.fences.dynamic_before.c_str(), r.fences.dynamic_after.c_str());
+  } else {
+    std::printf("gemm %lldx%lldx%lld on %s, plan %s\n", (long long)a.m, (long long)a.n,
+                (long long)a.k, target_name(p.target), p.to_string().c_str());
+    double gflops = r.run_us > 0 ? 2.0 * a.m * a.n * a.k / (r.run_us * 1e3) : 0;
+    std::printf("compile %.1f ms, run %.1f us (%.1f GFLOP/s, one cold call)\n", r.compile_ms,
+                r.run_us, gflops);
+    if (a.check)
+      std::printf("rel_err %.3g (bound %.3g), races %lld: %s\n", err, bound, (long long)r.races,
+                  ok ? "ok" : "FAILED");
+    for (const Race& race : r.race_list) std::printf("  %s\n", race.message.c_str());
+  }
+  return ok ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc >= 2 && (std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h")) {
+    std::fputs(kUsage, stdout);
+    return 0;
+  }
+  try {
+    Args a = parse_args(argc, argv);
+    if (a.command == "explain") {
+      std::fputs(explain_gemm(a.m, a.n, a.k, a.options).c_str(), stdout);
+      return 0;
+    }
+    return run_gemm(a);
+  } catch (const Error& e) {
+    std::fprintf(stderr, "tessel: %s: %s\n", error_kind_name(e.kind()), e.what());
+    if (e.kind() == ErrorKind::InvalidArgument && argc < 2) std::fputs(kUsage, stderr);
+    return 2;
+  } catch (const std::length_error&) {
+    std::fprintf(stderr, "tessel: a problem of this size cannot be allocated\n");
+    return 2;
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "tessel: out of memory for a problem of this size\n");
+    return 2;
+  }
+}
