@@ -8,6 +8,7 @@ const char* target_name(TargetKind t) {
   switch (t) {
     case TargetKind::Sim: return "sim";
     case TargetKind::Cpu: return "cpu";
+    case TargetKind::Cuda: return "cuda";
   }
   return "?";
 }
@@ -15,7 +16,8 @@ const char* target_name(TargetKind t) {
 TargetKind parse_target(const std::string& name) {
   if (name == "sim") return TargetKind::Sim;
   if (name == "cpu") return TargetKind::Cpu;
-  user_error(ErrorKind::InvalidArgument, "unknown target '" + name + "' (expected cpu or sim)");
+  if (name == "cuda") return TargetKind::Cuda;
+  user_error(ErrorKind::InvalidArgument, "unknown target '" + name + "' (expected cpu, sim or cuda)");
 }
 
 std::string Plan::to_string() const {

@@ -7,9 +7,9 @@
 
 namespace tessel {
 
-enum class TargetKind { Sim, Cpu };
+enum class TargetKind { Sim, Cpu, Cuda };
 const char* target_name(TargetKind t);
-// Parses "sim" / "cpu"; an unknown name is a user error (InvalidArgument).
+// Parses "sim" / "cpu" / "cuda"; an unknown name is a user error (InvalidArgument).
 TargetKind parse_target(const std::string& name);
 
 struct Plan {
