@@ -117,6 +117,15 @@ std::string json_number(double v) {
 
 int run_gemm(const Args& a) {
   int64_t lda = std::max<int64_t>(1, a.k), ldb = std::max<int64_t>(1, a.n), ldc = ldb;
+  // The CLI allocates its own inputs: refuse what cannot be allocated before trying.
+  constexpr int64_t kMaxElements = int64_t{1} << 33;
+  int64_t ea = 0, eb = 0, ec = 0;
+  if (a.m < 0 || a.n < 0 || a.k < 0) bad("sizes must be non-negative");
+  if (__builtin_mul_overflow(a.m, lda, &ea) || __builtin_mul_overflow(a.k, ldb, &eb) ||
+      __builtin_mul_overflow(a.m, ldc, &ec) || ea > kMaxElements || eb > kMaxElements ||
+      ec > kMaxElements)
+    bad("gemm " + std::to_string(a.m) + "x" + std::to_string(a.n) + "x" + std::to_string(a.k) +
+        " needs more than " + std::to_string(kMaxElements) + " elements per matrix");
   std::mt19937_64 rng(a.seed);
   std::vector<float> A(a.m * lda), B(a.k * ldb), C(a.m * ldc);
   fill_random(A, rng);
