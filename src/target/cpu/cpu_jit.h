@@ -29,3 +29,9 @@ class CpuKernel {
 std::shared_ptr<const CpuKernel> compile_cpu(const GroupProgram& program);
 
 }  // namespace tessel
+
+namespace tessel {
+// Forgets the in-memory cache (kernels already returned stay valid); the next
+// compile_cpu loads from disk. For tests.
+void clear_cpu_memory_cache();
+}  // namespace tessel

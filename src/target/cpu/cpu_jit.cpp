@@ -1,0 +1,291 @@
+#include "target/cpu/cpu_jit.h"
+
+#include <dlfcn.h>
+
+#include <cctype>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <vector>
+
+#include "runtime/kernel_cache.h"
+#include "runtime/thread_pool.h"
+#include "target/cpu/cpu_emit.h"
+#include "tessel/error.h"
+
+namespace tessel {
+namespace {
+
+// -march=native: the kernel is built for this very CPU (the cache key names it).
+// -ffp-contract=fast: a * b + c becomes one FMA.
+const char* kFlags = "-O2 -march=native -ffp-contract=fast -fPIC -shared";
+
+using GroupFn = void (*)(const int64_t*, const double*, float* const*, const int64_t*, float*);
+using ScratchFn = int64_t (*)();
+
+std::string shell_quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+std::string compiler() {
+  const char* cxx = std::getenv("CXX");
+  return cxx && *cxx ? cxx : "c++";
+}
+
+// First line of `$CXX --version` ("" if it does not run), once per compiler.
+std::string compiler_version(const std::string& cxx) {
+  static std::mutex mu;
+  static std::map<std::string, std::string> known;
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = known.find(cxx);
+  if (it != known.end()) return it->second;
+  std::string line;
+  if (FILE* f = popen((cxx + " --version 2>/dev/null").c_str(), "r")) {
+    char buf[512];
+    if (std::fgets(buf, sizeof buf, f)) line = buf;
+    pclose(f);
+  }
+  while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.pop_back();
+  return known[cxx] = line;
+}
+
+// The CPU as -march=native sees it: model name and feature flags (under a
+// hypervisor the model name alone can be generic).
+const std::string& cpu_identity() {
+  static const std::string id = [] {
+    std::string info, out;
+    read_file("/proc/cpuinfo", &info);
+    for (const char* key : {"model name", "flags"}) {
+      size_t at = info.find(key);
+      if (at == std::string::npos) continue;
+      size_t end = info.find('\n', at);
+      out += info.substr(at, end == std::string::npos ? std::string::npos : end - at) + "\n";
+    }
+    return out;
+  }();
+  return id;
+}
+
+// A loaded shared object; it stays loaded while any kernel refers to it.
+struct Library {
+  void* handle = nullptr;
+  GroupFn group = nullptr;
+  int64_t scratch_floats = 0;
+  std::string path;
+  ~Library() {
+    if (handle) dlclose(handle);
+  }
+};
+
+std::shared_ptr<Library> load(const std::string& path, std::string* why) {
+  void* h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!h) {
+    *why = dlerror();
+    return nullptr;
+  }
+  auto lib = std::make_shared<Library>();
+  lib->handle = h;
+  lib->path = path;
+  lib->group = reinterpret_cast<GroupFn>(dlsym(h, "tessel_group"));
+  auto scratch = reinterpret_cast<ScratchFn>(dlsym(h, "tessel_scratch_floats"));
+  if (!lib->group || !scratch) {
+    *why = path + " lacks tessel_group or tessel_scratch_floats";
+    return nullptr;
+  }
+  lib->scratch_floats = scratch();
+  return lib;
+}
+
+// What a kernel needs to turn LaunchArgs into the emitted function's arrays.
+struct Signature {
+  std::vector<std::string> size_params;
+  std::vector<ScalarParam> scalars;
+  std::vector<TensorParam> tensors;
+  std::vector<LoopDim> grid;
+};
+
+// A thread's scratch, reused across launches (64-byte aligned, grown on demand).
+float* thread_scratch(int64_t floats) {
+  struct Scratch {
+    float* data = nullptr;
+    int64_t floats = 0;
+    ~Scratch() { std::free(data); }
+  };
+  thread_local Scratch s;
+  if (s.floats < floats) {
+    std::free(s.data);
+    size_t bytes = (static_cast<size_t>(floats) * sizeof(float) + 63) / 64 * 64;
+    s.data = static_cast<float*>(std::aligned_alloc(64, bytes));
+    TESSEL_ASSERT(s.data, "out of memory for kernel scratch");
+    s.floats = floats;
+  }
+  return s.data;
+}
+
+class LoadedKernel : public CpuKernel {
+ public:
+  LoadedKernel(std::shared_ptr<Library> lib, Signature sig, CpuCompileInfo info)
+      : lib_(std::move(lib)), sig_(std::move(sig)), info_(std::move(info)) {}
+
+  const CpuCompileInfo& info() const override { return info_; }
+
+  void run(const LaunchArgs& args, int threads) const override {
+    std::vector<int64_t> sizes;
+    for (const std::string& name : sig_.size_params) {
+      auto it = args.sizes.find(name);
+      if (it == args.sizes.end())
+        user_error(ErrorKind::InvalidArgument, "missing size parameter '" + name + "'");
+      if (it->second < 0)
+        user_error(ErrorKind::InvalidArgument, "size parameter '" + name + "' is negative (" +
+                                                   std::to_string(it->second) + ")");
+      sizes.push_back(it->second);
+    }
+    auto size_of = [&](const std::string& name) {
+      for (size_t i = 0; i < sig_.size_params.size(); ++i)
+        if (sig_.size_params[i] == name) return sizes[i];
+      user_error(ErrorKind::InvalidArgument, "unknown size parameter '" + name + "'");
+    };
+    std::vector<double> scalars;
+    for (const ScalarParam& s : sig_.scalars) {
+      auto it = args.scalars.find(s.name);
+      if (it == args.scalars.end())
+        user_error(ErrorKind::InvalidArgument, "missing scalar parameter '" + s.name + "'");
+      scalars.push_back(it->second);
+    }
+    std::vector<float*> tensors;
+    for (const TensorParam& t : sig_.tensors) {
+      auto it = args.tensors.find(t.name);
+      if (it == args.tensors.end())
+        user_error(ErrorKind::InvalidArgument, "missing tensor '" + t.name + "'");
+      if (!it->second) user_error(ErrorKind::InvalidArgument, "tensor '" + t.name + "' is null");
+      int64_t rows = size_of(t.rows), cols = size_of(t.cols), ld = size_of(t.ld);
+      if (rows > 1 && ld < cols)
+        user_error(ErrorKind::InvalidArgument, "tensor '" + t.name + "': leading dimension " + t.ld +
+                                                   " = " + std::to_string(ld) + " is less than its " +
+                                                   std::to_string(cols) + " columns");
+      tensors.push_back(it->second);
+    }
+    SymbolLookup lookup = [&](const std::string& name, int64_t* v) {
+      for (size_t i = 0; i < sig_.size_params.size(); ++i)
+        if (sig_.size_params[i] == name) {
+          *v = sizes[i];
+          return true;
+        }
+      return false;
+    };
+    std::vector<int64_t> extents;
+    int64_t groups = 1;
+    for (const LoopDim& d : sig_.grid) {
+      extents.push_back(std::max<int64_t>(0, expr_eval(d.extent, lookup)));
+      groups *= extents.back();
+    }
+    const Library& lib = *lib_;
+    parallel_for(groups, threads, [&](int64_t g) {
+      // The last grid dimension varies fastest.
+      int64_t coord[8] = {};
+      TESSEL_ASSERT(extents.size() <= 8, "grid has more than 8 dimensions");
+      for (size_t d = extents.size(); d-- > 0;) {
+        coord[d] = g % extents[d];
+        g /= extents[d];
+      }
+      lib.group(sizes.data(), scalars.data(), tensors.data(), coord, thread_scratch(lib.scratch_floats));
+    });
+  }
+
+ private:
+  std::shared_ptr<Library> lib_;
+  Signature sig_;
+  CpuCompileInfo info_;
+};
+
+std::mutex& cache_mutex() {
+  static std::mutex mu;
+  return mu;
+}
+std::map<uint64_t, std::shared_ptr<Library>>& memory_cache() {
+  static std::map<uint64_t, std::shared_ptr<Library>> cache;
+  return cache;
+}
+
+// Compiles `source` (already written at src_path) into so_path via a temporary
+// file renamed into place; returns the compiler's wall time in ms.
+double compile_to(const std::string& cxx, const std::string& src_path, const std::string& so_path) {
+  std::string tmp = temp_path_for(so_path), err = temp_path_for(so_path + ".err");
+  std::string command = cxx + " " + kFlags + " -o " + shell_quote(tmp) + " " + shell_quote(src_path);
+  auto t0 = std::chrono::steady_clock::now();
+  int rc = std::system((command + " 2> " + shell_quote(err)).c_str());
+  double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  std::string diagnostics;
+  read_file(err, &diagnostics);
+  std::remove(err.c_str());
+  if (rc != 0) {
+    std::remove(tmp.c_str());
+    if (diagnostics.size() > 8000) diagnostics = diagnostics.substr(0, 8000) + "\n[... truncated]";
+    user_error(ErrorKind::Compile, "cpu kernel failed to compile (exit status " + std::to_string(rc) +
+                                       ")\n  command: " + command + "\n  source: " + src_path +
+                                       "\n" + diagnostics);
+  }
+  if (std::rename(tmp.c_str(), so_path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    user_error(ErrorKind::Runtime, "cannot rename " + tmp + " to " + so_path);
+  }
+  return ms;
+}
+
+// The program's name as a harmless file name part.
+std::string file_stem(const std::string& name) {
+  std::string s;
+  for (char c : name.substr(0, 64)) s += std::isalnum(static_cast<unsigned char>(c)) || c == '_' ? c : '_';
+  return s.empty() ? "kernel" : s;
+}
+
+}  // namespace
+
+std::shared_ptr<const CpuKernel> compile_cpu(const GroupProgram& program) {
+  Signature sig{program.size_params, program.scalars, program.tensors, program.grid};
+  std::string source = emit_cpu(program);
+  std::string cxx = compiler();
+  std::string key = source + "\n--\n" + cxx + "\n" + compiler_version(cxx) + "\n" + kFlags + "\n" + cpu_identity();
+  uint64_t hash = fnv1a64(key);
+
+  CpuCompileInfo info;
+  // One compile at a time per process: simple, and a second request for the same
+  // program waits for the first rather than compiling it again.
+  std::lock_guard<std::mutex> lock(cache_mutex());
+  auto& cache = memory_cache();
+  if (auto it = cache.find(hash); it != cache.end()) {
+    info.from_memory = true;
+    info.cache_path = it->second->path;
+    return std::make_shared<LoadedKernel>(it->second, std::move(sig), std::move(info));
+  }
+  std::string dir = kernel_cache_dir();
+  std::string stem = dir + "/" + file_stem(program.name) + "-" + hex64(hash);
+  std::string so_path = stem + ".so", src_path = stem + ".cpp";
+  info.cache_path = so_path;
+  std::string why;
+  std::shared_ptr<Library> lib;
+  if (FILE* f = std::fopen(so_path.c_str(), "rb")) {
+    std::fclose(f);
+    lib = load(so_path, &why);  // a damaged file is rebuilt below
+    info.from_disk = lib != nullptr;
+  }
+  if (!lib) {
+    write_file_atomic(src_path, source);
+    info.compile_ms = compile_to(cxx, src_path, so_path);
+    lib = load(so_path, &why);
+    if (!lib) user_error(ErrorKind::Runtime, "cannot load compiled kernel " + so_path + ": " + why);
+  }
+  cache[hash] = lib;
+  return std::make_shared<LoadedKernel>(lib, std::move(sig), std::move(info));
+}
+
+void clear_cpu_memory_cache() {
+  std::lock_guard<std::mutex> lock(cache_mutex());
+  memory_cache().clear();
+}
+
+}  // namespace tessel
