@@ -1,0 +1,148 @@
+#include "target/sim/race_detector.h"
+
+#include <functional>
+
+#include "tessel/error.h"
+
+namespace tessel {
+namespace {
+
+void index_ops(const std::vector<GroupOp>& ops, std::vector<const GroupOp*>& by_id) {
+  for (const GroupOp& op : ops) {
+    if (op.id >= 0) {
+      if (op.id >= static_cast<int>(by_id.size())) by_id.resize(op.id + 1, nullptr);
+      by_id[op.id] = &op;
+    }
+    for (const auto& body : op.bodies) index_ops(body, by_id);
+  }
+}
+
+}  // namespace
+
+RaceDetector::RaceDetector(const GroupProgram& program,
+                           const std::vector<std::pair<int64_t, int64_t>>& tensor_shape,
+                           int max_races_recorded)
+    : program_(program), max_recorded_(max_races_recorded) {
+  index_ops(program.body, ops_by_id_);
+  shared_.resize(program.buffers.size());
+  for (const Buffer& b : program.buffers)
+    if (b.space == Space::Shared) shared_[b.id].resize(static_cast<size_t>(b.versions * b.rows * b.cols));
+  for (const auto& [rows, cols] : tensor_shape) {
+    global_.emplace_back(static_cast<size_t>(rows * cols));
+    global_cols_.push_back(cols);
+  }
+}
+
+void RaceDetector::begin_group(int group) {
+  group_ = group;
+  ++epoch_;
+}
+
+// Records one access in `cell` and returns an earlier access by another actor that
+// conflicts with it (actor -1 when none). Only the interval's first writer is kept:
+// a later writer either is the same actor or races with it.
+template <typename Cell>
+RaceDetector::Prior RaceDetector::check(Cell& cell, int actor, int op, bool write) {
+  Prior prior;
+  if (write) {
+    if (cell.writer >= 0) {
+      if (cell.writer != actor) prior = {cell.writer, cell.writer_op, true};
+      return prior;
+    }
+    if (cell.reader1 >= 0 && cell.reader1 != actor)
+      prior = {cell.reader1, cell.reader1_op, false};
+    else if (cell.reader2 >= 0 && cell.reader2 != actor)
+      prior = {cell.reader2, cell.reader2_op, false};
+    cell.writer = actor;
+    cell.writer_op = op;
+    return prior;
+  }
+  if (cell.writer >= 0 && cell.writer != actor) prior = {cell.writer, cell.writer_op, true};
+  if (cell.reader1 < 0) {
+    cell.reader1 = actor;
+    cell.reader1_op = op;
+  } else if (cell.reader1 != actor && cell.reader2 < 0) {
+    cell.reader2 = actor;
+    cell.reader2_op = op;
+  }
+  return prior;
+}
+
+void RaceDetector::shared_access(int buffer, int version, int64_t row, int64_t col, int64_t index,
+                                 int worker, const GroupOp& op, bool write) {
+  SharedCell& cell = shared_[buffer][index];
+  Site site{program_.buffers[buffer].name, version, row, col};
+  if (cell.async_instance != 0) {
+    // Reported against the copy in flight; the interval record is left alone so
+    // that one access is one race.
+    Prior copy{cell.async_worker, cell.async_op, true};
+    report(site, copy, "async ", "is in flight", worker, op, write, "worker",
+           "before the async.wait that completes the copy");
+    return;
+  }
+  if (cell.epoch != epoch_) {
+    cell = SharedCell{};
+    cell.epoch = epoch_;
+  }
+  Prior prior = check(cell, worker, op.id, write);
+  if (prior.actor >= 0)
+    report(site, prior, "", prior.write ? "writes" : "reads", worker, op, write, "worker",
+           "with no fence between");
+}
+
+void RaceDetector::async_issue(int buffer, int version, int64_t row, int64_t col, int64_t index,
+                               int worker, const GroupOp& op, uint32_t instance) {
+  shared_access(buffer, version, row, col, index, worker, op, true);
+  SharedCell& cell = shared_[buffer][index];
+  if (cell.async_instance != 0) return;  // already in flight (and reported): keep the first
+  cell.async_instance = instance;
+  cell.async_worker = worker;
+  cell.async_op = op.id;
+}
+
+void RaceDetector::async_land(int buffer, int64_t index, uint32_t instance) {
+  SharedCell& cell = shared_[buffer][index];
+  if (cell.async_instance == instance) cell.async_instance = 0;
+}
+
+void RaceDetector::global_access(int tensor, int64_t row, int64_t col, const GroupOp& op,
+                                 bool write) {
+  GlobalCell& cell = global_[tensor][row * global_cols_[tensor] + col];
+  Prior prior = check(cell, group_, op.id, write);
+  if (prior.actor < 0) return;
+  Site site{program_.tensors[tensor].name, -1, row, col};
+  report(site, prior, "", prior.write ? "writes" : "reads", group_, op, write, "group",
+         "in different groups");
+}
+
+// Message: "race on As[3, 5] (v0): copy #4 (worker 1) writes, mma #7 (worker 0)
+// reads, with no fence between". Built only for the races that are kept.
+void RaceDetector::report(const Site& site, const Prior& prior, const char* prior_prefix,
+                          const char* prior_verb, int actor, const GroupOp& op, bool write,
+                          const char* actor_word, const char* tail) {
+  ++result_.race_count;
+  if (static_cast<int>(result_.races.size()) >= max_recorded_) return;
+  Race race;
+  race.first_op = prior.op;
+  race.second_op = op.id;
+  race.first_worker = prior.actor;
+  race.second_worker = actor;
+  race.buffer = site.name;
+  race.row = site.row;
+  race.col = site.col;
+  std::string where = "race on " + site.name + "[" + std::to_string(site.row) + ", " +
+                      std::to_string(site.col) + "]";
+  if (site.version >= 0) where += " (v" + std::to_string(site.version) + ")";
+  auto who = [&](int a) { return std::string(" (") + actor_word + " " + std::to_string(a) + ") "; };
+  race.message = where + ": " + prior_prefix + describe(prior.op) + who(prior.actor) + prior_verb +
+                 ", " + describe(op.id) + who(actor) + (write ? "writes" : "reads") + ", " + tail;
+  result_.races.push_back(std::move(race));
+}
+
+std::string RaceDetector::describe(int op_id) const {
+  const GroupOp* op =
+      op_id >= 0 && op_id < static_cast<int>(ops_by_id_.size()) ? ops_by_id_[op_id] : nullptr;
+  return std::string(op ? group_op_name(op->kind) : "op") + " #" + std::to_string(op_id);
+}
+
+}  // namespace tessel

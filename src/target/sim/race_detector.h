@@ -1,0 +1,98 @@
+// Shadow state of the sim's race detector (the rule is in sim.h).
+//
+// Shared memory: each element of each buffer version keeps the barrier interval
+// in which it was last touched (an epoch number), the first writer of that interval
+// and up to two distinct readers. A new interval is one increment of the epoch, so
+// a fence costs nothing per element: state from an older epoch reads as empty.
+// Two readers suffice: a writer w conflicts with some reader other than w exactly
+// when one of the first two distinct readers differs from w. The outcome (race or
+// not) therefore does not depend on the order in which workers run.
+//
+// Async copies: an element written by an issued, not yet completed, async copy is
+// marked in flight; any access to it until the copy lands is a race with the copy.
+//
+// Global memory: the same writer / two-reader record, over the whole launch, with
+// groups in place of workers.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ir/group_ir.h"
+#include "target/sim/sim.h"
+
+namespace tessel {
+
+class RaceDetector {
+ public:
+  // `tensor_shape[t]` = {rows, cols} of program.tensors[t] for this launch.
+  RaceDetector(const GroupProgram& program, const std::vector<std::pair<int64_t, int64_t>>& tensor_shape,
+               int max_races_recorded);
+
+  // Starts a group: its shared memory is fresh, so no earlier access counts.
+  void begin_group(int group);
+  // A fence or barrier: every worker has passed it; a new interval starts.
+  void new_interval() { ++epoch_; }
+
+  // One access by `worker` of element (row, col) of version `version` of shared
+  // buffer `buffer`; `index` is its offset in the buffer's storage (all versions).
+  void shared_access(int buffer, int version, int64_t row, int64_t col, int64_t index, int worker,
+                     const GroupOp& op, bool write);
+  // Marks / clears an element as written by an async copy that is in flight.
+  // Marking also counts as a write in the current interval (the copy writes over
+  // its whole span). Clearing only clears the mark of the same copy instance.
+  void async_issue(int buffer, int version, int64_t row, int64_t col, int64_t index, int worker,
+                   const GroupOp& op, uint32_t instance);
+  void async_land(int buffer, int64_t index, uint32_t instance);
+
+  // One access by the current group of element (row, col) of tensor `tensor`.
+  void global_access(int tensor, int64_t row, int64_t col, const GroupOp& op, bool write);
+
+  SimResult result() const { return result_; }
+
+ private:
+  struct SharedCell {
+    uint32_t epoch = 0;
+    int32_t writer = -1, writer_op = -1;
+    int32_t reader1 = -1, reader1_op = -1;
+    int32_t reader2 = -1, reader2_op = -1;
+    uint32_t async_instance = 0;  // 0: not in flight
+    int32_t async_worker = -1, async_op = -1;
+  };
+  struct GlobalCell {
+    int32_t writer = -1, writer_op = -1;
+    int32_t reader1 = -1, reader1_op = -1;
+    int32_t reader2 = -1, reader2_op = -1;
+  };
+  // An access already recorded that conflicts with the current one.
+  struct Prior {
+    int32_t actor = -1, op = -1;
+    bool write = false;
+  };
+
+  template <typename Cell>
+  static Prior check(Cell& cell, int actor, int op, bool write);
+  // The element a race is on; version -1 for global memory.
+  struct Site {
+    const std::string& name;
+    int version;
+    int64_t row, col;
+  };
+
+  void report(const Site& site, const Prior& prior, const char* prior_prefix,
+              const char* prior_verb, int actor, const GroupOp& op, bool write,
+              const char* actor_word, const char* tail);
+  std::string describe(int op_id) const;
+
+  const GroupProgram& program_;
+  std::vector<const GroupOp*> ops_by_id_;
+  std::vector<std::vector<SharedCell>> shared_;  // by buffer id (empty unless shared)
+  std::vector<std::vector<GlobalCell>> global_;  // by tensor index
+  std::vector<int64_t> global_cols_;
+  uint32_t epoch_ = 0;
+  int group_ = 0;
+  int max_recorded_;
+  SimResult result_;
+};
+
+}  // namespace tessel
