@@ -103,6 +103,7 @@ struct GroupOp {
 
   std::string iv;      // For
   Expr lo, hi;         // For
+  bool pipelined = false;  // For: from a `pipeline` nest, iterations may overlap
   Cond cond;           // If
   std::vector<std::vector<GroupOp>> bodies;  // For: 1, If: 2
 };

@@ -366,6 +366,7 @@ class Lowering {
     loop.iv = op.loops[0].iv;
     loop.lo = expr_const(0);
     loop.hi = bind(op.loops[0].extent);
+    loop.pipelined = op.kind == TileOpKind::Pipeline;
     loop.bodies.resize(1);
     lower_region(body, loop.bodies[0]);
     const TileOp& yield = body.ops.back();

@@ -24,7 +24,7 @@ std::string Plan::to_string() const {
   return std::to_string(bm) + "x" + std::to_string(bn) + "x" + std::to_string(bk) +
          " workers=" + std::to_string(workers) + "(" + std::to_string(worker_rows) + "x" +
          std::to_string(worker_cols) + ") copy_batch=" + std::to_string(copy_batch) +
-         " window=" + std::to_string(window) + " atom=" + std::to_string(atom_m) + "x" +
+ " window=" + std::to_string(window) + (async_copy ? " copy=async" : " copy=sync") + " atom=" + std::to_string(atom_m) + "x" +
          std::to_string(atom_n);
 }
 

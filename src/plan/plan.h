@@ -19,6 +19,7 @@ struct Plan {
   int worker_rows = 1, worker_cols = 1;  // fragment distribution: worker grid over BM x BN
   int copy_batch = 4;                 // contiguous elements a worker copies per turn
   int window = 1;                     // pipeline window (1 = single buffered)
+  bool async_copy = false;            // copies issue / commit / wait (a copy engine)
   int64_t atom_m = 1, atom_n = 1;     // register block of the mma atom
 
   std::string to_string() const;  // "64x64x32 w=4(2x2) batch=4 window=1 atom=1x1"
