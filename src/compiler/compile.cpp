@@ -46,8 +46,17 @@ CompiledGroup compile_to_group(const TileKernel& kernel, const Plan& plan,
   {
     StepTimer t("lower");
     out.program = lower_to_group(kernel, plan);
-    out.lowered = out.program;
     if (options.keep_stages) keep("lower", print_group_program(out.program));
+  }
+  {
+    // Before barrier planning: it emits conservative fences for the planner to prune.
+    StepTimer t("pipeline");
+    PipelineOptions po;
+    po.window = plan.window;
+    po.async = plan.async_copy;
+    out.pipeline = pipeline_loops(out.program, po);
+    if (options.keep_stages) keep("pipeline", print_group_program(out.program));
+    out.unplanned = out.program;
   }
   {
     // After lowering, which places a fence after every op touching shared memory.

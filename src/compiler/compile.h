@@ -2,8 +2,9 @@
 // Each step names itself; `explain` keeps the IR after every step.
 //   1. verify the TileIR
 //   2. lower (TileIR + Plan -> GroupIR)            src/lower/lower.h
-//   3. plan_barriers (drop fences no dependence needs)  src/passes/plan_barriers.h
-//   4. verify the GroupIR
+//   3. pipeline (window W, sync or async copies)       src/passes/pipeline.h
+//   4. plan_barriers (drop fences no dependence needs)  src/passes/plan_barriers.h
+//   5. verify the GroupIR
 // TESSEL_PASS_TIMING=1 prints each step's wall time on stderr.
 #pragma once
 #include <string>
@@ -11,6 +12,7 @@
 
 #include "ir/group_ir.h"
 #include "ir/tile_ir.h"
+#include "passes/pipeline.h"
 #include "passes/plan_barriers.h"
 #include "plan/plan.h"
 
@@ -28,7 +30,8 @@ struct CompileStage {
 
 struct CompiledGroup {
   GroupProgram program;
-  GroupProgram lowered;  // before barrier planning, for dynamic fence counts
+  GroupProgram unplanned;  // before barrier planning, for dynamic fence counts
+  PipelineStats pipeline;
   BarrierStats barriers;
   std::vector<CompileStage> stages;  // when keep_stages
 };

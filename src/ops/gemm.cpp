@@ -189,7 +189,7 @@ GemmReport gemm(int64_t m, int64_t n, int64_t k, float alpha, const float* a, in
       if (d.iv == name) return *v = 0, true;
     return false;
   };
-  report.fences_dynamic_before = count_fences_executed(compiled->group.lowered, lookup);
+  report.fences_dynamic_before = count_fences_executed(compiled->group.unplanned, lookup);
   report.fences_dynamic_after = count_fences_executed(compiled->group.program, lookup);
   if (m == 0 || n == 0) return report;
 

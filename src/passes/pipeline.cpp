@@ -1,0 +1,171 @@
+#include "passes/pipeline.h"
+
+#include <set>
+
+#include "tessel/error.h"
+
+namespace tessel {
+namespace {
+
+bool is_staging_copy(const GroupProgram& p, const GroupOp& op) {
+  return op.kind == GroupOpKind::Copy && p.buffer(op.src.buffer).space == Space::Global &&
+         p.buffer(op.dst.buffer).space == Space::Shared;
+}
+
+// The body splits into a prefix of staging copies and fences, and the rest
+// (consumers). Consumers must not write a staged buffer nor hold another copy.
+bool split_body(const GroupProgram& p, const std::vector<GroupOp>& body, size_t* split,
+                std::string* why) {
+  size_t i = 0;
+  while (i < body.size() &&
+         (is_staging_copy(p, body[i]) || body[i].kind == GroupOpKind::Fence))
+    ++i;
+  *split = i;
+  std::set<int> staged;
+  for (size_t j = 0; j < i; ++j)
+    if (body[j].kind == GroupOpKind::Copy) staged.insert(body[j].dst.buffer);
+  if (staged.empty()) return *why = "no staging copies at the top of the body", false;
+  for (size_t j = i; j < body.size(); ++j) {
+    const GroupOp& op = body[j];
+    bool writes_staged = (op.kind == GroupOpKind::Copy || op.kind == GroupOpKind::FragStore) &&
+                         staged.count(op.dst.buffer);
+    if (writes_staged || op.kind == GroupOpKind::Copy || op.kind == GroupOpKind::For ||
+        op.kind == GroupOpKind::If || op.kind == GroupOpKind::AsyncWait ||
+        op.kind == GroupOpKind::AsyncCommit || op.kind == GroupOpKind::Call)
+      return *why = "op #" + std::to_string(op.id) + " after the staging copies is not a plain consumer", false;
+  }
+  return true;
+}
+
+class Pipeliner {
+ public:
+  Pipeliner(GroupProgram& p, const PipelineOptions& o) : p_(p), o_(o) {}
+
+  void run(std::vector<GroupOp>& ops, PipelineStats& stats) {
+    std::vector<GroupOp> out;
+    for (GroupOp& op : ops) {
+      for (auto& body : op.bodies) run(body, stats);
+      if (op.kind != GroupOpKind::For || !op.pipelined ||
+          (o_.window == 1 && !o_.async)) {
+        out.push_back(std::move(op));
+        continue;
+      }
+      size_t split = 0;
+      std::string why;
+      if (!split_body(p_, op.bodies[0], &split, &why)) {
+        ++stats.loops_skipped;
+        stats.skipped_reason = why;
+        out.push_back(std::move(op));
+        continue;
+      }
+      transform(op, split, out);
+      ++stats.loops_pipelined;
+    }
+    ops = std::move(out);
+  }
+
+ private:
+  GroupOp make(GroupOpKind kind) {
+    GroupOp g;
+    g.kind = kind;
+    g.id = p_.new_op_id();
+    return g;
+  }
+
+  // The copy for iteration `iteration` (an expression in the loop variable) into
+  // version `version`: a fresh op with its own id.
+  GroupOp shifted_copy(const GroupOp& copy, const std::string& iv, const Expr& iteration,
+                       const Expr& version) {
+    GroupOp g = copy;
+    g.id = p_.new_op_id();
+    auto subst = [&](const Expr& e) {
+      return expr_substitute(e, [&](const std::string& s) { return s == iv ? iteration : nullptr; });
+    };
+    g.src.row = subst(g.src.row);
+    g.src.col = subst(g.src.col);
+    g.dst.version = version;
+    g.async = o_.async;
+    return g;
+  }
+
+  void transform(GroupOp& loop, size_t split, std::vector<GroupOp>& out) {
+    const int w = o_.window;
+    std::vector<GroupOp>& body = loop.bodies[0];
+    std::vector<GroupOp> copies, consumers(body.begin() + split, body.end());
+    for (size_t i = 0; i < split; ++i)
+      if (body[i].kind == GroupOpKind::Copy) copies.push_back(body[i]);
+    std::set<int> staged;
+    for (const GroupOp& c : copies) {
+      staged.insert(c.dst.buffer);
+      p_.buffers[c.dst.buffer].versions = w;
+    }
+    Expr k = expr_sym(loop.iv);
+    Expr step = k - loop.lo;  // 0-based iteration
+    auto slot = [&](int64_t ahead) { return expr_mod(step + expr_const(ahead), expr_const(w)); };
+
+    // Consumers read this iteration's version.
+    for (GroupOp& c : consumers)
+      for (BufferRef* r : {&c.a, &c.b, &c.src})
+        if (r->buffer >= 0 && staged.count(r->buffer)) r->version = slot(0);
+
+    // Prologue: iterations lo .. lo + W - 2 into versions 0 .. W - 2.
+    for (int s = 0; s + 1 < w; ++s) {
+      for (const GroupOp& c : copies)
+        out.push_back(shifted_copy(c, loop.iv, loop.lo + expr_const(s), expr_const(s)));
+      if (o_.async) out.push_back(make(GroupOpKind::AsyncCommit));
+    }
+    if (!o_.async && w > 1) out.push_back(make(GroupOpKind::Fence));
+
+    std::vector<GroupOp> next;
+    Expr ahead = k + expr_const(w - 1);
+    if (!o_.async) {
+      for (const GroupOp& c : copies) {
+        next.push_back(shifted_copy(c, loop.iv, ahead, slot(w - 1)));
+        next.push_back(make(GroupOpKind::Fence));
+      }
+      for (GroupOp& c : consumers) next.push_back(std::move(c));
+    } else {
+      // With W = 1 the copy for k is issued and waited for in the same iteration.
+      if (w == 1) {
+        for (const GroupOp& c : copies) next.push_back(shifted_copy(c, loop.iv, k, slot(0)));
+        next.push_back(make(GroupOpKind::AsyncCommit));
+      }
+      GroupOp wait = make(GroupOpKind::AsyncWait);
+      wait.pending = w >= 2 ? w - 2 : 0;
+      next.push_back(wait);
+      next.push_back(make(GroupOpKind::Fence));
+      if (w >= 2) {
+        // The fence after the wait also orders this iteration's copies after the
+        // previous iteration's consumers, so a trailing fence would be redundant.
+        while (!consumers.empty() && consumers.back().kind == GroupOpKind::Fence)
+          consumers.pop_back();
+        for (const GroupOp& c : copies) next.push_back(shifted_copy(c, loop.iv, ahead, slot(w - 1)));
+        next.push_back(make(GroupOpKind::AsyncCommit));
+      }
+      for (GroupOp& c : consumers) next.push_back(std::move(c));
+      // W = 1: the next iteration's copy overwrites what the consumers read.
+      if (w == 1 && next.back().kind != GroupOpKind::Fence) next.push_back(make(GroupOpKind::Fence));
+    }
+    body = std::move(next);
+    out.push_back(std::move(loop));
+    if (o_.async) {
+      GroupOp drain = make(GroupOpKind::AsyncWait);
+      drain.pending = 0;
+      out.push_back(drain);
+    }
+  }
+
+  GroupProgram& p_;
+  const PipelineOptions& o_;
+};
+
+}  // namespace
+
+PipelineStats pipeline_loops(GroupProgram& program, const PipelineOptions& options) {
+  TESSEL_ASSERT(options.window >= 1, "pipeline window must be positive");
+  PipelineStats stats;
+  Pipeliner(program, options).run(program.body, stats);
+  return stats;
+}
+
+}  // namespace tessel

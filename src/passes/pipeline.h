@@ -1,0 +1,45 @@
+// pipeline: software pipelining of the loops that came from `pipeline` nests.
+// In: GroupIR as lowered (each such loop's body: staging copies global -> shared,
+// each followed by a fence, then the ops that read the staged buffers). Out: the
+// same arithmetic in the same order, with the copies for iteration k + W - 1
+// issued while iteration k computes.
+//
+// With window W, for a loop k in [lo, hi):
+//   - every staged buffer gets W versions; iteration k reads version (k - lo) % W;
+//   - a prologue before the loop copies iterations lo .. lo + W - 2 into versions
+//     0 .. W - 2, then a fence;
+//   - sync copies, body:  copy(k + W - 1) -> version (k - lo + W - 1) % W; fence; ...;
+//                         consumers(k); fence
+//     (barrier planning then leaves one fence per iteration: the copies and the
+//     consumers touch different versions);
+//   - async copies, body: wait until iteration k's copies landed (W - 2 groups may
+//     stay in flight); fence; issue copy(k + W - 1); commit; consumers(k)
+//     and after the loop a wait for everything, so nothing lands later.
+//   - W = 1 with sync copies changes nothing.
+// Copies past the end of the loop (short loops, the last W - 1 iterations) are
+// issued anyway: their source lies beyond the tensor's bound, so they read zeros
+// into a version no consumer reads. This keeps the body free of branches, which
+// would be boundaries for barrier planning. The drain is therefore implicit.
+//
+// Loops whose body does not have that shape are left unchanged and counted.
+#pragma once
+#include <string>
+
+#include "ir/group_ir.h"
+
+namespace tessel {
+
+struct PipelineOptions {
+  int window = 1;      // --window W
+  bool async = false;  // --copy async
+};
+
+struct PipelineStats {
+  int loops_pipelined = 0;
+  int loops_skipped = 0;  // pipeline loops whose body does not have the staged shape
+  std::string skipped_reason;
+};
+
+PipelineStats pipeline_loops(GroupProgram& program, const PipelineOptions& options);
+
+}  // namespace tessel
