@@ -93,6 +93,17 @@ bool TextCursor::peek_on_line(char c) {
   return i < text_.size() && text_[i] == c;
 }
 
+bool TextCursor::at_line_end() {
+  size_t i = pos_;
+  while (i < text_.size() && (text_[i] == ' ' || text_[i] == '\t')) ++i;
+  return i >= text_.size() || text_[i] == '\n' || text_[i] == '\r';
+}
+
+bool TextCursor::peek_number() {
+  skip_blanks();
+  return is_digit(next()) || next() == '-' || next() == '.' || peek_word("inf") || peek_word("nan");
+}
+
 bool TextCursor::accept(const char* literal) {
   skip_blanks();
   size_t n = std::strlen(literal);
@@ -216,8 +227,9 @@ Expr TextCursor::expr(int depth) {
 }
 
 DType TextCursor::dtype() {
-  if (accept_word("f32")) return DType::F32;
-  expected("a dtype (f32)");
+  for (DType t : {DType::F32, DType::BF16, DType::F16})
+    if (accept_word(dtype_name(t))) return t;
+  expected("a dtype (f32, bf16, f16)");
 }
 
 TensorParam TextCursor::tensor_param() {

@@ -44,6 +44,8 @@ class TextCursor {
   bool at_end();
   bool peek(char c);                 // the next non-blank character is c
   bool peek_on_line(char c);         // ... and it is on the current line
+  bool at_line_end();                // only spaces or tabs before the end of the line
+  bool peek_number();                // a real() comes next: digit, '-', '.', inf or nan
   bool accept(const char* literal);  // consumes it when it comes next
   void expect(const char* literal);
   bool peek_word(const char* word);  // the next word is exactly `word`

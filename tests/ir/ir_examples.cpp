@@ -130,6 +130,7 @@ void expect_same_ops(const std::vector<GroupOp>& a, const std::vector<GroupOp>& 
     }
     EXPECT_EQ(x.callee, y.callee);
     EXPECT_EQ(x.iv, y.iv);
+    EXPECT_EQ(x.pipelined, y.pipelined);
     expect_same_expr(x.lo, y.lo);
     expect_same_expr(x.hi, y.hi);
     expect_same_cond(x.cond, y.cond);
@@ -250,6 +251,7 @@ GroupProgram gemm_group_program() {
   loop.iv = "k";
   loop.lo = c0;
   loop.hi = ceil_div(K, expr_const(32));
+  loop.pipelined = true;
   GroupOp copy_a = op(GroupOpKind::Copy);
   copy_a.src = ref(A, i * 64, k * 32);
   copy_a.dst = ref(As, c0, c0, slot);
@@ -353,6 +355,8 @@ void expect_same_program(const GroupProgram& a, const GroupProgram& b) {
   EXPECT_EQ(a.worker_cols, b.worker_cols);
   EXPECT_EQ(a.atom_m, b.atom_m);
   EXPECT_EQ(a.atom_n, b.atom_n);
+  EXPECT_EQ(a.atom, b.atom);
+  EXPECT_EQ(a.lanes, b.lanes);
   ASSERT_EQ(a.buffers.size(), b.buffers.size());
   for (size_t i = 0; i < a.buffers.size(); ++i) {
     const Buffer &x = a.buffers[i], &y = b.buffers[i];

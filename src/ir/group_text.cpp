@@ -1,0 +1,456 @@
+// Textual GroupIR. A header, the buffers, then one op per line with its id:
+//
+//   group gemm(sizes M, N, K; tensors A: f32[M, K] ld lda in; scalars alpha: f32) {
+//     grid i = ceildiv(M, 64), j = ceildiv(N, 64)
+//     workers 4 grid 2x2 lanes 1
+//     atom fma 4x16
+//     next_op_id 20                      (only when it is not one past the largest id)
+//     buffer A: global f32 tensor A
+//     buffer As: shared f32[64, 32] rowpanels panel 4 versions 2
+//     copy #2 A[(i * 64), (k * 32)] -> As@(k % 2)[0, 0] 64x32 batch 4 async guard src(M, K)
+//     async.commit #3
+//     async.wait #4 pending 0
+//     fence #5
+//     barrier #6
+//     call #7 name
+//     frag.fill #0 acc = 0
+//     frag.load #8 old <- C[(i * 64), (j * 64)] guard src(M, N)
+//     frag.store #9 C[(i * 64), (j * 64)] <- acc guard dst(M, N)
+//     mma #10 acc += As@(k % 2)[0, 0] * Bs@(k % 2)[0, 0] 64x64x32
+//     ew #11 acc = mul acc, $alpha, 0.5       (operands: fragment, $scalar, constant)
+//     for #1 k = 0 to ceildiv(K, 32) pipelined {     (pipelined: from a pipeline nest)
+//     if #12 param beta == 0 {  ...  } else {  ...  }
+//   }
+//
+// A window is BUFFER[@VERSION][ROW, COL]; a guard bound that is absent prints as _.
+#include "ir/group_text.h"
+
+#include <algorithm>
+#include <climits>
+
+#include "ir/text_cursor.h"
+#include "tessel/error.h"
+
+namespace tessel {
+namespace {
+
+constexpr GroupOpKind kAllKinds[] = {
+    GroupOpKind::Copy,      GroupOpKind::AsyncCommit, GroupOpKind::AsyncWait,
+    GroupOpKind::FragFill,  GroupOpKind::FragLoad,    GroupOpKind::FragStore,
+    GroupOpKind::Mma,       GroupOpKind::Elementwise, GroupOpKind::Fence,
+    GroupOpKind::Barrier,   GroupOpKind::Call,        GroupOpKind::For,
+    GroupOpKind::If};
+constexpr EwOp kAllEwOps[] = {EwOp::Add, EwOp::Sub, EwOp::Mul, EwOp::Max,
+                              EwOp::Exp, EwOp::Neg, EwOp::Copy};
+constexpr Space kAllSpaces[] = {Space::Global, Space::Shared, Space::Private};
+constexpr Layout kAllLayouts[] = {Layout::RowMajor, Layout::ColPanels, Layout::RowPanels};
+
+bool has_guards(GroupOpKind k) {
+  return k == GroupOpKind::Copy || k == GroupOpKind::FragLoad || k == GroupOpKind::FragStore;
+}
+
+int max_op_id(const std::vector<GroupOp>& ops) {
+  int m = -1;
+  for (const GroupOp& op : ops) {
+    m = std::max(m, op.id);
+    for (const auto& body : op.bodies) m = std::max(m, max_op_id(body));
+  }
+  return m;
+}
+
+class Printer {
+ public:
+  explicit Printer(const GroupProgram& p) : p_(p) {}
+
+  std::string run() {
+    auto name = [](const std::string& s) { return s; };
+    auto section = [](const char* label, const std::string& items) {
+      return items.empty() ? std::string(label) : std::string(label) + " " + items;
+    };
+    out_ = "group " + p_.name + "(" + section("sizes", join(p_.size_params, name)) + "; " +
+           section("tensors", join(p_.tensors, tensor_param_text)) + "; " +
+           section("scalars", join(p_.scalars, scalar_param_text)) + ") {\n";
+    out_ += "  " + section("grid", loops_text(p_.grid)) + "\n";
+    out_ += "  workers " + std::to_string(p_.workers) + " grid " + std::to_string(p_.worker_rows) +
+            "x" + std::to_string(p_.worker_cols) + " lanes " + std::to_string(p_.lanes) + "\n";
+    out_ += std::string("  atom ") + atom_name(p_.atom) + " " + std::to_string(p_.atom_m) + "x" +
+            std::to_string(p_.atom_n) + "\n";
+    if (p_.next_op_id != max_op_id(p_.body) + 1)
+      out_ += "  next_op_id " + std::to_string(p_.next_op_id) + "\n";
+    for (const Buffer& b : p_.buffers) out_ += "  buffer " + buffer_text(b) + "\n";
+    ops(p_.body, 1);
+    out_ += "}\n";
+    return out_;
+  }
+
+ private:
+  // Global buffers are views of tensors: their shape, layout and versions are unused
+  // (the verifier holds them at their defaults) and not printed.
+  std::string buffer_text(const Buffer& b) const {
+    std::string s = b.name + ": " + space_name(b.space) + " " + dtype_name(b.dtype);
+    if (b.space == Space::Global) {
+      bool known = b.tensor >= 0 && b.tensor < static_cast<int>(p_.tensors.size());
+      return s + " tensor " + (known ? p_.tensors[b.tensor].name : "?" + std::to_string(b.tensor));
+    }
+    return s + "[" + std::to_string(b.rows) + ", " + std::to_string(b.cols) + "] " +
+           layout_name(b.layout) + " panel " + std::to_string(b.panel) + " versions " +
+           std::to_string(b.versions);
+  }
+
+  // A buffer id that does not index the program's buffers prints as ?ID, which the
+  // parser rejects: the printer shows broken IR but never reads out of bounds.
+  std::string buffer_name(int id) const {
+    if (id < 0 || id >= static_cast<int>(p_.buffers.size())) return "?" + std::to_string(id);
+    return p_.buffers[id].name;
+  }
+
+  std::string window(const BufferRef& r) const {
+    std::string s = buffer_name(r.buffer);
+    if (r.version) s += "@" + expr_to_string(r.version);
+    return s + "[" + expr_to_string(r.row) + ", " + expr_to_string(r.col) + "]";
+  }
+
+  static std::string guard(const char* side, const Expr& row, const Expr& col) {
+    if (!row && !col) return "";
+    auto bound = [](const Expr& e) { return e ? expr_to_string(e) : std::string("_"); };
+    return std::string(" guard ") + side + "(" + bound(row) + ", " + bound(col) + ")";
+  }
+
+  std::string operand(const EwOperand& o) const {
+    switch (o.kind) {
+      case EwOperand::Kind::Frag: return buffer_name(o.frag);
+      case EwOperand::Kind::Scalar: return "$" + o.scalar;
+      case EwOperand::Kind::Const: return double_to_text(o.value);
+    }
+    return "?";
+  }
+
+  void op(const GroupOp& o, int depth) {
+    std::string indent(2 * depth, ' ');
+    out_ += indent + group_op_name(o.kind) + " #" + std::to_string(o.id);
+    switch (o.kind) {
+      case GroupOpKind::Copy:
+        out_ += " " + window(o.src) + " -> " + window(o.dst) + " " + std::to_string(o.rows) + "x" +
+                std::to_string(o.cols) + " batch " + std::to_string(o.batch) +
+                (o.async ? " async" : "");
+        break;
+      case GroupOpKind::AsyncWait: out_ += " pending " + std::to_string(o.pending); break;
+      case GroupOpKind::FragFill:
+        out_ += " " + buffer_name(o.frag) + " = " + double_to_text(o.constant);
+        break;
+      case GroupOpKind::FragLoad: out_ += " " + buffer_name(o.frag) + " <- " + window(o.src); break;
+      case GroupOpKind::FragStore: out_ += " " + window(o.dst) + " <- " + buffer_name(o.frag); break;
+      case GroupOpKind::Mma:
+        out_ += " " + buffer_name(o.frag) + " += " + window(o.a) + " * " + window(o.b) + " " +
+                std::to_string(o.m) + "x" + std::to_string(o.n) + "x" + std::to_string(o.k);
+        break;
+      case GroupOpKind::Elementwise:
+        out_ += " " + buffer_name(o.frag) + " = " + ew_op_name(o.ew);
+        if (!o.operands.empty())
+          out_ += " " + join(o.operands, [this](const EwOperand& x) { return operand(x); });
+        break;
+      case GroupOpKind::Call: out_ += " " + o.callee; break;
+      case GroupOpKind::For:
+        out_ += " " + o.iv + " = " + expr_to_string(o.lo) + " to " + expr_to_string(o.hi) +
+                (o.pipelined ? " pipelined" : "");
+        break;
+      case GroupOpKind::If: out_ += " " + cond_text(o.cond); break;
+      default: break;
+    }
+    if (has_guards(o.kind))
+      out_ += guard("src", o.src_row_bound, o.src_col_bound) +
+              guard("dst", o.dst_row_bound, o.dst_col_bound);
+    for (size_t i = 0; i < o.bodies.size(); ++i) {
+      out_ += i ? " else {\n" : " {\n";
+      ops(o.bodies[i], depth + 1);
+      out_ += indent + "}";
+    }
+    out_ += "\n";
+  }
+
+  void ops(const std::vector<GroupOp>& list, int depth) {
+    for (const GroupOp& o : list) op(o, depth);
+  }
+
+  const GroupProgram& p_;
+  std::string out_;
+};
+
+class Parser {
+ public:
+  explicit Parser(const std::string& text) : in_(text) {}
+
+  GroupProgram run() {
+    in_.expect_word("group");
+    p_.name = in_.word("a program name");
+    in_.expect("(");
+    in_.expect_word("sizes");
+    in_.list([&] { p_.size_params.push_back(in_.word("a size parameter")); });
+    in_.expect(";");
+    in_.expect_word("tensors");
+    in_.list([&] { p_.tensors.push_back(in_.tensor_param()); });
+    in_.expect(";");
+    in_.expect_word("scalars");
+    in_.list([&] { p_.scalars.push_back(in_.scalar_param()); });
+    in_.expect(")");
+    in_.expect("{");
+    in_.expect_word("grid");
+    if (!in_.peek_word("workers")) p_.grid = in_.loops();
+    in_.expect_word("workers");
+    p_.workers = small_int("a worker count");
+    in_.expect_word("grid");
+    p_.worker_rows = small_int("worker grid rows");
+    in_.expect("x");
+    p_.worker_cols = small_int("worker grid columns");
+    in_.expect_word("lanes");
+    p_.lanes = small_int("a lane count");
+    in_.expect_word("atom");
+    if (in_.accept_word(atom_name(AtomKind::MmaSync))) p_.atom = AtomKind::MmaSync;
+    else if (in_.accept_word(atom_name(AtomKind::Fma))) p_.atom = AtomKind::Fma;
+    else in_.expected("an atom (fma, mma.sync)");
+    p_.atom_m = in_.integer("atom rows");
+    in_.expect("x");
+    p_.atom_n = in_.integer("atom columns");
+    bool explicit_next = in_.accept_word("next_op_id");
+    if (explicit_next) p_.next_op_id = small_int("the next op id");
+    while (in_.accept_word("buffer")) buffer();
+    ops(p_.body, 0);
+    in_.expect("}");
+    if (!in_.at_end()) in_.expected("end of input");
+    if (!explicit_next) p_.next_op_id = max_op_id(p_.body) + 1;
+    return std::move(p_);
+  }
+
+ private:
+  int small_int(const char* what) {
+    in_.skip_blanks();
+    size_t where = in_.position();
+    int64_t v = in_.integer(what);
+    if (v < INT_MIN || v > INT_MAX) in_.error_at(where, std::string(what) + " does not fit in 32 bits");
+    return static_cast<int>(v);
+  }
+
+  void buffer() {
+    Buffer b;
+    b.id = static_cast<int>(p_.buffers.size());
+    in_.skip_blanks();
+    size_t where = in_.position();
+    b.name = in_.word("a buffer name");
+    if (p_.find_buffer(b.name) >= 0) in_.error_at(where, "buffer " + b.name + " is declared twice");
+    in_.expect(":");
+    std::string space = in_.word("a memory space");
+    bool known = false;
+    for (Space s : kAllSpaces)
+      if (space == space_name(s)) {
+        b.space = s;
+        known = true;
+      }
+    if (!known) in_.error_at(where, "unknown memory space '" + space + "'");
+    b.dtype = in_.dtype();
+    if (b.space == Space::Global) {
+      in_.expect_word("tensor");
+      b.tensor = tensor_index();
+    } else {
+      in_.expect("[");
+      b.rows = in_.integer("a row count");
+      in_.expect(",");
+      b.cols = in_.integer("a column count");
+      in_.expect("]");
+      std::string layout = in_.word("a layout (row, colpanels, rowpanels)");
+      known = false;
+      for (Layout l : kAllLayouts)
+        if (layout == layout_name(l)) {
+          b.layout = l;
+          known = true;
+        }
+      if (!known) in_.expected("a layout (row, colpanels, rowpanels)");
+      in_.expect_word("panel");
+      b.panel = in_.integer("a panel width");
+      in_.expect_word("versions");
+      b.versions = small_int("a version count");
+    }
+    p_.buffers.push_back(b);
+  }
+
+  int tensor_index() {
+    in_.skip_blanks();
+    size_t where = in_.position();
+    std::string name = in_.word("a tensor name");
+    for (size_t i = 0; i < p_.tensors.size(); ++i)
+      if (p_.tensors[i].name == name) return static_cast<int>(i);
+    in_.error_at(where, "unknown tensor " + name);
+  }
+
+  int buffer_ref() {
+    in_.skip_blanks();
+    size_t where = in_.position();
+    std::string name = in_.word("a buffer name");
+    int id = p_.find_buffer(name);
+    if (id < 0) in_.error_at(where, "unknown buffer " + name);
+    return id;
+  }
+
+  BufferRef window() {
+    BufferRef r;
+    r.buffer = buffer_ref();
+    if (in_.accept("@")) r.version = in_.expr();
+    in_.expect("[");
+    r.row = in_.expr();
+    in_.expect(",");
+    r.col = in_.expr();
+    in_.expect("]");
+    return r;
+  }
+
+  Expr bound() { return in_.accept_word("_") ? nullptr : in_.expr(); }
+
+  void guards(GroupOp& o) {
+    while (in_.accept_word("guard")) {
+      bool src = in_.accept_word("src");
+      if (!src && !in_.accept_word("dst")) in_.expected("'src' or 'dst'");
+      in_.expect("(");
+      (src ? o.src_row_bound : o.dst_row_bound) = bound();
+      in_.expect(",");
+      (src ? o.src_col_bound : o.dst_col_bound) = bound();
+      in_.expect(")");
+    }
+  }
+
+  EwOperand operand() {
+    EwOperand x;
+    if (in_.accept("$")) {
+      x.kind = EwOperand::Kind::Scalar;
+      x.scalar = in_.word("a scalar parameter name");
+    } else if (in_.peek_number()) {
+      x.kind = EwOperand::Kind::Const;
+      x.value = in_.real("a constant");
+    } else {
+      x.kind = EwOperand::Kind::Frag;
+      x.frag = buffer_ref();
+    }
+    return x;
+  }
+
+  void ops(std::vector<GroupOp>& list, int depth) {
+    if (depth > TextCursor::kMaxDepth)
+      in_.error("bodies nested more than " + std::to_string(TextCursor::kMaxDepth) + " deep");
+    while (!in_.peek('}')) {
+      if (in_.at_end()) in_.expected("'}'");
+      list.push_back(op(depth));
+    }
+  }
+
+  GroupOp op(int depth) {
+    GroupOp o;
+    in_.skip_blanks();
+    size_t where = in_.position();
+    std::string kind = in_.word("an operation");
+    bool known = false;
+    for (GroupOpKind k : kAllKinds)
+      if (kind == group_op_name(k)) {
+        o.kind = k;
+        known = true;
+      }
+    if (!known) in_.error_at(where, "unknown operation '" + kind + "'");
+    in_.expect("#");
+    o.id = small_int("an op id");
+    switch (o.kind) {
+      case GroupOpKind::Copy:
+        o.src = window();
+        in_.expect("->");
+        o.dst = window();
+        o.rows = in_.integer("a row count");
+        in_.expect("x");
+        o.cols = in_.integer("a column count");
+        in_.expect_word("batch");
+        o.batch = small_int("a batch size");
+        o.async = in_.accept_word("async");
+        break;
+      case GroupOpKind::AsyncWait:
+        in_.expect_word("pending");
+        o.pending = small_int("a pending count");
+        break;
+      case GroupOpKind::FragFill:
+        o.frag = buffer_ref();
+        in_.expect("=");
+        o.constant = in_.real("a constant");
+        break;
+      case GroupOpKind::FragLoad:
+        o.frag = buffer_ref();
+        in_.expect("<-");
+        o.src = window();
+        break;
+      case GroupOpKind::FragStore:
+        o.dst = window();
+        in_.expect("<-");
+        o.frag = buffer_ref();
+        break;
+      case GroupOpKind::Mma:
+        o.frag = buffer_ref();
+        in_.expect("+=");
+        o.a = window();
+        in_.expect("*");
+        o.b = window();
+        o.m = in_.integer("m");
+        in_.expect("x");
+        o.n = in_.integer("n");
+        in_.expect("x");
+        o.k = in_.integer("k");
+        break;
+      case GroupOpKind::Elementwise: {
+        o.frag = buffer_ref();
+        in_.expect("=");
+        in_.skip_blanks();
+        size_t at = in_.position();
+        std::string name = in_.word("an elementwise operation");
+        known = false;
+        for (EwOp e : kAllEwOps)
+          if (name == ew_op_name(e)) {
+            o.ew = e;
+            known = true;
+          }
+        if (!known) in_.error_at(at, "unknown elementwise operation '" + name + "'");
+        // Operands end their line: the next line starts with an op name.
+        if (!in_.at_line_end()) {
+          do o.operands.push_back(operand());
+          while (in_.accept(","));
+        }
+        break;
+      }
+      case GroupOpKind::Call: o.callee = in_.word("a callee name"); break;
+      case GroupOpKind::For:
+        o.iv = in_.word("an induction variable");
+        in_.expect("=");
+        o.lo = in_.expr();
+        in_.expect_word("to");
+        o.hi = in_.expr();
+        o.pipelined = in_.accept_word("pipelined");
+        o.bodies.resize(1);
+        break;
+      case GroupOpKind::If:
+        o.cond = in_.cond();
+        o.bodies.resize(2);
+        break;
+      default: break;
+    }
+    if (has_guards(o.kind)) guards(o);
+    for (size_t i = 0; i < o.bodies.size(); ++i) {
+      if (i) in_.expect_word("else");
+      in_.expect("{");
+      ops(o.bodies[i], depth + 1);
+      in_.expect("}");
+    }
+    return o;
+  }
+
+  TextCursor in_;
+  GroupProgram p_;
+};
+
+}  // namespace
+
+std::string print_group_program(const GroupProgram& program) { return Printer(program).run(); }
+
+GroupProgram parse_group_program(const std::string& text) { return Parser(text).run(); }
+
+}  // namespace tessel
