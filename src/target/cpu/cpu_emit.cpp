@@ -25,6 +25,38 @@ static inline int64_t tsl_ceildiv(int64_t a, int64_t b) { return -tsl_floordiv(-
 static inline int64_t tsl_mod(int64_t a, int64_t b) { return a - b * tsl_floordiv(a, b); }
 static inline int64_t tsl_min(int64_t a, int64_t b) { return a < b ? a : b; }
 static inline int64_t tsl_max(int64_t a, int64_t b) { return a > b ? a : b; }
+
+// The guarded (ragged edge) copy, shared by every transfer so that the unit stays
+// small: one call per window instead of a loop nest per op. A window of a buffer:
+// layout 0 row-major (ld), 1 column panels, 2 row panels; (r0, c0) its top-left
+// element; elements at or beyond (rb, cb) are outside.
+struct tsl_win { float* base; int64_t layout, ld, rows, cols, panel, r0, c0, rb, cb; };
+static inline int64_t tsl_off(const tsl_win* w, int64_t r, int64_t c) {
+  r += w->r0;
+  c += w->c0;
+  if (w->layout == 0) return r * w->ld + c;
+  if (w->layout == 1) return (c / w->panel * w->rows + r) * w->panel + c % w->panel;
+  return (r / w->panel * w->cols + c) * w->panel + r % w->panel;
+}
+static inline int64_t tsl_clamp(int64_t x, int64_t hi) { return x < 0 ? 0 : x > hi ? hi : x; }
+// dst = src over rows x cols: source elements outside read as 0, destination
+// elements outside are left alone.
+__attribute__((noinline)) static void tsl_copy_guarded(tsl_win s, tsl_win d, int64_t rows, int64_t cols) {
+  const int64_t src_rows = tsl_clamp(s.rb - s.r0, rows), src_cols = tsl_clamp(s.cb - s.c0, cols);
+  const int64_t dst_rows = tsl_clamp(d.rb - d.r0, rows), dst_cols = tsl_clamp(d.cb - d.c0, cols);
+  for (int64_t r = 0; r < dst_rows; ++r) {
+    const int64_t valid = r < src_rows ? (src_cols < dst_cols ? src_cols : dst_cols) : 0;
+    if (s.layout == 0 && d.layout == 0) {
+      const float* from = s.base + (s.r0 + r) * s.ld + s.c0;
+      float* to = d.base + (d.r0 + r) * d.ld + d.c0;
+      for (int64_t c = 0; c < valid; ++c) to[c] = from[c];
+      for (int64_t c = valid; c < dst_cols; ++c) to[c] = 0.0f;
+    } else {
+      for (int64_t c = 0; c < valid; ++c) d.base[tsl_off(&d, r, c)] = s.base[tsl_off(&s, r, c)];
+      for (int64_t c = valid; c < dst_cols; ++c) d.base[tsl_off(&d, r, c)] = 0.0f;
+    }
+  }
+}
 )";
 
 constexpr int64_t kAlignFloats = 16;  // 64-byte alignment of every scratch region
@@ -111,10 +143,14 @@ class Emitter {
         if (s == n) return true;
       return false;
     };
-    for (const TensorParam& t : p_.tensors)
+    for (const TensorParam& t : p_.tensors) {
+      if (t.dtype != DType::F32)
+        user_error(ErrorKind::Unsupported, "cpu target: tensor '" + t.name + "' is " +
+                                               dtype_name(t.dtype) + "; only f32 is supported");
       if (!known(t.ld))
         user_error(ErrorKind::Verify, "tensor '" + t.name + "': leading dimension '" + t.ld +
                                           "' is not a size parameter");
+    }
     if (p_.workers < 1) user_error(ErrorKind::Verify, "program needs at least one worker");
   }
 
@@ -237,24 +273,26 @@ class Emitter {
     close();
   }
 
-  void emit_guarded_transfer(const Side& src, const Side& dst, int64_t rows, int64_t cols) {
-    auto inside = [](const Side& s) {
-      std::string c;
-      if (s.row_bound) c += "(" + ex(s.row0) + " + r < " + ex(s.row_bound) + ")";
-      if (s.col_bound) c += std::string(c.empty() ? "" : " && ") + "(" + ex(s.col0) + " + c < " + ex(s.col_bound) + ")";
-      return c;
-    };
-    open("for (int64_t r = 0; r < " + num(rows) + "; ++r)");
-    open("for (int64_t c = 0; c < " + num(cols) + "; ++c)");
-    std::string in_src = inside(src), in_dst = inside(dst);
-    std::string value = in_src.empty() ? src.at("r", "c") : "(" + in_src + ") ? " + src.at("r", "c") + " : 0.0f";
-    if (in_dst.empty()) {
-      line(dst.at("r", "c") + " = " + value + ";");
-    } else {
-      line("if (" + in_dst + ") " + dst.at("r", "c") + " = " + value + ";");
+  // tsl_win's layout numbering (see the prelude).
+  static std::string layout_code(Layout l) {
+    switch (l) {
+      case Layout::RowMajor: return "0";
+      case Layout::ColPanels: return "1";
+      case Layout::RowPanels: return "2";
     }
-    close();
-    close();
+    return "0";
+  }
+
+  static std::string window(const Side& s) {
+    std::string bound_r = s.row_bound ? ex(s.row_bound) : "INT64_C(0x7fffffffffffffff)";
+    std::string bound_c = s.col_bound ? ex(s.col_bound) : "INT64_C(0x7fffffffffffffff)";
+    return "(tsl_win){" + s.base + ", " + layout_code(s.layout) + ", " + (s.ld.empty() ? "0" : s.ld) +
+           ", " + num(s.rows) + ", " + num(s.cols) + ", " + num(s.panel) + ", " + ex(s.row0) + ", " +
+           ex(s.col0) + ", " + bound_r + ", " + bound_c + "}";
+  }
+
+  void emit_guarded_transfer(const Side& src, const Side& dst, int64_t rows, int64_t cols) {
+    line("tsl_copy_guarded(" + window(src) + ", " + window(dst) + ", " + num(rows) + ", " + num(cols) + ");");
   }
 
   void emit_op(const GroupOp& op) {
