@@ -1,6 +1,7 @@
 // The tessel command line.
 //   tessel gemm M N K [options]      run one GEMM on random inputs
 //   tessel explain M N K [options]   print TileIR, the plan and GroupIR after every step
+//   tessel bench --out DIR [options] benchmark against peers (src/bench/driver.h)
 // Bad arguments print one line on stderr and exit with status 2.
 #include <cerrno>
 #include <cmath>
@@ -12,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "bench/driver.h"
+#include "bench/worker.h"
 #include "ops/gemm.h"
 #include "ops/gemm_reference.h"
 #include "tessel/error.h"
@@ -26,7 +29,8 @@ const char* kUsage =
     "         [--no-coalesce-barriers] [--seed S] [--check] [--json]\n"
     "  gemm:    C = alpha*A*B + beta*C on random fp32 inputs (row-major).\n"
     "           --check compares the complete output with an FP64 oracle.\n"
-    "  explain: TileIR, the plan and GroupIR after every compile step.\n";
+    "  explain: TileIR, the plan and GroupIR after every compile step.\n"
+    "usage: tessel bench --out DIR [options]   (tessel bench --help)\n";
 
 [[noreturn]] void bad(const std::string& message) {
   user_error(ErrorKind::InvalidArgument, message);
@@ -183,6 +187,9 @@ int main(int argc, char** argv) {
     return 0;
   }
   try {
+    std::string command = argc >= 2 ? argv[1] : "";
+    if (command == "bench") return bench::run_bench_command(argc - 1, argv + 1);
+    if (command == "bench-worker") return bench::run_bench_worker(argc - 1, argv + 1);  // internal
     Args a = parse_args(argc, argv);
     if (a.command == "explain") {
       std::fputs(explain_gemm(a.m, a.n, a.k, a.options).c_str(), stdout);

@@ -1,0 +1,43 @@
+// The benchmark's worker: one implementation on one shape, in a process of its
+// own (`tessel bench-worker ...`), so that every measurement starts cold (fresh
+// process, fresh kernel cache chosen by the driver) and OpenBLAS and BLIS never
+// share a process. The driver runs the current executable for in-process
+// implementations and the --reference executable for a frozen tessel build; both
+// speak this protocol.
+//
+// A worker: loads the implementation; makes random inputs and the FP64 oracle
+// (alpha = 1, beta = 0); poisons C with NaN and times the first call (the cold
+// cost: capture, planning, JIT compile and first launch for tessel); checks the
+// complete output; warms up for warmup_ms; times `samples` batches of about
+// sample_ms each (host wall per call, amortized over the batch); poisons C again,
+// calls once more and checks the complete output again. It prints one JSON line
+// on stdout (see worker.cpp for the fields) and exits 0, also when the output is
+// wrong (then "valid" is false); a bad request is a user error (exit 2).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "bench/shape.h"
+
+namespace tessel::bench {
+
+struct WorkerRequest {
+  std::string impl = "tessel";  // tessel | openblas | blis
+  Shape shape{8, 8, 8};
+  double warmup_ms = 200;
+  int samples = 9;
+  double sample_ms = 40;
+  int threads = 1;    // 0 = all cores
+  std::string tile;   // tessel: a named plan BMxBNxBK; empty = the front door's dispatch
+  uint64_t seed = 1;  // random inputs
+};
+
+// The command-line arguments that ask a worker for `request`, starting with
+// "bench-worker".
+std::vector<std::string> worker_args(const WorkerRequest& request);
+
+// `tessel bench-worker ...`: argv[0] is "bench-worker". Returns the exit status.
+int run_bench_worker(int argc, char** argv);
+
+}  // namespace tessel::bench

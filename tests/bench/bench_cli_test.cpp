@@ -1,0 +1,197 @@
+// `tessel bench` end to end through the CLI: two tiny shapes, two rounds, tiny
+// sample times, tessel against OpenBLAS; then the files and their fields. And the
+// user errors, each with exit status 2 and a message that names the problem.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct CliResult {
+  int status = -1;
+  std::string output;  // stdout and stderr together
+};
+
+CliResult run_cli(const std::string& args) {
+  std::string cmd = std::string(TESSEL_CLI) + " " + args + " 2>&1";
+  CliResult r;
+  FILE* f = popen(cmd.c_str(), "r");
+  if (!f) return r;
+  char buf[4096];
+  for (size_t n; (n = fread(buf, 1, sizeof buf, f)) > 0;) r.output.append(buf, n);
+  int status = pclose(f);
+  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+std::string read_text(const fs::path& p) {
+  std::ifstream f(p);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+fs::path fresh_temp_dir() {
+  char dir[] = "/tmp/tessel-bench-test-XXXXXX";
+  EXPECT_NE(mkdtemp(dir), nullptr);
+  return dir;
+}
+
+// One small benchmark shared by the tests that read its files.
+class BenchRun : public testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    root_ = new fs::path(fresh_temp_dir());
+    out_ = new fs::path(*root_ / "out");
+    result_ = new CliResult(run_cli(
+        "bench --impl tessel,openblas --shapes 16x16x16,33x17x9 --rounds 2 --warmup-ms 2 "
+        "--samples 3 --sample-ms 2 --threads 1 --out " + out_->string()));
+  }
+  static void TearDownTestSuite() {
+    std::error_code ec;
+    fs::remove_all(*root_, ec);
+    delete root_, delete out_, delete result_;
+  }
+  static nlohmann::json results() { return nlohmann::json::parse(read_text(*out_ / "results.json")); }
+  static fs::path* root_;
+  static fs::path* out_;
+  static CliResult* result_;
+};
+fs::path* BenchRun::root_ = nullptr;
+fs::path* BenchRun::out_ = nullptr;
+CliResult* BenchRun::result_ = nullptr;
+
+TEST_F(BenchRun, ExitsZeroAndWritesTheFiles) {
+  ASSERT_EQ(result_->status, 0) << result_->output;
+  EXPECT_TRUE(fs::exists(*out_ / "results.json"));
+  EXPECT_TRUE(fs::exists(*out_ / "results.md"));
+  EXPECT_NE(result_->output.find("bench: run 1/8"), std::string::npos) << "progress line missing";
+  EXPECT_NE(result_->output.find("ETA"), std::string::npos);
+}
+
+TEST_F(BenchRun, JsonHasEveryRawSampleValidated) {
+  ASSERT_EQ(result_->status, 0) << result_->output;
+  nlohmann::json j = results();
+  ASSERT_EQ(j["runs"].size(), 8u);  // 2 rounds x 2 shapes x 2 implementations
+  for (const auto& run : j["runs"]) {
+    EXPECT_TRUE(run["valid"].get<bool>()) << run.dump();
+    EXPECT_EQ(run["samples_us"].size(), 3u);
+    EXPECT_GT(run["median_us"].get<double>(), 0);
+    EXPECT_LE(run["rel_err"].get<double>(), run["bound"].get<double>());
+    EXPECT_GT(run["first_call_ms"].get<double>(), 0);
+    EXPECT_TRUE(run["worker"].is_object());
+    if (run["impl"] == "tessel") {
+      EXPECT_TRUE(run["compile_ms"].is_number());
+      EXPECT_EQ(run["worker"]["cache"], "cold: empty TESSEL_CACHE_DIR");
+    }
+  }
+  // The schedule: round 2 starts at the second shape with the order reversed.
+  EXPECT_EQ(j["runs"][0]["shape"], "16x16x16");
+  EXPECT_EQ(j["runs"][0]["impl"], "tessel");
+  EXPECT_EQ(j["runs"][4]["round"], 1);
+  EXPECT_EQ(j["runs"][4]["shape"], "33x17x9");
+  EXPECT_EQ(j["runs"][4]["impl"], "openblas");
+}
+
+TEST_F(BenchRun, JsonRecordsMachineVersionsHashesAndCommand) {
+  ASSERT_EQ(result_->status, 0) << result_->output;
+  nlohmann::json j = results();
+  EXPECT_NE(j["command"].get<std::string>().find("--rounds 2"), std::string::npos);
+  EXPECT_EQ(j["config"]["threads"], 1);
+  EXPECT_EQ(j["config"]["samples"], 3);
+  EXPECT_FALSE(j["machine"]["cpu_model"].get<std::string>().empty());
+  EXPECT_TRUE(j["machine"]["env"].is_object());
+  ASSERT_EQ(j["impls"].size(), 2u);
+  for (const auto& impl : j["impls"]) EXPECT_EQ(impl["executable_sha256"].get<std::string>().size(), 64u);
+  EXPECT_NE(j["impls"][1]["version"].get<std::string>().find("OpenBLAS"), std::string::npos);
+  EXPECT_EQ(j["impls"][1]["library_sha256"].get<std::string>().size(), 64u);
+}
+
+TEST_F(BenchRun, SummaryHasMediansAndPairedRatios) {
+  ASSERT_EQ(result_->status, 0) << result_->output;
+  nlohmann::json j = results();
+  ASSERT_EQ(j["summary"].size(), 2u);
+  for (const auto& s : j["summary"]) {
+    const auto& t = s["impls"]["tessel"];
+    EXPECT_EQ(t["round_medians_us"].size(), 2u);
+    EXPECT_EQ(t["valid_rounds"], 2);
+    EXPECT_GT(t["gflops"].get<double>(), 0);
+    const auto& ratio = s["speedup_of_candidate_over"]["openblas"];
+    EXPECT_EQ(ratio["valid_rounds"], 2);
+    EXPECT_LE(ratio["min"].get<double>(), ratio["median"].get<double>());
+    EXPECT_LE(ratio["median"].get<double>(), ratio["max"].get<double>());
+  }
+}
+
+TEST_F(BenchRun, MarkdownHasTheTables) {
+  ASSERT_EQ(result_->status, 0) << result_->output;
+  std::string md = read_text(*out_ / "results.md");
+  EXPECT_NE(md.find("| 16 x 16 x 16 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| 33 x 17 x 9 |"), std::string::npos);
+  EXPECT_NE(md.find("tessel speedup over openblas"), std::string::npos);
+  EXPECT_NE(md.find("8 of 8 measurements validated"), std::string::npos);
+  EXPECT_NE(md.find("## Cold costs"), std::string::npos);
+}
+
+TEST_F(BenchRun, PlotIsAPng) {
+  ASSERT_EQ(result_->status, 0) << result_->output;
+  if (std::system("/usr/bin/python3 -c 'import matplotlib' >/dev/null 2>&1") != 0)
+    GTEST_SKIP() << "matplotlib is missing (scripts/deps.sh installs python3-matplotlib): "
+                    "the PNG is not checked";
+  std::string png = read_text(*out_ / "gflops.png");
+  ASSERT_GT(png.size(), 1000u) << result_->output;
+  EXPECT_EQ(png.substr(1, 3), "PNG");
+  EXPECT_NE(read_text(*out_ / "results.md").find("](gflops.png)"), std::string::npos);
+}
+
+void expect_user_error(const std::string& args, const std::string& message) {
+  CliResult r = run_cli(args);
+  EXPECT_EQ(r.status, 2) << args << "\n" << r.output;
+  EXPECT_NE(r.output.find(message), std::string::npos) << args << "\n" << r.output;
+}
+
+TEST(BenchCliErrors, UnknownImplementation) {
+  fs::path d = fresh_temp_dir();
+  expect_user_error("bench --impl tessel,mkl --out " + (d / "o").string(), "unknown implementation 'mkl'");
+  expect_user_error("bench --impl cublas --out " + (d / "o").string(), "cublas is not available in this build");
+  EXPECT_FALSE(fs::exists(d / "o"));
+  fs::remove_all(d);
+}
+
+TEST(BenchCliErrors, ExistingOutputDirectory) {
+  fs::path d = fresh_temp_dir();
+  expect_user_error("bench --out " + d.string(), "already exists");
+  fs::remove_all(d);
+}
+
+TEST(BenchCliErrors, ReferenceThatDoesNotRun) {
+  fs::path d = fresh_temp_dir();
+  expect_user_error("bench --shapes 8x8x8 --reference /bin/false --out " + (d / "o").string(),
+                    "reference '/bin/false' does not run");
+  expect_user_error("bench --reference " + (d / "missing").string() + " --out " + (d / "o").string(),
+                    "is not an executable file");
+  EXPECT_FALSE(fs::exists(d / "o"));
+  fs::remove_all(d);
+}
+
+TEST(BenchCliErrors, BadShapeAndOptions) {
+  fs::path d = fresh_temp_dir();
+  std::string out = " --out " + (d / "o").string();
+  expect_user_error("bench --shapes 8x8" + out, "shape '8x8'");
+  expect_user_error("bench --shapes 0x8x8" + out, "shape '0x8x8'");
+  expect_user_error("bench --rounds 0" + out, "--rounds");
+  expect_user_error("bench --frobnicate 1" + out, "unknown option --frobnicate");
+  expect_user_error("bench", "--out DIR is required");
+  fs::remove_all(d);
+}
+
+}  // namespace
