@@ -22,7 +22,9 @@ class CpuGemm : public ::testing::Test {
     static char dir[] = "/tmp/tessel-test-cpu-XXXXXX";
     ASSERT_NE(mkdtemp(dir), nullptr);
     setenv("TESSEL_CACHE_DIR", dir, 1);
+    set_cpu_scratch_poison(true);  // reading unwritten staging must show
   }
+  static void TearDownTestSuite() { set_cpu_scratch_poison(false); }
 };
 
 const GemmCase kShapes[] = {

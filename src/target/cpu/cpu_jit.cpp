@@ -2,10 +2,13 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <vector>
@@ -108,6 +111,11 @@ struct Signature {
   std::vector<LoopDim> grid;
 };
 
+std::atomic<bool>& poison_scratch() {
+  static std::atomic<bool> on{false};
+  return on;
+}
+
 // A thread's scratch, reused across launches (64-byte aligned, grown on demand).
 float* thread_scratch(int64_t floats) {
   struct Scratch {
@@ -192,7 +200,10 @@ class LoadedKernel : public CpuKernel {
         coord[d] = g % extents[d];
         g /= extents[d];
       }
-      lib.group(sizes.data(), scalars.data(), tensors.data(), coord, thread_scratch(lib.scratch_floats));
+      float* scratch = thread_scratch(lib.scratch_floats);
+      if (poison_scratch().load(std::memory_order_relaxed))
+        std::fill(scratch, scratch + lib.scratch_floats, std::numeric_limits<float>::quiet_NaN());
+      lib.group(sizes.data(), scalars.data(), tensors.data(), coord, scratch);
     });
   }
 
@@ -287,5 +298,7 @@ void clear_cpu_memory_cache() {
   std::lock_guard<std::mutex> lock(cache_mutex());
   memory_cache().clear();
 }
+
+void set_cpu_scratch_poison(bool on) { poison_scratch().store(on); }
 
 }  // namespace tessel

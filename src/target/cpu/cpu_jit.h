@@ -34,4 +34,7 @@ namespace tessel {
 // Forgets the in-memory cache (kernels already returned stay valid); the next
 // compile_cpu loads from disk. For tests.
 void clear_cpu_memory_cache();
+// When on, every group's scratch is filled with NaN before it runs, so a kernel
+// that reads staging or fragments it did not write shows it. For tests.
+void set_cpu_scratch_poison(bool on);
 }  // namespace tessel
