@@ -1,0 +1,201 @@
+// tessel's cuda GEMM vs cuBLAS, in one process, on device pointers.
+//   bench_gemm_cuda [--quick] [--json FILE]
+// For each precision and shape: host-wall (calls issued back to back, then one
+// synchronize; total / calls, launch included: the seed's method) and device time
+// (CUDA events around each call), medians of 5 rounds with tessel and cuBLAS
+// alternating in each round. Before timing, tessel's output is checked against
+// cuBLAS's (relative Frobenius difference). cuBLAS: fp32 = cublasSgemm with default
+// math (no tf32), tf32 = cublasGemmEx with CUBLAS_COMPUTE_32F_FAST_TF32, bf16/fp16
+// = cublasGemmEx with 16-bit A and B, fp32 C and compute.
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "ops/gemm.h"
+#include "ops/gemm_reference.h"
+
+using namespace tessel;
+
+namespace {
+
+void ck(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) {
+    std::fprintf(stderr, "%s: %s\n", what, cudaGetErrorString(e));
+    std::exit(1);
+  }
+}
+void ck(cublasStatus_t s, const char* what) {
+  if (s != CUBLAS_STATUS_SUCCESS) {
+    std::fprintf(stderr, "%s: cublas status %d\n", what, int(s));
+    std::exit(1);
+  }
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+struct Timing {
+  double host_us, dev_us;
+};
+
+// Host-wall per call over a batch sized to ~20 ms, and device time per call.
+Timing time_calls(const std::function<void()>& call, double guess_us) {
+  int calls = std::clamp(int(20000 / std::max(guess_us, 1.0)), 5, 2000);
+  ck(cudaDeviceSynchronize(), "sync");
+  auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < calls; ++i) call();
+  ck(cudaDeviceSynchronize(), "sync");
+  double host = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / calls;
+  int ev = std::min(calls, 200);
+  std::vector<cudaEvent_t> e(2 * ev);
+  for (auto& x : e) ck(cudaEventCreate(&x), "event");
+  for (int i = 0; i < ev; ++i) {
+    cudaEventRecord(e[2 * i]);
+    call();
+    cudaEventRecord(e[2 * i + 1]);
+  }
+  ck(cudaDeviceSynchronize(), "sync");
+  std::vector<double> d(ev);
+  for (int i = 0; i < ev; ++i) {
+    float ms = 0;
+    cudaEventElapsedTime(&ms, e[2 * i], e[2 * i + 1]);
+    d[i] = ms * 1e3;
+  }
+  for (auto& x : e) cudaEventDestroy(x);
+  return {host, median(d)};
+}
+
+std::vector<char> stored(const std::vector<float>& v, GemmPrecision p) {
+  DType t = storage_dtype(p);
+  std::vector<char> out(v.size() * dtype_bytes(t));
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (t == DType::F32) std::memcpy(&out[i * 4], &v[i], 4);
+    else {
+      uint16_t h = t == DType::BF16 ? float_to_bf16(v[i]) : float_to_f16(v[i]);
+      std::memcpy(&out[i * 2], &h, 2);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  bool quick = false;
+  std::string json_path;
+  for (int i = 1; i < argc; ++i) {
+    std::string s = argv[i];
+    if (s == "--quick") quick = true;
+    else if (s == "--json" && i + 1 < argc) json_path = argv[++i];
+  }
+  std::vector<std::array<int64_t, 3>> shapes = {{32, 32, 32},     {128, 128, 128},   {512, 512, 512},
+                                                {1024, 1024, 1024}, {256, 1024, 128}, {1024, 128, 256},
+                                                {127, 193, 61},   {513, 257, 129},   {2048, 2048, 2048},
+                                                {4096, 4096, 4096}, {8192, 8192, 8192}};
+  if (quick) shapes = {{32, 32, 32}, {127, 193, 61}, {4096, 4096, 4096}};
+  const GemmPrecision precisions[] = {GemmPrecision::F32, GemmPrecision::TF32, GemmPrecision::BF16};
+  cublasHandle_t handle;
+  ck(cublasCreate(&handle), "cublasCreate");
+  FILE* json = json_path.empty() ? nullptr : std::fopen(json_path.c_str(), "w");
+  cudaDeviceProp prop;
+  ck(cudaGetDeviceProperties(&prop, 0), "props");
+  int driver = 0;
+  cudaDriverGetVersion(&driver);
+  std::printf("device %s, %d SMs, driver API %d\n", prop.name, prop.multiProcessorCount, driver);
+  std::printf("%-6s %-16s %12s %12s %12s %12s %8s %8s %9s %9s\n", "dtype", "shape", "tessel host", "cublas host",
+              "tessel dev", "cublas dev", "host x", "dev x", "TF/s", "diff");
+  for (GemmPrecision p : precisions)
+    for (auto [m, n, k] : shapes) {
+      std::mt19937_64 rng(m * 31 + n * 7 + k);
+      std::vector<float> A(m * k), B(k * n);
+      fill_random(A, rng);
+      fill_random(B, rng);
+      std::vector<char> a = stored(A, p), b = stored(B, p);
+      void *da, *db;
+      float *dc_t, *dc_c;
+      ck(cudaMalloc(&da, a.size()), "malloc");
+      ck(cudaMalloc(&db, b.size()), "malloc");
+      ck(cudaMalloc(&dc_t, m * n * 4), "malloc");
+      ck(cudaMalloc(&dc_c, m * n * 4), "malloc");
+      ck(cudaMemcpy(da, a.data(), a.size(), cudaMemcpyHostToDevice), "copy");
+      ck(cudaMemcpy(db, b.data(), b.size(), cudaMemcpyHostToDevice), "copy");
+      ck(cudaMemset(dc_t, 0xff, m * n * 4), "poison");  // NaN: tessel must write all of C
+      GemmOptions o;
+      o.target = TargetKind::Cuda;
+      o.precision = p;
+      o.device_pointers = true;
+      const float alpha = 1, beta = 0;
+      auto tessel_call = [&] {
+        gemm(m, n, k, alpha, static_cast<const float*>(da), k, static_cast<const float*>(db), n, beta, dc_t, n, o);
+      };
+      // Row-major C = A B is column-major C^T = B^T A^T.
+      auto cublas_call = [&] {
+        if (p == GemmPrecision::F32) {
+          ck(cublasSgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &alpha, static_cast<const float*>(db), n,
+                         static_cast<const float*>(da), k, &beta, dc_c, n), "sgemm");
+        } else {
+          cudaDataType t = p == GemmPrecision::TF32 ? CUDA_R_32F : p == GemmPrecision::BF16 ? CUDA_R_16BF : CUDA_R_16F;
+          cublasComputeType_t ct = p == GemmPrecision::TF32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+          ck(cublasGemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &alpha, db, t, n, da, t, k, &beta, dc_c,
+                          CUDA_R_32F, n, ct, CUBLAS_GEMM_DEFAULT), "gemmex");
+        }
+      };
+      tessel_call();  // compile, load, first run
+      cublas_call();
+      ck(cudaDeviceSynchronize(), "first run");
+      std::vector<float> ct(m * n), cc(m * n);
+      ck(cudaMemcpy(ct.data(), dc_t, m * n * 4, cudaMemcpyDeviceToHost), "copy");
+      ck(cudaMemcpy(cc.data(), dc_c, m * n * 4, cudaMemcpyDeviceToHost), "copy");
+      double num = 0, den = 0;
+      for (int64_t i = 0; i < m * n; ++i) {
+        double d = double(ct[i]) - cc[i];
+        num += std::isfinite(ct[i]) ? d * d : INFINITY;
+        den += double(cc[i]) * cc[i];
+      }
+      double diff = std::sqrt(num / den);
+      double guess = 2.0 * m * n * k / 30e6 + 5;  // us at ~30 TF/s plus launch
+      std::vector<double> th, ch, td, cd;
+      for (int round = 0; round < 5; ++round) {
+        bool tessel_first = round % 2 == 0;
+        for (int side = 0; side < 2; ++side) {
+          bool t = (side == 0) == tessel_first;
+          Timing x = time_calls(t ? std::function<void()>(tessel_call) : std::function<void()>(cublas_call), guess);
+          (t ? th : ch).push_back(x.host_us);
+          (t ? td : cd).push_back(x.dev_us);
+        }
+      }
+      double mth = median(th), mch = median(ch), mtd = median(td), mcd = median(cd);
+      double tflops = 2.0 * m * n * k / (mtd * 1e6);
+      char shape[64];
+      std::snprintf(shape, sizeof shape, "%ldx%ldx%ld", (long)m, (long)n, (long)k);
+      std::printf("%-6s %-16s %10.2fus %10.2fus %10.2fus %10.2fus %8.3f %8.3f %9.1f %9.2g\n", precision_name(p), shape,
+                  mth, mch, mtd, mcd, mch / mth, mcd / mtd, tflops, diff);
+      std::fflush(stdout);
+      if (json)
+        std::fprintf(json,
+                     "{\"dtype\": \"%s\", \"m\": %ld, \"n\": %ld, \"k\": %ld, \"tessel_host_us\": %.3f, "
+                     "\"cublas_host_us\": %.3f, \"tessel_dev_us\": %.3f, \"cublas_dev_us\": %.3f, "
+                     "\"host_ratio\": %.4f, \"dev_ratio\": %.4f, \"tessel_tflops\": %.2f, \"diff_vs_cublas\": %.3g, "
+                     "\"plan\": \"%s\"}\n",
+                     precision_name(p), (long)m, (long)n, (long)k, mth, mch, mtd, mcd, mch / mth, mcd / mtd, tflops, diff,
+                     default_gemm_plan(TargetKind::Cuda, m, n, k, p).to_string().c_str());
+      cudaFree(da);
+      cudaFree(db);
+      cudaFree(dc_t);
+      cudaFree(dc_c);
+    }
+  if (json) std::fclose(json);
+  cublasDestroy(handle);
+  return 0;
+}

@@ -1,0 +1,788 @@
+#include "target/cuda/cuda_emit.h"
+
+#include <cmath>
+#include <cstdio>
+
+#include "tessel/error.h"
+
+namespace tessel {
+namespace {
+
+// Everything the unit needs in place of headers: integer helpers for index
+// expressions (expr_to_cpp's names) and the PTX wrappers the atoms and copies use.
+const char* kPrelude = R"(// Emitted by tessel (cuda target).
+typedef long long int64_t;
+#define INT64_C(c) c##LL
+static __device__ __forceinline__ int64_t tsl_floordiv(int64_t a, int64_t b) {
+  int64_t q = a / b;
+  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+static __device__ __forceinline__ int64_t tsl_ceildiv(int64_t a, int64_t b) { return -tsl_floordiv(-a, b); }
+static __device__ __forceinline__ int64_t tsl_mod(int64_t a, int64_t b) { return a - b * tsl_floordiv(a, b); }
+static __device__ __forceinline__ int64_t tsl_min(int64_t a, int64_t b) { return a < b ? a : b; }
+static __device__ __forceinline__ int64_t tsl_max(int64_t a, int64_t b) { return a > b ? a : b; }
+static __device__ __forceinline__ unsigned tsl_smem(const void* p) {
+  unsigned long long a;
+  asm("cvta.to.shared.u64 %0, %1;" : "=l"(a) : "l"(p));
+  return (unsigned)a;
+}
+// 16 bytes global -> shared, asynchronously; bytes past src_bytes are zero-filled.
+static __device__ __forceinline__ void tsl_cp_async16(void* dst, const void* src, int src_bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(tsl_smem(dst)), "l"(src), "r"(src_bytes));
+}
+static __device__ __forceinline__ float tsl_bf16_to_f32(unsigned short x) { return __uint_as_float((unsigned)x << 16); }
+static __device__ __forceinline__ float tsl_f16_to_f32(unsigned short x) {
+  float f; asm("{ .reg .b16 h; mov.b16 h, %1; cvt.f32.f16 %0, h; }" : "=f"(f) : "h"(x)); return f;
+}
+static __device__ __forceinline__ unsigned short tsl_f32_to_bf16(float f) {
+  unsigned short x; asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(x) : "f"(f)); return x;
+}
+static __device__ __forceinline__ unsigned short tsl_f32_to_f16(float f) {
+  unsigned short x; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(x) : "f"(f)); return x;
+}
+static __device__ __forceinline__ unsigned tsl_tf32(float f) {
+  unsigned x; asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(x) : "f"(f)); return x;
+}
+static __device__ __forceinline__ unsigned tsl_pack16(unsigned short lo, unsigned short hi) {
+  return (unsigned)lo | ((unsigned)hi << 16);
+}
+static __device__ __forceinline__ void tsl_ldmatrix_x4(unsigned* r, const void* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(tsl_smem(p)));
+}
+static __device__ __forceinline__ void tsl_ldmatrix_x4_trans(unsigned* r, const void* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(tsl_smem(p)));
+}
+static __device__ __forceinline__ void tsl_mma_bf16(float* c, const unsigned* a, const unsigned* b) {
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+               : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+static __device__ __forceinline__ void tsl_mma_f16(float* c, const unsigned* a, const unsigned* b) {
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+               : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+static __device__ __forceinline__ void tsl_mma_tf32(float* c, const unsigned* a, const unsigned* b) {
+  asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+               : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+)";
+
+std::string num(int64_t v) { return std::to_string(v); }
+std::string sym(const std::string& name) { return "v_" + name; }
+std::string ex(const Expr& e) { return expr_to_cpp(e, sym); }
+int64_t round_up(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
+
+std::string float_literal(double v) {
+  if (std::isnan(v)) return "__int_as_float(0x7fc00000)";
+  if (std::isinf(v)) return v > 0 ? "__int_as_float(0x7f800000)" : "__int_as_float(0xff800000)";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.9g", v);
+  std::string s = buf;
+  if (s.find_first_of(".e") == std::string::npos) s += ".0";
+  return s + "f";
+}
+
+const char* ctype(DType t) { return t == DType::F32 ? "float" : "unsigned short"; }
+
+// Element of type t (an lvalue expression) as a float.
+std::string to_f32(DType t, const std::string& x) {
+  switch (t) {
+    case DType::F32: return x;
+    case DType::BF16: return "tsl_bf16_to_f32(" + x + ")";
+    case DType::F16: return "tsl_f16_to_f32(" + x + ")";
+  }
+  return x;
+}
+std::string from_f32(DType t, const std::string& x) {
+  switch (t) {
+    case DType::F32: return x;
+    case DType::BF16: return "tsl_f32_to_bf16(" + x + ")";
+    case DType::F16: return "tsl_f32_to_f16(" + x + ")";
+  }
+  return x;
+}
+std::string zero_of(DType t) { return t == DType::F32 ? "0.0f" : "(unsigned short)0"; }
+
+class Emitter {
+ public:
+  explicit Emitter(const GroupProgram& p) : p_(p) {}
+
+  CudaSource run() {
+    check_program();
+    layout_shared();
+    depth_ = 1;
+    for (const GroupOp& op : p_.body) emit_op(op);
+
+    CudaSource out;
+    out.threads = threads_;
+    out.shared_bytes = shared_bytes_;
+    std::string s = kPrelude;
+    // Two blocks per multiprocessor (at most 128 registers a thread at 256 threads)
+    // where fragments are small enough not to spill there: one block's barrier
+    // stalls hide behind the other's math. 64-register accumulators need the room.
+    int64_t frag_regs = 0;
+    for (const Buffer& b : p_.buffers)
+      if (b.space == Space::Private) frag_regs = std::max(frag_regs, regs(b));
+    int min_blocks = threads_ <= 256 && frag_regs < 64 ? 2 : 1;
+    s += "\nextern \"C\" __global__ void __launch_bounds__(" + num(threads_) + ", " + num(min_blocks) + ") " +
+         out.entry + "(";
+    std::string params;
+    auto param = [&](const std::string& text) { params += (params.empty() ? "" : ", ") + text; };
+    for (const std::string& n : p_.size_params) param("int64_t " + sym(n));
+    for (const ScalarParam& sc : p_.scalars) param("double d_" + sc.name);
+    for (size_t i = 0; i < p_.tensors.size(); ++i) {
+      bool in = p_.tensors[i].access == Access::In;
+      param(std::string(in ? "const " : "") + ctype(p_.tensors[i].dtype) + "* __restrict__ t" + num(i));
+    }
+    s += params + ") {\n";
+    s += "  extern __shared__ __align__(128) unsigned char smem[];\n";
+    s += "  const int tid = threadIdx.x, worker = tid / " + num(p_.lanes) + ", lane = tid % " +
+         num(p_.lanes) + ";\n";
+    s += "  (void)worker; (void)lane;\n";
+    s += "  const int wr = worker / " + num(p_.worker_cols) + ", wc = worker % " + num(p_.worker_cols) + ";\n";
+    s += "  const bool owns = worker < " + num(p_.worker_rows * p_.worker_cols) + ";\n";
+    s += "  (void)wr; (void)wc; (void)owns;\n";
+    for (const ScalarParam& sc : p_.scalars)
+      s += "  const float s_" + sc.name + " = (float)d_" + sc.name + "; (void)s_" + sc.name + ";\n";
+    static const char* dims[] = {"blockIdx.x", "blockIdx.y", "blockIdx.z"};
+    for (size_t i = 0; i < p_.grid.size(); ++i)
+      s += "  const int64_t " + sym(p_.grid[i].iv) + " = " + dims[p_.grid.size() - 1 - i] + ";\n";
+    for (const Buffer& b : p_.buffers) {
+      if (b.space == Space::Shared)
+        s += "  " + std::string(ctype(b.dtype)) + "* const b" + num(b.id) + " = (" + ctype(b.dtype) +
+             "*)(smem + " + num(offset_[b.id]) + ");  // " + b.name + "\n";
+      if (b.space == Space::Private)
+        s += "  float f" + num(b.id) + "[" + num(regs(b)) + "];  // " + b.name + "\n";
+    }
+    s += body_;
+    s += "}\n";
+    out.code = s;
+    return out;
+  }
+
+ private:
+  void check_program() {
+    if (p_.workers < 1) user_error(ErrorKind::Verify, "program needs at least one worker");
+    if (p_.lanes != 1 && p_.lanes != 32)
+      user_error(ErrorKind::Unsupported, "cuda target: " + num(p_.lanes) + " lanes per worker (1 or 32)");
+    if (p_.atom == AtomKind::MmaSync && p_.lanes != 32)
+      user_error(ErrorKind::Unsupported, "cuda target: the mma.sync atom needs 32 lanes per worker");
+    if (p_.grid.size() > 3)
+      user_error(ErrorKind::Unsupported, "cuda target: a grid of " + num(p_.grid.size()) +
+                                             " dimensions (at most 3)");
+    threads_ = p_.workers * p_.lanes;
+    if (threads_ > 1024)
+      user_error(ErrorKind::Plan, "cuda target: " + num(threads_) + " threads per block (" +
+                                      num(p_.workers) + " workers x " + num(p_.lanes) +
+                                      " lanes); a block holds at most 1024");
+    for (const Buffer& b : p_.buffers) {
+      if (b.space != Space::Private) continue;
+      if (b.rows % p_.worker_rows || b.cols % p_.worker_cols)
+        user_error(ErrorKind::Verify, "fragment " + b.name + " does not divide over the worker grid");
+      int64_t pr = b.rows / p_.worker_rows, pc = b.cols / p_.worker_cols;
+      if (p_.lanes == 32 && (pr % 16 || pc % 8))
+        user_error(ErrorKind::Plan, "fragment " + b.name + ": a warp's part " + num(pr) + "x" + num(pc) +
+                                        " is not a grid of 16x8 mma tiles");
+    }
+  }
+
+  // Physical line (row or panel) length in elements, padded to an odd number of
+  // 16-byte chunks when it is a multiple of 32 bytes (see the header).
+  int64_t padded_line(int64_t elems, DType t) const {
+    int64_t bytes = elems * dtype_bytes(t);
+    if (bytes % 16 != 0 || (bytes / 16) % 2 != 0) return elems;
+    return elems + 16 / dtype_bytes(t);
+  }
+
+  void layout_shared() {
+    offset_.assign(p_.buffers.size(), 0);
+    slot_.assign(p_.buffers.size(), 0);
+    line_.assign(p_.buffers.size(), 0);
+    int64_t at = 0;
+    for (const Buffer& b : p_.buffers) {
+      if (b.space != Space::Shared) continue;
+      int64_t lines = 0, line = 0;
+      switch (b.layout) {
+        case Layout::RowMajor: lines = b.rows; line = padded_line(b.cols, b.dtype); break;
+        case Layout::ColPanels:
+          lines = (b.cols + b.panel - 1) / b.panel;
+          line = padded_line(b.rows * b.panel, b.dtype);
+          break;
+        case Layout::RowPanels:
+          lines = (b.rows + b.panel - 1) / b.panel;
+          line = padded_line(b.cols * b.panel, b.dtype);
+          break;
+      }
+      line_[b.id] = line;
+      slot_[b.id] = round_up(lines * line * dtype_bytes(b.dtype), 128);  // bytes per version
+      offset_[b.id] = at;
+      at += slot_[b.id] * std::max(1, b.versions);
+    }
+    shared_bytes_ = at;
+  }
+
+  int64_t regs(const Buffer& f) const {
+    return f.rows / p_.worker_rows * (f.cols / p_.worker_cols) / p_.lanes;
+  }
+
+  void line(const std::string& s) { body_ += std::string(2 * depth_, ' ') + s + "\n"; }
+  void open(const std::string& s) { line(s.empty() ? "{" : s + " {"); ++depth_; }
+  void close() { --depth_; line("}"); }
+
+  // Base pointer of a buffer in one version.
+  std::string base(const BufferRef& ref) const {
+    const Buffer& b = p_.buffer(ref.buffer);
+    if (b.space == Space::Global) return "t" + num(b.tensor);
+    std::string base = "b" + num(b.id);
+    int64_t v = 0;
+    if (!ref.version || (expr_is_const(ref.version, &v) && v == 0)) return base;
+    int64_t elems = slot_[b.id] / dtype_bytes(b.dtype);
+    return "(" + base + " + (int)(" + ex(ref.version) + ") * " + num(elems) + ")";
+  }
+
+  // Index of element (r, c) (C++ expressions, absolute in the buffer).
+  std::string index(const Buffer& b, const std::string& r, const std::string& c) const {
+    if (b.space == Space::Global)
+      return "(int64_t)(" + r + ") * " + sym(p_.tensors.at(b.tensor).ld) + " + (" + c + ")";
+    std::string R = "(int)(" + r + ")", C = "(int)(" + c + ")", P = num(b.panel), L = num(line_[b.id]);
+    switch (b.layout) {
+      case Layout::RowMajor: return R + " * " + L + " + " + C;
+      case Layout::ColPanels: return "(" + C + " / " + P + ") * " + L + " + " + R + " * " + P + " + " + C + " % " + P;
+      case Layout::RowPanels: return "(" + R + " / " + P + ") * " + L + " + " + C + " * " + P + " + " + R + " % " + P;
+    }
+    return "";
+  }
+
+  std::string at(const BufferRef& ref, const std::string& r, const std::string& c) const {
+    return base(ref) + "[" + index(p_.buffer(ref.buffer), r, c) + "]";
+  }
+
+  // Are `v` consecutive columns starting at a multiple of v contiguous in memory?
+  bool columns_contiguous(const Buffer& b, int64_t v) const {
+    if (b.space == Space::Global) return true;  // row-major; alignment checked at run time
+    if (b.layout == Layout::RowMajor) return line_[b.id] % v == 0;
+    if (b.layout == Layout::ColPanels) return b.panel % v == 0 && line_[b.id] % v == 0;
+    return false;
+  }
+
+  // Run-time condition that a global window's vectors are aligned.
+  std::string global_aligned(const BufferRef& ref, int64_t v) const {
+    const Buffer& b = p_.buffer(ref.buffer);
+    if (b.space != Space::Global) return "";
+    std::string ld = sym(p_.tensors.at(b.tensor).ld);
+    return "(((unsigned long long)t" + num(b.tensor) + ") % 16 == 0 && " + ld + " % " + num(v) +
+           " == 0 && (" + ex(ref.col) + ") % " + num(v) + " == 0)";
+  }
+
+  static bool const_multiple(const Expr& e, int64_t v) {
+    int64_t x = 0;
+    return expr_is_const(e, &x) && x % v == 0;
+  }
+
+  void emit_op(const GroupOp& op) {
+    switch (op.kind) {
+      case GroupOpKind::Copy: emit_copy(op); return;
+      case GroupOpKind::AsyncCommit: line("asm volatile(\"cp.async.commit_group;\\n\" ::);  // #" + num(op.id)); return;
+      case GroupOpKind::AsyncWait:
+        line("asm volatile(\"cp.async.wait_group " + num(op.pending) + ";\\n\" ::);  // #" + num(op.id));
+        return;
+      case GroupOpKind::Fence:
+      case GroupOpKind::Barrier: line("__syncthreads();  // " + std::string(group_op_name(op.kind)) + " #" + num(op.id)); return;
+      case GroupOpKind::FragFill: {
+        const Buffer& f = frag(op.frag, op);
+        line("// frag.fill #" + num(op.id));
+        line("#pragma unroll");
+        line("for (int i = 0; i < " + num(regs(f)) + "; ++i) f" + num(f.id) + "[i] = " + float_literal(op.constant) + ";");
+        return;
+      }
+      case GroupOpKind::FragLoad:
+      case GroupOpKind::FragStore: emit_frag_transfer(op); return;
+      case GroupOpKind::Mma: emit_mma(op); return;
+      case GroupOpKind::Elementwise: emit_elementwise(op); return;
+      case GroupOpKind::Call:
+        user_error(ErrorKind::Unsupported, "cuda target: op #" + num(op.id) + " calls '" + op.callee +
+                                               "', and opaque calls are not supported");
+      case GroupOpKind::For:
+        open("for (int64_t " + sym(op.iv) + " = " + ex(op.lo) + "; " + sym(op.iv) + " < " + ex(op.hi) +
+             "; ++" + sym(op.iv) + ")");
+        for (const GroupOp& inner : op.bodies.at(0)) emit_op(inner);
+        close();
+        return;
+      case GroupOpKind::If:
+        open("if (" + cond(op.cond) + ")");
+        for (const GroupOp& inner : op.bodies.at(0)) emit_op(inner);
+        if (op.bodies.size() > 1 && !op.bodies[1].empty()) {
+          --depth_;
+          open("} else");
+          for (const GroupOp& inner : op.bodies[1]) emit_op(inner);
+        }
+        close();
+        return;
+    }
+  }
+
+  std::string cond(const Cond& c) const {
+    static const char* ops[] = {"==", "!=", "<", "<=", ">", ">="};
+    const char* o = ops[static_cast<int>(c.op)];
+    if (!c.on_scalar) return ex(c.lhs) + " " + o + " " + ex(c.rhs);
+    for (const ScalarParam& s : p_.scalars)
+      if (s.name == c.scalar) {
+        char buf[64];
+        std::snprintf(buf, sizeof buf, "%.17g", c.value);
+        return "d_" + c.scalar + " " + o + " " + buf;
+      }
+    user_error(ErrorKind::Verify, "if: unknown scalar '" + c.scalar + "'");
+  }
+
+  const Buffer& frag(int id, const GroupOp& op) const {
+    const Buffer& f = p_.buffer(id);
+    if (f.space != Space::Private)
+      user_error(ErrorKind::Verify, "op #" + num(op.id) + ": '" + f.name + "' is not a fragment");
+    return f;
+  }
+
+  // Row and column (within the worker's part) of register i of a fragment, as C++
+  // expressions; i must be a compile-time constant after unrolling.
+  std::pair<std::string, std::string> reg_rc(const Buffer& f, const std::string& i) const {
+    int64_t pc = f.cols / p_.worker_cols;
+    if (p_.lanes == 1) return {"(" + i + " / " + num(pc) + ")", "(" + i + " % " + num(pc) + ")"};
+    // mma.sync accumulator: tile t = i / 4 of a (pr/16) x (pc/8) grid; within it,
+    // q = i % 4 sits at row lane/4 + 8*(q/2), column 2*(lane%4) + q%2.
+    std::string nt = num(pc / 8);
+    return {"((" + i + " / 4) / " + nt + " * 16 + (" + i + " % 4) / 2 * 8 + lane / 4)",
+            "((" + i + " / 4) % " + nt + " * 8 + (lane % 4) * 2 + " + i + " % 2)"};
+  }
+
+  // ---- copies ----
+
+  // dst window = src window, rows x cols, cooperatively over every thread.
+  void emit_copy(const GroupOp& op) {
+    const Buffer& sb = p_.buffer(op.src.buffer);
+    const Buffer& db = p_.buffer(op.dst.buffer);
+    if (sb.space == Space::Private || db.space == Space::Private)
+      user_error(ErrorKind::Verify, "copy #" + num(op.id) + ": fragments are not copy operands");
+    if (sb.dtype != db.dtype)
+      user_error(ErrorKind::Unsupported, "copy #" + num(op.id) + ": " + dtype_name(sb.dtype) + " to " +
+                                             dtype_name(db.dtype) + " converts; copies do not");
+    if (op.rows <= 0 || op.cols <= 0) return;
+    if (op.async && (sb.space != Space::Global || db.space != Space::Shared))
+      user_error(ErrorKind::Unsupported, "copy #" + num(op.id) + ": async copies go from global to shared memory");
+    line("// copy #" + num(op.id) + (op.async ? " (async)" : ""));
+    open("");
+    const int64_t v = 16 / dtype_bytes(sb.dtype);
+    bool vec = op.cols % v == 0 && columns_contiguous(sb, v) && columns_contiguous(db, v) &&
+               (sb.space == Space::Global || const_multiple(op.src.col, v)) &&
+               (db.space == Space::Global || const_multiple(op.dst.col, v)) &&
+               !(db.space == Space::Global && op.dst_col_bound && sb.space == Space::Global);
+    std::string aligned;
+    for (const BufferRef* r : {&op.src, &op.dst}) {
+      std::string a = global_aligned(*r, v);
+      if (!a.empty()) aligned += (aligned.empty() ? "" : " && ") + a;
+    }
+    if (vec) {
+      if (!aligned.empty()) open("if (" + aligned + ")");
+      emit_vector_copy(op, v);
+      if (!aligned.empty()) {
+        --depth_;
+        open("} else");
+        emit_scalar_copy(op);
+        close();
+      }
+    } else {
+      emit_scalar_copy(op);
+    }
+    close();
+  }
+
+  // Source element (r, c) of the window with its zero-fill guard, as a value.
+  std::string src_value(const GroupOp& op, const std::string& r, const std::string& c) const {
+    const Buffer& sb = p_.buffer(op.src.buffer);
+    std::string R = "(" + ex(op.src.row) + " + " + r + ")", C = "(" + ex(op.src.col) + " + " + c + ")";
+    std::string guard;
+    if (op.src_row_bound) guard += R + " < " + ex(op.src_row_bound);
+    if (op.src_col_bound) guard += (guard.empty() ? "" : " && ") + C + " < " + ex(op.src_col_bound);
+    std::string x = at(op.src, R, C);
+    return guard.empty() ? x : "((" + guard + ") ? " + x + " : " + zero_of(sb.dtype) + ")";
+  }
+
+  std::string dst_guard(const GroupOp& op, const std::string& r, const std::string& c) const {
+    std::string R = "(" + ex(op.dst.row) + " + " + r + ")", C = "(" + ex(op.dst.col) + " + " + c + ")";
+    std::string g;
+    if (op.dst_row_bound) g += R + " < " + ex(op.dst_row_bound);
+    if (op.dst_col_bound) g += (g.empty() ? "" : " && ") + C + " < " + ex(op.dst_col_bound);
+    return g;
+  }
+
+  // Element e = tid + j * threads of the window, for every j; `body` gets r and c.
+  void for_each_share(int64_t items, const std::function<void()>& body, bool unroll = true) {
+    int64_t per = (items + threads_ - 1) / threads_;
+    line(unroll ? "#pragma unroll" : "#pragma unroll 1");
+    open("for (int j = 0; j < " + num(per) + "; ++j)");
+    line("const int e = tid + j * " + num(threads_) + ";");
+    if (items % threads_ != 0) line("if (e < " + num(items) + ")");
+    open("");
+    body();
+    close();
+    close();
+  }
+
+  void emit_scalar_copy(const GroupOp& op) {
+    const Buffer& db = p_.buffer(op.dst.buffer);
+    for_each_share(op.rows * op.cols, [&] {
+      line("const int r = e / " + num(op.cols) + ", c = e % " + num(op.cols) + ";");
+      std::string g = dst_guard(op, "r", "c");
+      std::string assign = at(op.dst, "(" + ex(op.dst.row) + " + r)", "(" + ex(op.dst.col) + " + c)") +
+                           " = " + src_value(op, "r", "c") + ";";
+      line(g.empty() ? assign : "if (" + g + ") " + assign);
+      (void)db;
+    }, /*unroll=*/false);  // the slow path: unrolled, its addresses would hold registers
+  }
+
+  // 16-byte chunks; a chunk that straddles the source's column bound is copied
+  // element by element, a chunk wholly outside it is zero-filled.
+  void emit_vector_copy(const GroupOp& op, int64_t v) {
+    const int64_t chunks_per_row = op.cols / v;
+    const std::string SR = "(" + ex(op.src.row) + " + r)", SC = "(" + ex(op.src.col) + " + c)";
+    const std::string DR = "(" + ex(op.dst.row) + " + r)", DC = "(" + ex(op.dst.col) + " + c)";
+    std::string row_in = op.src_row_bound ? SR + " < " + ex(op.src_row_bound) : "true";
+    std::string col_full = op.src_col_bound ? SC + " + " + num(v) + " <= " + ex(op.src_col_bound) : "true";
+    std::string col_none = op.src_col_bound ? SC + " >= " + ex(op.src_col_bound) : "false";
+    std::string dguard = dst_guard(op, "r", "c");
+    auto decode = [&] {
+      line("const int r = e / " + num(chunks_per_row) + ", c = (e % " + num(chunks_per_row) + ") * " + num(v) + ";");
+    };
+    auto partial = [&] {
+      open("for (int x = 0; x < " + num(v) + "; ++x)");
+      std::string g = dst_guard(op, "r", "(c + x)");
+      std::string assign = at(op.dst, DR, "(" + DC + " + x)") + " = " + src_value(op, "r", "(c + x)") + ";";
+      line(g.empty() ? assign : "if (" + g + ") " + assign);
+      close();
+    };
+    std::string dst_ptr = "&" + at(op.dst, DR, DC), src_ptr = "&" + at(op.src, SR, SC);
+    if (op.async) {
+      for_each_share(op.rows * chunks_per_row, [&] {
+        decode();
+        open("if (!(" + row_in + ") || " + col_none + " || " + col_full + ")");
+        line("const bool in = (" + row_in + ") && !(" + col_none + ");");
+        // Nothing is read when the chunk lies outside: point at the tensor's base.
+        line("tsl_cp_async16(" + dst_ptr + ", in ? (const void*)" + src_ptr + " : (const void*)" +
+             base(op.src) + ", in ? 16 : 0);");
+        --depth_;
+        open("} else");
+        partial();
+        close();
+      });
+      return;
+    }
+    // Synchronous: every load of the thread's chunks is issued before the first
+    // store, so the loads are in flight together.
+    int64_t items = op.rows * chunks_per_row, per = (items + threads_ - 1) / threads_;
+    line("uint4 tmp[" + num(per) + "];");
+    line("#pragma unroll");
+    open("for (int j = 0; j < " + num(per) + "; ++j)");
+    line("const int e = tid + j * " + num(threads_) + ";");
+    if (items % threads_ != 0) line("if (e >= " + num(items) + ") break;");
+    decode();
+    line("tmp[j] = make_uint4(0, 0, 0, 0);");
+    line("if ((" + row_in + ") && " + col_full + ") tmp[j] = *(const uint4*)(" + src_ptr + ");");
+    close();
+    line("#pragma unroll");
+    open("for (int j = 0; j < " + num(per) + "; ++j)");
+    line("const int e = tid + j * " + num(threads_) + ";");
+    if (items % threads_ != 0) line("if (e >= " + num(items) + ") break;");
+    decode();
+    open("if (" + col_full + " || !(" + row_in + "))");
+    std::string store = "*(uint4*)(" + dst_ptr + ") = tmp[j];";
+    line(dguard.empty() ? store : "if (" + dguard + ") " + store);
+    --depth_;
+    open("} else");
+    partial();
+    close();
+    close();
+  }
+
+  // ---- fragments ----
+
+  void emit_frag_transfer(const GroupOp& op) {
+    bool load = op.kind == GroupOpKind::FragLoad;
+    const Buffer& f = frag(op.frag, op);
+    const BufferRef& ref = load ? op.src : op.dst;
+    const Buffer& b = p_.buffer(ref.buffer);
+    if (b.space == Space::Private)
+      user_error(ErrorKind::Verify, std::string(group_op_name(op.kind)) + " #" + num(op.id) + ": fragment to fragment");
+    int64_t pr = f.rows / p_.worker_rows, pc = f.cols / p_.worker_cols;
+    Expr rb = load ? op.src_row_bound : op.dst_row_bound, cb = load ? op.src_col_bound : op.dst_col_bound;
+    line("// " + std::string(group_op_name(op.kind)) + " #" + num(op.id));
+    open("if (owns)");
+    line("const int64_t r0 = " + ex(ref.row) + " + wr * " + num(pr) + ", c0 = " + ex(ref.col) + " + wc * " + num(pc) + ";");
+    std::string fits;
+    if (rb) fits += "r0 + " + num(pr) + " <= " + ex(rb);
+    if (cb) fits += (fits.empty() ? "" : " && ") + ("c0 + " + num(pc) + " <= " + ex(cb));
+    auto element = [&](bool guarded) {
+      line("#pragma unroll");
+      open("for (int i = 0; i < " + num(regs(f)) + "; ++i)");
+      auto [r, c] = reg_rc(f, "i");
+      line("const int64_t r = r0 + " + r + ", c = c0 + " + c + ";");
+      std::string g;
+      if (guarded && rb) g += "r < " + ex(rb);
+      if (guarded && cb) g += (g.empty() ? "" : " && ") + ("c < " + ex(cb));
+      std::string x = base(ref) + "[" + index(b, "r", "c") + "]";
+      std::string fi = "f" + num(f.id) + "[i]";
+      if (load) {
+        std::string v = to_f32(b.dtype, x);
+        line(fi + " = " + (g.empty() ? v : "(" + g + ") ? " + v + " : 0.0f") + ";");
+      } else {
+        std::string s = x + " = " + from_f32(b.dtype, fi) + ";";
+        line(g.empty() ? s : "if (" + g + ") " + s);
+      }
+      close();
+    };
+    // Whole rows of 4 (Fma) or pairs (mma layout) of fp32 go as vectors when the
+    // part lies inside the tensor and the addresses are aligned.
+    int64_t vw = p_.lanes == 1 ? 4 : 2;
+    bool vec = b.dtype == DType::F32 && b.space == Space::Global && pc % vw == 0;
+    if (vec) {
+      std::string cond = fits.empty() ? "" : fits + " && ";
+      cond += "((unsigned long long)t" + num(b.tensor) + ") % " + num(4 * vw) + " == 0 && " +
+              sym(p_.tensors.at(b.tensor).ld) + " % " + num(vw) + " == 0 && c0 % " + num(vw) + " == 0";
+      open("if (" + cond + ")");
+      line("#pragma unroll");
+      open("for (int i = 0; i < " + num(regs(f)) + "; i += " + num(vw) + ")");
+      auto [r, c] = reg_rc(f, "i");
+      line("const int64_t r = r0 + " + r + ", c = c0 + " + c + ";");
+      std::string vt = vw == 4 ? "float4" : "float2";
+      std::string ptr = "(" + std::string(load ? "const " : "") + vt + "*)&" + base(ref) + "[" + index(b, "r", "c") + "]";
+      std::string fi = "f" + num(f.id) + "[i";
+      const char* comp[] = {".x", ".y", ".z", ".w"};
+      if (load) {
+        line("const " + vt + " v = *" + ptr + ";");
+        for (int x = 0; x < vw; ++x) line(fi + " + " + num(x) + "] = v" + comp[x] + ";");
+      } else {
+        std::string v = "make_" + vt + "(";
+        for (int x = 0; x < vw; ++x) v += (x ? ", " : "") + fi + " + " + num(x) + "]";
+        line("*" + ptr + " = " + v + ");");
+      }
+      close();
+      --depth_;
+      open("} else");
+      element(true);
+      close();
+    } else if (!fits.empty()) {
+      open("if (" + fits + ")");
+      element(false);
+      --depth_;
+      open("} else");
+      element(true);
+      close();
+    } else {
+      element(false);
+    }
+    close();
+  }
+
+  void emit_elementwise(const GroupOp& op) {
+    const Buffer& dst = frag(op.frag, op);
+    size_t arity = (op.ew == EwOp::Exp || op.ew == EwOp::Neg || op.ew == EwOp::Copy) ? 1 : 2;
+    if (op.operands.size() != arity)
+      user_error(ErrorKind::Verify, "ew #" + num(op.id) + ": " + ew_op_name(op.ew) + " takes " +
+                                        num(arity) + " operands, got " + num(op.operands.size()));
+    std::vector<std::string> x;
+    for (const EwOperand& o : op.operands) {
+      switch (o.kind) {
+        case EwOperand::Kind::Frag: {
+          const Buffer& f = frag(o.frag, op);
+          if (f.rows != dst.rows || f.cols != dst.cols)
+            user_error(ErrorKind::Unsupported, "ew #" + num(op.id) + ": operand '" + f.name +
+                                                   "' and result '" + dst.name + "' differ in shape");
+          x.push_back("f" + num(f.id) + "[i]");
+          break;
+        }
+        case EwOperand::Kind::Scalar: {
+          bool found = false;
+          for (const ScalarParam& s : p_.scalars) found |= s.name == o.scalar;
+          if (!found) user_error(ErrorKind::Verify, "ew #" + num(op.id) + ": unknown scalar '" + o.scalar + "'");
+          x.push_back("s_" + o.scalar);
+          break;
+        }
+        case EwOperand::Kind::Const: x.push_back(float_literal(o.value)); break;
+      }
+    }
+    std::string v;
+    switch (op.ew) {
+      case EwOp::Add: v = x[0] + " + " + x[1]; break;
+      case EwOp::Sub: v = x[0] + " - " + x[1]; break;
+      case EwOp::Mul: v = x[0] + " * " + x[1]; break;
+      case EwOp::Max: v = "(" + x[0] + " > " + x[1] + " ? " + x[0] + " : " + x[1] + ")"; break;
+      case EwOp::Exp: v = "expf(" + x[0] + ")"; break;
+      case EwOp::Neg: v = "-" + x[0]; break;
+      case EwOp::Copy: v = x[0]; break;
+    }
+    line("// ew #" + num(op.id) + " " + ew_op_name(op.ew));
+    line("#pragma unroll");
+    line("for (int i = 0; i < " + num(regs(dst)) + "; ++i) f" + num(dst.id) + "[i] = " + v + ";");
+  }
+
+  // ---- mma ----
+
+  void emit_mma(const GroupOp& op) {
+    const Buffer& acc = frag(op.frag, op);
+    const Buffer& A = p_.buffer(op.a.buffer);
+    const Buffer& B = p_.buffer(op.b.buffer);
+    if (A.space != Space::Shared || B.space != Space::Shared)
+      user_error(ErrorKind::Verify, "mma #" + num(op.id) + ": operands must be in shared memory");
+    if (A.dtype != B.dtype)
+      user_error(ErrorKind::Unsupported, "mma #" + num(op.id) + ": operands of different dtypes");
+    int64_t pr = acc.rows / p_.worker_rows, pc = acc.cols / p_.worker_cols;
+    if (acc.rows != op.m || acc.cols != op.n)
+      user_error(ErrorKind::Verify, "mma #" + num(op.id) + ": accumulator is not m x n");
+    line("// mma #" + num(op.id) + " (" + num(op.m) + "x" + num(op.n) + "x" + num(op.k) + ", " +
+         atom_name(p_.atom) + ")");
+    open("if (owns)");
+    line("const int ar = (int)(" + ex(op.a.row) + ") + wr * " + num(pr) + ";");
+    line("const int bc = (int)(" + ex(op.b.col) + ") + wc * " + num(pc) + ";");
+    line("const int ak = (int)(" + ex(op.a.col) + "), bk = (int)(" + ex(op.b.row) + ");");
+    if (p_.atom == AtomKind::Fma) emit_fma_mma(op, acc, A, B, pr, pc);
+    else emit_sync_mma(op, acc, A, B, pr, pc);
+    close();
+  }
+
+  // Each thread: pr x pc outer products per k, from registers. Rows of A are read
+  // 4 k at a time as float4 where contiguous; B's row segment as float4s.
+  void emit_fma_mma(const GroupOp& op, const Buffer& acc, const Buffer& A, const Buffer& B,
+                    int64_t pr, int64_t pc) {
+    if (A.dtype != DType::F32)
+      user_error(ErrorKind::Unsupported, "mma #" + num(op.id) + ": the fma atom takes f32 operands, got " +
+                                             dtype_name(A.dtype) + " (plan the mma.sync atom)");
+    bool a_vec = A.layout == Layout::RowMajor && line_[A.id] % 4 == 0 && op.k % 4 == 0 &&
+                 const_multiple(op.a.col, 4);
+    bool b_vec = columns_contiguous(B, 4) && pc % 4 == 0 && const_multiple(op.b.col, 4);
+    int64_t kv = a_vec ? 4 : 1;
+    std::string fa = base(op.a), fb = base(op.b), f = "f" + num(acc.id);
+    line("#pragma unroll");
+    open("for (int kk = 0; kk < " + num(op.k) + "; kk += " + num(kv) + ")");
+    line("float ra[" + num(pr) + "][" + num(kv) + "], rb[" + num(kv) + "][" + num(pc) + "];");
+    line("#pragma unroll");
+    open("for (int r = 0; r < " + num(pr) + "; ++r)");
+    if (a_vec) {
+      line("const float4 v = *(const float4*)&" + fa + "[" + index(A, "ar + r", "ak + kk") + "];");
+      line("ra[r][0] = v.x; ra[r][1] = v.y; ra[r][2] = v.z; ra[r][3] = v.w;");
+    }
+    else line("ra[r][0] = " + fa + "[" + index(A, "ar + r", "ak + kk") + "];");
+    close();
+    line("#pragma unroll");
+    open("for (int q = 0; q < " + num(kv) + "; ++q)");
+    if (b_vec) {
+      line("#pragma unroll");
+      open("for (int c = 0; c < " + num(pc) + "; c += 4)");
+      line("const float4 v = *(const float4*)&" + fb + "[" + index(B, "bk + kk + q", "bc + c") + "];");
+      line("rb[q][c] = v.x; rb[q][c + 1] = v.y; rb[q][c + 2] = v.z; rb[q][c + 3] = v.w;");
+      close();
+    } else {
+      line("#pragma unroll");
+      line("for (int c = 0; c < " + num(pc) + "; ++c) rb[q][c] = " + fb + "[" + index(B, "bk + kk + q", "bc + c") + "];");
+    }
+    close();
+    line("#pragma unroll");
+    open("for (int q = 0; q < " + num(kv) + "; ++q)");
+    line("#pragma unroll");
+    open("for (int r = 0; r < " + num(pr) + "; ++r)");
+    line("#pragma unroll");
+    line("for (int c = 0; c < " + num(pc) + "; ++c) " + f + "[r * " + num(pc) + " + c] = fmaf(ra[r][q], rb[q][c], " + f +
+         "[r * " + num(pc) + " + c]);");
+    close();
+    close();
+    close();
+  }
+
+  // Each warp: a (pr/16) x (pc/8) grid of mma.sync tiles. 16-bit operands come
+  // through ldmatrix where rows of 8 elements are contiguous and 16-byte aligned;
+  // tf32 operands (and other layouts) are gathered element by element.
+  void emit_sync_mma(const GroupOp& op, const Buffer& acc, const Buffer& A, const Buffer& B,
+                     int64_t pr, int64_t pc) {
+    const bool half = A.dtype != DType::F32;
+    const int64_t ka = half ? 16 : 8, mt = pr / 16, nt = pc / 8;
+    if (op.k % ka != 0)
+      user_error(ErrorKind::Plan, "mma #" + num(op.id) + ": k = " + num(op.k) + " is not a multiple of the atom's " + num(ka));
+    bool a_ldm = half && A.layout == Layout::RowMajor && line_[A.id] % 8 == 0 && const_multiple(op.a.col, 8);
+    bool b_ldm = half && nt % 2 == 0 && const_multiple(op.b.row, 8) &&
+                 ((B.layout == Layout::ColPanels && B.panel == 8) ||
+                  (B.layout == Layout::RowMajor && line_[B.id] % 8 == 0));
+    std::string fa = base(op.a), fb = base(op.b), f = "f" + num(acc.id);
+    std::string mma = A.dtype == DType::BF16 ? "tsl_mma_bf16" : A.dtype == DType::F16 ? "tsl_mma_f16" : "tsl_mma_tf32";
+    line("#pragma unroll");
+    open("for (int kk = 0; kk < " + num(op.k) + "; kk += " + num(ka) + ")");
+    line("unsigned ra[" + num(mt) + "][4], rb[" + num(nt) + "][2];");
+    line("#pragma unroll");
+    open("for (int m = 0; m < " + num(mt) + "; ++m)");
+    if (a_ldm) {
+      line("tsl_ldmatrix_x4(ra[m], &" + fa + "[" + index(A, "ar + m * 16 + lane % 16", "ak + kk + lane / 16 * 8") + "]);");
+    } else {
+      // a[j]: row lane/4 + 8*(j%2); k (tf32) lane%4 + 4*(j/2), (16-bit) pair 2*(lane%4) + 8*(j/2).
+      line("#pragma unroll");
+      open("for (int j = 0; j < 4; ++j)");
+      line("const int r = ar + m * 16 + lane / 4 + (j % 2) * 8;");
+      if (half) {
+        line("const int k = ak + kk + (lane % 4) * 2 + (j / 2) * 8;");
+        line("ra[m][j] = tsl_pack16(" + fa + "[" + index(A, "r", "k") + "], " + fa + "[" + index(A, "r", "k + 1") + "]);");
+      } else {
+        line("ra[m][j] = tsl_tf32(" + fa + "[" + index(A, "r", "ak + kk + lane % 4 + (j / 2) * 4") + "]);");
+      }
+      close();
+    }
+    close();
+    if (b_ldm) {
+      line("#pragma unroll");
+      open("for (int n = 0; n < " + num(nt) + "; n += 2)");
+      line("unsigned t[4];");
+      line("tsl_ldmatrix_x4_trans(t, &" + fb + "[" + index(B, "bk + kk + lane % 16", "bc + n * 8 + lane / 16 * 8") + "]);");
+      line("rb[n][0] = t[0]; rb[n][1] = t[1]; rb[n + 1][0] = t[2]; rb[n + 1][1] = t[3];");
+      close();
+    } else {
+      // b[j]: column lane/4; k (tf32) lane%4 + 4*j, (16-bit) pair 2*(lane%4) + 8*j.
+      line("#pragma unroll");
+      open("for (int n = 0; n < " + num(nt) + "; ++n)");
+      line("#pragma unroll");
+      open("for (int j = 0; j < 2; ++j)");
+      line("const int c = bc + n * 8 + lane / 4;");
+      if (half) {
+        line("const int k = bk + kk + (lane % 4) * 2 + j * 8;");
+        line("rb[n][j] = tsl_pack16(" + fb + "[" + index(B, "k", "c") + "], " + fb + "[" + index(B, "k + 1", "c") + "]);");
+      } else {
+        line("rb[n][j] = tsl_tf32(" + fb + "[" + index(B, "bk + kk + lane % 4 + j * 4", "c") + "]);");
+      }
+      close();
+      close();
+    }
+    line("#pragma unroll");
+    open("for (int m = 0; m < " + num(mt) + "; ++m)");
+    line("#pragma unroll");
+    line("for (int n = 0; n < " + num(nt) + "; ++n) " + mma + "(&" + f + "[(m * " + num(nt) + " + n) * 4], ra[m], rb[n]);");
+    close();
+    close();
+  }
+
+  const GroupProgram& p_;
+  std::vector<int64_t> offset_, slot_, line_;
+  int64_t shared_bytes_ = 0;
+  int threads_ = 0;
+  std::string body_;
+  int depth_ = 1;
+};
+
+}  // namespace
+
+CudaSource emit_cuda(const GroupProgram& program) { return Emitter(program).run(); }
+
+CudaGrid cuda_grid(const GroupProgram& program, const SymbolLookup& lookup) {
+  CudaGrid g;
+  int64_t* dims[] = {&g.x, &g.y, &g.z};
+  size_t n = program.grid.size();
+  for (size_t i = 0; i < n && i < 3; ++i) *dims[n - 1 - i] = expr_eval(program.grid[i].extent, lookup);
+  return g;
+}
+
+}  // namespace tessel

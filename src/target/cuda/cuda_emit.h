@@ -1,0 +1,47 @@
+// The `cuda` emitter: GroupIR -> one CUDA C++ translation unit for NVRTC, with no
+// #include (NVRTC's built-ins are enough), so that it compiles in tens of ms.
+//
+// One thread block runs one group; GroupProgram::grid maps to the block index
+// (the last grid dimension to blockIdx.x, the one before to y, then z), so that
+// consecutive blocks share rows of A. A worker is `lanes` consecutive threads:
+// one thread for the Fma atom, one warp for MmaSync.
+//
+//   extern "C" __global__ void tessel_kernel(
+//       int64_t <size params...>, double <scalars...>, T* <tensors...>)
+//
+// in GroupProgram order (T per tensor dtype: float, or unsigned short for bf16/f16).
+//
+// Shared buffers live in dynamic shared memory. Their physical layout pads each
+// line (a row of a RowMajor buffer, a panel of a panel layout) to an odd number of
+// 16-byte chunks, so that the 8 rows one ldmatrix or one warp's vector access
+// touches fall in distinct banks; the logical layout is GroupIR's.
+//
+// Ops: copy = cooperative 16-byte vectors where both sides are contiguous and
+// aligned (checked at run time for global memory), guarded scalars otherwise;
+// async copies are cp.async (zero-filling out-of-bounds chunks) with commit/wait;
+// fence and barrier = __syncthreads(); fragments are per-thread register arrays.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "ir/expr.h"
+#include "ir/group_ir.h"
+
+namespace tessel {
+
+struct CudaSource {
+  std::string code;
+  std::string entry = "tessel_kernel";
+  int threads = 0;           // per block: workers * lanes
+  int64_t shared_bytes = 0;  // dynamic shared memory per block
+};
+
+CudaSource emit_cuda(const GroupProgram& program);
+
+// Blocks per grid dimension (x, y, z) for one launch; sizes come from `lookup`.
+struct CudaGrid {
+  int64_t x = 1, y = 1, z = 1;
+};
+CudaGrid cuda_grid(const GroupProgram& program, const SymbolLookup& lookup);
+
+}  // namespace tessel

@@ -1,0 +1,42 @@
+// A GroupIR program compiled for the cuda target: emitted (cuda_emit.h), compiled
+// by NVRTC (nvrtc_compile.h), cached in memory and on disk (cubin, PTX and the
+// ptxas report, keyed by a hash of the source, the arch and NVRTC's version), and
+// loaded and launched through the driver API on first launch. Compiling needs no
+// GPU; launching does.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "ir/group_ir.h"
+#include "runtime/launch_args.h"
+#include "target/cuda/cuda_emit.h"
+#include "target/cuda/nvrtc_compile.h"
+
+namespace tessel {
+
+struct CudaCompileInfo {
+  CudaSource source;
+  NvrtcOutput nvrtc;  // cubin, PTX, log and resource report
+  bool from_memory = false, from_disk = false;
+  std::string cache_path;  // the .cubin on disk
+};
+
+class CudaKernel {
+ public:
+  virtual ~CudaKernel() = default;
+  // Launches every group on the legacy default stream, asynchronously. Tensors in
+  // `args` are device addresses. Checks the block against the device's limits
+  // first (user error, ErrorKind::Plan, with the numbers).
+  virtual void launch(const LaunchArgs& args) const = 0;
+  virtual const CudaCompileInfo& info() const = 0;
+};
+
+// The arch to compile for: $TESSEL_CUDA_ARCH, else the GPU's compute capability,
+// else sm_90 where there is no GPU.
+std::string default_cuda_arch();
+
+// arch "" = default_cuda_arch().
+std::shared_ptr<const CudaKernel> compile_cuda(const GroupProgram& program, const std::string& arch = "");
+
+}  // namespace tessel

@@ -1,0 +1,165 @@
+// The cuda target without a GPU: every GEMM kernel the default plans generate (each
+// precision, each tile class, single and multi-stage) goes through the emitter and
+// NVRTC for sm_90, and ptxas's report must show no spills and a block that fits.
+// User errors (bad arch, plans the device cannot hold, running without a GPU)
+// are typed errors. CI has the CUDA toolkit and no GPU: this is its cuda check.
+#include <gtest/gtest.h>
+
+#ifdef TESSEL_WITH_CUDA
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "compiler/compile.h"
+#include "ops/gemm.h"
+#include "ops/gemm_kernel.h"
+#include "target/cuda/cuda_driver.h"
+#include "target/cuda/cuda_kernel.h"
+#include "tessel/error.h"
+
+namespace tessel {
+namespace {
+
+struct Shape {
+  int64_t m, n, k;
+};
+const Shape kTileClasses[] = {{32, 32, 32}, {127, 193, 61}, {512, 512, 512}, {4096, 4096, 4096}};
+const GemmPrecision kPrecisions[] = {GemmPrecision::F32, GemmPrecision::TF32, GemmPrecision::BF16,
+                                     GemmPrecision::F16};
+
+std::shared_ptr<const CudaKernel> compile_plan(const Plan& plan, GemmPrecision p) {
+  CompiledGroup g = compile_to_group(gemm_kernel(storage_dtype(p)), plan, CompileOptions{});
+  return compile_cuda(g.program, "sm_90");
+}
+
+void expect_fits(const CudaCompileInfo& info, const std::string& what) {
+  const NvrtcOutput& o = info.nvrtc;
+  std::printf("[ptxas] %-40s %3d regs, spills %d/%d B, stack %d B, %5lld B smem, %4d threads\n",
+              what.c_str(), o.registers, o.spill_stores, o.spill_loads, o.stack_bytes,
+              (long long)info.source.shared_bytes, info.source.threads);
+  EXPECT_FALSE(o.cubin.empty()) << what;
+  EXPECT_NE(o.ptx.find(".entry tessel_kernel"), std::string::npos) << what;
+  ASSERT_GT(o.registers, 0) << what << ": no register count in the ptxas report:\n" << o.log;
+  EXPECT_EQ(o.spill_stores, 0) << what << "\n" << o.log;
+  EXPECT_EQ(o.spill_loads, 0) << what << "\n" << o.log;
+  EXPECT_LE(int64_t{o.registers} * info.source.threads, 65536) << what;
+  EXPECT_LE(info.source.shared_bytes, 227 * 1024) << what;
+}
+
+TEST(CudaCompile, EveryDefaultGemmKernelCompilesForSm90WithoutSpills) {
+  for (GemmPrecision p : kPrecisions)
+    for (const Shape& s : kTileClasses) {
+      Plan plan = default_gemm_plan(TargetKind::Cuda, s.m, s.n, s.k, p);
+      auto kernel = compile_plan(plan, p);
+      const std::string& ptx = kernel->info().nvrtc.ptx;
+      std::string what = std::string(precision_name(p)) + " " + plan.to_string();
+      expect_fits(kernel->info(), what);
+      if (p == GemmPrecision::F32) {
+        EXPECT_EQ(ptx.find("mma.sync"), std::string::npos) << what;
+        EXPECT_NE(ptx.find("fma.rn.f32"), std::string::npos) << what;
+      } else {
+        EXPECT_NE(ptx.find(p == GemmPrecision::TF32 ? "mma.sync.aligned.m16n8k8.row.col.f32.tf32"
+                                                    : "mma.sync.aligned.m16n8k16.row.col.f32"),
+                  std::string::npos)
+            << what;
+      }
+      if (plan.async_copy) EXPECT_NE(ptx.find("cp.async.wait_group"), std::string::npos) << what;
+      if (p == GemmPrecision::BF16 || p == GemmPrecision::F16)
+        EXPECT_NE(ptx.find("ldmatrix"), std::string::npos) << what;
+    }
+}
+
+// Single-buffered, synchronous copies, and each window up to 4 stages async.
+TEST(CudaCompile, PipelineVariantsCompile) {
+  for (GemmPrecision p : {GemmPrecision::F32, GemmPrecision::BF16})
+    for (int window : {1, 2, 3, 4})
+      for (bool async : {false, true}) {
+        Plan plan = default_gemm_plan(TargetKind::Cuda, 4096, 4096, 4096, p);
+        plan.window = window;
+        plan.async_copy = async;
+        auto kernel = compile_plan(plan, p);
+        std::string what = std::string(precision_name(p)) + " " + plan.to_string() + (async ? " async" : " sync");
+        expect_fits(kernel->info(), what);
+        EXPECT_EQ(kernel->info().nvrtc.ptx.find("cp.async.cg") != std::string::npos, async) << what;
+      }
+}
+
+TEST(CudaCompile, ExplainShowsSourceAndPtxWithoutGpu) {
+  GemmOptions o;
+  o.target = TargetKind::Cuda;
+  o.precision = GemmPrecision::BF16;
+  std::string text = explain_gemm(256, 256, 256, o);
+  EXPECT_NE(text.find("extern \"C\" __global__"), std::string::npos);
+  EXPECT_NE(text.find("---- ptx ----"), std::string::npos);
+  EXPECT_NE(text.find("mma.sync"), std::string::npos);
+  EXPECT_NE(text.find("Used "), std::string::npos);  // ptxas report
+}
+
+TEST(CudaCompile, CliExplainWorksWithoutGpu) {
+  std::string cmd = std::string(TESSEL_CLI) + " explain 64 64 64 --target cuda --dtype tf32 --arch sm_90 > /dev/null";
+  EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+}
+
+TEST(CudaCompileErrors, BadArchIsAUserError) {
+  Plan plan = default_gemm_plan(TargetKind::Cuda, 64, 64, 64);
+  CompiledGroup g = compile_to_group(gemm_kernel(), plan, CompileOptions{});
+  try {
+    compile_cuda(g.program, "gfx90a");
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::InvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("gfx90a"), std::string::npos);
+  }
+}
+
+TEST(CudaCompileErrors, NvrtcFailureCarriesTheLogAndTheSource) {
+  try {
+    nvrtc_compile("extern \"C\" __global__ void tessel_kernel() { undeclared_thing(); }", "sm_90");
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    std::string m = e.what();
+    EXPECT_EQ(e.kind(), ErrorKind::Compile);
+    EXPECT_NE(m.find("undeclared_thing"), std::string::npos) << m;
+    EXPECT_NE(m.find(".cu"), std::string::npos) << m;  // the source written out
+    EXPECT_NE(m.find("nvcc -arch=sm_90"), std::string::npos) << m;
+  }
+}
+
+TEST(CudaCompileErrors, TooManyThreadsIsAPlanError) {
+  Plan plan = default_gemm_plan(TargetKind::Cuda, 4096, 4096, 4096, GemmPrecision::BF16);
+  plan.workers = 64;  // 64 warps = 2048 threads
+  plan.worker_rows = 8;
+  plan.worker_cols = 8;
+  plan.bm = plan.bn = 256;
+  try {
+    compile_plan(plan, GemmPrecision::BF16);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::Plan);
+    EXPECT_NE(std::string(e.what()).find("2048 threads"), std::string::npos) << e.what();
+  }
+}
+
+TEST(CudaCompileErrors, RunningWithoutGpuIsARuntimeError) {
+  std::string why;
+  if (cuda_gpu_available(&why)) GTEST_SKIP() << "a GPU is present; this checks the no-GPU path";
+  std::vector<float> a(16, 1), b(16, 1), c(16, 0);
+  GemmOptions o;
+  o.target = TargetKind::Cuda;
+  try {
+    gemm(4, 4, 4, 1, a.data(), 4, b.data(), 4, 0, c.data(), 4, o);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::Runtime);
+  }
+  std::string cmd = std::string(TESSEL_CLI) + " gemm 8 8 8 --target cuda 2> /dev/null";
+  int status = std::system(cmd.c_str());
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 2) << status;
+}
+
+}  // namespace
+}  // namespace tessel
+
+#else
+TEST(CudaCompile, Skipped) { GTEST_SKIP() << "tessel was built without the CUDA toolkit"; }
+#endif
