@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages tessel builds and tests with, when missing.
 set -euo pipefail
-packages=(cmake ninja-build g++ libgtest-dev libopenblas-dev "$@")
+packages=(cmake ninja-build g++ libgtest-dev libopenblas-dev libblis-dev python3-matplotlib "$@")
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

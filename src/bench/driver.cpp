@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -98,7 +99,11 @@ BenchConfig parse_config(int argc, char** argv) {
   if (c.impls.empty()) bad("--impl: no implementations in '" + impls + "'");
   std::error_code ec;
   if (fs::exists(c.out_dir, ec)) bad("output directory '" + c.out_dir + "' already exists");
-  if (!c.reference.empty()) c.reference = fs::absolute(c.reference).string();
+  if (!c.reference.empty()) {
+    c.reference = fs::absolute(c.reference).string();
+    if (access(c.reference.c_str(), X_OK) != 0 || fs::is_directory(c.reference, ec))
+      bad("reference '" + c.reference + "' is not an executable file");
+  }
   return c;
 }
 
@@ -174,17 +179,18 @@ void measure(const std::string& exe, const WorkerRequest& req, Measurement& m) {
 // A tiny run of every implementation before the real ones: a library that does
 // not load or a reference that does not run stops the benchmark here, with a
 // clear message, instead of filling the report with failures. Records versions.
+// The reference goes first: it is the one most likely not to run.
 std::vector<ImplInfo> probe(const BenchConfig& c, const std::string& self) {
+  std::vector<std::string> order = c.impls;
+  std::stable_partition(order.begin(), order.end(), [](const std::string& i) { return i == "reference"; });
   std::vector<ImplInfo> infos;
-  for (const std::string& impl : c.impls) {
+  for (const std::string& impl : order) {
     auto [exe, worker_impl] = worker_for(c, self, impl);
     WorkerRequest req;
     req.impl = worker_impl;
     req.warmup_ms = 0, req.samples = 1, req.sample_ms = 0, req.threads = c.threads;
     req.tile = worker_impl == "tessel" ? c.tile : "";
     Measurement m;
-    if (impl == "reference" && access(exe.c_str(), X_OK) != 0)
-      user_error(ErrorKind::InvalidArgument, "reference '" + exe + "' is not an executable file");
     measure(exe, req, m);
     if (m.worker_json.empty()) {
       std::string who = impl == "reference" ? "reference '" + exe + "'" : impl;

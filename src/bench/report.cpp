@@ -155,10 +155,14 @@ std::string results_markdown(const BenchResults& r, const std::string& plot,
   if (r.machine.env.empty()) md << " no OPENBLAS_*, BLIS_*, OMP_*, TESSEL_* or CXX variables";
   for (const auto& [k, v] : r.machine.env) md << " `" << k << "=" << v << "`";
   md << ".\n\n";
-  md << "| Implementation | Version | Executable sha256 | Library |\n|---|---|---|---|\n";
-  for (const ImplInfo& i : r.impls)
-    md << "| " << i.name << " | " << i.version << " | `" << i.executable_sha256.substr(0, 16)
-       << "` | " << (i.library.empty() ? "" : "`" + i.library + "`") << " |\n";
+  md << "| Implementation | Version | Worker executable (sha256) | Library (sha256) |\n"
+     << "|---|---|---|---|\n";
+  for (const ImplInfo& i : r.impls) {
+    md << "| " << i.name << " | " << i.version << " | `" << i.executable << "` ("
+       << i.executable_sha256.substr(0, 16) << ") | ";
+    if (!i.library.empty()) md << "`" << i.library << "` (" << i.library_sha256.substr(0, 16) << ")";
+    md << " |\n";
+  }
   md << "\nMethod: " << c.rounds << " rounds; each rotates the shape order and counterbalances "
      << "the implementation order (pairs of rounds, the second reversed). Each measurement is a "
      << "fresh worker process with an empty kernel cache: a cold first call, " << fixed(c.warmup_ms, 0)

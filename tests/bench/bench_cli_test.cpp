@@ -46,41 +46,10 @@ fs::path fresh_temp_dir() {
   return dir;
 }
 
-// One small benchmark shared by the tests that read its files.
-class BenchRun : public testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    root_ = new fs::path(fresh_temp_dir());
-    out_ = new fs::path(*root_ / "out");
-    result_ = new CliResult(run_cli(
-        "bench --impl tessel,openblas --shapes 16x16x16,33x17x9 --rounds 2 --warmup-ms 2 "
-        "--samples 3 --sample-ms 2 --threads 1 --out " + out_->string()));
-  }
-  static void TearDownTestSuite() {
-    std::error_code ec;
-    fs::remove_all(*root_, ec);
-    delete root_, delete out_, delete result_;
-  }
-  static nlohmann::json results() { return nlohmann::json::parse(read_text(*out_ / "results.json")); }
-  static fs::path* root_;
-  static fs::path* out_;
-  static CliResult* result_;
-};
-fs::path* BenchRun::root_ = nullptr;
-fs::path* BenchRun::out_ = nullptr;
-CliResult* BenchRun::result_ = nullptr;
-
-TEST_F(BenchRun, ExitsZeroAndWritesTheFiles) {
-  ASSERT_EQ(result_->status, 0) << result_->output;
-  EXPECT_TRUE(fs::exists(*out_ / "results.json"));
-  EXPECT_TRUE(fs::exists(*out_ / "results.md"));
-  EXPECT_NE(result_->output.find("bench: run 1/8"), std::string::npos) << "progress line missing";
-  EXPECT_NE(result_->output.find("ETA"), std::string::npos);
-}
-
-TEST_F(BenchRun, JsonHasEveryRawSampleValidated) {
-  ASSERT_EQ(result_->status, 0) << result_->output;
-  nlohmann::json j = results();
+// The checks of one small benchmark's files, one function per file. They run
+// from a single test: ctest runs every test in a process of its own, so a shared
+// fixture would run the benchmark once per test.
+void check_json_runs(const nlohmann::json& j) {
   ASSERT_EQ(j["runs"].size(), 8u);  // 2 rounds x 2 shapes x 2 implementations
   for (const auto& run : j["runs"]) {
     EXPECT_TRUE(run["valid"].get<bool>()) << run.dump();
@@ -102,9 +71,7 @@ TEST_F(BenchRun, JsonHasEveryRawSampleValidated) {
   EXPECT_EQ(j["runs"][4]["impl"], "openblas");
 }
 
-TEST_F(BenchRun, JsonRecordsMachineVersionsHashesAndCommand) {
-  ASSERT_EQ(result_->status, 0) << result_->output;
-  nlohmann::json j = results();
+void check_json_context(const nlohmann::json& j) {
   EXPECT_NE(j["command"].get<std::string>().find("--rounds 2"), std::string::npos);
   EXPECT_EQ(j["config"]["threads"], 1);
   EXPECT_EQ(j["config"]["samples"], 3);
@@ -116,9 +83,7 @@ TEST_F(BenchRun, JsonRecordsMachineVersionsHashesAndCommand) {
   EXPECT_EQ(j["impls"][1]["library_sha256"].get<std::string>().size(), 64u);
 }
 
-TEST_F(BenchRun, SummaryHasMediansAndPairedRatios) {
-  ASSERT_EQ(result_->status, 0) << result_->output;
-  nlohmann::json j = results();
+void check_json_summary(const nlohmann::json& j) {
   ASSERT_EQ(j["summary"].size(), 2u);
   for (const auto& s : j["summary"]) {
     const auto& t = s["impls"]["tessel"];
@@ -132,9 +97,7 @@ TEST_F(BenchRun, SummaryHasMediansAndPairedRatios) {
   }
 }
 
-TEST_F(BenchRun, MarkdownHasTheTables) {
-  ASSERT_EQ(result_->status, 0) << result_->output;
-  std::string md = read_text(*out_ / "results.md");
+void check_markdown(const std::string& md) {
   EXPECT_NE(md.find("| 16 x 16 x 16 |"), std::string::npos) << md;
   EXPECT_NE(md.find("| 33 x 17 x 9 |"), std::string::npos);
   EXPECT_NE(md.find("tessel speedup over openblas"), std::string::npos);
@@ -142,15 +105,50 @@ TEST_F(BenchRun, MarkdownHasTheTables) {
   EXPECT_NE(md.find("## Cold costs"), std::string::npos);
 }
 
-TEST_F(BenchRun, PlotIsAPng) {
-  ASSERT_EQ(result_->status, 0) << result_->output;
-  if (std::system("/usr/bin/python3 -c 'import matplotlib' >/dev/null 2>&1") != 0)
+TEST(BenchCli, TwoShapesTwoRoundsTesselAgainstOpenblas) {
+  fs::path root = fresh_temp_dir(), out = root / "out";
+  CliResult r = run_cli(
+      "bench --impl tessel,openblas --shapes 16x16x16,33x17x9 --rounds 2 --warmup-ms 2 "
+      "--samples 3 --sample-ms 2 --threads 1 --out " + out.string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("bench: run 1/8"), std::string::npos) << "progress line missing";
+  EXPECT_NE(r.output.find("ETA"), std::string::npos);
+  ASSERT_TRUE(fs::exists(out / "results.json"));
+  ASSERT_TRUE(fs::exists(out / "results.md"));
+  nlohmann::json j = nlohmann::json::parse(read_text(out / "results.json"));
+  check_json_runs(j);
+  check_json_context(j);
+  check_json_summary(j);
+  std::string md = read_text(out / "results.md");
+  check_markdown(md);
+  // Last, so that a missing matplotlib skips only this check, visibly.
+  bool have_matplotlib = std::system("/usr/bin/python3 -c 'import matplotlib' >/dev/null 2>&1") == 0;
+  if (have_matplotlib) {
+    std::string png = read_text(out / "gflops.png");
+    EXPECT_GT(png.size(), 1000u) << r.output;
+    EXPECT_EQ(png.substr(1, 3), "PNG");
+    EXPECT_NE(md.find("](gflops.png)"), std::string::npos);
+  }
+  fs::remove_all(root);
+  if (!have_matplotlib)
     GTEST_SKIP() << "matplotlib is missing (scripts/deps.sh installs python3-matplotlib): "
-                    "the PNG is not checked";
-  std::string png = read_text(*out_ / "gflops.png");
-  ASSERT_GT(png.size(), 1000u) << result_->output;
-  EXPECT_EQ(png.substr(1, 3), "PNG");
-  EXPECT_NE(read_text(*out_ / "results.md").find("](gflops.png)"), std::string::npos);
+                    "the PNG was not checked; everything else was";
+}
+
+TEST(BenchCliReference, AnotherTesselExecutableRunsAsReference) {
+  // The current executable as its own frozen reference: the paired speedup is
+  // then about 1, and both sides are validated.
+  fs::path d = fresh_temp_dir();
+  CliResult r = run_cli("bench --impl tessel --reference " + std::string(TESSEL_CLI) +
+                        " --shapes 16x16x16 --rounds 1 --warmup-ms 1 --samples 2 --sample-ms 1 "
+                        "--out " + (d / "o").string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  nlohmann::json j = nlohmann::json::parse(read_text(d / "o" / "results.json"));
+  EXPECT_EQ(j["config"]["impls"], nlohmann::json::array({"tessel", "reference"}));
+  ASSERT_EQ(j["runs"].size(), 2u);
+  for (const auto& run : j["runs"]) EXPECT_TRUE(run["valid"].get<bool>()) << run.dump();
+  EXPECT_EQ(j["summary"][0]["speedup_of_candidate_over"]["reference"]["valid_rounds"], 1);
+  fs::remove_all(d);
 }
 
 void expect_user_error(const std::string& args, const std::string& message) {
@@ -175,7 +173,7 @@ TEST(BenchCliErrors, ExistingOutputDirectory) {
 
 TEST(BenchCliErrors, ReferenceThatDoesNotRun) {
   fs::path d = fresh_temp_dir();
-  expect_user_error("bench --shapes 8x8x8 --reference /bin/false --out " + (d / "o").string(),
+  expect_user_error("bench --impl reference --reference /bin/false --out " + (d / "o").string(),
                     "reference '/bin/false' does not run");
   expect_user_error("bench --reference " + (d / "missing").string() + " --out " + (d / "o").string(),
                     "is not an executable file");
