@@ -13,6 +13,7 @@
 #include <set>
 #include <sstream>
 
+#include "bench/gemm_impl.h"
 #include "bench/machine.h"
 #include "bench/report.h"
 #include "bench/results.h"
@@ -32,8 +33,9 @@ const char* const kBenchUsage =
     "  Counterbalanced paired rounds of fp32 GEMM, every output checked against an\n"
     "  FP64 oracle; writes results.json, results.md and gflops.png into DIR, which\n"
     "  must not exist.\n"
-    "  --impl     tessel,openblas,blis,reference (default tessel,openblas); the first\n"
-    "             is the candidate the others are compared with\n"
+    "  --impl     tessel,openblas,blis,reference (default tessel,openblas), and where\n"
+    "             the cuda target is built tessel-cuda,cublas; the first is the\n"
+    "             candidate the others are compared with\n"
     "  --shapes   MxNxK,... and the names seed (the default, eight shapes) and large\n"
     "  --rounds 4 --warmup-ms 200 --samples 9 --sample-ms 40 --threads 1 (0 = all)\n"
     "  --tile     run tessel with this tile instead of its dispatch\n"
@@ -89,9 +91,11 @@ BenchConfig parse_config(int argc, char** argv) {
   if (!c.tile.empty()) parse_shape(c.tile);  // a tile is written like a shape
   std::set<std::string> seen;
   for (const std::string& name : split(impls, ',')) {
-    if (name == "cublas") bad("cublas is not available in this build");
-    if (name != "tessel" && name != "openblas" && name != "blis" && name != "reference")
-      bad("unknown implementation '" + name + "' (known: tessel, openblas, blis, reference)");
+    bool gpu = name == "cublas" || name == "tessel-cuda";
+    if (gpu && !cuda_impls_built()) bad(name + " is not available in this build");
+    if (!gpu && name != "tessel" && name != "openblas" && name != "blis" && name != "reference")
+      bad("unknown implementation '" + name +
+          "' (known: tessel, openblas, blis, tessel-cuda, cublas, reference)");
     if (name == "reference" && c.reference.empty()) bad("--impl reference needs --reference PATH");
     if (seen.insert(name).second) c.impls.push_back(name);
   }
@@ -148,7 +152,8 @@ void measure(const std::string& exe, const WorkerRequest& req, Measurement& m) {
   ProcessResult p = run_process(argv, {{"TESSEL_CACHE_DIR", dir}});
   std::error_code ec;
   fs::remove_all(dir, ec);
-  m.median_us = m.first_call_ms = m.load_ms = m.compile_ms = m.rel_err = m.bound = NAN;
+  m.median_us = m.device_median_us = m.first_call_ms = m.load_ms = m.compile_ms = NAN;
+  m.rel_err = m.bound = NAN;
   Json j = Json::parse(last_line(p.out), nullptr, false);
   if (p.status != 0 || !j.is_object() || !j.contains("samples_us")) {
     std::string why = last_line(p.err);
@@ -158,6 +163,9 @@ void measure(const std::string& exe, const WorkerRequest& req, Measurement& m) {
   m.worker_json = last_line(p.out);
   auto num = [](const Json& v) { return v.is_number() ? v.get<double>() : NAN; };
   for (const Json& v : j["samples_us"]) m.samples_us.push_back(num(v));
+  std::vector<double> device;
+  if (j.contains("device_samples_us"))
+    for (const Json& v : j["device_samples_us"]) device.push_back(num(v));
   const Json& cold = j["cold"];
   m.first_call_ms = num(cold.value("first_call_ms", Json()));
   m.load_ms = num(cold.value("load_ms", Json()));
@@ -174,6 +182,7 @@ void measure(const std::string& exe, const WorkerRequest& req, Measurement& m) {
     return;
   }
   m.median_us = median(m.samples_us);
+  m.device_median_us = median(device);
 }
 
 // A tiny run of every implementation before the real ones: a library that does
@@ -189,7 +198,7 @@ std::vector<ImplInfo> probe(const BenchConfig& c, const std::string& self) {
     WorkerRequest req;
     req.impl = worker_impl;
     req.warmup_ms = 0, req.samples = 1, req.sample_ms = 0, req.threads = c.threads;
-    req.tile = worker_impl == "tessel" ? c.tile : "";
+    req.tile = worker_impl.starts_with("tessel") ? c.tile : "";
     Measurement m;
     measure(exe, req, m);
     if (m.worker_json.empty()) {
@@ -301,7 +310,7 @@ int run_bench_command(int argc, char** argv) {
     req.shape = c.shapes[run.shape];
     req.warmup_ms = c.warmup_ms, req.samples = c.samples, req.sample_ms = c.sample_ms;
     req.threads = c.threads;
-    req.tile = worker_impl == "tessel" ? c.tile : "";
+    req.tile = worker_impl.starts_with("tessel") ? c.tile : "";
     req.seed = uint64_t(1 + run.round);
     Measurement m;
     m.round = run.round, m.position = run.position, m.shape = req.shape, m.impl = run.impl;

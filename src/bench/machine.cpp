@@ -26,7 +26,8 @@ std::string cpuinfo_field(const std::string& field) {
 }
 
 bool matters(const std::string& name) {
-  for (const char* prefix : {"OPENBLAS_", "TESSEL_", "BLIS_", "OMP_", "GOMP_", "GOTO_"})
+  for (const char* prefix : {"OPENBLAS_", "TESSEL_", "BLIS_", "OMP_", "GOMP_", "GOTO_", "CUDA_",
+                             "CUBLAS_", "NVIDIA_TF32"})
     if (name.rfind(prefix, 0) == 0) return true;
   return name == "CXX";
 }

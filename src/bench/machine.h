@@ -12,7 +12,7 @@ struct MachineInfo {
   std::string jit_compiler;    // first line of `$CXX --version` (the cpu target's compiler)
   std::string build_compiler;  // the compiler that built this tessel
   std::string loadavg;         // /proc/loadavg: other work on the machine
-  std::map<std::string, std::string> env;  // OPENBLAS_*, TESSEL_*, BLIS_*, OMP_*, GOMP_*, CXX
+  std::map<std::string, std::string> env;  // OPENBLAS_*, TESSEL_*, BLIS_*, OMP_*, CUDA_*, ..., CXX
 };
 
 MachineInfo machine_info();

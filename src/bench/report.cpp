@@ -99,6 +99,7 @@ std::string results_json(const BenchResults& r) {
                     {"valid", x.valid},
                     {"error", x.error},
                     {"median_us", number(x.median_us)},
+                    {"device_median_us", number(x.device_median_us)},
                     {"samples_us", numbers(x.samples_us)},
                     {"first_call_ms", number(x.first_call_ms)},
                     {"load_ms", number(x.load_ms)},
@@ -115,9 +116,12 @@ std::string results_json(const BenchResults& r) {
       std::vector<double> rm = round_medians(r, s, impl);
       double med = median(rm);
       int valid = int(std::count_if(rm.begin(), rm.end(), [](double v) { return std::isfinite(v); }));
+      std::vector<double> dm = device_round_medians(r, s, impl);
       per_impl[impl] = {{"median_us", number(med)},
                         {"gflops", number(gflops(s, med))},
                         {"round_medians_us", numbers(rm)},
+                        {"device_median_us", number(median(dm))},
+                        {"device_round_medians_us", numbers(dm)},
                         {"valid_rounds", valid}};
       if (impl == c.impls.front()) continue;
       PairedRatio p = candidate_ratio(r, s, impl);
@@ -197,6 +201,26 @@ std::string results_markdown(const BenchResults& r, const std::string& plot,
     md << "| " << shape_title(s) << " |";
     for (const std::string& i : c.impls) md << " " << fixed(gflops(s, median(round_medians(r, s, i))), 1) << " |";
     md << "\n";
+  }
+
+  std::vector<std::string> gpu;
+  for (const std::string& i : c.impls)
+    for (const Shape& s : c.shapes)
+      if (std::isfinite(median(device_round_medians(r, s, i)))) {
+        gpu.push_back(i);
+        break;
+      }
+  if (!gpu.empty()) {
+    md << "\n## Device-event time per call (us, GPU; same batches)\n\n| M x N x K |";
+    for (const std::string& i : gpu) md << " " << i << " us |";
+    md << "\n|---|";
+    for (size_t i = 0; i < gpu.size(); ++i) md << "---:|";
+    md << "\n";
+    for (const Shape& s : c.shapes) {
+      md << "| " << shape_title(s) << " |";
+      for (const std::string& i : gpu) md << " " << fixed(median(device_round_medians(r, s, i)), 3) << " |";
+      md << "\n";
+    }
   }
 
   md << "\n## Cold costs (ms, median over rounds)\n\nFirst call in a fresh process: for tessel "

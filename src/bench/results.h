@@ -40,6 +40,7 @@ struct Measurement {
   std::string error;                // why invalid; "" when valid
   std::vector<double> samples_us;   // per batch, host wall per call
   double median_us = 0;             // median of the batches (NaN when invalid)
+  double device_median_us = 0;      // GPU: median of device-event time per call, else NaN
   double first_call_ms = 0;         // the cold first call
   double load_ms = 0, compile_ms = 0;  // compile_ms: tessel only (NaN otherwise)
   double rel_err = 0, bound = 0;    // the larger of the two checks, and the bound
@@ -57,6 +58,10 @@ struct BenchResults {
 // Per-round median times of `impl` on `shape`, NaN for invalid or missing rounds.
 std::vector<double> round_medians(const BenchResults& r, const Shape& shape,
                                   const std::string& impl);
+
+// The same for device-event time (GPU implementations; NaN elsewhere).
+std::vector<double> device_round_medians(const BenchResults& r, const Shape& shape,
+                                         const std::string& impl);
 
 // Speedup of the candidate (impls[0]) over `peer` on `shape`, paired by round.
 PairedRatio candidate_ratio(const BenchResults& r, const Shape& shape, const std::string& peer);

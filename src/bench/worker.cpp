@@ -6,14 +6,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <random>
-#include <thread>
 
-#include "bench/cblas_library.h"
-#include "ops/gemm.h"
+#include "bench/gemm_impl.h"
 #include "ops/gemm_reference.h"
 #include "tessel/error.h"
 
@@ -57,19 +54,7 @@ WorkerRequest parse_request(int argc, char** argv) {
     else if (s == "--seed") r.seed = uint64_t(parse_number(s, v, 0, 1e15));
     else bad("unknown option " + s);
   }
-  if (r.impl != "tessel" && r.impl != "openblas" && r.impl != "blis")
-    bad("unknown implementation '" + r.impl + "'");
   return r;
-}
-
-// A named plan: the dispatch's plan for this shape with the tile replaced (the
-// front door then picks the atom and worker grid the tile allows), as in `tessel gemm --tile`.
-Plan tile_plan(const std::string& tile, const Shape& s) {
-  Shape t = parse_shape(tile);
-  Plan p = default_gemm_plan(TargetKind::Cpu, s.m, s.n, s.k);
-  p.bm = t.m, p.bn = t.n, p.bk = t.k;
-  p.atom_m = p.atom_n = 1;
-  return p;
 }
 
 // What the kernel cache looks like before the first call: a benchmark that
@@ -83,18 +68,28 @@ std::string cache_state() {
   return "warm: TESSEL_CACHE_DIR not empty";
 }
 
-// Calls f until about `ms` have passed (at least once); returns us per call.
-double time_batch(const std::function<void()>& f, double ms, int64_t* calls_out) {
+struct Batch {
+  double host_us = 0, device_us = NAN;  // per call
   int64_t calls = 0;
+};
+
+// Calls until about `ms` have passed (at least once), then waits for the
+// device: host wall per call, amortized over the batch, launch included; and,
+// on a GPU, device-event time per call over the same batch.
+Batch time_batch(GemmImpl& impl, double ms) {
+  Batch b;
+  impl.sync();
+  bool device = impl.has_device_timer();
   auto start = Clock::now();
-  double elapsed = 0;
+  if (device) impl.device_timer_start();
   do {
-    f();
-    ++calls;
-    elapsed = ms_since(start);
-  } while (elapsed < ms);
-  if (calls_out) *calls_out = calls;
-  return elapsed * 1e3 / double(calls);
+    impl.call();
+    ++b.calls;
+  } while (ms_since(start) < ms);
+  if (device) b.device_us = impl.device_timer_stop_ms() * 1e3 / double(b.calls);
+  impl.sync();
+  b.host_us = ms_since(start) * 1e3 / double(b.calls);
+  return b;
 }
 
 Json number(double v) { return std::isfinite(v) ? Json(v) : Json(nullptr); }
@@ -125,64 +120,60 @@ int run_bench_worker(int argc, char** argv) {
   out["threads"] = r.threads;
   out["cache"] = cache_state();
 
-  // Loading is part of the cold cost: dlopen for a BLAS, nothing for tessel
-  // (its capture and compile happen in the first call).
-  auto load_start = Clock::now();
-  std::unique_ptr<CblasLibrary> blas;
-  if (r.impl != "tessel") {
-    blas = std::make_unique<CblasLibrary>(r.impl);
-    blas->set_threads(r.threads > 0 ? r.threads : int(std::thread::hardware_concurrency()));
-    out["library"] = {{"path", blas->path()}, {"version", blas->version()}};
-  }
-  double load_ms = ms_since(load_start);
-
   std::mt19937_64 rng(r.seed);
-  std::vector<float> a(s.m * s.k), b(s.k * s.n), c(s.m * s.n);
+  std::vector<float> a(s.m * s.k), b(s.k * s.n);
   fill_random(a, rng);
   fill_random(b, rng);
   std::vector<double> want = gemm_oracle(s.m, s.n, s.k, 1.0, a.data(), s.k, b.data(), s.n, 0.0,
                                          nullptr, s.n);
   double bound = gemm_error_bound(s.k);
+  auto check = [&](GemmImpl& impl) {
+    std::vector<float> c = impl.output();
+    return gemm_relative_error(s.m, s.n, c.data(), s.n, want);
+  };
 
-  GemmOptions options;
-  options.threads = r.threads;
-  if (!r.tile.empty()) options.plan = tile_plan(r.tile, s);
-  GemmReport report;
-  std::function<void()> call;
-  if (blas)
-    call = [&] { blas->sgemm(int(s.m), int(s.n), int(s.k), 1.0f, a.data(), b.data(), 0.0f, c.data()); };
-  else
-    call = [&] {
-      report = gemm(s.m, s.n, s.k, 1.0f, a.data(), s.k, b.data(), s.n, 0.0f, c.data(), s.n, options);
-    };
-  auto poison = [&] { std::fill(c.begin(), c.end(), NAN); };
+  // Loading is part of the cold cost: dlopen for a library, device setup and
+  // operand upload on a GPU; tessel's capture and compile happen in the first call.
+  auto load_start = Clock::now();
+  ImplRequest ir{r.impl, s, r.threads, r.tile};
+  std::unique_ptr<GemmImpl> impl = make_cpu_impl(ir, a, b);
+  if (!impl) impl = make_cuda_impl(ir, a, b);
+  if (!impl) bad(r.impl + " is not available in this build");
+  impl->poison();
+  impl->sync();
+  double load_ms = ms_since(load_start);
 
-  poison();
   auto first_start = Clock::now();
-  call();
+  impl->call();
+  impl->sync();
   double first_call_ms = ms_since(first_start);
-  double err_first = gemm_relative_error(s.m, s.n, c.data(), s.n, want);
+  double err_first = check(*impl);
+  ImplFacts facts = impl->facts();
   Json cold = {{"load_ms", load_ms}, {"first_call_ms", first_call_ms}};
-  if (!blas) {
-    cold["compile_ms"] = report.compile_ms;  // capture, planning, lowering, JIT compile
-    cold["first_launch_us"] = report.run_us;
-    out["plan"] = report.plan.to_string();
+  if (!facts.plan.empty()) {
+    cold["compile_ms"] = facts.compile_ms;  // capture, planning, lowering, JIT compile
+    cold["first_launch_us"] = facts.first_launch_us;
+    out["plan"] = facts.plan;
   }
+  if (!facts.library_path.empty())
+    out["library"] = {{"path", facts.library_path}, {"version", facts.library_version}};
   out["cold"] = cold;
 
-  time_batch(call, r.warmup_ms, nullptr);
-  Json samples = Json::array(), calls = Json::array();
+  time_batch(*impl, r.warmup_ms);
+  Json host = Json::array(), device = Json::array(), calls = Json::array();
   for (int i = 0; i < r.samples; ++i) {
-    int64_t n = 0;
-    samples.push_back(time_batch(call, r.sample_ms, &n));
-    calls.push_back(n);
+    Batch batch = time_batch(*impl, r.sample_ms);
+    host.push_back(batch.host_us);
+    device.push_back(number(batch.device_us));
+    calls.push_back(batch.calls);
   }
-  out["samples_us"] = samples;
+  out["samples_us"] = host;
+  if (impl->has_device_timer()) out["device_samples_us"] = device;
   out["calls"] = calls;
 
-  poison();
-  call();
-  double err_last = gemm_relative_error(s.m, s.n, c.data(), s.n, want);
+  impl->poison();
+  impl->call();
+  double err_last = check(*impl);
   out["rel_err_first"] = number(err_first);
   out["rel_err_last"] = number(err_last);
   out["bound"] = bound;

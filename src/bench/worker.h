@@ -5,11 +5,12 @@
 // implementations and the --reference executable for a frozen tessel build; both
 // speak this protocol.
 //
-// A worker: loads the implementation; makes random inputs and the FP64 oracle
-// (alpha = 1, beta = 0); poisons C with NaN and times the first call (the cold
-// cost: capture, planning, JIT compile and first launch for tessel); checks the
-// complete output; warms up for warmup_ms; times `samples` batches of about
-// sample_ms each (host wall per call, amortized over the batch); poisons C again,
+// A worker: makes random inputs and the FP64 oracle
+// (alpha = 1, beta = 0); loads the implementation (gemm_impl.h) and poisons C
+// with NaN; times the first call (the cold cost: capture, planning, JIT compile
+// and first launch for tessel); checks the complete output; warms up for
+// warmup_ms; times `samples` batches of about sample_ms each (host wall per call,
+// amortized over the batch; device-event time too on a GPU); poisons C again,
 // calls once more and checks the complete output again. It prints one JSON line
 // on stdout (see worker.cpp for the fields) and exits 0, also when the output is
 // wrong (then "valid" is false); a bad request is a user error (exit 2).
@@ -23,7 +24,7 @@
 namespace tessel::bench {
 
 struct WorkerRequest {
-  std::string impl = "tessel";  // tessel | openblas | blis
+  std::string impl = "tessel";  // tessel | openblas | blis | tessel-cuda | cublas
   Shape shape{8, 8, 8};
   double warmup_ms = 200;
   int samples = 9;

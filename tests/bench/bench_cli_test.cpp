@@ -12,6 +12,10 @@
 #include <sstream>
 #include <string>
 
+#ifdef TESSEL_WITH_CUDA
+#include "target/cuda/cuda_driver.h"
+#endif
+
 namespace fs = std::filesystem;
 
 namespace {
@@ -151,6 +155,27 @@ TEST(BenchCliReference, AnotherTesselExecutableRunsAsReference) {
   fs::remove_all(d);
 }
 
+TEST(BenchCliGpu, TesselCudaAgainstCublas) {
+#ifdef TESSEL_WITH_CUDA
+  std::string why;
+  if (!tessel::cuda_gpu_available(&why)) GTEST_SKIP() << "no GPU: " << why;
+  fs::path d = fresh_temp_dir();
+  CliResult r = run_cli("bench --impl tessel-cuda,cublas --shapes 64x64x64,127x193x61 --rounds 2 "
+                        "--warmup-ms 5 --samples 3 --sample-ms 5 --out " + (d / "o").string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  nlohmann::json j = nlohmann::json::parse(read_text(d / "o" / "results.json"));
+  ASSERT_EQ(j["runs"].size(), 8u);
+  for (const auto& run : j["runs"]) {
+    EXPECT_TRUE(run["valid"].get<bool>()) << run.dump();
+    EXPECT_GT(run["device_median_us"].get<double>(), 0) << run.dump();
+  }
+  EXPECT_NE(read_text(d / "o" / "results.md").find("## Device-event time"), std::string::npos);
+  fs::remove_all(d);
+#else
+  GTEST_SKIP() << "this build has no cuda target";
+#endif
+}
+
 void expect_user_error(const std::string& args, const std::string& message) {
   CliResult r = run_cli(args);
   EXPECT_EQ(r.status, 2) << args << "\n" << r.output;
@@ -160,7 +185,9 @@ void expect_user_error(const std::string& args, const std::string& message) {
 TEST(BenchCliErrors, UnknownImplementation) {
   fs::path d = fresh_temp_dir();
   expect_user_error("bench --impl tessel,mkl --out " + (d / "o").string(), "unknown implementation 'mkl'");
+#ifndef TESSEL_WITH_CUDA
   expect_user_error("bench --impl cublas --out " + (d / "o").string(), "cublas is not available in this build");
+#endif
   EXPECT_FALSE(fs::exists(d / "o"));
   fs::remove_all(d);
 }

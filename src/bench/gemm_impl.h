@@ -1,0 +1,55 @@
+// One GEMM implementation as the benchmark worker drives it: C = A * B (fp32,
+// row-major, packed, alpha = 1, beta = 0) on operands prepared once, then call()
+// again and again. GPU implementations keep A, B and C on the device and launch
+// asynchronously: sync() waits, and a device timer brackets a batch of calls.
+#pragma once
+#include <cmath>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "bench/shape.h"
+
+namespace tessel::bench {
+
+// What a worker reports about the implementation it ran.
+struct ImplFacts {
+  std::string library_path, library_version;  // CBLAS / cuBLAS; "" for tessel
+  std::string plan;                           // tessel: the plan of the last call
+  double compile_ms = NAN;       // tessel: capture, planning, lowering, JIT (last call; 0 when cached)
+  double first_launch_us = NAN;  // tessel: the launch alone, in the last call
+};
+
+class GemmImpl {
+ public:
+  virtual ~GemmImpl() = default;
+  virtual void call() = 0;
+  virtual void sync() {}
+  virtual void poison() = 0;                      // every element of C = NaN
+  virtual std::vector<float> output() = 0;       // C, M x N (syncs first)
+  virtual bool has_device_timer() const { return false; }
+  virtual void device_timer_start() {}
+  virtual double device_timer_stop_ms() { return NAN; }  // waits for the end event
+  virtual ImplFacts facts() const = 0;
+};
+
+struct ImplRequest {
+  std::string name;  // tessel | openblas | blis | tessel-cuda | cublas
+  Shape shape;
+  int threads = 1;   // cpu: 0 = all cores
+  std::string tile;  // tessel: named plan BMxBNxBK, "" = dispatch
+};
+
+// The implementation `r.name` on host inputs a (M x K) and b (K x N), which it
+// copies where it needs them. Loading (dlopen, device setup) happens here; an
+// implementation that cannot load is a user error (Runtime).
+std::unique_ptr<GemmImpl> make_cpu_impl(const ImplRequest& r, const std::vector<float>& a,
+                                        const std::vector<float>& b);
+// nullptr where this build has no cuda target.
+std::unique_ptr<GemmImpl> make_cuda_impl(const ImplRequest& r, const std::vector<float>& a,
+                                         const std::vector<float>& b);
+
+// True where this build has the cuda target (tessel-cuda and cublas).
+bool cuda_impls_built();
+
+}  // namespace tessel::bench
