@@ -43,6 +43,12 @@ std::vector<Access> accesses(const GroupProgram& program, const GroupOp& op) {
   return out;
 }
 
+bool mentions(const Expr& e, const std::string& symbol) {
+  bool found = false;
+  expr_symbols(e, [&](const std::string& name) { found = found || name == symbol; });
+  return found;
+}
+
 // The accesses of a loop body after its last fence or barrier: the previous
 // iteration's accesses that reach the top of the body without a fence.
 std::vector<Access> tail(const GroupProgram& program, const std::vector<GroupOp>& ops) {
@@ -99,7 +105,13 @@ void plan_region(const GroupProgram& program, std::vector<GroupOp>& ops, std::ve
         std::vector<Access> t = tail(program, body);
         entry.insert(entry.end(), t.begin(), t.end());
       }
-      for (Access& a : entry) a.before_pending = false;
+      for (Access& a : entry) {
+        a.before_pending = false;
+        // The loop variable has another value in the body than it had for these
+        // accesses (the previous iteration, or a shadowed outer loop's variable),
+        // so a version that names it says nothing about the slot.
+        if (op.kind == GroupOpKind::For && mentions(a.effect.version, op.iv)) a.effect.version = nullptr;
+      }
       plan_region(program, body, std::move(entry), removed);
     }
     acc.insert(acc.end(), mine.begin(), mine.end());

@@ -30,7 +30,9 @@
 //    retained fence between: those accumulated in the enclosing region before the
 //    for/if and, for a for body, the body's own accesses after its last fence or
 //    barrier (the previous iteration, across the back edge). So a fence at the top
-//    of a loop body is kept when something after it depends on them.
+//    of a loop body is kept when something after it depends on them. In a for
+//    body, an entry access whose version names the loop variable counts as
+//    touching every version: the variable had another value when it happened.
 //  - The last Fence op of each region is always kept: the loop back edge and the
 //    enclosing region consume it.
 // A program that is race free before the pass is race free after it: every kept

@@ -186,6 +186,19 @@ TEST(PlanBarriers, FenceAtTheTopOfALoopGuardsTheBackEdge) {
   EXPECT_EQ(t.plan(), "for { fence copy fence frag.load }");
 }
 
+// Across the back edge the loop variable moves on: this iteration's write of slot
+// (k + 1) % 2 is the same slot as the previous iteration's write of k % 2.
+TEST(PlanBarriers, BackEdgeSlotsAreComparedAcrossIterations) {
+  Builder b;
+  int x = b.tensor("X"), s1 = b.shared("S1", 8, 8, 2), f = b.frag("F", 8, 8);
+  Expr k = s("k");
+  std::vector<GroupOp> body = {b.fence(), b.copy(ref(x), ref(s1, 0, 0, expr_mod(k + 1, c(2))), 8, 8),
+                               b.fence(), b.frag_store(f, ref(s1, 0, 0, expr_mod(k, c(2))))};
+  b.p.body = {b.fill(f, 1), b.loop("k", c(0), c(3), body)};
+  plan_barriers(b.p);
+  EXPECT_EQ(shape(b.p.body), "frag.fill for { fence copy fence frag.store }");
+}
+
 // The same fence also orders the code before the loop against the first iteration.
 TEST(PlanBarriers, FenceAtTheTopOfALoopGuardsTheCodeBeforeIt) {
   Small t;
