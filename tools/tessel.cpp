@@ -24,7 +24,7 @@ using namespace tessel;
 namespace {
 
 const char* kUsage =
-    "usage: tessel gemm|explain M N K [--target cpu|sim] [--alpha A] [--beta B]\n"
+    "usage: tessel gemm|explain M N K [--target cpu|sim|cuda] [--dtype fp32|tf32|bf16|fp16] [--arch sm_NN] [--alpha A] [--beta B]\n"
     "         [--threads T] [--tile BMxBNxBK] [--workers W] [--copy-batch C]\n"
     "         [--no-coalesce-barriers] [--seed S] [--check] [--json]\n"
     "  gemm:    C = alpha*A*B + beta*C on random fp32 inputs (row-major).\n"
@@ -80,6 +80,8 @@ Args parse_args(int argc, char** argv) {
     else if (s == "--workers") workers = parse_int(s, value());
     else if (s == "--copy-batch") copy_batch = parse_int(s, value());
     else if (s == "--seed") a.seed = static_cast<uint64_t>(parse_int(s, value()));
+    else if (s == "--dtype") a.options.precision = parse_precision(value());
+    else if (s == "--arch") a.options.arch = value();
     else if (s == "--no-coalesce-barriers") a.options.coalesce_barriers = false;
     else if (s == "--check") a.check = true;
     else if (s == "--json") a.json = true;
@@ -95,14 +97,14 @@ Args parse_args(int argc, char** argv) {
   a.k = parse_int("K", pos[3]);
   if (a.options.threads < 0) bad("--threads must be non-negative");
   if (!tile.empty() || workers >= 0 || copy_batch >= 0) {
-    Plan p = default_gemm_plan(a.options.target, a.m, a.n, a.k);
+    Plan p = default_gemm_plan(a.options.target, a.m, a.n, a.k, a.options.precision);
     if (!tile.empty()) {
       std::vector<int64_t> ext;
       std::stringstream ss(tile);
       for (std::string part; std::getline(ss, part, 'x');) ext.push_back(parse_int("--tile", part));
       if (ext.size() != 3) bad("--tile: expected BMxBNxBK, got '" + tile + "'");
       p.bm = ext[0], p.bn = ext[1], p.bk = ext[2];
-      p.atom_m = p.atom_n = 1;  // the front door picks the atom the tile allows
+      if (a.options.target != TargetKind::Cuda) p.atom_m = p.atom_n = 1;  // the front door picks the atom the tile allows
     }
     if (workers >= 0) p.workers = static_cast<int>(std::min<int64_t>(workers, 1 << 20));
     if (copy_batch >= 0) p.copy_batch = static_cast<int>(std::min<int64_t>(copy_batch, 1 << 20));
@@ -135,14 +137,18 @@ int run_gemm(const Args& a) {
   fill_random(A, rng);
   fill_random(B, rng);
   fill_random(C, rng);
+  for (float& x : A) x = round_to_storage(a.options.precision, x);  // what the device stores
+  for (float& x : B) x = round_to_storage(a.options.precision, x);
   if (a.beta == 0) std::fill(C.begin(), C.end(), NAN);  // must all be overwritten
   std::vector<double> oracle;
   if (a.check)
     oracle = gemm_oracle(a.m, a.n, a.k, a.alpha, A.data(), lda, B.data(), ldb, a.beta, C.data(), ldc);
+  GemmOptions options = a.options;
+  options.time_device = options.target == TargetKind::Cuda;
   GemmReport r = gemm(a.m, a.n, a.k, float(a.alpha), A.data(), lda, B.data(), ldb, float(a.beta),
-                      C.data(), ldc, a.options);
+                      C.data(), ldc, options);
   double err = a.check ? gemm_relative_error(a.m, a.n, C.data(), ldc, oracle) : NAN;
-  double bound = gemm_error_bound(a.k);
+  double bound = precision_error_bound(a.options.precision, a.k);
   bool ok = !a.check || (err <= bound && r.races == 0);
   const Plan& p = r.plan;
   if (a.json) {
@@ -151,7 +157,7 @@ int run_gemm(const Args& a) {
         "\"threads\": %d, \"plan\": {\"tile\": [%lld, %lld, %lld], \"workers\": %d, "
         "\"worker_grid\": [%d, %d], \"window\": %d, \"copy_batch\": %d, \"atom\": [%lld, %lld]}, "
         "\"rel_err\": %s, \"bound\": %s, \"ok\": %s, \"races\": %lld, \"compile_ms\": %s, "
-        "\"run_us\": %s, \"fences\": {\"static_before\": %d, \"static_after\": %d, "
+        "\"run_us\": %s, \"device_us\": %s, \"dtype\": \"%s\", \"fences\": {\"static_before\": %d, \"static_after\": %d, "
         "\"loop_before\": %d, \"loop_after\": %d, \"dynamic_before\": %lld, "
         "\"dynamic_after\": %lld, \"dynamic_before_formula\": \"%s\", "
         "\"dynamic_after_formula\": \"%s\"}}\n",
@@ -161,7 +167,9 @@ int run_gemm(const Args& a) {
         p.worker_cols, p.window, p.copy_batch, (long long)p.atom_m, (long long)p.atom_n,
         a.check ? json_number(err).c_str() : "null", json_number(bound).c_str(),
         a.check ? (ok ? "true" : "false") : "null", (long long)r.races,
-        json_number(r.compile_ms).c_str(), json_number(r.run_us).c_str(), r.fences.static_before,
+        json_number(r.compile_ms).c_str(), json_number(r.run_us).c_str(),
+        options.time_device ? json_number(r.device_us).c_str() : "null", precision_name(a.options.precision),
+        r.fences.static_before,
         r.fences.static_after, r.fences.loop_before, r.fences.loop_after,
         (long long)r.fences_dynamic_before, (long long)r.fences_dynamic_after,
         r.fences.dynamic_before.c_str(), r.fences.dynamic_after.c_str());
@@ -171,6 +179,7 @@ int run_gemm(const Args& a) {
     double gflops = r.run_us > 0 ? 2.0 * a.m * a.n * a.k / (r.run_us * 1e3) : 0;
     std::printf("compile %.1f ms, run %.1f us (%.1f GFLOP/s, one cold call)\n", r.compile_ms,
                 r.run_us, gflops);
+    if (options.time_device) std::printf("device %.1f us (CUDA events)\n", r.device_us);
     if (a.check)
       std::printf("rel_err %.3g (bound %.3g), races %lld: %s\n", err, bound, (long long)r.races,
                   ok ? "ok" : "FAILED");

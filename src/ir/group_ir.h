@@ -15,6 +15,7 @@
 
 #include "ir/expr.h"
 #include "ir/tile_ir.h"
+#include "plan/plan.h"
 
 namespace tessel {
 
@@ -117,6 +118,10 @@ struct GroupProgram {
   int workers = 1;
   int worker_rows = 1, worker_cols = 1;  // private fragments: worker grid
   int64_t atom_m = 1, atom_n = 1;        // mma register block (fragment parts are multiples)
+  AtomKind atom = AtomKind::Fma;         // the instruction that realizes mma
+  // Threads that run one worker together (32 for MmaSync: a worker is a CUDA warp
+  // and its fragment part is spread over the lanes in the mma.sync layout).
+  int lanes = 1;
   std::vector<Buffer> buffers;
   std::vector<GroupOp> body;
   int next_op_id = 0;

@@ -5,9 +5,13 @@ namespace tessel {
 const char* dtype_name(DType t) {
   switch (t) {
     case DType::F32: return "f32";
+    case DType::BF16: return "bf16";
+    case DType::F16: return "f16";
   }
   return "?";
 }
+
+int dtype_bytes(DType t) { return t == DType::F32 ? 4 : 2; }
 
 const char* access_name(Access a) {
   switch (a) {

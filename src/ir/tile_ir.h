@@ -17,8 +17,11 @@
 
 namespace tessel {
 
-enum class DType { F32 };
+// BF16 and F16 are storage types: a kernel computes on them in fp32 (fragments
+// and accumulators are always fp32); an mma atom reads them as its operands.
+enum class DType { F32, BF16, F16 };
 const char* dtype_name(DType t);
+int dtype_bytes(DType t);
 
 enum class Access { In, Out, InOut };
 const char* access_name(Access a);

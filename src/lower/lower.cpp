@@ -47,11 +47,14 @@ class Lowering {
     p_.worker_cols = plan_.worker_cols;
     p_.atom_m = plan_.atom_m;
     p_.atom_n = plan_.atom_n;
+    p_.atom = plan_.atom;
+    p_.lanes = plan_.atom == AtomKind::MmaSync ? 32 : 1;
     for (size_t t = 0; t < k_.tensors.size(); ++t) {
       Buffer b;
       b.id = static_cast<int>(p_.buffers.size());
       b.name = k_.tensors[t].name;
       b.space = Space::Global;
+      b.dtype = k_.tensors[t].dtype;
       b.tensor = static_cast<int>(t);
       p_.buffers.push_back(b);
     }
@@ -331,6 +334,7 @@ class Lowering {
     }
     int64_t rows = static_extent(op, type.shape[0]), cols = static_extent(op, type.shape[1]);
     int s = new_buffer(tensor.name + "s", Space::Shared, rows, cols);
+    p_.buffers[s].dtype = tensor.dtype;  // staged as stored: the atom reads it
     if (role == Role::MmaB) {
       p_.buffers[s].layout = Layout::ColPanels;
       p_.buffers[s].panel = plan_.atom_n;

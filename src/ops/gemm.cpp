@@ -1,6 +1,7 @@
 #include "ops/gemm.h"
 
 #include <chrono>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -11,6 +12,10 @@
 #include "ops/gemm_kernel.h"
 #include "target/cpu/cpu_jit.h"
 #include "tessel/error.h"
+#ifdef TESSEL_WITH_CUDA
+#include "target/cuda/cuda_kernel.h"
+#include "target/cuda/cuda_memory.h"
+#endif
 
 namespace tessel {
 namespace {
@@ -25,6 +30,21 @@ constexpr int64_t kCpuBlockK[] = {16, 32, 64, 128, 256};
 constexpr int64_t kSimBlockM[] = {8, 16};
 constexpr int64_t kSimBlockN[] = {8, 16};
 constexpr int64_t kSimBlockK[] = {4, 8};
+
+// cuda (numbers for the H200; see docs/cuda.md): the tile grows with the problem so
+// that small problems still spread over many blocks. Fma: 4x4 or 8x8 outputs per
+// thread. MmaSync: one warp per 16x16, 32x32 or 64x32 of C (64x64 per warp ran
+// 1.3x faster on the H200 but spills; see docs/cuda.md).
+struct CudaTile {
+  int64_t max_mn;  // used while M * N <= max_mn
+  int64_t bm, bn, bk_f32, bk_mma;
+  int fma_threads, mma_warps;
+};
+constexpr CudaTile kCudaTiles[] = {
+    {256 * 256, 32, 32, 32, 32, 64, 4},
+    {1024 * 1024, 64, 64, 16, 32, 256, 4},
+    {INT64_MAX, 128, 128, 8, 32, 256, 8},
+};
 
 template <size_t N>
 int64_t pick(const int64_t (&sizes)[N], int64_t extent) {
@@ -51,13 +71,17 @@ void choose_worker_grid(Plan& p) {
 struct CompiledGemm {
   CompiledGroup group;
   std::shared_ptr<const CpuKernel> cpu;
+#ifdef TESSEL_WITH_CUDA
+  std::shared_ptr<const CudaKernel> cuda;
+#endif
   double compile_ms = 0;
 };
 
 std::string cache_key(const Plan& p, const GemmOptions& o) {
   return std::string(target_name(p.target)) + " " + p.to_string() + " " +
          std::to_string(p.worker_rows) + "x" + std::to_string(p.worker_cols) +
-         (o.coalesce_barriers ? " coalesce" : " no-coalesce");
+         (o.coalesce_barriers ? " coalesce" : " no-coalesce") + " " + precision_name(o.precision) +
+         " " + o.arch;
 }
 
 // One compiled kernel per plan and options, for the life of the process.
@@ -78,8 +102,11 @@ std::shared_ptr<const CompiledGemm> compiled_gemm(const Plan& plan, const GemmOp
   auto c = std::make_shared<CompiledGemm>();
   CompileOptions co;
   co.coalesce_barriers = options.coalesce_barriers;
-  c->group = compile_to_group(gemm_kernel(), plan, co);
+  c->group = compile_to_group(gemm_kernel(storage_dtype(options.precision)), plan, co);
   if (plan.target == TargetKind::Cpu) c->cpu = compile_cpu(c->group.program);
+#ifdef TESSEL_WITH_CUDA
+  if (plan.target == TargetKind::Cuda) c->cuda = compile_cuda(c->group.program, options.arch);
+#endif
   c->compile_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   *fresh = true;
@@ -124,7 +151,15 @@ void validate_pointers(int64_t m, int64_t n, int64_t k, const float* a, const fl
 }
 
 Plan resolve_plan(int64_t m, int64_t n, int64_t k, const GemmOptions& options) {
-  Plan plan = options.plan ? *options.plan : default_gemm_plan(options.target, m, n, k);
+  if (options.target != TargetKind::Cuda && options.precision != GemmPrecision::F32)
+    user_error(ErrorKind::Unsupported, std::string("dtype ") + precision_name(options.precision) +
+                                           " runs on the cuda target only (" + target_name(options.target) +
+                                           " computes fp32)");
+#ifndef TESSEL_WITH_CUDA
+  if (options.target == TargetKind::Cuda)
+    user_error(ErrorKind::Unsupported, "the cuda target is not built: tessel was built without the CUDA toolkit");
+#endif
+  Plan plan = options.plan ? *options.plan : default_gemm_plan(options.target, m, n, k, options.precision);
   plan.target = options.target;
   if (options.plan) {
     if (plan.target == TargetKind::Cpu && plan.atom_m == 1 && plan.atom_n == 1 &&
@@ -138,12 +173,81 @@ Plan resolve_plan(int64_t m, int64_t n, int64_t k, const GemmOptions& options) {
   return plan;
 }
 
+#ifdef TESSEL_WITH_CUDA
+// Launches on device pointers as given, or copies host arrays there and back: A
+// and B rounded to the storage type and packed (ld = cols), C read only when
+// beta != 0.
+void run_cuda(const CudaKernel& kernel, LaunchArgs args, int64_t m, int64_t n, int64_t k, int64_t lda,
+              int64_t ldb, int64_t ldc, float beta, const GemmOptions& o, GemmReport* report) {
+  auto launch = [&](const LaunchArgs& a) {
+    if (!o.time_device) return kernel.launch(a);
+    DeviceTimer timer;
+    timer.start();
+    kernel.launch(a);
+    report->device_us = timer.stop_ms() * 1e3;
+  };
+  if (o.device_pointers) return launch(args);
+  DType st = storage_dtype(o.precision);
+  size_t esz = dtype_bytes(st);
+  auto pack = [&](const float* src, int64_t rows, int64_t cols, int64_t ld) {
+    DeviceBuffer buf(std::max<size_t>(1, rows * cols * esz));
+    std::vector<char> host(rows * cols * esz);
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < cols; ++c) {
+        float x = src[r * ld + c];
+        char* dst = host.data() + (r * cols + c) * esz;
+        if (st == DType::F32) std::memcpy(dst, &x, 4);
+        else {
+          uint16_t h = st == DType::BF16 ? float_to_bf16(x) : float_to_f16(x);
+          std::memcpy(dst, &h, 2);
+        }
+      }
+    buf.upload(host.data(), host.size());
+    return buf;
+  };
+  DeviceBuffer da = pack(args.tensors["A"], m, k, lda), db = pack(args.tensors["B"], k, n, ldb);
+  DeviceBuffer dc(std::max<int64_t>(1, m * n) * sizeof(float));
+  float* c = args.tensors["C"];
+  if (beta != 0) {
+    std::vector<float> packed(m * n);
+    for (int64_t r = 0; r < m; ++r) std::memcpy(&packed[r * n], c + r * ldc, n * sizeof(float));
+    dc.upload(packed.data(), packed.size() * sizeof(float));
+  }
+  args.sizes["lda"] = std::max<int64_t>(1, k);
+  args.sizes["ldb"] = n;
+  args.sizes["ldc"] = n;
+  args.tensors = {{"A", static_cast<float*>(da.get())}, {"B", static_cast<float*>(db.get())},
+                  {"C", static_cast<float*>(dc.get())}};
+  launch(args);
+  cuda_synchronize();
+  std::vector<float> out(m * n);
+  dc.download(out.data(), out.size() * sizeof(float));
+  for (int64_t r = 0; r < m; ++r) std::memcpy(c + r * ldc, &out[r * n], n * sizeof(float));
+}
+#endif
+
 }  // namespace
 
-Plan default_gemm_plan(TargetKind target, int64_t m, int64_t n, int64_t k) {
+Plan default_gemm_plan(TargetKind target, int64_t m, int64_t n, int64_t k, GemmPrecision precision) {
   Plan p;
   p.target = target;
-  if (target == TargetKind::Cpu) {
+  if (target == TargetKind::Cuda) {
+    const CudaTile* t = kCudaTiles;
+    while (m * n > t->max_mn) ++t;
+    bool mma = precision != GemmPrecision::F32;
+    p.bm = t->bm;
+    p.bn = t->bn;
+    p.bk = mma ? t->bk_mma : t->bk_f32;
+    p.atom = mma ? AtomKind::MmaSync : AtomKind::Fma;
+    p.workers = mma ? t->mma_warps : t->fma_threads;
+    p.atom_m = mma ? 16 : (p.bm * p.bn / p.workers >= 64 ? 8 : 4);
+    p.atom_n = mma ? 8 : p.atom_m;
+    p.copy_batch = 4;
+    // cp.async multi-stage pipeline: copies of the next k tiles overlap this one's math.
+    p.async_copy = true;
+    p.window = mma ? 3 : 2;
+    (void)k;
+  } else if (target == TargetKind::Cpu) {
     p.bm = pick(kCpuBlockM, m);
     p.bn = pick(kCpuBlockN, n);
     p.bk = pick(kCpuBlockK, k);
@@ -194,7 +298,11 @@ GemmReport gemm(int64_t m, int64_t n, int64_t k, float alpha, const float* a, in
   if (m == 0 || n == 0) return report;
 
   auto start = std::chrono::steady_clock::now();
-  if (report.plan.target == TargetKind::Cpu) {
+  if (report.plan.target == TargetKind::Cuda) {
+#ifdef TESSEL_WITH_CUDA
+    run_cuda(*compiled->cuda, args, m, n, k, lda, ldb, ldc, beta, options, &report);
+#endif
+  } else if (report.plan.target == TargetKind::Cpu) {
     compiled->cpu->run(args, options.threads);
   } else {
     SimOptions so;
@@ -214,13 +322,23 @@ std::string explain_gemm(int64_t m, int64_t n, int64_t k, const GemmOptions& opt
   CompileOptions co;
   co.coalesce_barriers = options.coalesce_barriers;
   co.keep_stages = true;
-  CompiledGroup g = compile_to_group(gemm_kernel(), plan, co);
+  CompiledGroup g = compile_to_group(gemm_kernel(storage_dtype(options.precision)), plan, co);
   std::ostringstream out;
   for (const CompileStage& s : g.stages) {
     out << "// ---- " << s.name << " ----\n" << s.ir;
     if (s.name == "tile-ir") out << "// ---- plan ----\n" << plan.to_string() << "\n";
   }
   out << "// ---- barrier statistics ----\n" << print_barrier_stats(g.barriers);
+  if (plan.target == TargetKind::Cuda) {
+#ifdef TESSEL_WITH_CUDA
+    auto kernel = compile_cuda(g.program, options.arch);
+    const CudaCompileInfo& info = kernel->info();
+    out << "// ---- cuda (" << info.nvrtc.arch << ", " << info.source.threads << " threads, "
+        << info.source.shared_bytes << " bytes of shared memory) ----\n"
+        << info.source.code << "// ---- ptxas ----\n" << info.nvrtc.log << "\n// ---- ptx ----\n"
+        << info.nvrtc.ptx;
+#endif
+  }
   return out.str();
 }
 

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "ops/gemm_precision.h"
 #include "passes/plan_barriers.h"
 #include "plan/plan.h"
 #include "target/sim/sim.h"
@@ -20,12 +21,21 @@ struct GemmOptions {
   int threads = 0;           // cpu: threads for the grid (0 = all cores)
   bool coalesce_barriers = true;
   uint64_t sim_seed = 1;
+  // cuda: how A and B are stored and multiplied (cpu and sim: fp32 only).
+  GemmPrecision precision = GemmPrecision::F32;
+  // cuda: a, b and c are device addresses (a and b hold the precision's storage
+  // type; cast them). Otherwise they are host arrays of fp32 that the call copies
+  // to the device (rounding A and B to the storage type) and C back.
+  bool device_pointers = false;
+  bool time_device = false;  // cuda: measure the launch with device events (device_us)
+  std::string arch;          // cuda: "" = the GPU's compute capability (sm_90 without one)
 };
 
 struct GemmReport {
   Plan plan;
   double compile_ms = 0;  // cold compile of this plan's kernel (0 when already compiled)
   double run_us = 0;      // wall time of the launch
+  double device_us = 0;   // cuda with time_device: device-event time of the kernel
   int64_t races = 0;      // sim only
   std::vector<Race> race_list;
   BarrierStats fences;
@@ -35,7 +45,8 @@ struct GemmReport {
 // The plan used when none is given: tiles clamped to the problem so that small
 // shapes do not compute mostly padding, rounded to a few sizes so that the number
 // of distinct kernels stays small.
-Plan default_gemm_plan(TargetKind target, int64_t m, int64_t n, int64_t k);
+Plan default_gemm_plan(TargetKind target, int64_t m, int64_t n, int64_t k,
+                        GemmPrecision precision = GemmPrecision::F32);
 
 // Checks sizes, leading dimensions and pointers (user errors, InvalidArgument,
 // with the numbers), then runs. M == 0 or N == 0 does nothing; K == 0 scales C by
@@ -44,7 +55,9 @@ GemmReport gemm(int64_t m, int64_t n, int64_t k, float alpha, const float* a, in
                 const float* b, int64_t ldb, float beta, float* c, int64_t ldc,
                 const GemmOptions& options = {});
 
-// TileIR, plan, and GroupIR after every compile step, with barrier statistics.
+// TileIR, plan, and GroupIR after every compile step, with barrier statistics;
+// for the cuda target also the CUDA source, the PTX and ptxas's report (no GPU
+// needed).
 std::string explain_gemm(int64_t m, int64_t n, int64_t k, const GemmOptions& options);
 
 }  // namespace tessel

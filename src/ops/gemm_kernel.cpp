@@ -4,7 +4,7 @@
 
 namespace tessel {
 
-TileKernel gemm_kernel() {
+TileKernel gemm_kernel(DType ab) {
   KernelBuilder kb("gemm");
   Sym M = kb.size("M"), N = kb.size("N"), K = kb.size("K");
   Sym lda = kb.size("lda"), ldb = kb.size("ldb"), ldc = kb.size("ldc");
@@ -29,7 +29,10 @@ TileKernel gemm_kernel() {
           kb.store(C, i * BM, j * BN, kb.add(result, kb.mul(c, kb.scalar_value(beta))));
         });
   });
-  return kb.finish();
+  TileKernel kernel = kb.finish();
+  kernel.tensors[0].dtype = ab;  // A
+  kernel.tensors[1].dtype = ab;  // B
+  return kernel;
 }
 
 }  // namespace tessel

@@ -20,12 +20,14 @@ TargetKind parse_target(const std::string& name) {
   user_error(ErrorKind::InvalidArgument, "unknown target '" + name + "' (expected cpu, sim or cuda)");
 }
 
+const char* atom_name(AtomKind a) { return a == AtomKind::MmaSync ? "mma.sync" : "fma"; }
+
 std::string Plan::to_string() const {
   return std::to_string(bm) + "x" + std::to_string(bn) + "x" + std::to_string(bk) +
          " workers=" + std::to_string(workers) + "(" + std::to_string(worker_rows) + "x" +
          std::to_string(worker_cols) + ") copy_batch=" + std::to_string(copy_batch) +
  " window=" + std::to_string(window) + (async_copy ? " copy=async" : " copy=sync") + " atom=" + std::to_string(atom_m) + "x" +
-         std::to_string(atom_n);
+         std::to_string(atom_n) + (atom == AtomKind::Fma ? "" : std::string(" ") + atom_name(atom));
 }
 
 namespace {
@@ -60,6 +62,9 @@ void validate_plan(const Plan& p) {
         "window " + std::to_string(p.window) + " out of range [1, " +
             std::to_string(kMaxWindow) + "]");
   check(p.atom_m >= 1 && p.atom_n >= 1, "atom extents must be positive");
+  check(p.atom == AtomKind::Fma || (p.atom_m == 16 && p.atom_n == 8),
+        "the mma.sync atom is 16x8, got atom " + std::to_string(p.atom_m) + "x" +
+            std::to_string(p.atom_n));
   int64_t part_m = p.bm / p.worker_rows, part_n = p.bn / p.worker_cols;
   check(p.bm % p.worker_rows == 0 && p.bn % p.worker_cols == 0,
         "tile " + tile + " does not divide over the worker grid " +

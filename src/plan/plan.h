@@ -8,6 +8,13 @@
 namespace tessel {
 
 enum class TargetKind { Sim, Cpu, Cuda };
+
+// The instruction that realizes mma. Fma: each worker updates its fragment part with
+// register-blocked scalar FMAs. MmaSync: a worker is a CUDA warp (32 lanes) and its
+// part is a grid of 16 x 8 mma.sync tiles (m16n8k16 for bf16/f16 operands, m16n8k8
+// tf32 for f32 operands), fp32 accumulation.
+enum class AtomKind { Fma, MmaSync };
+const char* atom_name(AtomKind a);
 const char* target_name(TargetKind t);
 // Parses "sim" / "cpu" / "cuda"; an unknown name is a user error (InvalidArgument).
 TargetKind parse_target(const std::string& name);
@@ -21,6 +28,7 @@ struct Plan {
   int window = 1;                     // pipeline window (1 = single buffered)
   bool async_copy = false;            // copies issue / commit / wait (a copy engine)
   int64_t atom_m = 1, atom_n = 1;     // register block of the mma atom
+  AtomKind atom = AtomKind::Fma;      // MmaSync needs atom 16x8 and 32 lanes per worker
 
   std::string to_string() const;  // "64x64x32 w=4(2x2) batch=4 window=1 atom=1x1"
 };
