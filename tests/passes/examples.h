@@ -43,6 +43,31 @@ inline GroupProgram aligned_gemm(int workers = 256, int wr = 16, int wc = 16) {
   return p;
 }
 
+// The ragged-output GEMM: as aligned_gemm, but the A and B copies read zero past
+// M and N, and the tile goes out through shared memory with a guarded copy:
+//   ... loop ...; fence; frag.store acc -> Cs; fence; copy Cs -> C (guarded); fence
+inline GroupProgram ragged_gemm(int workers = 256, int wr = 16, int wc = 16) {
+  GroupProgram p = aligned_gemm(workers, wr, wc);
+  p.name = "gemm_64x64x32_ragged";
+  Builder b(workers, wr, wc);
+  b.p = p;
+  std::vector<GroupOp>& body = b.p.body[1].bodies[0];
+  body[0].src_row_bound = s("M");
+  body[2].src_col_bound = s("N");
+  int cs = b.shared("Cs", 64, 64);
+  int acc = b.p.find_buffer("acc"), gc = b.p.find_buffer("C");
+  GroupOp out = b.copy(ref(cs), ref(gc, s("gm") * 64, s("gn") * 64), 64, 64, 4);
+  out.dst_row_bound = s("M");
+  out.dst_col_bound = s("N");
+  b.p.body.resize(2);
+  b.p.body.push_back(b.fence());
+  b.p.body.push_back(b.frag_store(acc, ref(cs)));
+  b.p.body.push_back(b.fence());
+  b.p.body.push_back(out);
+  b.p.body.push_back(b.fence());
+  return b.p;
+}
+
 // A double-buffered K loop (versions 2): the prologue fills slot 0; iteration k
 // prefetches slot (k + 1) % 2 while the mma reads slot k % 2. With
 // `same_slot`, the prefetch writes slot k % 2 instead (a real conflict).

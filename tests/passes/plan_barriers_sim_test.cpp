@@ -47,6 +47,12 @@ TEST(PlanBarriersSim, AlignedGemmIsRaceFreeAndExact) {
             2 * 3 + 1);
 }
 
+TEST(PlanBarriersSim, RaggedGemmIsRaceFreeAndExact) {
+  PlannedPair r = plan_and_run(ragged_gemm(), gemm_sizes(70, 45, 64), 13);
+  EXPECT_TRUE(r.ok()) << r.why();
+  expect_gemm(r.after, 70, 45, 64, 64, 64, 45, 45);
+}
+
 // The fence the planner keeps in the K loop (before the mma) is needed.
 TEST(PlanBarriersSim, AlignedGemmWithoutTheKeptFenceRaces) {
   GroupProgram p = aligned_gemm();

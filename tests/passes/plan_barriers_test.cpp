@@ -66,6 +66,18 @@ TEST(PlanBarriers, AlignedGemmCoalescesTheTwoInputCopies) {
             "  where L0 = ceildiv(K, 32)\n");
 }
 
+// The seed's guarded shared output path: six sites to five, 3L + 3 to 2L + 3.
+TEST(PlanBarriers, RaggedGemmKeepsItsOutputFences) {
+  GroupProgram p = ragged_gemm();
+  BarrierStats st = plan_barriers(p);
+  EXPECT_EQ(shape(p.body),
+            "frag.fill for { copy copy fence mma fence } fence frag.store fence copy fence");
+  EXPECT_EQ(st.static_before, 6);
+  EXPECT_EQ(st.static_after, 5);
+  EXPECT_EQ(st.dynamic_before, "3*L0 + 3");
+  EXPECT_EQ(st.dynamic_after, "2*L0 + 3");
+}
+
 // `write S0; fence; write S1; fence; read S0`: adjacent pairs are independent, the
 // dependence between the first and the last op is not.
 TEST(PlanBarriers, NonadjacentRawKeepsTheLatestCut) {
