@@ -145,6 +145,7 @@ void validate_sizes(int64_t m, int64_t n, int64_t k, int64_t lda, int64_t ldb, i
 
 void validate_pointers(int64_t m, int64_t n, int64_t k, const float* a, const float* b,
                        const float* c) {
+  if (m == 0 || n == 0) return;  // an empty output: nothing is read or written
   check_arg(a || m * k == 0, "A is null but M x K = " + std::to_string(m) + " x " + std::to_string(k));
   check_arg(b || k * n == 0, "B is null but K x N = " + std::to_string(k) + " x " + std::to_string(n));
   check_arg(c || m * n == 0, "C is null but M x N = " + std::to_string(m) + " x " + std::to_string(n));
@@ -271,6 +272,11 @@ GemmReport gemm(int64_t m, int64_t n, int64_t k, float alpha, const float* a, in
                 const GemmOptions& options) {
   validate_sizes(m, n, k, lda, ldb, ldc);
   validate_pointers(m, n, k, a, b, c);
+  // An empty operand may be null (BLAS allows it); the targets want a pointer.
+  static float empty_operand = 0;
+  if (!a) a = &empty_operand;
+  if (!b) b = &empty_operand;
+  if (!c) c = &empty_operand;
   check_arg(options.threads >= 0 && options.threads <= 4096,
             "threads = " + std::to_string(options.threads) + " out of range [0, 4096]");
   GemmReport report;

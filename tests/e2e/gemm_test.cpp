@@ -44,9 +44,11 @@ std::vector<float> run_case(const Case& c, const GemmOptions& options, uint64_t 
   double err = gemm_relative_error(c.m, c.n, out.data(), c.ldc, want);
   EXPECT_LE(err, gemm_error_bound(c.k)) << describe(c) << " plan " << r.plan.to_string();
   EXPECT_EQ(r.races, 0) << describe(c) << (r.race_list.empty() ? "" : ": " + r.race_list[0].message);
+  int64_t padding_written = 0;
   for (int64_t i = 0; i < c.m; ++i)
     for (int64_t j = c.n; j < c.ldc; ++j)
-      ASSERT_EQ(out[i * c.ldc + j], before[i * c.ldc + j]) << "padding written, " << describe(c);
+      padding_written += std::memcmp(&out[i * c.ldc + j], &before[i * c.ldc + j], sizeof(float)) != 0;
+  EXPECT_EQ(padding_written, 0) << "elements beyond N written, " << describe(c);
   return out;
 }
 

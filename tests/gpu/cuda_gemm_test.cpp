@@ -21,10 +21,13 @@ namespace {
 
 constexpr float kSentinel = -12345.0f;
 
-void require_gpu() {
-  std::string why;
-  if (!cuda_gpu_available(&why)) GTEST_SKIP() << "no GPU: " << why;
-}
+// GTEST_SKIP returns only from the function it is written in, so this is a macro:
+// the test body itself must return.
+#define REQUIRE_GPU()                                                  \
+  do {                                                                 \
+    std::string why;                                                   \
+    if (!cuda_gpu_available(&why)) GTEST_SKIP() << "no GPU: " << why; \
+  } while (0)
 
 struct Case {
   int64_t m, n, k;
@@ -101,7 +104,7 @@ void check(const Case& c, uint64_t seed) {
 const GemmPrecision kAll[] = {GemmPrecision::F32, GemmPrecision::TF32, GemmPrecision::BF16, GemmPrecision::F16};
 
 TEST(CudaGemm, SeedShapesEveryPrecision) {
-  require_gpu();
+  REQUIRE_GPU();
   const int64_t shapes[][3] = {{32, 32, 32},     {128, 128, 128},  {512, 512, 512},  {1024, 1024, 1024},
                                {256, 1024, 128}, {1024, 128, 256}, {127, 193, 61},   {513, 257, 129}};
   uint64_t seed = 1;
@@ -110,7 +113,7 @@ TEST(CudaGemm, SeedShapesEveryPrecision) {
 }
 
 TEST(CudaGemm, BetaAlphaAndMisalignedRows) {
-  require_gpu();
+  REQUIRE_GPU();
   uint64_t seed = 100;
   for (GemmPrecision p : kAll) {
     check({200, 136, 72, p, 0.75, 0.5, 0}, seed++);
@@ -122,7 +125,7 @@ TEST(CudaGemm, BetaAlphaAndMisalignedRows) {
 }
 
 TEST(CudaGemm, RandomShapes) {
-  require_gpu();
+  REQUIRE_GPU();
   std::mt19937_64 rng(7);
   std::uniform_int_distribution<int64_t> size(1, 700);
   std::uniform_int_distribution<int> pad(0, 5);
@@ -134,7 +137,7 @@ TEST(CudaGemm, RandomShapes) {
 
 // The host-array front door: packs, rounds, copies back; C's padding untouched.
 TEST(CudaGemm, HostArraysRoundTrip) {
-  require_gpu();
+  REQUIRE_GPU();
   for (GemmPrecision p : kAll) {
     int64_t m = 77, n = 65, k = 50, ldc = n + 2;
     std::mt19937_64 rng(5);
@@ -159,7 +162,7 @@ TEST(CudaGemm, HostArraysRoundTrip) {
 
 // tf32 and bf16 against the unrounded fp32 inputs: the rounding the issue expects.
 TEST(CudaGemm, ReducedPrecisionErrorAgainstFp32Inputs) {
-  require_gpu();
+  REQUIRE_GPU();
   for (GemmPrecision p : {GemmPrecision::TF32, GemmPrecision::BF16, GemmPrecision::F16}) {
     int64_t m = 256, n = 256, k = 256;
     std::mt19937_64 rng(9);
