@@ -390,8 +390,13 @@ class Lowering {
     std::vector<int> results;
     for (int r : op.results) results.push_back(new_frag(op, k_.values.at(r).type));
     g.bodies.resize(2);
+    // The branches exclude each other: a store in one is not earlier than a load
+    // in the other. After the if, either may have run.
+    std::set<int> stored_before = stored_, stored_after;
     for (int b = 0; b < 2; ++b) {
+      stored_ = stored_before;
       lower_region(op.regions[b], g.bodies[b]);
+      stored_after.insert(stored_.begin(), stored_.end());
       const auto& ops = op.regions[b].ops;
       if (!results.empty()) {
         const TileOp& yield = ops.back();
@@ -401,6 +406,7 @@ class Lowering {
         }
       }
     }
+    stored_ = stored_after;
     out.push_back(std::move(g));
     for (size_t i = 0; i < results.size(); ++i)
       lowered_[op.results[i]] = Lowered{Lowered::Kind::Frag, results[i], "", 0};
