@@ -289,6 +289,11 @@ int run_bench_command(int argc, char** argv) {
   r.machine = machine_info();
   r.started = utc_now();
 
+  // Every round measures the same inputs (seed 1), so one FP64 oracle per shape
+  // serves the whole run.
+  char oracle_tmp[] = "/tmp/tessel-bench-oracle-XXXXXX";
+  if (!mkdtemp(oracle_tmp)) user_error(ErrorKind::Runtime, "cannot create a directory in /tmp");
+  std::string oracle_dir = oracle_tmp;
   std::vector<ScheduledRun> schedule = make_schedule(c.rounds, int(c.shapes.size()), c.impls);
   bool tty = isatty(2);
   auto start = Clock::now();
@@ -311,7 +316,7 @@ int run_bench_command(int argc, char** argv) {
     req.warmup_ms = c.warmup_ms, req.samples = c.samples, req.sample_ms = c.sample_ms;
     req.threads = c.threads;
     req.tile = worker_impl.starts_with("tessel") ? c.tile : "";
-    req.seed = uint64_t(1 + run.round);
+    req.oracle_dir = oracle_dir;
     Measurement m;
     m.round = run.round, m.position = run.position, m.shape = req.shape, m.impl = run.impl;
     measure(exe, req, m);
@@ -321,6 +326,7 @@ int run_bench_command(int argc, char** argv) {
     r.runs.push_back(std::move(m));
   }
   if (tty) std::fputs("\r\033[K", stderr);
+  fs::remove_all(oracle_dir, ec);
   r.finished = utc_now();
   r.loadavg_finished = loadavg();
 

@@ -67,8 +67,9 @@ std::string results_json(const BenchResults& r) {
                  {"threads", c.threads},
                  {"tile", c.tile},
                  {"reference", c.reference},
-                 {"timing", "host wall, amortized per call over each batch; fp32 row-major, "
-                            "alpha 1, beta 0, inputs preallocated"},
+                 {"timing", "host wall, amortized per call over each batch (device-event "
+                            "time too on a GPU); fp32 row-major, alpha 1, beta 0, inputs "
+                            "preallocated, the same random inputs (seed 1) every round"},
                  {"cold", "every measurement runs in a fresh worker process with an empty "
                           "TESSEL_CACHE_DIR"},
                  {"validation", "complete output against the FP64 oracle, NaN-poisoned C, after "
@@ -171,7 +172,8 @@ std::string results_markdown(const BenchResults& r, const std::string& plot,
      << "the implementation order (pairs of rounds, the second reversed). Each measurement is a "
      << "fresh worker process with an empty kernel cache: a cold first call, " << fixed(c.warmup_ms, 0)
      << " ms warm-up, then " << c.samples << " timing batches of " << fixed(c.sample_ms, 0)
-     << " ms. fp32, row-major, alpha = 1, beta = 0, inputs preallocated. Times are synchronized "
+     << " ms. fp32, row-major, alpha = 1, beta = 0, inputs preallocated, the same random inputs "
+     << "every round. Times are synchronized "
      << "host-wall per call, amortized over a batch, including dispatch. Every measurement checks "
      << "the complete output against the FP64 oracle, after the first call and after the timed "
      << "batches, with C poisoned by NaN; a failed check marks it invalid and leaves it out. "

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -12,6 +13,7 @@
 
 #include "bench/gemm_impl.h"
 #include "ops/gemm_reference.h"
+#include "runtime/kernel_cache.h"
 #include "tessel/error.h"
 
 namespace tessel::bench {
@@ -52,6 +54,7 @@ WorkerRequest parse_request(int argc, char** argv) {
     else if (s == "--threads") r.threads = int(parse_number(s, v, 0, 4096));
     else if (s == "--tile") r.tile = v;
     else if (s == "--seed") r.seed = uint64_t(parse_number(s, v, 0, 1e15));
+    else if (s == "--oracle-dir") r.oracle_dir = v;
     else bad("unknown option " + s);
   }
   return r;
@@ -92,6 +95,29 @@ Batch time_batch(GemmImpl& impl, double ms) {
   return b;
 }
 
+// The FP64 oracle of A * B for this request's inputs: read from the oracle
+// directory when an earlier worker left it there, else computed (and left there).
+std::vector<double> oracle(const WorkerRequest& r, const std::vector<float>& a,
+                           const std::vector<float>& b) {
+  const Shape& s = r.shape;
+  size_t bytes = size_t(s.m * s.n) * sizeof(double);
+  std::string path;
+  if (!r.oracle_dir.empty()) {
+    path = r.oracle_dir + "/oracle-" + s.name() + "-" + std::to_string(r.seed) + ".f64";
+    std::string data;
+    if (read_file(path, &data) && data.size() == bytes) {
+      std::vector<double> want(s.m * s.n);
+      std::memcpy(want.data(), data.data(), bytes);
+      return want;
+    }
+  }
+  std::vector<double> want =
+      gemm_oracle(s.m, s.n, s.k, 1.0, a.data(), s.k, b.data(), s.n, 0.0, nullptr, s.n);
+  if (!path.empty())
+    write_file_atomic(path, std::string(reinterpret_cast<const char*>(want.data()), bytes));
+  return want;
+}
+
 Json number(double v) { return std::isfinite(v) ? Json(v) : Json(nullptr); }
 
 }  // namespace
@@ -108,6 +134,7 @@ std::vector<std::string> worker_args(const WorkerRequest& r) {
                                    "--sample-ms",    num(r.sample_ms), "--threads",
                                    std::to_string(r.threads), "--seed", std::to_string(r.seed)};
   if (!r.tile.empty()) args.insert(args.end(), {"--tile", r.tile});
+  if (!r.oracle_dir.empty()) args.insert(args.end(), {"--oracle-dir", r.oracle_dir});
   return args;
 }
 
@@ -124,8 +151,7 @@ int run_bench_worker(int argc, char** argv) {
   std::vector<float> a(s.m * s.k), b(s.k * s.n);
   fill_random(a, rng);
   fill_random(b, rng);
-  std::vector<double> want = gemm_oracle(s.m, s.n, s.k, 1.0, a.data(), s.k, b.data(), s.n, 0.0,
-                                         nullptr, s.n);
+  std::vector<double> want = oracle(r, a, b);
   double bound = gemm_error_bound(s.k);
   auto check = [&](GemmImpl& impl) {
     std::vector<float> c = impl.output();

@@ -32,6 +32,9 @@ struct WorkerRequest {
   int threads = 1;    // 0 = all cores
   std::string tile;   // tessel: a named plan BMxBNxBK; empty = the front door's dispatch
   uint64_t seed = 1;  // random inputs
+  // Where FP64 oracles are kept between workers ("" = compute every time): the
+  // oracle of a large shape costs far more than its measurement.
+  std::string oracle_dir;
 };
 
 // The command-line arguments that ask a worker for `request`, starting with
