@@ -25,7 +25,7 @@ namespace {
 
 const char* kUsage =
     "usage: tessel gemm|explain M N K [--target cpu|sim|cuda] [--dtype fp32|tf32|bf16|fp16] [--arch sm_NN] [--alpha A] [--beta B]\n"
-    "         [--threads T] [--tile BMxBNxBK] [--workers W] [--copy-batch C]\n"
+    "         [--threads T] [--tile BMxBNxBK] [--workers W] [--copy-batch C] [--window W] [--copy sync|async]\n"
     "         [--no-coalesce-barriers] [--seed S] [--check] [--json]\n"
     "  gemm:    C = alpha*A*B + beta*C on random fp32 inputs (row-major).\n"
     "           --check compares the complete output with an FP64 oracle.\n"
@@ -64,8 +64,8 @@ Args parse_args(int argc, char** argv) {
   Args a;
   std::vector<std::string> pos;
   std::optional<Plan> plan;
-  int64_t workers = -1, copy_batch = -1;
-  std::string tile;
+  int64_t workers = -1, copy_batch = -1, window = -1;
+  std::string tile, copy;
   for (int i = 1; i < argc; ++i) {
     std::string s = argv[i];
     auto value = [&]() -> std::string {
@@ -79,6 +79,8 @@ Args parse_args(int argc, char** argv) {
     else if (s == "--tile") tile = value();
     else if (s == "--workers") workers = parse_int(s, value());
     else if (s == "--copy-batch") copy_batch = parse_int(s, value());
+    else if (s == "--window") window = parse_int(s, value());
+    else if (s == "--copy") copy = value();
     else if (s == "--seed") a.seed = static_cast<uint64_t>(parse_int(s, value()));
     else if (s == "--dtype") a.options.precision = parse_precision(value());
     else if (s == "--arch") a.options.arch = value();
@@ -96,7 +98,8 @@ Args parse_args(int argc, char** argv) {
   a.n = parse_int("N", pos[2]);
   a.k = parse_int("K", pos[3]);
   if (a.options.threads < 0) bad("--threads must be non-negative");
-  if (!tile.empty() || workers >= 0 || copy_batch >= 0) {
+  if (!copy.empty() && copy != "sync" && copy != "async") bad("--copy: expected sync or async, got '" + copy + "'");
+  if (!tile.empty() || workers >= 0 || copy_batch >= 0 || window >= 0 || !copy.empty()) {
     Plan p = default_gemm_plan(a.options.target, a.m, a.n, a.k, a.options.precision);
     if (!tile.empty()) {
       std::vector<int64_t> ext;
@@ -108,6 +111,8 @@ Args parse_args(int argc, char** argv) {
     }
     if (workers >= 0) p.workers = static_cast<int>(std::min<int64_t>(workers, 1 << 20));
     if (copy_batch >= 0) p.copy_batch = static_cast<int>(std::min<int64_t>(copy_batch, 1 << 20));
+    if (window >= 0) p.window = static_cast<int>(std::min<int64_t>(window, 1 << 20));  // validate_plan bounds it
+    if (!copy.empty()) p.async_copy = copy == "async";
     a.options.plan = p;
   }
   a.options.sim_seed = a.seed;
@@ -155,7 +160,7 @@ int run_gemm(const Args& a) {
     std::printf(
         "{\"m\": %lld, \"n\": %lld, \"k\": %lld, \"target\": \"%s\", \"alpha\": %s, \"beta\": %s, "
         "\"threads\": %d, \"plan\": {\"tile\": [%lld, %lld, %lld], \"workers\": %d, "
-        "\"worker_grid\": [%d, %d], \"window\": %d, \"copy_batch\": %d, \"atom\": [%lld, %lld]}, "
+        "\"worker_grid\": [%d, %d], \"window\": %d, \"copy\": \"%s\", \"copy_batch\": %d, \"atom\": [%lld, %lld]}, "
         "\"rel_err\": %s, \"bound\": %s, \"ok\": %s, \"races\": %lld, \"compile_ms\": %s, "
         "\"run_us\": %s, \"device_us\": %s, \"dtype\": \"%s\", \"fences\": {\"static_before\": %d, \"static_after\": %d, "
         "\"loop_before\": %d, \"loop_after\": %d, \"dynamic_before\": %lld, "
@@ -164,7 +169,7 @@ int run_gemm(const Args& a) {
         (long long)a.m, (long long)a.n, (long long)a.k, target_name(p.target),
         json_number(a.alpha).c_str(), json_number(a.beta).c_str(), a.options.threads,
         (long long)p.bm, (long long)p.bn, (long long)p.bk, p.workers, p.worker_rows,
-        p.worker_cols, p.window, p.copy_batch, (long long)p.atom_m, (long long)p.atom_n,
+        p.worker_cols, p.window, p.async_copy ? "async" : "sync", p.copy_batch, (long long)p.atom_m, (long long)p.atom_n,
         a.check ? json_number(err).c_str() : "null", json_number(bound).c_str(),
         a.check ? (ok ? "true" : "false") : "null", (long long)r.races,
         json_number(r.compile_ms).c_str(), json_number(r.run_us).c_str(),
