@@ -5,8 +5,11 @@
 // OpenBLAS GFLOP/s. Cold JIT compile time per kernel is measured with an empty
 // kernel cache (a fresh TESSEL_CACHE_DIR).
 //
-// Run with OpenBLAS's AVX-512 kernels (see ../shared/anchors/README.md):
-//   env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE build/bench_gemm_cpu [MxNxK ...]
+// Run with OpenBLAS's AVX-512 kernels, the peer to beat (../shared/anchors/README.md).
+// Debian's OpenBLAS 0.3.21 does not know every AVX-512 Xeon and falls back to its
+// SSE3 "Prescott" kernels there, so name the core type (scripts/demo.sh does):
+//   env -u OPENBLAS_L2_SIZE OPENBLAS_CORETYPE=Cooperlake build/bench_gemm_cpu [MxNxK ...]
+// The kernels OpenBLAS chose are printed first.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -23,6 +26,7 @@ extern "C" {
 void cblas_sgemm(int order, int transa, int transb, int m, int n, int k, float alpha,
                  const float* a, int lda, const float* b, int ldb, float beta, float* c, int ldc);
 void openblas_set_num_threads(int n);
+char* openblas_get_corename(void);
 }
 
 namespace {
@@ -79,6 +83,7 @@ int main(int argc, char** argv) {
   tessel::GemmOptions options;
   options.threads = 1;
 
+  std::printf("OpenBLAS kernels: %s; tessel and OpenBLAS on 1 thread\n", openblas_get_corename());
   std::printf("%-16s %10s %10s %9s %9s %7s %10s %9s %9s\n", "MxNxK", "tessel us", "oblas us",
               "tessel GF", "oblas GF", "ratio", "jit ms", "err tsl", "err obl");
   std::mt19937_64 rng(1);

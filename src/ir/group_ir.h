@@ -96,6 +96,11 @@ struct GroupOp {
   double constant = 0; // FragFill
   BufferRef a, b;      // Mma operands (shared), windows m x k and k x n
   int64_t m = 0, n = 0, k = 0;
+  // Mma: the part of the tile that holds data (null = all of it). Products with
+  // k index >= k_valid are skipped: the lowering sets it only where the staged
+  // operands hold zeros, so the sums are unchanged. Accumulator elements at row >=
+  // m_valid or col >= n_valid may be left as they were: nothing stores them.
+  Expr m_valid, n_valid, k_valid;
 
   EwOp ew = EwOp::Copy;
   std::vector<EwOperand> operands;  // Elementwise

@@ -16,7 +16,7 @@
 //     frag.fill #0 acc = 0
 //     frag.load #8 old <- C[(i * 64), (j * 64)] guard src(M, N)
 //     frag.store #9 C[(i * 64), (j * 64)] <- acc guard dst(M, N)
-//     mma #10 acc += As@(k % 2)[0, 0] * Bs@(k % 2)[0, 0] 64x64x32
+//     mma #10 acc += As@(k % 2)[0, 0] * Bs@(k % 2)[0, 0] 64x64x32 valid(_, _, min(32, (K - (k * 32))))
 //     ew #11 acc = mul acc, $alpha, 0.5       (operands: fragment, $scalar, constant)
 //     for #1 k = 0 to ceildiv(K, 32) pipelined {     (pipelined: from a pipeline nest)
 //     if #12 param beta == 0 {  ...  } else {  ...  }
@@ -110,6 +110,8 @@ class Printer {
     return s + "[" + expr_to_string(r.row) + ", " + expr_to_string(r.col) + "]";
   }
 
+  static std::string optional_expr(const Expr& e) { return e ? expr_to_string(e) : "_"; }
+
   static std::string guard(const char* side, const Expr& row, const Expr& col) {
     if (!row && !col) return "";
     auto bound = [](const Expr& e) { return e ? expr_to_string(e) : std::string("_"); };
@@ -143,6 +145,9 @@ class Printer {
       case GroupOpKind::Mma:
         out_ += " " + buffer_name(o.frag) + " += " + window(o.a) + " * " + window(o.b) + " " +
                 std::to_string(o.m) + "x" + std::to_string(o.n) + "x" + std::to_string(o.k);
+        if (o.m_valid || o.n_valid || o.k_valid)
+          out_ += " valid(" + optional_expr(o.m_valid) + ", " + optional_expr(o.n_valid) + ", " +
+                  optional_expr(o.k_valid) + ")";
         break;
       case GroupOpKind::Elementwise:
         out_ += " " + buffer_name(o.frag) + " = " + ew_op_name(o.ew);
@@ -396,6 +401,15 @@ class Parser {
         o.n = in_.integer("n");
         in_.expect("x");
         o.k = in_.integer("k");
+        if (in_.accept_word("valid")) {
+          in_.expect("(");
+          o.m_valid = bound();
+          in_.expect(",");
+          o.n_valid = bound();
+          in_.expect(",");
+          o.k_valid = bound();
+          in_.expect(")");
+        }
         break;
       case GroupOpKind::Elementwise: {
         o.frag = buffer_ref();

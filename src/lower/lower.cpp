@@ -212,6 +212,27 @@ class Lowering {
     return copy;
   }
 
+  // An elementwise op writes into an operand's fragment when that value dies here:
+  // this op is its only use, and it was defined in the region being lowered (a
+  // value from an enclosing region is read again on the next trip of a loop in
+  // between). Each element is read before it is written, so aliasing is safe.
+  int in_place_frag(const TileOp& op) const {
+    const TileType& type = k_.values.at(op.results[0]).type;
+    if (type.is_scalar()) return -1;
+    for (int v : op.operands) {
+      auto it = lowered_.find(v);
+      if (it == lowered_.end() || it->second.kind != Lowered::Kind::Frag) continue;
+      auto use = uses_.find(v);
+      auto def = defined_in_.find(v);
+      if (use == uses_.end() || use->second != 1 || def == defined_in_.end() || def->second != region_)
+        continue;
+      const Buffer& f = p_.buffer(it->second.buffer);
+      if (f.rows == static_extent(op, type.shape[0]) && f.cols == static_extent(op, type.shape[1]))
+        return f.id;
+    }
+    return -1;
+  }
+
   static bool touches_shared(const GroupProgram& p, const GroupOp& g) {
     auto shared = [&](const BufferRef& r) {
       return r.buffer >= 0 && p.buffer(r.buffer).space == Space::Shared;
@@ -232,13 +253,19 @@ class Lowering {
   }
 
   void lower_region(const Region& region, std::vector<GroupOp>& out) {
+    const Region* outer = region_;
+    region_ = &region;
+    for (int a : region.args) defined_in_[a] = &region;
     for (const TileOp& op : region.ops) {
       size_t first = out.size();
       lower_op(op, out);
+      region_ = &region;  // nested regions set it while they lower
+      for (int r : op.results) defined_in_[r] = &region;
       bool shared = false;
       for (size_t i = first; i < out.size(); ++i) shared |= touches_shared(p_, out[i]);
       if (shared && !(out.size() > first && out.back().kind == GroupOpKind::Fence)) fence(out);
     }
+    region_ = outer;
   }
 
   void lower_op(const TileOp& op, std::vector<GroupOp>& out) {
@@ -287,6 +314,7 @@ class Lowering {
         g.m = p_.buffer(g.a.buffer).rows;
         g.k = p_.buffer(g.a.buffer).cols;
         g.n = p_.buffer(g.b.buffer).cols;
+        set_valid_extents(g);
         out.push_back(g);
         lowered_[op.results[0]] = Lowered{Lowered::Kind::Frag, acc, "", 0};
         return;
@@ -300,7 +328,8 @@ class Lowering {
         GroupOp g = new_op(GroupOpKind::Elementwise);
         g.ew = ew.at(op.kind);
         for (int v : op.operands) g.operands.push_back(operand(op, v));
-        g.frag = new_frag(op, k_.values.at(op.results[0]).type);
+        g.frag = in_place_frag(op);
+        if (g.frag < 0) g.frag = new_frag(op, k_.values.at(op.results[0]).type);
         out.push_back(g);
         lowered_[op.results[0]] = Lowered{Lowered::Kind::Frag, g.frag, "", 0};
         return;
@@ -348,7 +377,23 @@ class Lowering {
     g.cols = cols;
     g.batch = plan_.copy_batch;
     out.push_back(g);
+    staging_copy_[s] = g;
     lowered_[op.results[0]] = Lowered{Lowered::Kind::Staged, s, "", 0};
+  }
+
+  // Where the staging copies hit the tensors' edges, the mma skips what can only be
+  // zeros (k) or is never stored (rows, cols): a ragged tile costs its data, not
+  // the whole tile.
+  void set_valid_extents(GroupOp& mma) const {
+    auto extent = [](int64_t full, const Expr& bound, const Expr& origin) -> Expr {
+      return bound ? expr_min(expr_const(full), bound - origin) : nullptr;
+    };
+    const GroupOp& a = staging_copy_.at(mma.a.buffer);
+    const GroupOp& b = staging_copy_.at(mma.b.buffer);
+    mma.m_valid = extent(mma.m, a.src_row_bound, a.src.row);
+    mma.n_valid = extent(mma.n, b.src_col_bound, b.src.col);
+    Expr ka = extent(mma.k, a.src_col_bound, a.src.col), kb = extent(mma.k, b.src_row_bound, b.src.row);
+    mma.k_valid = ka && kb && !expr_equal(ka, kb) ? expr_min(ka, kb) : (ka ? ka : kb);
   }
 
   // The carried value lives in one fragment for the whole loop.
@@ -419,7 +464,10 @@ class Lowering {
   std::map<int, Role> role_;
   std::map<int, int> uses_;
   std::map<int, Lowered> lowered_;
+  std::map<int, GroupOp> staging_copy_;  // shared buffer -> the copy that fills it
   std::set<int> stored_;   // global buffers this group has stored
+  std::map<int, const Region*> defined_in_;  // value -> the region whose op (or arg) defines it
+  const Region* region_ = nullptr;           // the region being lowered
 };
 
 }  // namespace

@@ -470,6 +470,12 @@ class Emitter {
                 expr_is_const(op.b.col, &b_col) && b_col % nr == 0;
     line("// mma #" + num(op.id) + " (" + num(op.m) + "x" + num(op.n) + "x" + num(op.k) + ")");
     Side a = side(op.a, 0, 0, nullptr, nullptr), b = side(op.b, 0, 0, nullptr, nullptr);
+    // The valid part of the tile (GroupOp::m_valid): work outside it is skipped.
+    open("");
+    line("const int64_t mv = " + (op.m_valid ? ex(op.m_valid) : num(op.m)) + ";");
+    line("const int64_t nv = " + (op.n_valid ? ex(op.n_valid) : num(op.n)) + ";");
+    line("const int64_t kv = tsl_min(" + (op.k_valid ? ex(op.k_valid) : num(op.k)) + ", " +
+         num(op.k) + ");");
     for (int w = 0; w < p_.workers; ++w) {
       FragPart part = frag_part(p_, acc, w);
       if (part.rows * part.cols == 0) continue;
@@ -484,9 +490,11 @@ class Emitter {
         if (!microkernels_.count(name)) microkernels_[name] = emit_cpu_microkernel(mr, nr, A.cols);
         // jr outer, ir inner (BLIS): one B micro-panel stays in L1 while the A
         // micro-panels stream past it.
-        open("for (int64_t jr = 0; jr < " + num(cols_fast) + "; jr += " + num(nr) + ")");
-        open("for (int64_t ir = 0; ir < " + num(rows_fast) + "; ir += " + num(mr) + ")");
-        line(name + "(" + num(op.k) + ", &" + a.at(num(part.row0) + " + ir", "0") + ", &" +
+        open("for (int64_t jr = 0; jr < " + num(cols_fast) + " && " + num(part.col0) +
+             " + jr < nv; jr += " + num(nr) + ")");
+        open("for (int64_t ir = 0; ir < " + num(rows_fast) + " && " + num(part.row0) +
+             " + ir < mv; ir += " + num(mr) + ")");
+        line(name + "(kv, &" + a.at(num(part.row0) + " + ir", "0") + ", &" +
              b.at("0", num(part.col0) + " + jr") + ", " + c + " + ir * " + num(part.cols) + " + jr, " +
              num(part.cols) + ");");
         close();
@@ -497,15 +505,18 @@ class Emitter {
       emit_scalar_mma(op, a, b, c, part, rows_fast, part.rows, 0, part.cols);
       if (rows_fast > 0) emit_scalar_mma(op, a, b, c, part, 0, rows_fast, cols_fast, part.cols);
     }
+    close();
   }
 
   void emit_scalar_mma(const GroupOp& op, const Side& a, const Side& b, const std::string& c,
                        const FragPart& part, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
     if (r0 >= r1 || c0 >= c1) return;
-    open("for (int64_t r = " + num(r0) + "; r < " + num(r1) + "; ++r)");
-    open("for (int64_t c = " + num(c0) + "; c < " + num(c1) + "; ++c)");
+    open("for (int64_t r = " + num(r0) + "; r < " + num(r1) + " && " + num(part.row0) +
+         " + r < mv; ++r)");
+    open("for (int64_t c = " + num(c0) + "; c < " + num(c1) + " && " + num(part.col0) +
+         " + c < nv; ++c)");
     line("float s = " + c + "[r * " + num(part.cols) + " + c];");
-    open("for (int64_t kk = 0; kk < " + num(op.k) + "; ++kk)");
+    open("for (int64_t kk = 0; kk < kv; ++kk)");
     line("s += " + a.at(num(part.row0) + " + r", "kk") + " * " + b.at("kk", num(part.col0) + " + c") + ";");
     close();
     line(c + "[r * " + num(part.cols) + " + c] = s;");

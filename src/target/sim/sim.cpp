@@ -385,6 +385,9 @@ class Interpreter {
     private_buffer(op.frag, op);
     Window a = resolve(op.a, op), b = resolve(op.b, op);
     const int64_t k = op.k;
+    const int64_t m_valid = op.m_valid ? eval(op.m_valid) : op.m;
+    const int64_t n_valid = op.n_valid ? eval(op.n_valid) : op.n;
+    const int64_t k_valid = op.k_valid ? eval(op.k_valid) : op.k;
     for (int w : shuffled()) {
       const FragPart& part = parts_[op.frag][w];
       if (part.rows == 0 || part.cols == 0) continue;
@@ -397,10 +400,11 @@ class Interpreter {
         for (int64_t j = 0; j < part.cols; ++j)
           b_[kk * part.cols + j] = read(b, b.row + kk, b.col + part.col0 + j, w, op);
       float* acc = frag(op.frag, w);
-      for (int64_t i = 0; i < part.rows; ++i)
-        for (int64_t j = 0; j < part.cols; ++j) {
+      // Elements outside the valid part are left as they were (GroupOp::m_valid).
+      for (int64_t i = 0; i < std::min(part.rows, m_valid - part.row0); ++i)
+        for (int64_t j = 0; j < std::min(part.cols, n_valid - part.col0); ++j) {
           float sum = acc[i * part.cols + j];
-          for (int64_t kk = 0; kk < k; ++kk) {
+          for (int64_t kk = 0; kk < std::min(k, k_valid); ++kk) {
             float product = a_[i * k + kk] * b_[kk * part.cols + j];
             sum = sum + product;
           }
