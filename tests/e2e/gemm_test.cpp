@@ -92,9 +92,17 @@ TEST(GemmCpu, SeedShapesWithBarrierPlanningOnAndOff) {
   }
 }
 
+// Each case with barrier planning on and off: identical bits.
 TEST(GemmCpu, RandomShapesAlphaBetaLeadingDims) {
   uint64_t seed = 100;
-  for (const Case& c : random_cases(200, 7)) run_case(c, GemmOptions{}, seed++);
+  GemmOptions on, off;
+  off.coalesce_barriers = false;
+  for (const Case& c : random_cases(200, 7)) {
+    std::vector<float> with = run_case(c, on, seed), without = run_case(c, off, seed);
+    ASSERT_EQ(0, std::memcmp(with.data(), without.data(), with.size() * sizeof(float)))
+        << "barrier planning changed the output of " << describe(c);
+    ++seed;
+  }
 }
 
 TEST(GemmCpu, MultiThreadedMatchesSingleThreadedBitForBit) {
@@ -153,12 +161,15 @@ TEST(GemmSim, RandomSubsetWithRaceDetector) {
     Case c = cases[i];
     c.m = 1 + c.m % 64, c.n = 1 + c.n % 64, c.k = 1 + c.k % 64;  // keep the interpreter quick
     c.lda = c.k + (c.lda % 5), c.ldb = c.n + (c.ldb % 5), c.ldc = c.n + (c.ldc % 5);
-    GemmOptions o;
-    o.target = TargetKind::Sim;
+    GemmOptions on, off;
+    on.target = off.target = TargetKind::Sim;
+    off.coalesce_barriers = false;
     Plan p = default_gemm_plan(TargetKind::Sim, c.m, c.n, c.k);
     p.workers = (i / 10) % 2 ? 7 : 4;
-    o.plan = p;
-    run_case(c, o, seed++);
+    on.plan = off.plan = p;
+    std::vector<float> with = run_case(c, on, seed), without = run_case(c, off, seed);
+    ASSERT_EQ(0, std::memcmp(with.data(), without.data(), with.size() * sizeof(float))) << describe(c);
+    ++seed;
   }
 }
 
