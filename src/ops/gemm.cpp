@@ -24,7 +24,7 @@ namespace {
 // micro-tile held in registers and the largest cache blocks.
 constexpr int64_t kCpuAtomM = 12, kCpuAtomN = 32;
 constexpr int64_t kCpuBlockM[] = {12, 24, 48, 96};
-constexpr int64_t kCpuBlockN[] = {32, 64, 128, 256};
+constexpr int64_t kCpuBlockN[] = {32, 64, 128, 256, 512};
 constexpr int64_t kCpuBlockK[] = {16, 32, 64, 128, 256};
 // The sim interprets every element: small tiles, a few workers.
 constexpr int64_t kSimBlockM[] = {8, 16};
