@@ -73,19 +73,35 @@ class Pipeliner {
   }
 
   // The copy for iteration `iteration` (an expression in the loop variable) into
-  // version `version`: a fresh op with its own id.
+  // version `version`: a fresh op with its own id. Every expression of the copy
+  // is shifted, bounds included (a prologue copy must not name the loop variable).
   GroupOp shifted_copy(const GroupOp& copy, const std::string& iv, const Expr& iteration,
                        const Expr& version) {
     GroupOp g = copy;
     g.id = p_.new_op_id();
     auto subst = [&](const Expr& e) {
+      if (!e) return e;
       return expr_substitute(e, [&](const std::string& s) { return s == iv ? iteration : nullptr; });
     };
-    g.src.row = subst(g.src.row);
-    g.src.col = subst(g.src.col);
+    for (Expr* e : {&g.src.row, &g.src.col, &g.dst.row, &g.dst.col, &g.src_row_bound,
+                    &g.src_col_bound, &g.dst_row_bound, &g.dst_col_bound})
+      *e = subst(*e);
+    // Copies for iterations past the end are issued too; bounded by the tensor's
+    // extent they read zeros there instead of memory beyond it.
+    const TensorParam& t = p_.tensors.at(p_.buffer(g.src.buffer).tensor);
+    g.src_row_bound = within(g.src_row_bound, t.rows);
+    g.src_col_bound = within(g.src_col_bound, t.cols);
     g.dst.version = version;
     g.async = o_.async;
     return g;
+  }
+
+  // min(bound, extent), or the extent for an unguarded copy; a bound that already
+  // is the extent stays as it is.
+  static Expr within(const Expr& bound, const std::string& extent) {
+    Expr e = expr_sym(extent);
+    if (!bound) return e;
+    return expr_equal(bound, e) ? bound : expr_min(bound, e);
   }
 
   void transform(GroupOp& loop, size_t split, std::vector<GroupOp>& out) {

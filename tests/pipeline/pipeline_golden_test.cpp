@@ -1,8 +1,11 @@
 // The pipelined GEMM's GroupIR after barrier planning, against golden text
 // (tests/pipeline/data/*.gir), and the fence count the seeds promise: exactly one
 // fence per iteration of the K loop for every window >= 2, either protocol.
+// When lowering changes on purpose, TESSEL_UPDATE_GOLDEN=1 test_pipeline rewrites
+// the golden files; review their diff before committing.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
@@ -20,8 +23,12 @@ std::vector<std::string> lines(const std::string& text) {
   return out;
 }
 
+std::string golden_path(const std::string& name) {
+  return std::string(TESSEL_SOURCE_DIR) + "/tests/pipeline/data/" + name;
+}
+
 std::string read_golden(const std::string& name) {
-  std::ifstream f(std::string(TESSEL_SOURCE_DIR) + "/tests/pipeline/data/" + name);
+  std::ifstream f(golden_path(name));
   EXPECT_TRUE(f.good()) << "missing golden file " << name;
   std::stringstream ss;
   ss << f.rdbuf();
@@ -29,6 +36,7 @@ std::string read_golden(const std::string& name) {
 }
 
 void expect_golden(const std::string& name, const GroupProgram& p) {
+  if (std::getenv("TESSEL_UPDATE_GOLDEN")) std::ofstream(golden_path(name)) << print_group_program(p);
   std::vector<std::string> want = lines(read_golden(name)), got = lines(print_group_program(p));
   for (size_t i = 0; i < std::max(want.size(), got.size()); ++i) {
     std::string w = i < want.size() ? want[i] : "<end>", g = i < got.size() ? got[i] : "<end>";
@@ -107,6 +115,15 @@ TEST(PipelineGolden, OneFencePerIterationForEveryWindow) {
         EXPECT_EQ(g.barriers.loop_after, fences) << describe(plan);
         // W = 1: the copy and the mma share the one version, so two fences stay.
         EXPECT_EQ(fences, w == 1 ? 2 : 1) << describe(plan);
+        // Async: nothing is left in flight after the loop (the last prefetches
+        // reach past K): the op after it waits for every group.
+        if (async) {
+          const std::vector<GroupOp>& top = g.program.body;
+          size_t i = &k_loop(g.program) - top.data();
+          ASSERT_LT(i + 1, top.size());
+          EXPECT_EQ(top[i + 1].kind, GroupOpKind::AsyncWait) << describe(plan);
+          EXPECT_EQ(top[i + 1].pending, 0) << describe(plan);
+        }
       }
 }
 
