@@ -27,6 +27,7 @@ def main():
     shapes = [s["shape"] for s in summary]
 
     width = 0.8 / len(impls)
+    values = []
     fig, ax = plt.subplots(figsize=(max(8, 1.3 * len(shapes) * len(impls) / 2), 5))
     for i, impl in enumerate(impls):
         xs, heights, lows, highs = [], [], [], []
@@ -40,14 +41,22 @@ def main():
             heights.append(g)
             lows.append(g - min(rounds))
             highs.append(max(rounds) - g)
-        ax.bar(xs, heights, width, label=impl, yerr=[lows, highs], capsize=2)
+        bars = ax.bar(xs, heights, width, label=impl, yerr=[lows, highs], capsize=2)
+        ax.bar_label(bars, labels=[f"{h:.3g}" for h in heights], fontsize=7, padding=2)
+        values += heights
     ax.set_xticks(range(len(shapes)))
     ax.set_xticklabels(shapes, rotation=30, ha="right")
+    # Small and large shapes differ by orders of magnitude on a GPU: a log axis
+    # keeps the small ones visible.
+    if values and min(values) > 0 and max(values) / min(values) > 20:
+        ax.set_yscale("log")
     ax.set_ylabel("GFLOP/s (fp32, host wall per call)")
     cfg = results["config"]
+    on_gpu = any(s["impls"][i].get("device_median_us") is not None for s in summary for i in impls)
+    where = results["machine"]["gpu_model"] if on_gpu else results["machine"]["cpu_model"]
+    threads = "" if on_gpu else f", {cfg['threads']} thread(s)"
     ax.set_title(
-        f"{results['machine']['cpu_model']}, {cfg['threads']} thread(s): "
-        f"median of {cfg['rounds']} rounds, whiskers = round range"
+        f"{where}{threads}: median of {cfg['rounds']} rounds, whiskers = round range", fontsize=10
     )
     ax.legend()
     ax.grid(axis="y", alpha=0.3)

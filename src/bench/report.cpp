@@ -226,8 +226,9 @@ std::string results_markdown(const BenchResults& r, const std::string& plot,
   }
 
   md << "\n## Cold costs (ms, median over rounds)\n\nFirst call in a fresh process: for tessel "
-     << "capture, planning, JIT compile (in parentheses) and first launch; for a CBLAS the "
-     << "first call after dlopen (load time in parentheses).\n\n| M x N x K |";
+     << "capture, planning, JIT compile (in parentheses) and first launch; for a library (CBLAS, "
+     << "cuBLAS) the first call after loading it (dlopen, and on a GPU device setup and operand "
+     << "upload: in parentheses).\n\n| M x N x K |";
   for (const std::string& i : c.impls) md << " " << i << " first call (compile or load) |";
   md << "\n|---|";
   for (size_t i = 0; i < c.impls.size(); ++i) md << "---:|";
