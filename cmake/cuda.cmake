@@ -19,3 +19,8 @@ if(TARGET CUDA::cublas AND TARGET CUDA::cudart AND EXISTS ${PROJECT_SOURCE_DIR}/
   add_executable(bench_gemm_cuda bench/bench_gemm_cuda.cpp)
   target_link_libraries(bench_gemm_cuda PRIVATE tessel CUDA::cublas CUDA::cudart)
 endif()
+# Paired plan comparisons on the GPU: barrier planning on/off, pipeline windows.
+if(TARGET CUDA::cudart AND EXISTS ${PROJECT_SOURCE_DIR}/bench/bench_cuda_plans.cpp)
+  add_executable(bench_cuda_plans bench/bench_cuda_plans.cpp)
+  target_link_libraries(bench_cuda_plans PRIVATE tessel CUDA::cudart)
+endif()

@@ -1,9 +1,12 @@
 #!/bin/bash
 # On the GPU machine (the `run` tool): builds tessel with the machine's CUDA, runs
-# the cuda and gpu test labels, then the cuda benchmark, and (PEERS=1) the PyTorch
-# and Triton anchors. Logs and results go under $OUT; a short table comes last.
+# the cuda and gpu test labels, the mma.sync plan sweep, the barrier on/off and
+# pipelining comparisons, then the cuda benchmark vs cuBLAS, and (PEERS=1) the
+# PyTorch and Triton anchors. At most 8 files go under $OUT (the tool's limit); a
+# short table comes last.
 # GoogleTest travels as Debian packages in .deb/ (apt-get download libgtest-dev googletest).
-#   scripts/device_cuda.sh [--quick]
+#   scripts/device_cuda.sh [--quick]      (--quick: bench_gemm_cuda on 3 shapes)
+# Files: machine.txt build.log tests.log ptxas.txt plans.txt bench.txt bench.jsonl (+ peers.txt)
 set -o pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/tessel-out}
@@ -13,20 +16,32 @@ GT=$(dirname "$(find /tmp/gt -name GTestConfig.cmake | head -1)")
 export PATH=/usr/local/cuda/bin:$PATH TESSEL_CACHE_DIR=/tmp/tessel-cache
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem --format=csv > "$OUT/machine.txt" 2>&1
 nvcc --version | tail -2 >> "$OUT/machine.txt"
-cmake -S . -B build-dev -G Ninja -DCMAKE_BUILD_TYPE=Release -DGTest_DIR="$GT" > "$OUT/cmake.log" 2>&1 ||
-  { tail -30 "$OUT/cmake.log"; exit 1; }
-ninja -C build-dev -j16 test_cuda test_gpu bench_gemm_cuda tessel_cli > "$OUT/build.log" 2>&1 ||
+nproc >> "$OUT/machine.txt"
+{ cmake -S . -B build-dev -G Ninja -DCMAKE_BUILD_TYPE=Release -DGTest_DIR="$GT" &&
+  timeout 300 ninja -C build-dev -j16 test_cuda test_gpu bench_gemm_cuda bench_cuda_plans tessel_cli; } > "$OUT/build.log" 2>&1 ||
   { grep -E -A3 "error|FAILED" "$OUT/build.log" | head -60; exit 1; }
-(cd build-dev && ctest -L 'cuda|gpu' --output-on-failure -j4) > "$OUT/tests.log" 2>&1
-echo "ctest rc=$?"
-build-dev/test_gpu 2>&1 | grep -E "^\[gpu\]|FAIL" > "$OUT/gpu_errors.txt"
-build-dev/test_cuda 2>&1 | grep -E "^\[ptxas\]" > "$OUT/ptxas.txt"
-build-dev/bench_gemm_cuda "$@" --json "$OUT/bench.jsonl" > "$OUT/bench.txt" 2>&1
-echo "bench rc=$?"
+echo "build done at $SECONDS s"
+B=build-dev
+# Correctness first (ctest -V keeps test_cuda's ptxas lines), then the plan
+# comparisons, then tessel vs cuBLAS; each step time-limited, each file written as
+# it goes so that a call cut short still returns what ran.
+(cd $B && timeout 150 ctest -L 'cuda|gpu' -V -j4) > "$OUT/tests.log" 2>&1
+echo "ctest rc=$? at $SECONDS s"
+grep -E "^[0-9]+: \[ptxas\]" "$OUT/tests.log" | sed 's/^[0-9]*: //' > "$OUT/ptxas.txt"
+grep -E "tests passed|tests failed|Skipped|Failed|\*\*\*" "$OUT/tests.log" | tail -12
+{ echo "## sweep: mma.sync plans at 4096^3"; timeout 100 $B/bench_cuda_plans sweep --rounds 2; echo "rc=$?"
+  echo; echo "## barriers: planning on vs off (fp32, 8 seed shapes)"; timeout 80 $B/bench_cuda_plans barriers --rounds 4; echo "rc=$?"
+  echo; echo "## pipelining: window 1/2 sync, 3/4 async (fp32)"; timeout 110 $B/bench_cuda_plans pipelining --rounds 4; echo "rc=$?"
+} > "$OUT/plans.txt" 2>&1
+echo "plans done at $SECONDS s"
+grep -E "CHECK FAILED|rc=" "$OUT/plans.txt"
+grep -E "^\| (bf16|tf32) " "$OUT/plans.txt" | cut -c1-150
+timeout 100 $B/bench_gemm_cuda "$@" --json "$OUT/bench.jsonl" > "$OUT/bench.txt" 2>&1
+echo "bench rc=$? at $SECONDS s"
 if [ "${PEERS:-0}" = 1 ]; then
   PYTHONUNBUFFERED=1 timeout 300 python3 bench/peers/gpu_peers.py > "$OUT/peers.txt" 2>&1
   grep -E "^(fp32|tf32|bf16) (32x32x32|127x193x61|4096x4096x4096)" "$OUT/peers.txt"
 fi
 cat "$OUT/machine.txt"
-grep -E "tests passed|tests failed|Skipped|Failed|\*\*\*" "$OUT/tests.log" | tail -15
+grep -E "^\| (4096|8192)\^2" "$OUT/plans.txt" | cut -c1-120
 cat "$OUT/bench.txt"

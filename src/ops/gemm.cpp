@@ -33,17 +33,19 @@ constexpr int64_t kSimBlockK[] = {4, 8};
 
 // cuda (numbers for the H200; see docs/cuda.md): the tile grows with the problem so
 // that small problems still spread over many blocks. Fma: 4x4 or 8x8 outputs per
-// thread. MmaSync: one warp per 16x16, 32x32 or 64x32 of C (64x64 per warp ran
-// 1.3x faster on the H200 but spills; see docs/cuda.md).
+// thread. MmaSync: one warp per 16x16, 32x32 or 64x32 of C, the largest class
+// with a 4-stage cp.async pipeline. 64x64 per warp (128x256 over 8 warps) ran 1.2x
+// faster on the H200 but still spills 8-16 bytes at 255 registers (docs/cuda.md).
 struct CudaTile {
   int64_t max_mn;  // used while M * N <= max_mn
-  int64_t bm, bn, bk_f32, bk_mma;
-  int fma_threads, mma_warps;
+  int64_t bm, bn, bk_f32;          // fma
+  int64_t bm_mma, bn_mma, bk_mma;  // mma.sync
+  int fma_threads, mma_warps, mma_window;
 };
 constexpr CudaTile kCudaTiles[] = {
-    {256 * 256, 32, 32, 32, 32, 64, 4},
-    {1024 * 1024, 64, 64, 16, 32, 256, 4},
-    {INT64_MAX, 128, 128, 8, 32, 256, 8},
+    {256 * 256, 32, 32, 32, 32, 32, 32, 64, 4, 3},
+    {1024 * 1024, 64, 64, 16, 64, 64, 32, 256, 4, 3},
+    {INT64_MAX, 128, 128, 8, 128, 128, 32, 256, 8, 4},
 };
 
 template <size_t N>
@@ -236,8 +238,8 @@ Plan default_gemm_plan(TargetKind target, int64_t m, int64_t n, int64_t k, GemmP
     const CudaTile* t = kCudaTiles;
     while (m * n > t->max_mn) ++t;
     bool mma = precision != GemmPrecision::F32;
-    p.bm = t->bm;
-    p.bn = t->bn;
+    p.bm = mma ? t->bm_mma : t->bm;
+    p.bn = mma ? t->bn_mma : t->bn;
     p.bk = mma ? t->bk_mma : t->bk_f32;
     p.atom = mma ? AtomKind::MmaSync : AtomKind::Fma;
     p.workers = mma ? t->mma_warps : t->fma_threads;
@@ -246,7 +248,7 @@ Plan default_gemm_plan(TargetKind target, int64_t m, int64_t n, int64_t k, GemmP
     p.copy_batch = 4;
     // cp.async multi-stage pipeline: copies of the next k tiles overlap this one's math.
     p.async_copy = true;
-    p.window = mma ? 3 : 2;
+    p.window = mma ? t->mma_window : 2;
     (void)k;
   } else if (target == TargetKind::Cpu) {
     p.bm = pick(kCpuBlockM, m);

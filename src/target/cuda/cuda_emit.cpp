@@ -115,7 +115,7 @@ class Emitter {
     check_program();
     layout_shared();
     depth_ = 1;
-    for (const GroupOp& op : p_.body) emit_op(op);
+    emit_ops(p_.body);
 
     CudaSource out;
     out.threads = threads_;
@@ -283,6 +283,175 @@ class Emitter {
     return expr_is_const(e, &x) && x % v == 0;
   }
 
+  // ---- runs of per-register ops ----
+  // Fragment loads, stores, fills and elementwise ops on fragments of one shape
+  // touch register i of each fragment and the element (r(i), c(i)) of their
+  // windows only. A run of them is emitted as one loop over i (each register goes
+  // through the whole run before the next), so a fragment that lives only inside
+  // the run needs no registers of its own at once, when no memory effect of the
+  // run can reach another register's element (see fusable).
+  static bool per_register(const GroupOp& op) {
+    return op.kind == GroupOpKind::FragLoad || op.kind == GroupOpKind::FragStore ||
+           op.kind == GroupOpKind::FragFill || op.kind == GroupOpKind::Elementwise;
+  }
+
+  // Can `op` join `run` (all per-register)?
+  bool fusable(const std::vector<const GroupOp*>& run, const GroupOp& op) const {
+    const Buffer& f = p_.buffer(op.frag);
+    const Buffer& first = p_.buffer(run.front()->frag);
+    if (f.space != Space::Private || f.rows != first.rows || f.cols != first.cols) return false;
+    if (op.kind == GroupOpKind::Elementwise)
+      for (const EwOperand& o : op.operands)
+        if (o.kind == EwOperand::Kind::Frag) {
+          const Buffer& x = p_.buffer(o.frag);
+          if (x.space != Space::Private || x.rows != first.rows || x.cols != first.cols) return false;
+        }
+    if (op.kind == GroupOpKind::FragLoad || op.kind == GroupOpKind::FragStore) {
+      const BufferRef& r = op.kind == GroupOpKind::FragLoad ? op.src : op.dst;
+      const Buffer& b = p_.buffer(r.buffer);
+      if (b.space == Space::Private) return false;
+      // Memory effects: two transfers that may alias (global buffers are one class,
+      // a shared buffer is its own) where either writes must name the same window,
+      // so that register i of both is the same element.
+      for (const GroupOp* q : run) {
+        if (q->kind != GroupOpKind::FragLoad && q->kind != GroupOpKind::FragStore) continue;
+        if (q->kind == GroupOpKind::FragLoad && op.kind == GroupOpKind::FragLoad) continue;
+        const BufferRef& s = q->kind == GroupOpKind::FragLoad ? q->src : q->dst;
+        const Buffer& c = p_.buffer(s.buffer);
+        bool alias = (c.space == Space::Global && b.space == Space::Global) || c.id == b.id;
+        if (!alias) continue;
+        bool same = c.id == b.id && expr_equal(s.row, r.row) && expr_equal(s.col, r.col) &&
+                    ((!s.version && !r.version) || (s.version && r.version && expr_equal(s.version, r.version)));
+        if (!same) return false;
+      }
+    }
+    return true;
+  }
+
+  void emit_ops(const std::vector<GroupOp>& ops) {
+    for (size_t i = 0; i < ops.size();) {
+      if (!per_register(ops[i])) {
+        emit_op(ops[i++]);
+        continue;
+      }
+      std::vector<const GroupOp*> run = {&ops[i]};
+      size_t j = i + 1;
+      while (j < ops.size() && per_register(ops[j]) && fusable(run, ops[j])) run.push_back(&ops[j++]);
+      if (run.size() == 1 || !fusable_start(*run.front())) emit_op(ops[i]), j = i + 1;
+      else emit_run(run);
+      i = j;
+    }
+  }
+
+  bool fusable_start(const GroupOp& op) const {
+    std::vector<const GroupOp*> none = {&op};
+    return p_.buffer(op.frag).space == Space::Private && fusable(none, op);
+  }
+
+  void emit_run(const std::vector<const GroupOp*>& run) {
+    const Buffer& f0 = p_.buffer(run.front()->frag);
+    const int64_t pr = f0.rows / p_.worker_rows, pc = f0.cols / p_.worker_cols, n = regs(f0);
+    std::string ids;
+    for (const GroupOp* op : run) ids += (ids.empty() ? "#" : ", #") + num(op->id);
+    line("// per-register run " + ids);
+    open("if (owns)");
+    // Per transfer: its part's origin, the condition that the part lies inside its
+    // bounds, and whether it can move pairs / quads of fp32 as vectors.
+    int64_t vw = p_.lanes == 1 ? 4 : 2;
+    std::vector<std::string> fits_all, vec_all;
+    bool vec = pc % vw == 0;
+    for (const GroupOp* op : run) {
+      if (op->kind != GroupOpKind::FragLoad && op->kind != GroupOpKind::FragStore) continue;
+      bool load = op->kind == GroupOpKind::FragLoad;
+      const BufferRef& ref = load ? op->src : op->dst;
+      const Buffer& b = p_.buffer(ref.buffer);
+      std::string o = num(op->id);
+      line("const int64_t r0_" + o + " = " + ex(ref.row) + " + wr * " + num(pr) + ", c0_" + o + " = " + ex(ref.col) +
+           " + wc * " + num(pc) + ";");
+      Expr rb = load ? op->src_row_bound : op->dst_row_bound, cb = load ? op->src_col_bound : op->dst_col_bound;
+      if (rb) fits_all.push_back("r0_" + o + " + " + num(pr) + " <= " + ex(rb));
+      if (cb) fits_all.push_back("c0_" + o + " + " + num(pc) + " <= " + ex(cb));
+      if (b.dtype != DType::F32 || b.space != Space::Global) vec = false;
+      else
+        vec_all.push_back("((unsigned long long)t" + num(b.tensor) + ") % " + num(4 * vw) + " == 0 && " +
+                          sym(p_.tensors.at(b.tensor).ld) + " % " + num(vw) + " == 0 && c0_" + o + " % " + num(vw) +
+                          " == 0");
+    }
+    if (!vec) vw = 1;
+    auto join = [](const std::vector<std::string>& v) {
+      std::string s;
+      for (const std::string& x : v) s += (s.empty() ? "" : " && ") + x;
+      return s;
+    };
+    std::string fast = join(fits_all);
+    if (vw > 1) fast += (fast.empty() ? "" : " && ") + join(vec_all);
+    auto body = [&](int64_t width, bool guarded) {
+      line("#pragma unroll");
+      open("for (int i = 0; i < " + num(n) + "; i += " + num(width) + ")");
+      auto [rr, cc] = reg_rc(f0, "i");
+      line("const int64_t ri = " + rr + ", ci = " + cc + ";");
+      line("(void)ri; (void)ci;");
+      for (const GroupOp* op : run) emit_run_step(*op, width, guarded);
+      close();
+    };
+    if (fast.empty()) {
+      body(vw, false);
+    } else {
+      open("if (" + fast + ")");
+      body(vw, false);
+      --depth_;
+      open("} else");
+      body(1, true);
+      close();
+    }
+    close();
+  }
+
+  // One op of a run for registers i .. i + width - 1 (ri, ci: register i's place).
+  void emit_run_step(const GroupOp& op, int64_t width, bool guarded) {
+    std::string f = "f" + num(op.frag);
+    switch (op.kind) {
+      case GroupOpKind::FragFill:
+        for (int64_t x = 0; x < width; ++x) line(f + "[i + " + num(x) + "] = " + float_literal(op.constant) + ";");
+        return;
+      case GroupOpKind::Elementwise:
+        for (int64_t x = 0; x < width; ++x) line(f + "[i + " + num(x) + "] = " + ew_value(op, "i + " + num(x)) + ";");
+        return;
+      default: break;
+    }
+    bool load = op.kind == GroupOpKind::FragLoad;
+    const BufferRef& ref = load ? op.src : op.dst;
+    const Buffer& b = p_.buffer(ref.buffer);
+    std::string o = num(op.id), r = "r0_" + o + " + ri", c = "c0_" + o + " + ci";
+    if (width > 1) {
+      std::string vt = width == 4 ? "float4" : "float2";
+      std::string ptr = "(" + std::string(load ? "const " : "") + vt + "*)&" + base(ref) + "[" + index(b, r, c) + "]";
+      const char* comp[] = {".x", ".y", ".z", ".w"};
+      if (load) {
+        line("{ const " + vt + " v = *" + ptr + ";");
+        for (int64_t x = 0; x < width; ++x) line("  " + f + "[i + " + num(x) + "] = v" + comp[x] + ";");
+        line("}");
+      } else {
+        std::string v = "make_" + vt + "(";
+        for (int64_t x = 0; x < width; ++x) v += (x ? ", " : "") + f + "[i + " + num(x) + "]";
+        line("*" + ptr + " = " + v + ");");
+      }
+      return;
+    }
+    Expr rb = load ? op.src_row_bound : op.dst_row_bound, cb = load ? op.src_col_bound : op.dst_col_bound;
+    std::string g;
+    if (guarded && rb) g += "(" + r + ") < " + ex(rb);
+    if (guarded && cb) g += (g.empty() ? "" : " && ") + ("(" + c + ") < " + ex(cb));
+    std::string x = base(ref) + "[" + index(b, r, c) + "]";
+    if (load) {
+      std::string v = to_f32(b.dtype, x);
+      line(f + "[i] = " + (g.empty() ? v : "(" + g + ") ? " + v + " : 0.0f") + ";");
+    } else {
+      std::string st = x + " = " + from_f32(b.dtype, f + "[i]") + ";";
+      line(g.empty() ? st : "if (" + g + ") " + st);
+    }
+  }
+
   void emit_op(const GroupOp& op) {
     switch (op.kind) {
       case GroupOpKind::Copy: emit_copy(op); return;
@@ -309,16 +478,16 @@ class Emitter {
       case GroupOpKind::For:
         open("for (int64_t " + sym(op.iv) + " = " + ex(op.lo) + "; " + sym(op.iv) + " < " + ex(op.hi) +
              "; ++" + sym(op.iv) + ")");
-        for (const GroupOp& inner : op.bodies.at(0)) emit_op(inner);
+        emit_ops(op.bodies.at(0));
         close();
         return;
       case GroupOpKind::If:
         open("if (" + cond(op.cond) + ")");
-        for (const GroupOp& inner : op.bodies.at(0)) emit_op(inner);
+        emit_ops(op.bodies.at(0));
         if (op.bodies.size() > 1 && !op.bodies[1].empty()) {
           --depth_;
           open("} else");
-          for (const GroupOp& inner : op.bodies[1]) emit_op(inner);
+          emit_ops(op.bodies[1]);
         }
         close();
         return;
@@ -463,6 +632,81 @@ class Emitter {
       close();
     };
     std::string dst_ptr = "&" + at(op.dst, DR, DC), src_ptr = "&" + at(op.src, SR, SC);
+    // Fast path: the whole window lies inside the source (and destination) bounds,
+    // so no chunk needs a guard; each thread's chunks are one row stride apart.
+    std::string inside = window_inside(op);
+    bool fast = threads_ % chunks_per_row == 0 && !inside.empty();
+    if (fast) {
+      open("if (" + inside + ")");
+      emit_strided_chunks(op, v);
+      --depth_;
+      open("} else");
+    }
+    emit_guarded_chunks(op, v, chunks_per_row, row_in, col_full, col_none, dguard, dst_ptr, src_ptr, decode, partial);
+    if (fast) close();
+  }
+
+  // The window's bounds as one condition ("" when there are none).
+  std::string window_inside(const GroupOp& op) const {
+    std::string c;
+    auto add = [&](const std::string& x) { c += (c.empty() ? "" : " && ") + x; };
+    if (op.src_row_bound) add("(" + ex(op.src.row) + ") + " + num(op.rows) + " <= " + ex(op.src_row_bound));
+    if (op.src_col_bound) add("(" + ex(op.src.col) + ") + " + num(op.cols) + " <= " + ex(op.src_col_bound));
+    if (op.dst_row_bound) add("(" + ex(op.dst.row) + ") + " + num(op.rows) + " <= " + ex(op.dst_row_bound));
+    if (op.dst_col_bound) add("(" + ex(op.dst.col) + ") + " + num(op.cols) + " <= " + ex(op.dst_col_bound));
+    return c;
+  }
+
+  // Element offset of a buffer's (r, c) when r grows by `dr`: constant for every
+  // layout as long as c stays put (the caller keeps it fixed).
+  std::string row_step(const Buffer& b, int64_t dr) const {
+    if (b.space == Space::Global) return "(int64_t)" + num(dr) + " * " + sym(p_.tensors.at(b.tensor).ld);
+    switch (b.layout) {
+      case Layout::RowMajor: return num(dr * line_[b.id]);
+      case Layout::ColPanels: return num(dr * b.panel);
+      case Layout::RowPanels: break;
+    }
+    return "";
+  }
+
+  // Unguarded 16-byte chunks: thread tid owns column chunk tid % cpr of rows
+  // tid / cpr + j * (threads / cpr); pointers are formed once and stepped.
+  void emit_strided_chunks(const GroupOp& op, int64_t v) {
+    const Buffer& sb = p_.buffer(op.src.buffer);
+    const Buffer& db = p_.buffer(op.dst.buffer);
+    const int64_t cpr = op.cols / v, rows_per_pass = threads_ / cpr;
+    const int64_t passes = (op.rows + rows_per_pass - 1) / rows_per_pass;
+    line("const int r = tid / " + num(cpr) + ", c = (tid % " + num(cpr) + ") * " + num(v) + ";");
+    std::string ct_s = ctype(sb.dtype), ct_d = ctype(db.dtype);
+    line("const " + ct_s + "* s = &" + at(op.src, "(" + ex(op.src.row) + " + r)", "(" + ex(op.src.col) + " + c)") + ";");
+    line(ct_d + "* d = &" + at(op.dst, "(" + ex(op.dst.row) + " + r)", "(" + ex(op.dst.col) + " + c)") + ";");
+    std::string ss = row_step(sb, rows_per_pass), ds = row_step(db, rows_per_pass);
+    bool ragged = op.rows % rows_per_pass != 0;
+    if (op.async) {
+      line("#pragma unroll");
+      open("for (int j = 0; j < " + num(passes) + "; ++j)");
+      if (ragged) line("if (r + j * " + num(rows_per_pass) + " < " + num(op.rows) + ")");
+      line("  tsl_cp_async16(d + j * " + ds + ", s + j * " + ss + ", 16);");
+      close();
+      return;
+    }
+    line("uint4 tmp[" + num(passes) + "];");
+    line("#pragma unroll");
+    open("for (int j = 0; j < " + num(passes) + "; ++j)");
+    if (ragged) line("if (r + j * " + num(rows_per_pass) + " < " + num(op.rows) + ")");
+    line("  tmp[j] = *(const uint4*)(s + j * " + ss + ");");
+    close();
+    line("#pragma unroll");
+    open("for (int j = 0; j < " + num(passes) + "; ++j)");
+    if (ragged) line("if (r + j * " + num(rows_per_pass) + " < " + num(op.rows) + ")");
+    line("  *(uint4*)(d + j * " + ds + ") = tmp[j];");
+    close();
+  }
+
+  template <class Decode, class Partial>
+  void emit_guarded_chunks(const GroupOp& op, int64_t v, int64_t chunks_per_row, const std::string& row_in,
+                           const std::string& col_full, const std::string& col_none, const std::string& dguard,
+                           const std::string& dst_ptr, const std::string& src_ptr, Decode decode, Partial partial) {
     if (op.async) {
       for_each_share(op.rows * chunks_per_row, [&] {
         decode();
@@ -584,7 +828,8 @@ class Emitter {
     close();
   }
 
-  void emit_elementwise(const GroupOp& op) {
+  // The value of an elementwise op at register `i` (a C++ expression).
+  std::string ew_value(const GroupOp& op, const std::string& i) const {
     const Buffer& dst = frag(op.frag, op);
     size_t arity = (op.ew == EwOp::Exp || op.ew == EwOp::Neg || op.ew == EwOp::Copy) ? 1 : 2;
     if (op.operands.size() != arity)
@@ -598,7 +843,7 @@ class Emitter {
           if (f.rows != dst.rows || f.cols != dst.cols)
             user_error(ErrorKind::Unsupported, "ew #" + num(op.id) + ": operand '" + f.name +
                                                    "' and result '" + dst.name + "' differ in shape");
-          x.push_back("f" + num(f.id) + "[i]");
+          x.push_back("f" + num(f.id) + "[" + i + "]");
           break;
         }
         case EwOperand::Kind::Scalar: {
@@ -611,16 +856,21 @@ class Emitter {
         case EwOperand::Kind::Const: x.push_back(float_literal(o.value)); break;
       }
     }
-    std::string v;
     switch (op.ew) {
-      case EwOp::Add: v = x[0] + " + " + x[1]; break;
-      case EwOp::Sub: v = x[0] + " - " + x[1]; break;
-      case EwOp::Mul: v = x[0] + " * " + x[1]; break;
-      case EwOp::Max: v = "(" + x[0] + " > " + x[1] + " ? " + x[0] + " : " + x[1] + ")"; break;
-      case EwOp::Exp: v = "expf(" + x[0] + ")"; break;
-      case EwOp::Neg: v = "-" + x[0]; break;
-      case EwOp::Copy: v = x[0]; break;
+      case EwOp::Add: return x[0] + " + " + x[1];
+      case EwOp::Sub: return x[0] + " - " + x[1];
+      case EwOp::Mul: return x[0] + " * " + x[1];
+      case EwOp::Max: return "(" + x[0] + " > " + x[1] + " ? " + x[0] + " : " + x[1] + ")";
+      case EwOp::Exp: return "expf(" + x[0] + ")";
+      case EwOp::Neg: return "-" + x[0];
+      case EwOp::Copy: return x[0];
     }
+    return x[0];
+  }
+
+  void emit_elementwise(const GroupOp& op) {
+    const Buffer& dst = frag(op.frag, op);
+    std::string v = ew_value(op, "i");
     line("// ew #" + num(op.id) + " " + ew_op_name(op.ew));
     line("#pragma unroll");
     line("for (int i = 0; i < " + num(regs(dst)) + "; ++i) f" + num(dst.id) + "[i] = " + v + ";");
@@ -715,7 +965,7 @@ class Emitter {
     std::string mma = A.dtype == DType::BF16 ? "tsl_mma_bf16" : A.dtype == DType::F16 ? "tsl_mma_f16" : "tsl_mma_tf32";
     line("#pragma unroll");
     open("for (int kk = 0; kk < " + num(op.k) + "; kk += " + num(ka) + ")");
-    line("unsigned ra[" + num(mt) + "][4], rb[" + num(nt) + "][2];");
+    line("unsigned ra[" + num(mt) + "][4];");
     line("#pragma unroll");
     open("for (int m = 0; m < " + num(mt) + "; ++m)");
     if (a_ldm) {
@@ -734,34 +984,38 @@ class Emitter {
       close();
     }
     close();
+    // B fragments are streamed: each n (pair) is loaded and used by every m before
+    // the next, so only A's fragments and one B pair are live beside the accumulator.
+    std::string acc_at = "&" + f + "[(m * " + num(nt) + " + n) * 4]";
     if (b_ldm) {
       line("#pragma unroll");
       open("for (int n = 0; n < " + num(nt) + "; n += 2)");
       line("unsigned t[4];");
       line("tsl_ldmatrix_x4_trans(t, &" + fb + "[" + index(B, "bk + kk + lane % 16", "bc + n * 8 + lane / 16 * 8") + "]);");
-      line("rb[n][0] = t[0]; rb[n][1] = t[1]; rb[n + 1][0] = t[2]; rb[n + 1][1] = t[3];");
+      line("const unsigned b0[2] = {t[0], t[1]}, b1[2] = {t[2], t[3]};");
+      line("#pragma unroll");
+      line("for (int m = 0; m < " + num(mt) + "; ++m) { " + mma + "(" + acc_at + ", ra[m], b0); " + mma + "(&" + f +
+           "[(m * " + num(nt) + " + n + 1) * 4], ra[m], b1); }");
       close();
     } else {
       // b[j]: column lane/4; k (tf32) lane%4 + 4*j, (16-bit) pair 2*(lane%4) + 8*j.
       line("#pragma unroll");
       open("for (int n = 0; n < " + num(nt) + "; ++n)");
+      line("unsigned rb[2];");
       line("#pragma unroll");
       open("for (int j = 0; j < 2; ++j)");
       line("const int c = bc + n * 8 + lane / 4;");
       if (half) {
         line("const int k = bk + kk + (lane % 4) * 2 + j * 8;");
-        line("rb[n][j] = tsl_pack16(" + fb + "[" + index(B, "k", "c") + "], " + fb + "[" + index(B, "k + 1", "c") + "]);");
+        line("rb[j] = tsl_pack16(" + fb + "[" + index(B, "k", "c") + "], " + fb + "[" + index(B, "k + 1", "c") + "]);");
       } else {
-        line("rb[n][j] = tsl_tf32(" + fb + "[" + index(B, "bk + kk + lane % 4 + j * 4", "c") + "]);");
+        line("rb[j] = tsl_tf32(" + fb + "[" + index(B, "bk + kk + lane % 4 + j * 4", "c") + "]);");
       }
       close();
+      line("#pragma unroll");
+      line("for (int m = 0; m < " + num(mt) + "; ++m) " + mma + "(" + acc_at + ", ra[m], rb);");
       close();
     }
-    line("#pragma unroll");
-    open("for (int m = 0; m < " + num(mt) + "; ++m)");
-    line("#pragma unroll");
-    line("for (int n = 0; n < " + num(nt) + "; ++n) " + mma + "(&" + f + "[(m * " + num(nt) + " + n) * 4], ra[m], rb[n]);");
-    close();
     close();
   }
 
