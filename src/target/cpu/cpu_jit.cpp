@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <limits>
 #include <map>
 #include <mutex>
@@ -23,7 +24,13 @@ namespace {
 
 // -march=native: the kernel is built for this very CPU (the cache key names it).
 // -ffp-contract=fast: a * b + c becomes one FMA.
-const char* kFlags = "-O2 -march=native -ffp-contract=fast -fPIC -shared";
+// A sanitized tessel (TESSEL_SANITIZE) sanitizes its kernels too: they are loaded
+// into a process that already carries the sanitizer runtimes.
+const char* kFlags = "-O2 -march=native -ffp-contract=fast -fPIC -shared"
+#ifdef TESSEL_SANITIZE
+                     " -fsanitize=address,undefined -fno-sanitize-recover=all"
+#endif
+    ;
 
 using GroupFn = void (*)(const int64_t*, const double*, float* const*, const int64_t*, float*);
 using ScratchFn = int64_t (*)();
@@ -222,9 +229,12 @@ std::map<uint64_t, std::shared_ptr<Library>>& memory_cache() {
   return cache;
 }
 
-// Compiles `source` (already written at src_path) into so_path via a temporary
-// file renamed into place; returns the compiler's wall time in ms.
-double compile_to(const std::string& cxx, const std::string& src_path, const std::string& so_path) {
+// Compiles src_path into a temporary file beside so_path, then publishes it as a
+// sealed cache entry (seal_cache_entry: the .so with a footer naming `stamp`) by
+// one rename, so two processes compiling the same kernel at once both leave a
+// whole entry. Returns the compiler's wall time in ms.
+double compile_to(const std::string& cxx, const std::string& src_path, const std::string& so_path,
+                  const std::string& stamp) {
   std::string tmp = temp_path_for(so_path), err = temp_path_for(so_path + ".err");
   std::string command = cxx + " " + kFlags + " -o " + shell_quote(tmp) + " " + shell_quote(src_path);
   auto t0 = std::chrono::steady_clock::now();
@@ -240,11 +250,22 @@ double compile_to(const std::string& cxx, const std::string& src_path, const std
                                        ")\n  command: " + command + "\n  source: " + src_path +
                                        "\n" + diagnostics);
   }
-  if (std::rename(tmp.c_str(), so_path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    user_error(ErrorKind::Runtime, "cannot rename " + tmp + " to " + so_path);
-  }
+  std::string so;
+  bool ok = read_file(tmp, &so);
+  std::remove(tmp.c_str());
+  if (!ok) user_error(ErrorKind::Runtime, "cannot read the compiled kernel " + tmp);
+  write_file_atomic(so_path, seal_cache_entry(so, stamp));
   return ms;
+}
+
+// A private directory for one compile when the cache cannot be written: the
+// kernel is loaded from it and the files removed, so it lives in memory only.
+std::string private_build_dir() {
+  const char* t = std::getenv("TMPDIR");
+  std::string pattern = std::string(t && *t ? t : "/tmp") + "/tessel-nocache-XXXXXX";
+  if (!mkdtemp(pattern.data()))
+    user_error(ErrorKind::Runtime, "cannot create a directory to compile in (" + pattern + ")");
+  return pattern;
 }
 
 // The program's name as a harmless file name part.
@@ -260,8 +281,12 @@ std::shared_ptr<const CpuKernel> compile_cpu(const GroupProgram& program) {
   Signature sig{program.size_params, program.scalars, program.tensors, program.grid};
   std::string source = emit_cpu(program);
   std::string cxx = compiler();
-  std::string key = source + "\n--\n" + cxx + "\n" + compiler_version(cxx) + "\n" + kFlags + "\n" + cpu_identity();
-  uint64_t hash = fnv1a64(key);
+  // Everything besides the source that decides the compiled bytes; a cache entry
+  // must carry the same stamp to be loaded.
+  std::string stamp = std::string("tessel ") + kTesselVersion + "\ncompiler " + cxx + " " +
+                      compiler_version(cxx) + "\nflags " + kFlags + "\ncpu " +
+                      hex64(fnv1a64(cpu_identity())) + "\n";
+  uint64_t hash = fnv1a64(source + "\n--\n" + stamp);
 
   CpuCompileInfo info;
   // One compile at a time per process: simple, and a second request for the same
@@ -273,22 +298,34 @@ std::shared_ptr<const CpuKernel> compile_cpu(const GroupProgram& program) {
     info.cache_path = it->second->path;
     return std::make_shared<LoadedKernel>(it->second, std::move(sig), std::move(info));
   }
-  std::string dir = kernel_cache_dir();
+  std::string dir = writable_kernel_cache_dir();
+  bool memory_only = dir.empty();
+  if (memory_only) dir = private_build_dir();
   std::string stem = dir + "/" + file_stem(program.name) + "-" + hex64(hash);
   std::string so_path = stem + ".so", src_path = stem + ".cpp";
   info.cache_path = so_path;
-  std::string why;
+  std::string why, entry;
   std::shared_ptr<Library> lib;
-  if (FILE* f = std::fopen(so_path.c_str(), "rb")) {
-    std::fclose(f);
-    lib = load(so_path, &why);  // a damaged file is rebuilt below
+  // Never dlopen an entry before checking it: loading a damaged or foreign .so can
+  // crash the process or run the wrong code.
+  if (!memory_only && read_file(so_path, &entry)) {
+    if (!check_cache_entry(entry, stamp, &why))
+      warn_once("kernel cache entry " + so_path + " " + why + "; rebuilding it");
+    else if (!(lib = load(so_path, &why)))
+      warn_once("kernel cache entry " + so_path + " does not load (" + why + "); rebuilding it");
     info.from_disk = lib != nullptr;
   }
   if (!lib) {
     write_file_atomic(src_path, source);
-    info.compile_ms = compile_to(cxx, src_path, so_path);
+    info.compile_ms = compile_to(cxx, src_path, so_path, stamp);
     lib = load(so_path, &why);
     if (!lib) user_error(ErrorKind::Runtime, "cannot load compiled kernel " + so_path + ": " + why);
+  }
+  if (memory_only) {
+    // The loaded code stays mapped after its file is gone.
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+    info.cache_path.clear();
   }
   cache[hash] = lib;
   return std::make_shared<LoadedKernel>(lib, std::move(sig), std::move(info));
