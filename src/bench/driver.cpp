@@ -153,6 +153,7 @@ void measure(const std::string& exe, const WorkerRequest& req, Measurement& m) {
   std::error_code ec;
   fs::remove_all(dir, ec);
   m.median_us = m.device_median_us = m.first_call_ms = m.load_ms = m.compile_ms = NAN;
+  m.cpu_share = m.cpu_median_us = NAN;
   m.rel_err = m.bound = NAN;
   Json j = Json::parse(last_line(p.out), nullptr, false);
   if (p.status != 0 || !j.is_object() || !j.contains("samples_us")) {
@@ -163,7 +164,13 @@ void measure(const std::string& exe, const WorkerRequest& req, Measurement& m) {
   m.worker_json = last_line(p.out);
   auto num = [](const Json& v) { return v.is_number() ? v.get<double>() : NAN; };
   for (const Json& v : j["samples_us"]) m.samples_us.push_back(num(v));
-  std::vector<double> device;
+  std::vector<double> device, share;
+  if (j.contains("cpu_share"))
+    for (const Json& v : j["cpu_share"]) share.push_back(num(v));
+  m.cpu_share = median(share);
+  std::vector<double> cpu_us;
+  for (size_t i = 0; i < share.size() && i < m.samples_us.size(); ++i)
+    cpu_us.push_back(share[i] * m.samples_us[i]);
   if (j.contains("device_samples_us"))
     for (const Json& v : j["device_samples_us"]) device.push_back(num(v));
   const Json& cold = j["cold"];
@@ -183,6 +190,7 @@ void measure(const std::string& exe, const WorkerRequest& req, Measurement& m) {
   }
   m.median_us = median(m.samples_us);
   m.device_median_us = median(device);
+  m.cpu_median_us = median(cpu_us);
 }
 
 // A tiny run of every implementation before the real ones: a library that does

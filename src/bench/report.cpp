@@ -101,6 +101,8 @@ std::string results_json(const BenchResults& r) {
                     {"error", x.error},
                     {"median_us", number(x.median_us)},
                     {"device_median_us", number(x.device_median_us)},
+                    {"cpu_share", number(x.cpu_share)},
+                    {"cpu_median_us", number(x.cpu_median_us)},
                     {"samples_us", numbers(x.samples_us)},
                     {"first_call_ms", number(x.first_call_ms)},
                     {"load_ms", number(x.load_ms)},
@@ -117,12 +119,14 @@ std::string results_json(const BenchResults& r) {
       std::vector<double> rm = round_medians(r, s, impl);
       double med = median(rm);
       int valid = int(std::count_if(rm.begin(), rm.end(), [](double v) { return std::isfinite(v); }));
-      std::vector<double> dm = device_round_medians(r, s, impl);
+      std::vector<double> dm = round_medians(r, s, impl, &Measurement::device_median_us);
       per_impl[impl] = {{"median_us", number(med)},
                         {"gflops", number(gflops(s, med))},
                         {"round_medians_us", numbers(rm)},
                         {"device_median_us", number(median(dm))},
                         {"device_round_medians_us", numbers(dm)},
+                        {"cpu_median_us",
+                         number(median(round_medians(r, s, impl, &Measurement::cpu_median_us)))},
                         {"valid_rounds", valid}};
       if (impl == c.impls.front()) continue;
       PairedRatio p = candidate_ratio(r, s, impl);
@@ -130,7 +134,9 @@ std::string results_json(const BenchResults& r) {
                       {"median", number(p.median)},
                       {"min", number(p.min)},
                       {"max", number(p.max)},
-                      {"valid_rounds", p.valid}};
+                      {"valid_rounds", p.valid},
+                      {"cpu_time_median",
+                       number(candidate_ratio(r, s, impl, &Measurement::cpu_median_us).median)}};
     }
     summary.push_back({{"shape", s.name()},
                        {"m", s.m},
@@ -194,7 +200,25 @@ std::string results_markdown(const BenchResults& r, const std::string& plot,
     md << "\n";
   }
 
-  md << "\n## GFLOP/s (from the times above)\n\n| M x N x K |";
+  md << "\n## Process CPU time per call (us)\n\nThe same batches measured in CPU time "
+     << "(all threads of the worker) instead of wall time: with one thread, what a call costs "
+     << "when other work shares the machine and takes the CPU away; it misses time spent "
+     << "waiting (memory stalls count, sleeping does not).\n\n| M x N x K |";
+  for (const std::string& i : c.impls) md << " " << i << " us |";
+  for (size_t i = 1; i < c.impls.size(); ++i) md << " " << cand << " speedup over " << c.impls[i] << " |";
+  md << "\n|---|";
+  for (size_t i = 0; i < 2 * c.impls.size() - 1; ++i) md << "---:|";
+  md << "\n";
+  for (const Shape& s : c.shapes) {
+    md << "| " << shape_title(s) << " |";
+    for (const std::string& i : c.impls)
+      md << " " << fixed(median(round_medians(r, s, i, &Measurement::cpu_median_us)), 3) << " |";
+    for (size_t i = 1; i < c.impls.size(); ++i)
+      md << " " << ratio_text(candidate_ratio(r, s, c.impls[i], &Measurement::cpu_median_us)) << " |";
+    md << "\n";
+  }
+
+  md << "\n## GFLOP/s (from the wall times above)\n\n| M x N x K |";
   for (const std::string& i : c.impls) md << " " << i << " |";
   md << "\n|---|";
   for (size_t i = 0; i < c.impls.size(); ++i) md << "---:|";
@@ -208,7 +232,7 @@ std::string results_markdown(const BenchResults& r, const std::string& plot,
   std::vector<std::string> gpu;
   for (const std::string& i : c.impls)
     for (const Shape& s : c.shapes)
-      if (std::isfinite(median(device_round_medians(r, s, i)))) {
+      if (std::isfinite(median(round_medians(r, s, i, &Measurement::device_median_us)))) {
         gpu.push_back(i);
         break;
       }
@@ -220,7 +244,7 @@ std::string results_markdown(const BenchResults& r, const std::string& plot,
     md << "\n";
     for (const Shape& s : c.shapes) {
       md << "| " << shape_title(s) << " |";
-      for (const std::string& i : gpu) md << " " << fixed(median(device_round_medians(r, s, i)), 3) << " |";
+      for (const std::string& i : gpu) md << " " << fixed(median(round_medians(r, s, i, &Measurement::device_median_us)), 3) << " |";
       md << "\n";
     }
   }
@@ -254,6 +278,16 @@ std::string results_markdown(const BenchResults& r, const std::string& plot,
     md << " Largest " << i << " error: " << fixed(worst, 3) << " of the bound.";
   }
   md << "\n";
+  // Contention: a single-threaded run that got less than a whole core was
+  // sharing the machine, and its times are slower than the code.
+  std::vector<double> shares;
+  for (const Measurement& m : r.runs) shares.push_back(m.cpu_share);
+  double lowest = NAN;
+  for (double v : shares)
+    if (std::isfinite(v) && !(v >= lowest)) lowest = v;
+  md << "\nCPU share during the timed batches (process CPU time / wall time; 1.0 per busy thread "
+     << "when nothing else ran): median " << fixed(median(shares), 2) << ", lowest "
+     << fixed(lowest, 2) << ".\n";
   for (const Measurement& m : r.runs)
     if (!m.valid)
       md << "- INVALID: round " << m.round << ", " << m.shape.name() << ", " << m.impl << ": "

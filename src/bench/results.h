@@ -41,6 +41,8 @@ struct Measurement {
   std::vector<double> samples_us;   // per batch, host wall per call
   double median_us = 0;             // median of the batches (NaN when invalid)
   double device_median_us = 0;      // GPU: median of device-event time per call, else NaN
+  double cpu_share = 0;             // median over batches of process CPU time / wall
+  double cpu_median_us = 0;         // median over batches of process CPU time per call
   double first_call_ms = 0;         // the cold first call
   double load_ms = 0, compile_ms = 0;  // compile_ms: tessel only (NaN otherwise)
   double rel_err = 0, bound = 0;    // the larger of the two checks, and the bound
@@ -55,15 +57,14 @@ struct BenchResults {
   std::string started, finished, loadavg_finished;
 };
 
-// Per-round median times of `impl` on `shape`, NaN for invalid or missing rounds.
+// Per-round median times of `impl` on `shape`, NaN for invalid or missing rounds:
+// host wall (median_us) by default, or device_median_us, cpu_median_us.
 std::vector<double> round_medians(const BenchResults& r, const Shape& shape,
-                                  const std::string& impl);
-
-// The same for device-event time (GPU implementations; NaN elsewhere).
-std::vector<double> device_round_medians(const BenchResults& r, const Shape& shape,
-                                         const std::string& impl);
+                                  const std::string& impl,
+                                  double Measurement::*time = &Measurement::median_us);
 
 // Speedup of the candidate (impls[0]) over `peer` on `shape`, paired by round.
-PairedRatio candidate_ratio(const BenchResults& r, const Shape& shape, const std::string& peer);
+PairedRatio candidate_ratio(const BenchResults& r, const Shape& shape, const std::string& peer,
+                            double Measurement::*time = &Measurement::median_us);
 
 }  // namespace tessel::bench

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -73,8 +74,15 @@ std::string cache_state() {
 
 struct Batch {
   double host_us = 0, device_us = NAN;  // per call
+  double cpu_share = 0;  // process CPU time / wall: 1 per busy thread when nothing else ran
   int64_t calls = 0;
 };
+
+double process_cpu_ms() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return double(t.tv_sec) * 1e3 + double(t.tv_nsec) * 1e-6;
+}
 
 // Calls until about `ms` have passed (at least once), then waits for the
 // device: host wall per call, amortized over the batch, launch included; and,
@@ -83,6 +91,7 @@ Batch time_batch(GemmImpl& impl, double ms) {
   Batch b;
   impl.sync();
   bool device = impl.has_device_timer();
+  double cpu_start = process_cpu_ms();
   auto start = Clock::now();
   if (device) impl.device_timer_start();
   do {
@@ -91,7 +100,9 @@ Batch time_batch(GemmImpl& impl, double ms) {
   } while (ms_since(start) < ms);
   if (device) b.device_us = impl.device_timer_stop_ms() * 1e3 / double(b.calls);
   impl.sync();
-  b.host_us = ms_since(start) * 1e3 / double(b.calls);
+  double wall_ms = ms_since(start);
+  b.host_us = wall_ms * 1e3 / double(b.calls);
+  b.cpu_share = (process_cpu_ms() - cpu_start) / wall_ms;
   return b;
 }
 
@@ -186,16 +197,18 @@ int run_bench_worker(int argc, char** argv) {
   out["cold"] = cold;
 
   time_batch(*impl, r.warmup_ms);
-  Json host = Json::array(), device = Json::array(), calls = Json::array();
+  Json host = Json::array(), device = Json::array(), calls = Json::array(), share = Json::array();
   for (int i = 0; i < r.samples; ++i) {
     Batch batch = time_batch(*impl, r.sample_ms);
     host.push_back(batch.host_us);
     device.push_back(number(batch.device_us));
     calls.push_back(batch.calls);
+    share.push_back(number(batch.cpu_share));
   }
   out["samples_us"] = host;
   if (impl->has_device_timer()) out["device_samples_us"] = device;
   out["calls"] = calls;
+  out["cpu_share"] = share;
 
   impl->poison();
   impl->call();

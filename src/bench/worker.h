@@ -10,7 +10,8 @@
 // with NaN; times the first call (the cold cost: capture, planning, JIT compile
 // and first launch for tessel); checks the complete output; warms up for
 // warmup_ms; times `samples` batches of about sample_ms each (host wall per call,
-// amortized over the batch; device-event time too on a GPU); poisons C again,
+// amortized over the batch; device-event time too on a GPU; and the process's
+// CPU time over wall time, which shows when other work took the CPU); poisons C again,
 // calls once more and checks the complete output again. It prints one JSON line
 // on stdout (see worker.cpp for the fields) and exits 0, also when the output is
 // wrong (then "valid" is false); a bad request is a user error (exit 2).
