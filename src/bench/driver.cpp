@@ -88,7 +88,13 @@ BenchConfig parse_config(int argc, char** argv) {
   }
   if (c.out_dir.empty()) bad("bench: --out DIR is required");
   c.shapes = parse_shape_list(shapes);
-  if (!c.tile.empty()) parse_shape(c.tile);  // a tile is written like a shape
+  if (!c.tile.empty()) {
+    try {
+      parse_shape(c.tile);  // a tile is written like a shape
+    } catch (const Error& e) {
+      bad(std::string("--tile: ") + e.what());
+    }
+  }
   std::set<std::string> seen;
   for (const std::string& name : split(impls, ',')) {
     bool gpu = name == "cublas" || name == "tessel-cuda";
