@@ -28,7 +28,7 @@ def main():
 
     width = 0.8 / len(impls)
     values = []
-    fig, ax = plt.subplots(figsize=(max(8, 1.3 * len(shapes) * len(impls) / 2), 5))
+    fig, ax = plt.subplots(figsize=(min(14, max(8, 0.45 * len(shapes) * len(impls))), 5))
     for i, impl in enumerate(impls):
         xs, heights, lows, highs = [], [], [], []
         for j, s in enumerate(summary):
@@ -50,15 +50,18 @@ def main():
     # keeps the small ones visible.
     if values and min(values) > 0 and max(values) / min(values) > 20:
         ax.set_yscale("log")
+        ax.set_ylim(top=max(values) * 2.5)  # room for the value labels
+    elif values:
+        ax.set_ylim(top=max(values) * 1.25)
     ax.set_ylabel("GFLOP/s (fp32, host wall per call)")
     cfg = results["config"]
     on_gpu = any(s["impls"][i].get("device_median_us") is not None for s in summary for i in impls)
     where = results["machine"]["gpu_model"] if on_gpu else results["machine"]["cpu_model"]
-    threads = "" if on_gpu else f", {cfg['threads']} thread(s)"
+    threads = "" if on_gpu else f", threads: {cfg['threads']}"
     ax.set_title(
         f"{where}{threads}: median of {cfg['rounds']} rounds, whiskers = round range", fontsize=10
     )
-    ax.legend()
+    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=9)
     ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
     fig.savefig(sys.argv[2], dpi=110)
