@@ -27,7 +27,7 @@ def main():
     shapes = [s["shape"] for s in summary]
 
     width = 0.8 / len(impls)
-    values = []
+    values, tops = [], []  # bar heights, and whisker ends
     fig, ax = plt.subplots(figsize=(min(14, max(8, 0.45 * len(shapes) * len(impls))), 5))
     for i, impl in enumerate(impls):
         xs, heights, lows, highs = [], [], [], []
@@ -44,15 +44,16 @@ def main():
         bars = ax.bar(xs, heights, width, label=impl, yerr=[lows, highs], capsize=2)
         ax.bar_label(bars, labels=[f"{h:.3g}" for h in heights], fontsize=7, padding=2)
         values += heights
+        tops += [h + e for h, e in zip(heights, highs)]
     ax.set_xticks(range(len(shapes)))
     ax.set_xticklabels(shapes, rotation=30, ha="right")
     # Small and large shapes differ by orders of magnitude on a GPU: a log axis
     # keeps the small ones visible.
     if values and min(values) > 0 and max(values) / min(values) > 20:
         ax.set_yscale("log")
-        ax.set_ylim(top=max(values) * 2.5)  # room for the value labels
+        ax.set_ylim(top=max(tops) * 2.5)  # room for the whiskers and value labels
     elif values:
-        ax.set_ylim(top=max(values) * 1.25)
+        ax.set_ylim(top=max(tops) * 1.1)
     ax.set_ylabel("GFLOP/s (fp32, host wall per call)")
     cfg = results["config"]
     on_gpu = any(s["impls"][i].get("device_median_us") is not None for s in summary for i in impls)
