@@ -116,6 +116,7 @@ Args parse_args(int argc, char** argv) {
     a.options.plan = p;
   }
   a.options.sim_seed = a.seed;
+  a.options.count_fences = true;
   return a;
 }
 

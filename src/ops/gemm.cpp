@@ -6,6 +6,7 @@
 #include <memory>
 #include <mutex>
 #include <sstream>
+#include <tuple>
 
 #include "compiler/compile.h"
 #include "ir/group_text.h"
@@ -79,19 +80,18 @@ struct CompiledGemm {
   double compile_ms = 0;
 };
 
-std::string cache_key(const Plan& p, const GemmOptions& o) {
-  return std::string(target_name(p.target)) + " " + p.to_string() + " " +
-         std::to_string(p.worker_rows) + "x" + std::to_string(p.worker_cols) +
-         (o.coalesce_barriers ? " coalesce" : " no-coalesce") + " " + precision_name(o.precision) +
-         " " + o.arch;
+// Everything that changes the compiled kernel; compared, not formatted, on every call.
+using CacheKey = std::tuple<Plan, bool, GemmPrecision, std::string>;
+CacheKey cache_key(const Plan& p, const GemmOptions& o) {
+  return {p, o.coalesce_barriers, o.precision, o.arch};
 }
 
 // One compiled kernel per plan and options, for the life of the process.
 std::shared_ptr<const CompiledGemm> compiled_gemm(const Plan& plan, const GemmOptions& options,
                                                   bool* fresh) {
   static std::mutex mutex;
-  static std::map<std::string, std::shared_ptr<const CompiledGemm>> cache;
-  std::string key = cache_key(plan, options);
+  static std::map<CacheKey, std::shared_ptr<const CompiledGemm>> cache;
+  CacheKey key = cache_key(plan, options);
   {
     std::lock_guard<std::mutex> lock(mutex);
     auto it = cache.find(key);
@@ -116,17 +116,18 @@ std::shared_ptr<const CompiledGemm> compiled_gemm(const Plan& plan, const GemmOp
   return cache.emplace(key, c).first->second;
 }
 
-void check_arg(bool ok, const std::string& message) {
-  if (!ok) user_error(ErrorKind::InvalidArgument, message);
+// Messages are built only on failure: the checks run on every call.
+[[noreturn]] void bad_argument(const std::string& message) {
+  user_error(ErrorKind::InvalidArgument, message);
 }
 
 void validate_sizes(int64_t m, int64_t n, int64_t k, int64_t lda, int64_t ldb, int64_t ldc) {
-  check_arg(m >= 0 && n >= 0 && k >= 0,
-            "sizes must be non-negative, got M = " + std::to_string(m) +
+  if (!(m >= 0 && n >= 0 && k >= 0))
+    bad_argument("sizes must be non-negative, got M = " + std::to_string(m) +
                 ", N = " + std::to_string(n) + ", K = " + std::to_string(k));
   auto check_ld = [](const char* name, int64_t ld, const char* dim, int64_t cols) {
-    check_arg(ld >= std::max<int64_t>(1, cols),
-              std::string(name) + " = " + std::to_string(ld) + " is smaller than the row (" +
+    if (!(ld >= std::max<int64_t>(1, cols)))
+      bad_argument(std::string(name) + " = " + std::to_string(ld) + " is smaller than the row (" +
                   dim + " = " + std::to_string(cols) + ")");
   };
   check_ld("lda", lda, "K", k);
@@ -135,9 +136,9 @@ void validate_sizes(int64_t m, int64_t n, int64_t k, int64_t lda, int64_t ldb, i
   // Every element offset must fit in 64 bits.
   auto check_span = [](const char* name, int64_t rows, int64_t ld) {
     int64_t bytes = 0;
-    check_arg(!__builtin_mul_overflow(rows, ld, &bytes) &&
-                  !__builtin_mul_overflow(bytes, int64_t{4}, &bytes),
-              std::string(name) + ": " + std::to_string(rows) + " rows x ld " +
+    if (!(!__builtin_mul_overflow(rows, ld, &bytes) &&
+                  !__builtin_mul_overflow(bytes, int64_t{4}, &bytes)))
+      bad_argument(std::string(name) + ": " + std::to_string(rows) + " rows x ld " +
                   std::to_string(ld) + " overflows 64-bit byte offsets");
   };
   check_span("A", m, lda);
@@ -148,9 +149,12 @@ void validate_sizes(int64_t m, int64_t n, int64_t k, int64_t lda, int64_t ldb, i
 void validate_pointers(int64_t m, int64_t n, int64_t k, const float* a, const float* b,
                        const float* c) {
   if (m == 0 || n == 0) return;  // an empty output: nothing is read or written
-  check_arg(a || m * k == 0, "A is null but M x K = " + std::to_string(m) + " x " + std::to_string(k));
-  check_arg(b || k * n == 0, "B is null but K x N = " + std::to_string(k) + " x " + std::to_string(n));
-  check_arg(c || m * n == 0, "C is null but M x N = " + std::to_string(m) + " x " + std::to_string(n));
+  if (!(a || m * k == 0))
+    bad_argument("A is null but M x K = " + std::to_string(m) + " x " + std::to_string(k));
+  if (!(b || k * n == 0))
+    bad_argument("B is null but K x N = " + std::to_string(k) + " x " + std::to_string(n));
+  if (!(c || m * n == 0))
+    bad_argument("C is null but M x N = " + std::to_string(m) + " x " + std::to_string(n));
 }
 
 Plan resolve_plan(int64_t m, int64_t n, int64_t k, const GemmOptions& options) {
@@ -279,14 +283,13 @@ GemmReport gemm(int64_t m, int64_t n, int64_t k, float alpha, const float* a, in
   if (!a) a = &empty_operand;
   if (!b) b = &empty_operand;
   if (!c) c = &empty_operand;
-  check_arg(options.threads >= 0 && options.threads <= 4096,
-            "threads = " + std::to_string(options.threads) + " out of range [0, 4096]");
+  if (!(options.threads >= 0 && options.threads <= 4096))
+    bad_argument("threads = " + std::to_string(options.threads) + " out of range [0, 4096]");
   GemmReport report;
   report.plan = resolve_plan(m, n, k, options);
   bool fresh = false;
   auto compiled = compiled_gemm(report.plan, options, &fresh);
   report.compile_ms = fresh ? compiled->compile_ms : 0;
-  report.fences = compiled->group.barriers;
 
   LaunchArgs args;
   args.sizes = {{"M", m}, {"N", n}, {"K", k}, {"lda", lda}, {"ldb", ldb}, {"ldc", ldc}};
@@ -301,8 +304,11 @@ GemmReport gemm(int64_t m, int64_t n, int64_t k, float alpha, const float* a, in
       if (d.iv == name) return *v = 0, true;
     return false;
   };
-  report.fences_dynamic_before = count_fences_executed(compiled->group.unplanned, lookup);
-  report.fences_dynamic_after = count_fences_executed(compiled->group.program, lookup);
+  if (options.count_fences) {
+    report.fences = compiled->group.barriers;
+    report.fences_dynamic_before = count_fences_executed(compiled->group.unplanned, lookup);
+    report.fences_dynamic_after = count_fences_executed(compiled->group.program, lookup);
+  }
   if (m == 0 || n == 0) return report;
 
   auto start = std::chrono::steady_clock::now();

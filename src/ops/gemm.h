@@ -20,6 +20,7 @@ struct GemmOptions {
   std::optional<Plan> plan;  // explicit plan (its target is overridden by `target`)
   int threads = 0;           // cpu: threads for the grid (0 = all cores)
   bool coalesce_barriers = true;
+  bool count_fences = false;  // fill GemmReport::fences and the dynamic counts
   uint64_t sim_seed = 1;
   // cuda: how A and B are stored and multiplied (cpu and sim: fp32 only).
   GemmPrecision precision = GemmPrecision::F32;
@@ -38,7 +39,7 @@ struct GemmReport {
   double device_us = 0;   // cuda with time_device: device-event time of the kernel
   int64_t races = 0;      // sim only
   std::vector<Race> race_list;
-  BarrierStats fences;
+  BarrierStats fences;  // with GemmOptions::count_fences
   int64_t fences_dynamic_before = 0, fences_dynamic_after = 0;  // per group, this shape
 };
 

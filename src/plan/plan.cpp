@@ -38,39 +38,44 @@ constexpr int64_t kMaxTileElems = int64_t{1} << 22;  // per staging buffer or fr
 constexpr int kMaxWorkers = 1024;
 constexpr int kMaxWindow = 8;
 
-void check(bool ok, const std::string& message) {
-  if (!ok) user_error(ErrorKind::Plan, message);
-}
+// Messages are built only on failure: plans are checked on every call.
+[[noreturn]] void bad_plan(const std::string& message) { user_error(ErrorKind::Plan, message); }
 }  // namespace
 
 void validate_plan(const Plan& p) {
-  std::string tile = std::to_string(p.bm) + "x" + std::to_string(p.bn) + "x" + std::to_string(p.bk);
-  check(p.bm > 0 && p.bn > 0 && p.bk > 0, "tile " + tile + ": every extent must be positive");
-  check(p.bm * p.bn <= kMaxTileElems && p.bm * p.bk <= kMaxTileElems &&
-            p.bk * p.bn <= kMaxTileElems,
-        "tile " + tile + " does not fit: a tile may hold at most " +
+  auto tile = [&] {
+    return std::to_string(p.bm) + "x" + std::to_string(p.bn) + "x" + std::to_string(p.bk);
+  };
+  if (!(p.bm > 0 && p.bn > 0 && p.bk > 0))
+    bad_plan("tile " + tile() + ": every extent must be positive");
+  // Divisions, not products: absurd extents must not overflow the check itself.
+  if (!(p.bn <= kMaxTileElems / p.bm && p.bk <= kMaxTileElems / p.bm &&
+        p.bn <= kMaxTileElems / p.bk))
+    bad_plan("tile " + tile() + " does not fit: a tile may hold at most " +
             std::to_string(kMaxTileElems) + " elements");
-  check(p.workers >= 1 && p.workers <= kMaxWorkers,
-        "workers " + std::to_string(p.workers) + " out of range [1, " +
+  if (!(p.workers >= 1 && p.workers <= kMaxWorkers))
+    bad_plan("workers " + std::to_string(p.workers) + " out of range [1, " +
             std::to_string(kMaxWorkers) + "]");
-  check(p.worker_rows >= 1 && p.worker_cols >= 1 &&
-            p.worker_rows * p.worker_cols <= p.workers,
-        "worker grid " + std::to_string(p.worker_rows) + "x" + std::to_string(p.worker_cols) +
+  if (!(p.worker_rows >= 1 && p.worker_cols >= 1 &&
+            p.worker_rows * p.worker_cols <= p.workers))
+    bad_plan("worker grid " + std::to_string(p.worker_rows) + "x" + std::to_string(p.worker_cols) +
             " does not fit in " + std::to_string(p.workers) + " workers");
-  check(p.copy_batch >= 1, "copy batch " + std::to_string(p.copy_batch) + " must be positive");
-  check(p.window >= 1 && p.window <= kMaxWindow,
-        "window " + std::to_string(p.window) + " out of range [1, " +
+  if (!(p.copy_batch >= 1))
+    bad_plan("copy batch " + std::to_string(p.copy_batch) + " must be positive");
+  if (!(p.window >= 1 && p.window <= kMaxWindow))
+    bad_plan("window " + std::to_string(p.window) + " out of range [1, " +
             std::to_string(kMaxWindow) + "]");
-  check(p.atom_m >= 1 && p.atom_n >= 1, "atom extents must be positive");
-  check(p.atom == AtomKind::Fma || (p.atom_m == 16 && p.atom_n == 8),
-        "the mma.sync atom is 16x8, got atom " + std::to_string(p.atom_m) + "x" +
+  if (!(p.atom_m >= 1 && p.atom_n >= 1))
+    bad_plan("atom extents must be positive");
+  if (!(p.atom == AtomKind::Fma || (p.atom_m == 16 && p.atom_n == 8)))
+    bad_plan("the mma.sync atom is 16x8, got atom " + std::to_string(p.atom_m) + "x" +
             std::to_string(p.atom_n));
   int64_t part_m = p.bm / p.worker_rows, part_n = p.bn / p.worker_cols;
-  check(p.bm % p.worker_rows == 0 && p.bn % p.worker_cols == 0,
-        "tile " + tile + " does not divide over the worker grid " +
+  if (!(p.bm % p.worker_rows == 0 && p.bn % p.worker_cols == 0))
+    bad_plan("tile " + tile() + " does not divide over the worker grid " +
             std::to_string(p.worker_rows) + "x" + std::to_string(p.worker_cols));
-  check(part_m % p.atom_m == 0 && part_n % p.atom_n == 0,
-        "a worker's fragment " + std::to_string(part_m) + "x" + std::to_string(part_n) +
+  if (!(part_m % p.atom_m == 0 && part_n % p.atom_n == 0))
+    bad_plan("a worker's fragment " + std::to_string(part_m) + "x" + std::to_string(part_n) +
             " is not a multiple of the atom " + std::to_string(p.atom_m) + "x" +
             std::to_string(p.atom_n));
 }

@@ -2,6 +2,7 @@
 // the kernel's tile parameters, how a group's work is spread over its workers, the
 // atom that realizes `mma`, and the schedule of copies.
 #pragma once
+#include <compare>
 #include <cstdint>
 #include <string>
 
@@ -30,6 +31,7 @@ struct Plan {
   int64_t atom_m = 1, atom_n = 1;     // register block of the mma atom
   AtomKind atom = AtomKind::Fma;      // MmaSync needs atom 16x8 and 32 lanes per worker
 
+  auto operator<=>(const Plan&) const = default;  // a key for compiled-kernel caches
   std::string to_string() const;  // "64x64x32 w=4(2x2) batch=4 window=1 atom=1x1"
 };
 

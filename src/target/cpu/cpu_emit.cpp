@@ -49,16 +49,16 @@ __attribute__((noinline)) static void tsl_copy_guarded(tsl_win s, tsl_win d, int
     if (s.layout == 0 && d.layout == 0) {
       const float* from = s.base + (s.r0 + r) * s.ld + s.c0;
       float* to = d.base + (d.r0 + r) * d.ld + d.c0;
-      for (int64_t c = 0; c < valid; ++c) to[c] = from[c];
-      for (int64_t c = valid; c < dst_cols; ++c) to[c] = 0.0f;
+      __builtin_memcpy(to, from, valid * sizeof(float));
+      __builtin_memset(to + valid, 0, (dst_cols - valid) * sizeof(float));
     } else if (s.layout == 0 && d.layout == 1 && d.c0 % d.panel == 0) {
       // Packing B at an edge: panel-wide runs are contiguous on both sides.
       const float* from = s.base + (s.r0 + r) * s.ld + s.c0;
       for (int64_t c0 = 0; c0 < dst_cols; c0 += d.panel) {
         float* to = d.base + ((d.c0 + c0) / d.panel * d.rows + d.r0 + r) * d.panel;
         const int64_t n = tsl_clamp(dst_cols - c0, d.panel), v = tsl_clamp(valid - c0, n);
-        for (int64_t c = 0; c < v; ++c) to[c] = from[c0 + c];
-        for (int64_t c = v; c < n; ++c) to[c] = 0.0f;
+        __builtin_memcpy(to, from + c0, v * sizeof(float));
+        __builtin_memset(to + v, 0, (n - v) * sizeof(float));
       }
     } else {
       for (int64_t c = 0; c < valid; ++c) d.base[tsl_off(&d, r, c)] = s.base[tsl_off(&s, r, c)];
