@@ -75,33 +75,29 @@ class Pipeliner {
   // The copy for iteration `iteration` (an expression in the loop variable) into
   // version `version`: a fresh op with its own id. Every expression of the copy
   // is shifted, bounds included (a prologue copy must not name the loop variable).
-  GroupOp shifted_copy(const GroupOp& copy, const std::string& iv, const Expr& iteration,
-                       const Expr& version) {
+  // A copy for an iteration that may lie past the end of the loop gets an empty
+  // destination window there (its rows bounded by 0), so it moves nothing: no
+  // wasted copy, and no read beyond what the loop itself reads.
+  GroupOp shifted_copy(const GroupOp& copy, const GroupOp& loop, const Expr& iteration,
+                       const Expr& version, bool may_pass_end) {
     GroupOp g = copy;
     g.id = p_.new_op_id();
     auto subst = [&](const Expr& e) {
       if (!e) return e;
-      return expr_substitute(e, [&](const std::string& s) { return s == iv ? iteration : nullptr; });
+      return expr_substitute(e, [&](const std::string& s) { return s == loop.iv ? iteration : nullptr; });
     };
     for (Expr* e : {&g.src.row, &g.src.col, &g.dst.row, &g.dst.col, &g.src_row_bound,
                     &g.src_col_bound, &g.dst_row_bound, &g.dst_col_bound})
       *e = subst(*e);
-    // Copies for iterations past the end are issued too; bounded by the tensor's
-    // extent they read zeros there instead of memory beyond it.
-    const TensorParam& t = p_.tensors.at(p_.buffer(g.src.buffer).tensor);
-    g.src_row_bound = within(g.src_row_bound, t.rows);
-    g.src_col_bound = within(g.src_col_bound, t.cols);
+    if (may_pass_end) {
+      // live = 1 while iteration < hi, else 0; the bound is the window's end or 0.
+      Expr live = expr_min(expr_const(1), expr_max(expr_const(0), loop.hi - iteration));
+      Expr end = live * (g.dst.row + expr_const(g.rows));
+      g.dst_row_bound = g.dst_row_bound ? expr_min(g.dst_row_bound, end) : end;
+    }
     g.dst.version = version;
     g.async = o_.async;
     return g;
-  }
-
-  // min(bound, extent), or the extent for an unguarded copy; a bound that already
-  // is the extent stays as it is.
-  static Expr within(const Expr& bound, const std::string& extent) {
-    Expr e = expr_sym(extent);
-    if (!bound) return e;
-    return expr_equal(bound, e) ? bound : expr_min(bound, e);
   }
 
   void transform(GroupOp& loop, size_t split, std::vector<GroupOp>& out) {
@@ -127,7 +123,7 @@ class Pipeliner {
     // Prologue: iterations lo .. lo + W - 2 into versions 0 .. W - 2.
     for (int s = 0; s + 1 < w; ++s) {
       for (const GroupOp& c : copies)
-        out.push_back(shifted_copy(c, loop.iv, loop.lo + expr_const(s), expr_const(s)));
+        out.push_back(shifted_copy(c, loop, loop.lo + expr_const(s), expr_const(s), true));
       if (o_.async) out.push_back(make(GroupOpKind::AsyncCommit));
     }
     if (!o_.async && w > 1) out.push_back(make(GroupOpKind::Fence));
@@ -136,14 +132,14 @@ class Pipeliner {
     Expr ahead = k + expr_const(w - 1);
     if (!o_.async) {
       for (const GroupOp& c : copies) {
-        next.push_back(shifted_copy(c, loop.iv, ahead, slot(w - 1)));
+        next.push_back(shifted_copy(c, loop, ahead, slot(w - 1), true));
         next.push_back(make(GroupOpKind::Fence));
       }
       for (GroupOp& c : consumers) next.push_back(std::move(c));
     } else {
       // With W = 1 the copy for k is issued and waited for in the same iteration.
       if (w == 1) {
-        for (const GroupOp& c : copies) next.push_back(shifted_copy(c, loop.iv, k, slot(0)));
+        for (const GroupOp& c : copies) next.push_back(shifted_copy(c, loop, k, slot(0), false));
         next.push_back(make(GroupOpKind::AsyncCommit));
       }
       GroupOp wait = make(GroupOpKind::AsyncWait);
@@ -155,7 +151,7 @@ class Pipeliner {
         // previous iteration's consumers, so a trailing fence would be redundant.
         while (!consumers.empty() && consumers.back().kind == GroupOpKind::Fence)
           consumers.pop_back();
-        for (const GroupOp& c : copies) next.push_back(shifted_copy(c, loop.iv, ahead, slot(w - 1)));
+        for (const GroupOp& c : copies) next.push_back(shifted_copy(c, loop, ahead, slot(w - 1), true));
         next.push_back(make(GroupOpKind::AsyncCommit));
       }
       for (GroupOp& c : consumers) next.push_back(std::move(c));
