@@ -17,9 +17,10 @@
 //     and after the loop a wait for everything, so nothing lands later.
 //   - W = 1 with sync copies changes nothing.
 // Copies past the end of the loop (short loops, the last W - 1 iterations) are
-// issued anyway: their source lies beyond the tensor's bound, so they read zeros
-// into a version no consumer reads. This keeps the body free of branches, which
-// would be boundaries for barrier planning. The drain is therefore implicit.
+// issued anyway, into a version no consumer reads, with a destination row bound
+// that is 0 past the end: they move nothing and read nothing. This keeps the body
+// free of branches, which would be boundaries for barrier planning. The drain is
+// therefore implicit. docs/pipelining.md has the golden IR and the measurements.
 //
 // Loops whose body does not have that shape are left unchanged and counted.
 #pragma once
