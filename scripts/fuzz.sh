@@ -19,6 +19,6 @@ for ir in tile group; do
   echo "fuzzing the ${ir} IR for ${seconds} s" >&2
   # -timeout: a parse taking 5 s is a hang; -rss_limit_mb: unbounded memory.
   (cd build-fuzz && nice -n 10 "./fuzz_${ir}_text" "corpus-$ir" "../fuzz/seeds/$ir" \
-    -max_total_time="$seconds" -timeout=5 -rss_limit_mb=2048 -max_len=8192 \
+    -dict=../fuzz/ir.dict -max_total_time="$seconds" -timeout=5 -rss_limit_mb=2048 -max_len=8192 \
     -print_final_stats=1 2>&1 | grep -v -E "^#[0-9]+\s+(NEW|REDUCE|pulse|RELOAD)")
 done

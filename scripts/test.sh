@@ -1,5 +1,8 @@
 #!/usr/bin/env bash
-# Builds tessel and runs every test (what CI runs, through .ci/run).
+# Builds tessel and runs every test (what CI runs, through .ci/run); then builds a
+# second tree with ASan + UBSan (TESSEL_SANITIZE=ON: the library, the tests, the
+# CLI and the kernels the cpu target compiles at run time) and runs the fast labels
+# there, where the first report fails the test. TESSEL_SANITIZE_TESTS=0 skips that.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh
@@ -9,3 +12,16 @@ ninja -C build
 export TESSEL_CACHE_DIR="$(mktemp -d /tmp/tessel-test-cache-XXXXXX)"
 trap 'rm -rf "$TESSEL_CACHE_DIR"' EXIT
 ctest --test-dir build --output-on-failure -j 2 "$@"
+
+[ "${TESSEL_SANITIZE_TESTS:-1}" = 0 ] && exit 0
+# The labels that need neither a GPU nor minutes: e2e, bench and pipeline run long
+# GEMMs whose sanitized cost would break CI's 20 minutes; the cuda target is left
+# out of this tree (no GPU here, and its driver and ASan's shadow memory do not mix).
+labels="ir passes sim errors cpu reliability"
+# -O1 -g1: half the compile time of -O2 -g, and reports still name file and line.
+cmake -G Ninja -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTESSEL_SANITIZE=ON \
+  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" -DCMAKE_DISABLE_FIND_PACKAGE_CUDAToolkit=ON >/dev/null
+ninja -C build-asan tessel_cli $(printf 'test_%s ' $labels)
+export ASAN_OPTIONS=halt_on_error=1:detect_leaks=1:abort_on_error=1
+export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+ctest --test-dir build-asan --output-on-failure -j 2 -L "^($(echo $labels | tr ' ' '|'))\$"

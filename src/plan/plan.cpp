@@ -37,6 +37,7 @@ namespace {
 constexpr int64_t kMaxTileElems = int64_t{1} << 22;  // per staging buffer or fragment
 constexpr int kMaxWorkers = 1024;
 constexpr int kMaxWindow = 8;
+constexpr int kMaxCopyBatch = 1 << 16;  // elements a worker copies per turn
 
 // Messages are built only on failure: plans are checked on every call.
 [[noreturn]] void bad_plan(const std::string& message) { user_error(ErrorKind::Plan, message); }
@@ -60,8 +61,9 @@ void validate_plan(const Plan& p) {
             p.worker_rows * p.worker_cols <= p.workers))
     bad_plan("worker grid " + std::to_string(p.worker_rows) + "x" + std::to_string(p.worker_cols) +
             " does not fit in " + std::to_string(p.workers) + " workers");
-  if (!(p.copy_batch >= 1))
-    bad_plan("copy batch " + std::to_string(p.copy_batch) + " must be positive");
+  if (!(p.copy_batch >= 1 && p.copy_batch <= kMaxCopyBatch))
+    bad_plan("copy batch " + std::to_string(p.copy_batch) + " out of range [1, " +
+             std::to_string(kMaxCopyBatch) + "]");
   if (!(p.window >= 1 && p.window <= kMaxWindow))
     bad_plan("window " + std::to_string(p.window) + " out of range [1, " +
             std::to_string(kMaxWindow) + "]");

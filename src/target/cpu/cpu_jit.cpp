@@ -182,6 +182,12 @@ class LoadedKernel : public CpuKernel {
         user_error(ErrorKind::InvalidArgument, "tensor '" + t.name + "': leading dimension " + t.ld +
                                                    " = " + std::to_string(ld) + " is less than its " +
                                                    std::to_string(cols) + " columns");
+      // The kernel computes element offsets row * ld + col in 64 bits.
+      int64_t bytes = 0;
+      if (__builtin_mul_overflow(rows, ld, &bytes) || __builtin_mul_overflow(bytes, int64_t{4}, &bytes))
+        user_error(ErrorKind::InvalidArgument, "tensor '" + t.name + "': " + std::to_string(rows) +
+                                                   " rows x ld " + std::to_string(ld) +
+                                                   " overflows 64-bit byte offsets");
       tensors.push_back(it->second);
     }
     SymbolLookup lookup = [&](const std::string& name, int64_t* v) {
@@ -194,10 +200,14 @@ class LoadedKernel : public CpuKernel {
     };
     std::vector<int64_t> extents;
     int64_t groups = 1;
+    bool overflow = false;
+    std::string shape;
     for (const LoopDim& d : sig_.grid) {
       extents.push_back(std::max<int64_t>(0, expr_eval(d.extent, lookup)));
-      groups *= extents.back();
+      overflow |= __builtin_mul_overflow(groups, extents.back(), &groups);
+      shape += (shape.empty() ? "" : " x ") + std::to_string(extents.back());
     }
+    if (overflow) user_error(ErrorKind::InvalidArgument, "grid " + shape + " overflows 64-bit group counts");
     const Library& lib = *lib_;
     parallel_for(groups, threads, [&](int64_t g) {
       // The last grid dimension varies fastest.
