@@ -386,8 +386,7 @@ class Emitter {
   }
 
   std::string cond(const Cond& c) const {
-    static const char* ops[] = {"==", "!=", "<", "<=", ">", ">="};
-    const char* o = ops[static_cast<int>(c.op)];
+    const std::string o = cmp_op_name(c.op);
     if (!c.on_scalar) return ex(c.lhs) + " " + o + " " + ex(c.rhs);
     for (size_t i = 0; i < p_.scalars.size(); ++i)
       if (p_.scalars[i].name == c.scalar) {
