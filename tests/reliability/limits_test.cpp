@@ -132,5 +132,21 @@ TEST_F(CpuLaunchLimits, GridThatOverflows) {
   k->run(a, 1);  // 27 empty groups
 }
 
+TEST(CpuTargetLimits, ScratchLargerThanTheTargetAllows) {
+  // A GroupIR program (as parsed text could give) whose staging buffer is far
+  // beyond what one thread's scratch holds: refused before anything is emitted.
+  // 2^30 floats of As plus 1792 of the other buffers: 4294974464 bytes.
+  HandGemm plan;
+  plan.bm = 12, plan.bn = 32, plan.bk = 8;
+  GroupProgram g = hand_gemm_program(plan);
+  for (Buffer& b : g.buffers)
+    if (b.name == "As") b.rows = int64_t{1} << 20, b.cols = int64_t{1} << 10;
+  expect_error(ErrorKind::Plan, {"needs 4294974464 bytes of scratch", "at most 1073741824"},
+               [&] { compile_cpu(g); });
+  for (Buffer& b : g.buffers)
+    if (b.name == "As") b.rows = int64_t{1} << 40, b.cols = int64_t{1} << 40;
+  expect_error(ErrorKind::Plan, {"more than 2^63"}, [&] { compile_cpu(g); });
+}
+
 }  // namespace
 }  // namespace tessel::testing

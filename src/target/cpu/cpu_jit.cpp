@@ -285,9 +285,32 @@ std::string file_stem(const std::string& name) {
   return s.empty() ? "kernel" : s;
 }
 
+// One thread runs a whole group out of its own scratch (staging buffers, every
+// version, and every worker's fragment part): refuse programs whose scratch would
+// not fit, before the emitter's 64-bit offsets could wrap.
+constexpr int64_t kMaxScratchBytes = int64_t{1} << 30;
+
+void check_scratch(const GroupProgram& program) {
+  int64_t floats = 0;
+  bool overflow = false;
+  for (const Buffer& b : program.buffers) {
+    if (b.space == Space::Global) continue;
+    int64_t n = 0;
+    overflow |= __builtin_mul_overflow(b.rows, b.cols, &n) ||
+                __builtin_mul_overflow(n, std::max<int64_t>(1, b.versions), &n) ||
+                __builtin_add_overflow(floats, n, &floats);
+  }
+  if (overflow || floats > kMaxScratchBytes / 4)
+    user_error(ErrorKind::Plan, "program " + program.name + " needs " +
+                                    (overflow ? std::string("more than 2^63") : std::to_string(floats * 4)) +
+                                    " bytes of scratch per group; the cpu target allows at most " +
+                                    std::to_string(kMaxScratchBytes));
+}
+
 }  // namespace
 
 std::shared_ptr<const CpuKernel> compile_cpu(const GroupProgram& program) {
+  check_scratch(program);
   Signature sig{program.size_params, program.scalars, program.tensors, program.grid};
   std::string source = emit_cpu(program);
   std::string cxx = compiler();
