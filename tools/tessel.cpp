@@ -44,6 +44,16 @@ int64_t parse_int(const std::string& what, const std::string& s) {
   return v;
 }
 
+// An int option: values outside [lo, hi] are refused with the number the user gave,
+// before any narrowing can change it.
+int parse_int_option(const std::string& what, const std::string& s, int64_t lo, int64_t hi) {
+  int64_t v = parse_int(what, s);
+  if (v < lo || v > hi)
+    bad(what + " " + std::to_string(v) + " out of range [" + std::to_string(lo) + ", " +
+        std::to_string(hi) + "]");
+  return static_cast<int>(v);
+}
+
 double parse_double(const std::string& what, const std::string& s) {
   char* end = nullptr;
   double v = std::strtod(s.c_str(), &end);
@@ -75,11 +85,11 @@ Args parse_args(int argc, char** argv) {
     if (s == "--target") a.options.target = parse_target(value());
     else if (s == "--alpha") a.alpha = parse_double(s, value());
     else if (s == "--beta") a.beta = parse_double(s, value());
-    else if (s == "--threads") a.options.threads = static_cast<int>(parse_int(s, value()));
+    else if (s == "--threads") a.options.threads = parse_int_option(s, value(), 0, 4096);
     else if (s == "--tile") tile = value();
-    else if (s == "--workers") workers = parse_int(s, value());
-    else if (s == "--copy-batch") copy_batch = parse_int(s, value());
-    else if (s == "--window") window = parse_int(s, value());
+    else if (s == "--workers") workers = parse_int_option(s, value(), 1, 1 << 20);
+    else if (s == "--copy-batch") copy_batch = parse_int_option(s, value(), 1, 1 << 20);
+    else if (s == "--window") window = parse_int_option(s, value(), 1, 1 << 20);
     else if (s == "--copy") copy = value();
     else if (s == "--seed") a.seed = static_cast<uint64_t>(parse_int(s, value()));
     else if (s == "--dtype") a.options.precision = parse_precision(value());
@@ -97,7 +107,6 @@ Args parse_args(int argc, char** argv) {
   a.m = parse_int("M", pos[1]);
   a.n = parse_int("N", pos[2]);
   a.k = parse_int("K", pos[3]);
-  if (a.options.threads < 0) bad("--threads must be non-negative");
   if (!copy.empty() && copy != "sync" && copy != "async") bad("--copy: expected sync or async, got '" + copy + "'");
   if (!tile.empty() || workers >= 0 || copy_batch >= 0 || window >= 0 || !copy.empty()) {
     Plan p = default_gemm_plan(a.options.target, a.m, a.n, a.k, a.options.precision);
@@ -109,9 +118,10 @@ Args parse_args(int argc, char** argv) {
       p.bm = ext[0], p.bn = ext[1], p.bk = ext[2];
       if (a.options.target != TargetKind::Cuda) p.atom_m = p.atom_n = 1;  // the front door picks the atom the tile allows
     }
-    if (workers >= 0) p.workers = static_cast<int>(std::min<int64_t>(workers, 1 << 20));
-    if (copy_batch >= 0) p.copy_batch = static_cast<int>(std::min<int64_t>(copy_batch, 1 << 20));
-    if (window >= 0) p.window = static_cast<int>(std::min<int64_t>(window, 1 << 20));  // validate_plan bounds it
+    // validate_plan holds the targets' tighter limits.
+    if (workers >= 0) p.workers = static_cast<int>(workers);
+    if (copy_batch >= 0) p.copy_batch = static_cast<int>(copy_batch);
+    if (window >= 0) p.window = static_cast<int>(window);
     if (!copy.empty()) p.async_copy = copy == "async";
     a.options.plan = p;
   }

@@ -140,6 +140,8 @@ TEST(CliErrors, BadArgumentsExitWithStatus2) {
   EXPECT_EQ(cli("gemm 4 4 4 --tile 8x8"), 2);
   EXPECT_EQ(cli("gemm 4 4 4 --tile 0x8x8"), 2);
   EXPECT_EQ(cli("gemm 4 4 4 --workers 0"), 2);
+  EXPECT_EQ(cli("gemm 4 4 4 --threads 4294967297"), 2);  // must not wrap to 1
+  EXPECT_EQ(cli("gemm 4 4 4 --window 99"), 2);
   EXPECT_EQ(cli("gemm 4 4 4 --frobnicate"), 2);
   EXPECT_EQ(cli("gemm 4 4 4 --alpha nan"), 2);
   EXPECT_EQ(cli("gemm 99999999999 99999999999 99999999999"), 2);
