@@ -398,7 +398,12 @@ class Lowering {
 
   // The carried value lives in one fragment for the whole loop.
   void lower_loop(const TileOp& op, std::vector<GroupOp>& out) {
+    if (op.regions.size() != 1 || op.operands.size() != 1 || op.loops.size() != 1)
+      fail(ErrorKind::Verify, op, "a loop has one dimension, one region and one carried value");
     const Region& body = op.regions[0];
+    if (body.ops.empty() || body.ops.back().kind != TileOpKind::Yield ||
+        body.ops.back().operands.size() != 1 || body.args.size() != 1)
+      fail(ErrorKind::Verify, op, "a loop body carries one value and ends with its yield");
     int carried = owned_frag(op, op.operands[0], out);
     lowered_[body.args[0]] = Lowered{Lowered::Kind::Frag, carried, "", 0};
     // A body that stores a tensor it also loads reads its previous iteration's store.
@@ -444,6 +449,9 @@ class Lowering {
       stored_after.insert(stored_.begin(), stored_.end());
       const auto& ops = op.regions[b].ops;
       if (!results.empty()) {
+        if (ops.empty() || ops.back().kind != TileOpKind::Yield ||
+            ops.back().operands.size() != results.size())
+          fail(ErrorKind::Verify, op, "each branch ends with a yield of the if's results");
         const TileOp& yield = ops.back();
         for (size_t i = 0; i < results.size(); ++i) {
           int v = yield.operands[i];
