@@ -86,6 +86,12 @@ TEST(GemmErrors, TileThatDoesNotFit) {
   expect_error(ErrorKind::Plan, "must be positive", [&] {
     gemm(4, 4, 4, 1, x.a.data(), 4, x.b.data(), 4, 0, x.c.data(), 4, o);
   });
+  p = Plan{};
+  p.atom_m = 0;  // checked before anything divides by it
+  o.plan = p;
+  expect_error(ErrorKind::Plan, "atom extents must be positive", [&] {
+    gemm(4, 4, 4, 1, x.a.data(), 4, x.b.data(), 4, 0, x.c.data(), 4, o);
+  });
 }
 
 // A hand-written kernel whose mma operands do not chain: the verifier names the
