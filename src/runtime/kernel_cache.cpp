@@ -133,7 +133,8 @@ std::string seal_cache_entry(std::string_view payload, const std::string& stamp)
   return entry;
 }
 
-bool check_cache_entry(std::string_view entry, const std::string& stamp, std::string* why) {
+bool check_cache_entry(std::string_view entry, const std::string& stamp, std::string* why,
+                       std::string_view* payload_out) {
   // A cut anywhere removes the trailer, so truncation shows up here.
   if (entry.size() < kTrailerSize || entry.back() != '\n' ||
       entry.substr(entry.size() - kTrailerSize, kTrailerTag.size()) != kTrailerTag) {
@@ -174,6 +175,7 @@ bool check_cache_entry(std::string_view entry, const std::string& stamp, std::st
            have["fnv1a64"] + ")";
     return false;
   }
+  if (payload_out) *payload_out = payload;
   return true;
 }
 

@@ -40,8 +40,10 @@ std::string temp_path_for(const std::string& path);
 std::string seal_cache_entry(std::string_view payload, const std::string& stamp);
 // True when `entry` is a whole sealed entry written for `stamp`. Otherwise false,
 // and *why says what is wrong: "is truncated or was not written by tessel",
-// "is corrupted (...)", "was built for compiler X, not Y".
-bool check_cache_entry(std::string_view entry, const std::string& stamp, std::string* why);
+// "is corrupted (...)", "was built for compiler X, not Y". When true and `payload`
+// is given, *payload is the part of `entry` that was sealed (footer left off).
+bool check_cache_entry(std::string_view entry, const std::string& stamp, std::string* why,
+                       std::string_view* payload = nullptr);
 
 // "tessel: <message>" on stderr, once per process for each distinct message.
 void warn_once(const std::string& message);

@@ -1,8 +1,10 @@
 #include "target/cuda/cuda_kernel.h"
 
+#include <charconv>
 #include <cstdlib>
 #include <map>
 #include <mutex>
+#include <string_view>
 #include <vector>
 
 #include "runtime/kernel_cache.h"
@@ -105,6 +107,61 @@ std::map<std::string, std::shared_ptr<const CudaKernel>>& memory_cache() {
   return c;
 }
 
+// Everything besides the source that decides the compiled bytes; an entry must
+// carry the same stamp to be loaded. (NVRTC's options live in nvrtc_compile.cpp:
+// bump kTesselVersion when they change.)
+std::string cuda_cache_stamp(const std::string& arch) {
+  return std::string("tessel ") + kTesselVersion + "\ntarget cuda\narch " + arch + "\nnvrtc " +
+         nvrtc_version() + "\n";
+}
+
+// The disk cache keeps one sealed entry (seal_cache_entry) per kernel,
+// $TESSEL_CACHE_DIR/cuda-<hash>-<arch>.entry, whose payload is a header
+// "tessel-cuda 1\ncubin <bytes>\nptx <bytes>\nlog <bytes>\n" followed by the
+// cubin, the PTX and NVRTC's log (ptxas report) back to back. One rename
+// publishes all three together.
+constexpr std::string_view kEntryMagic = "tessel-cuda 1\n";
+
+std::string pack_entry(const NvrtcOutput& o) {
+  std::string s(kEntryMagic);
+  s += "cubin " + std::to_string(o.cubin.size()) + "\nptx " + std::to_string(o.ptx.size()) + "\nlog " +
+       std::to_string(o.log.size()) + "\n";
+  return s + o.cubin + o.ptx + o.log;
+}
+
+// Reads "<name> <decimal>\n" off the front of *text.
+bool take_length(std::string_view* text, std::string_view name, size_t* n) {
+  if (text->substr(0, name.size() + 1) != std::string(name) + " ") return false;
+  text->remove_prefix(name.size() + 1);
+  size_t nl = text->find('\n');
+  if (nl == std::string_view::npos || nl == 0 || nl > 19) return false;
+  auto [end, ec] = std::from_chars(text->data(), text->data() + nl, *n);
+  if (ec != std::errc() || end != text->data() + nl) return false;
+  text->remove_prefix(nl + 1);
+  return true;
+}
+
+// A checked entry's payload back into cubin, PTX and log; false (and *why) when it
+// is not exactly what pack_entry wrote.
+bool unpack_entry(std::string_view payload, NvrtcOutput* out, std::string* why) {
+  std::string_view text = payload;
+  size_t cubin = 0, ptx = 0, log = 0;
+  bool ok = text.substr(0, kEntryMagic.size()) == kEntryMagic;
+  if (ok) text.remove_prefix(kEntryMagic.size());
+  ok = ok && take_length(&text, "cubin", &cubin) && take_length(&text, "ptx", &ptx) &&
+       take_length(&text, "log", &log);
+  ok = ok && cubin > 0 && cubin <= text.size() && ptx <= text.size() - cubin &&
+       log == text.size() - cubin - ptx;
+  if (!ok) {
+    *why = "is corrupted (not a cubin, PTX and log)";
+    return false;
+  }
+  out->cubin.assign(text.substr(0, cubin));
+  out->ptx.assign(text.substr(cubin, ptx));
+  out->log.assign(text.substr(cubin + ptx, log));
+  return true;
+}
+
 }  // namespace
 
 std::string default_cuda_arch() {
@@ -121,29 +178,40 @@ std::shared_ptr<const CudaKernel> compile_cuda(const GroupProgram& program, cons
   std::string arch = arch_in.empty() ? default_cuda_arch() : arch_in;
   CudaCompileInfo info;
   info.source = emit_cuda(program);
-  std::string key = hex64(fnv1a64(info.source.code + "\n// " + arch + " nvrtc " + nvrtc_version()));
+  std::string stamp = cuda_cache_stamp(arch);
+  std::string key = hex64(fnv1a64(info.source.code + "\n--\n" + stamp));
   {
     std::lock_guard<std::mutex> lock(cache_mutex());
     auto it = memory_cache().find(key);
     if (it != memory_cache().end()) return it->second;
   }
   std::string dir = kernel_cache_dir();
-  info.cache_path = dir + "/cuda-" + key + "-" + arch + ".cubin";
+  info.cache_path = dir + "/cuda-" + key + "-" + arch + ".entry";
   info.nvrtc.arch = arch;
-  if (read_file(info.cache_path, &info.nvrtc.cubin) && read_file(info.cache_path + ".ptx", &info.nvrtc.ptx) &&
-      read_file(info.cache_path + ".log", &info.nvrtc.log)) {
-    info.from_disk = true;
+  // Never hand the driver a cubin from an entry that has not been checked: a
+  // damaged or foreign one is reported once and rebuilt.
+  std::string entry, why;
+  std::string_view payload;
+  if (read_file(info.cache_path, &entry)) {
+    if (!check_cache_entry(entry, stamp, &why, &payload) || !unpack_entry(payload, &info.nvrtc, &why))
+      warn_once("kernel cache entry " + info.cache_path + " " + why + "; rebuilding it");
+    else
+      info.from_disk = true;
+  }
+  if (info.from_disk) {
     read_ptxas_report(&info.nvrtc);
   } else {
     info.nvrtc = nvrtc_compile(info.source.code, arch);
-    // The cubin lands last: a reader that finds it finds the others.
-    write_file_atomic(info.cache_path + ".ptx", info.nvrtc.ptx);
-    write_file_atomic(info.cache_path + ".log", info.nvrtc.log);
-    write_file_atomic(info.cache_path, info.nvrtc.cubin);
+    write_file_atomic(info.cache_path, seal_cache_entry(pack_entry(info.nvrtc), stamp));
   }
   auto kernel = std::make_shared<Kernel>(program, std::move(info));
   std::lock_guard<std::mutex> lock(cache_mutex());
   return memory_cache().emplace(key, kernel).first->second;
+}
+
+void clear_cuda_memory_cache() {
+  std::lock_guard<std::mutex> lock(cache_mutex());
+  memory_cache().clear();
 }
 
 }  // namespace tessel

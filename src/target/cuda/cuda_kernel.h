@@ -1,8 +1,9 @@
 // A GroupIR program compiled for the cuda target: emitted (cuda_emit.h), compiled
 // by NVRTC (nvrtc_compile.h), cached in memory and on disk (cubin, PTX and the
-// ptxas report, keyed by a hash of the source, the arch and NVRTC's version), and
-// loaded and launched through the driver API on first launch. Compiling needs no
-// GPU; launching does.
+// ptxas report in one sealed entry, keyed by a hash of the source, tessel's
+// version, the arch and NVRTC's version; a damaged or foreign entry is reported
+// once and rebuilt), and loaded and launched through the driver API on first
+// launch. Compiling needs no GPU; launching does.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -19,7 +20,7 @@ struct CudaCompileInfo {
   CudaSource source;
   NvrtcOutput nvrtc;  // cubin, PTX, log and resource report
   bool from_memory = false, from_disk = false;
-  std::string cache_path;  // the .cubin on disk
+  std::string cache_path;  // the sealed entry on disk (cuda-<hash>-<arch>.entry)
 };
 
 class CudaKernel {
@@ -38,5 +39,9 @@ std::string default_cuda_arch();
 
 // arch "" = default_cuda_arch().
 std::shared_ptr<const CudaKernel> compile_cuda(const GroupProgram& program, const std::string& arch = "");
+
+// Forgets the kernels compiled in this process (the disk cache stays): the next
+// compile_cuda looks on disk, as a new process would.
+void clear_cuda_memory_cache();
 
 }  // namespace tessel
