@@ -23,6 +23,7 @@
 #include <thread>
 #include <vector>
 
+#include "cuda_timing.h"
 #include "ops/gemm.h"
 #include "ops/gemm_precision.h"
 #include "ops/gemm_reference.h"
@@ -44,34 +45,11 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-struct Timing {
-  double host_us, dev_us;
-};
+using tessel_bench::Timing;
 
+// Host-wall per call over a batch sized to ~30 ms (at most 3000 calls), and device time per call.
 Timing time_calls(const std::function<void()>& call, double guess_us) {
-  int calls = std::clamp(int(30000 / std::max(guess_us, 1.0)), 5, 3000);
-  ck(cudaDeviceSynchronize(), "sync");
-  auto t0 = std::chrono::steady_clock::now();
-  for (int i = 0; i < calls; ++i) call();
-  ck(cudaDeviceSynchronize(), "sync");
-  double host = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / calls;
-  int ev = std::min(calls, 200);
-  std::vector<cudaEvent_t> e(2 * ev);
-  for (auto& x : e) ck(cudaEventCreate(&x), "event");
-  for (int i = 0; i < ev; ++i) {
-    cudaEventRecord(e[2 * i]);
-    call();
-    cudaEventRecord(e[2 * i + 1]);
-  }
-  ck(cudaDeviceSynchronize(), "sync");
-  std::vector<double> d(ev);
-  for (int i = 0; i < ev; ++i) {
-    float ms = 0;
-    cudaEventElapsedTime(&ms, e[2 * i], e[2 * i + 1]);
-    d[i] = ms * 1e3;
-  }
-  for (auto& x : e) cudaEventDestroy(x);
-  return {host, median(d)};
+  return tessel_bench::time_calls(call, guess_us, {30000, 3000}, median);
 }
 
 struct Problem {
