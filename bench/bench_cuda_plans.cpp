@@ -1,7 +1,7 @@
 // Paired plan comparisons on the cuda target (fp32 GEMM, device pointers).
 //   bench_cuda_plans barriers   [--rounds R]   issue 3: barrier planning on vs off
 //   bench_cuda_plans pipelining [--rounds R]   issue 4: window 1/2 sync, 3/4 async
-//   bench_cuda_plans sweep      [--rounds R]   mma.sync tile plans for bf16 / tf32 at 4096^3
+//   bench_cuda_plans sweep      [--rounds R]   mma.sync and wgmma tile plans for bf16 / tf32 at 4096^3
 // Every variant runs the same plan except for the one choice compared. Rounds are
 // counterbalanced (ABBA: round r runs the variants in forward order when r % 4 is 0
 // or 3, backward otherwise). Each measurement: host-wall (calls back to back, one
@@ -269,8 +269,8 @@ int pipelining(int rounds) {
   return ok ? 0 : 1;
 }
 
-// Tile plans for the mma.sync atom at 4096^3 (each checked against FP64 on the
-// stored operands); the first of each precision is the default plan.
+// Tile plans for the mma.sync and wgmma atoms at 4096^3 (each checked against FP64
+// on the stored operands); the first of each precision is the default plan.
 int sweep(int rounds) {
   bool ok = true;
   std::printf("| dtype | plan | warp tile | host us | dev us | TF/s (dev) | dev default/this median [min, max] | max rel err |\n");
@@ -280,15 +280,17 @@ int sweep(int rounds) {
     Problem p(s, s, s, prec);
     Plan base = default_gemm_plan(TargetKind::Cuda, s, s, s, prec);
     struct Alt {
+      AtomKind atom;
       int64_t bm, bn, bk;
-      int warps, window;
+      int workers, window;  // workers: warps (mma.sync) or warpgroups (wgmma)
     };
     std::vector<Alt> alts;
+    const AtomKind S = AtomKind::MmaSync, W = AtomKind::Wgmma;
     if (prec == GemmPrecision::BF16)
-      alts = {{128, 256, 32, 8, 3}, {128, 256, 64, 8, 3}, {128, 128, 32, 4, 4}, {128, 128, 64, 4, 4},
-              {256, 128, 32, 8, 4}, {128, 128, 32, 8, 4}};
+      alts = {{S, 128, 128, 32, 8, 4}, {S, 128, 256, 32, 8, 3}, {W, 128, 128, 64, 2, 3}, {W, 128, 128, 64, 2, 2},
+              {W, 256, 128, 64, 4, 4}, {W, 256, 128, 64, 4, 3}, {W, 128, 64, 64, 1, 4}, {W, 128, 256, 64, 2, 4}};
     else
-      alts = {{128, 128, 32, 4, 4}, {128, 128, 32, 8, 3}, {128, 256, 32, 8, 3}};
+      alts = {{S, 128, 128, 32, 4, 4}, {S, 128, 128, 32, 8, 3}, {S, 128, 256, 32, 8, 3}};
     std::vector<Variant> variants;
     Variant d;
     d.name = "default";
@@ -300,10 +302,13 @@ int sweep(int rounds) {
     for (const Alt& x : alts) {
       Variant v = d;
       Plan plan = base;
+      plan.atom = x.atom;
+      plan.atom_m = x.atom == W ? 64 : 16;
+      plan.atom_n = x.atom == W ? 64 : 8;
       plan.bm = x.bm;
       plan.bn = x.bn;
       plan.bk = x.bk;
-      plan.workers = x.warps;
+      plan.workers = x.workers;
       plan.window = x.window;
       v.options.plan = plan;
       v.name = "alt";

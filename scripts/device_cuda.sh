@@ -6,6 +6,7 @@
 # short table comes last.
 # GoogleTest travels as Debian packages in .deb/ (apt-get download libgtest-dev googletest).
 #   scripts/device_cuda.sh [--quick]      (--quick: bench_gemm_cuda on 3 shapes)
+#   PLANS="sweep pipelining" scripts/device_cuda.sh   (which plan comparisons; default all three)
 # Files: machine.txt build.log tests.log ptxas.txt plans.txt bench.txt bench.jsonl (+ peers.txt)
 set -o pipefail
 cd "$(dirname "$0")/.."
@@ -25,13 +26,16 @@ B=build-dev
 # Correctness first (ctest -V keeps test_cuda's ptxas lines), then the plan
 # comparisons, then tessel vs cuBLAS; each step time-limited, each file written as
 # it goes so that a call cut short still returns what ran.
-(cd $B && timeout 150 ctest -L 'cuda|gpu' -V -j4) > "$OUT/tests.log" 2>&1
+(cd $B && timeout 200 ctest -L 'cuda|gpu' -V -j4) > "$OUT/tests.log" 2>&1
 echo "ctest rc=$? at $SECONDS s"
 grep -E "^[0-9]+: \[ptxas\]" "$OUT/tests.log" | sed 's/^[0-9]*: //' > "$OUT/ptxas.txt"
 grep -E "tests passed|tests failed|Skipped|Failed|\*\*\*" "$OUT/tests.log" | tail -12
-{ echo "## sweep: mma.sync plans at 4096^3"; timeout 100 $B/bench_cuda_plans sweep --rounds 2; echo "rc=$?"
-  echo; echo "## barriers: planning on vs off (fp32, 8 seed shapes)"; timeout 80 $B/bench_cuda_plans barriers --rounds 4; echo "rc=$?"
-  echo; echo "## pipelining: window 1/2 sync, 3/4 async (fp32)"; timeout 110 $B/bench_cuda_plans pipelining --rounds 4; echo "rc=$?"
+PLANS=${PLANS:-sweep barriers pipelining}
+{ for step in $PLANS; do case $step in
+    sweep) echo "## sweep: mma.sync and wgmma plans at 4096^3"; timeout 100 $B/bench_cuda_plans sweep --rounds 2; echo "rc=$?";;
+    barriers) echo "## barriers: planning on vs off (fp32, 8 seed shapes)"; timeout 80 $B/bench_cuda_plans barriers --rounds 4; echo "rc=$?";;
+    pipelining) echo "## pipelining: window 1/2 sync, 3/4 async (fp32)"; timeout 110 $B/bench_cuda_plans pipelining --rounds 4; echo "rc=$?";;
+  esac; echo; done
 } > "$OUT/plans.txt" 2>&1
 echo "plans done at $SECONDS s"
 grep -E "CHECK FAILED|rc=" "$OUT/plans.txt"

@@ -125,7 +125,8 @@ struct GroupProgram {
   int64_t atom_m = 1, atom_n = 1;        // mma register block (fragment parts are multiples)
   AtomKind atom = AtomKind::Fma;         // the instruction that realizes mma
   // Threads that run one worker together (32 for MmaSync: a worker is a CUDA warp
-  // and its fragment part is spread over the lanes in the mma.sync layout).
+  // and its fragment part is spread over the lanes in the mma.sync layout; 128 for
+  // Wgmma: a warpgroup, in the wgmma accumulator layout).
   int lanes = 1;
   std::vector<Buffer> buffers;
   std::vector<GroupOp> body;

@@ -211,8 +211,9 @@ class Parser {
     p_.lanes = small_int("a lane count");
     in_.expect_word("atom");
     if (in_.accept_word(atom_name(AtomKind::MmaSync))) p_.atom = AtomKind::MmaSync;
+    else if (in_.accept_word(atom_name(AtomKind::Wgmma))) p_.atom = AtomKind::Wgmma;
     else if (in_.accept_word(atom_name(AtomKind::Fma))) p_.atom = AtomKind::Fma;
-    else in_.expected("an atom (fma, mma.sync)");
+    else in_.expected("an atom (fma, mma.sync, wgmma)");
     p_.atom_m = in_.integer("atom rows");
     in_.expect("x");
     p_.atom_n = in_.integer("atom columns");

@@ -48,7 +48,7 @@ class Lowering {
     p_.atom_m = plan_.atom_m;
     p_.atom_n = plan_.atom_n;
     p_.atom = plan_.atom;
-    p_.lanes = plan_.atom == AtomKind::MmaSync ? 32 : 1;
+    p_.lanes = atom_lanes(plan_.atom);
     for (size_t t = 0; t < k_.tensors.size(); ++t) {
       Buffer b;
       b.id = static_cast<int>(p_.buffers.size());

@@ -43,6 +43,10 @@ struct CudaTile {
   int64_t bm_mma, bn_mma, bk_mma;  // mma.sync
   int fma_threads, mma_warps, mma_window;
 };
+// Largest class, 16-bit operands, on sm_90: warpgroup wgmma from 128-byte-swizzled
+// shared tiles, one 64 x bn part per warpgroup, k tiles of 64 (128-byte rows).
+constexpr int64_t kWgmmaBM = 128, kWgmmaBN = 128, kWgmmaBK = 64;
+constexpr int kWgmmaWarpgroups = 2, kWgmmaWindow = 4;
 constexpr CudaTile kCudaTiles[] = {
     {256 * 256, 32, 32, 32, 32, 32, 32, 64, 4, 3},
     {1024 * 1024, 64, 64, 16, 64, 64, 32, 256, 4, 3},
@@ -57,7 +61,7 @@ int64_t pick(const int64_t (&sizes)[N], int64_t extent) {
 }
 
 // Worker grid: rows x cols == workers when the tile divides that way (closest to
-// square), else the largest grid that fits; surplus workers then only copy.
+// square; for wgmma the fewest columns), else the largest grid that fits; surplus workers then only copy.
 void choose_worker_grid(Plan& p) {
   if (p.workers < 1 || p.atom_m < 1 || p.atom_n < 1) return;  // validate_plan reports it
   int best_r = 1, best_c = 1;
@@ -65,8 +69,9 @@ void choose_worker_grid(Plan& p) {
     for (int c = 1; r * c <= p.workers; ++c) {
       if (p.bm % r || p.bn % c || (p.bm / r) % p.atom_m || (p.bn / c) % p.atom_n) continue;
       int prod = r * c, best = best_r * best_c;
-      bool squarer = std::abs(r - c) < std::abs(best_r - best_c);
-      if (prod > best || (prod == best && squarer)) best_r = r, best_c = c;
+      // wgmma: the widest parts (one instruction covers a part's whole width).
+      bool better = p.atom == AtomKind::Wgmma ? c < best_c : std::abs(r - c) < std::abs(best_r - best_c);
+      if (prod > best || (prod == best && better)) best_r = r, best_c = c;
     }
   p.worker_rows = best_r;
   p.worker_cols = best_c;
@@ -167,7 +172,14 @@ Plan resolve_plan(int64_t m, int64_t n, int64_t k, const GemmOptions& options) {
   if (options.target == TargetKind::Cuda)
     user_error(ErrorKind::Unsupported, "the cuda target is not built: tessel was built without the CUDA toolkit");
 #endif
-  Plan plan = options.plan ? *options.plan : default_gemm_plan(options.target, m, n, k, options.precision);
+  std::string arch = options.arch;
+#ifdef TESSEL_WITH_CUDA
+  if (arch.empty() && options.target == TargetKind::Cuda && !options.plan) {
+    static const std::string device_arch = default_cuda_arch();  // asked once: plans are resolved per call
+    arch = device_arch;
+  }
+#endif
+  Plan plan = options.plan ? *options.plan : default_gemm_plan(options.target, m, n, k, options.precision, arch);
   plan.target = options.target;
   if (options.plan) {
     if (plan.target == TargetKind::Cpu && plan.atom_m == 1 && plan.atom_n == 1 &&
@@ -236,7 +248,8 @@ void run_cuda(const CudaKernel& kernel, LaunchArgs args, int64_t m, int64_t n, i
 
 }  // namespace
 
-Plan default_gemm_plan(TargetKind target, int64_t m, int64_t n, int64_t k, GemmPrecision precision) {
+Plan default_gemm_plan(TargetKind target, int64_t m, int64_t n, int64_t k, GemmPrecision precision,
+                       const std::string& cuda_arch) {
   Plan p;
   p.target = target;
   if (target == TargetKind::Cuda) {
@@ -254,6 +267,15 @@ Plan default_gemm_plan(TargetKind target, int64_t m, int64_t n, int64_t k, GemmP
     // cp.async multi-stage pipeline: copies of the next k tiles overlap this one's math.
     p.async_copy = true;
     p.window = mma ? t->mma_window : 2;
+    bool sixteen_bit = precision == GemmPrecision::BF16 || precision == GemmPrecision::F16;
+    bool sm90 = cuda_arch.empty() || cuda_arch == "sm_90" || cuda_arch == "sm_90a";
+    if (sixteen_bit && sm90 && t->max_mn == INT64_MAX) {
+      p.atom = AtomKind::Wgmma;
+      p.bm = kWgmmaBM, p.bn = kWgmmaBN, p.bk = kWgmmaBK;
+      p.workers = kWgmmaWarpgroups;
+      p.atom_m = p.atom_n = 64;
+      p.window = kWgmmaWindow;
+    }
     (void)k;
   } else if (target == TargetKind::Cpu) {
     p.bm = pick(kCpuBlockM, m);

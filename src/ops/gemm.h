@@ -46,8 +46,9 @@ struct GemmReport {
 // The plan used when none is given: tiles clamped to the problem so that small
 // shapes do not compute mostly padding, rounded to a few sizes so that the number
 // of distinct kernels stays small.
+// cuda_arch ("sm_90"; "" = sm_90) decides whether the wgmma atom is available.
 Plan default_gemm_plan(TargetKind target, int64_t m, int64_t n, int64_t k,
-                        GemmPrecision precision = GemmPrecision::F32);
+                        GemmPrecision precision = GemmPrecision::F32, const std::string& cuda_arch = "");
 
 // Checks sizes, leading dimensions and pointers (user errors, InvalidArgument,
 // with the numbers), then runs. M == 0 or N == 0 does nothing; K == 0 scales C by

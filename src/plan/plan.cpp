@@ -20,7 +20,23 @@ TargetKind parse_target(const std::string& name) {
   user_error(ErrorKind::InvalidArgument, "unknown target '" + name + "' (expected cpu, sim or cuda)");
 }
 
-const char* atom_name(AtomKind a) { return a == AtomKind::MmaSync ? "mma.sync" : "fma"; }
+const char* atom_name(AtomKind a) {
+  switch (a) {
+    case AtomKind::Fma: return "fma";
+    case AtomKind::MmaSync: return "mma.sync";
+    case AtomKind::Wgmma: return "wgmma";
+  }
+  return "?";
+}
+
+int atom_lanes(AtomKind a) {
+  switch (a) {
+    case AtomKind::Fma: return 1;
+    case AtomKind::MmaSync: return 32;
+    case AtomKind::Wgmma: return 128;
+  }
+  return 1;
+}
 
 std::string Plan::to_string() const {
   return std::to_string(bm) + "x" + std::to_string(bn) + "x" + std::to_string(bk) +
@@ -69,9 +85,14 @@ void validate_plan(const Plan& p) {
             std::to_string(kMaxWindow) + "]");
   if (!(p.atom_m >= 1 && p.atom_n >= 1))
     bad_plan("atom extents must be positive");
-  if (!(p.atom == AtomKind::Fma || (p.atom_m == 16 && p.atom_n == 8)))
+  if (p.atom == AtomKind::MmaSync && !(p.atom_m == 16 && p.atom_n == 8))
     bad_plan("the mma.sync atom is 16x8, got atom " + std::to_string(p.atom_m) + "x" +
             std::to_string(p.atom_n));
+  if (p.atom == AtomKind::Wgmma && !(p.atom_m == 64 && p.atom_n == 64))
+    bad_plan("the wgmma atom is 64x64, got atom " + std::to_string(p.atom_m) + "x" +
+            std::to_string(p.atom_n));
+  if (p.atom != AtomKind::Fma && p.target != TargetKind::Cuda)
+    bad_plan(std::string("the ") + atom_name(p.atom) + " atom runs on the cuda target only");
   int64_t part_m = p.bm / p.worker_rows, part_n = p.bn / p.worker_cols;
   if (!(p.bm % p.worker_rows == 0 && p.bn % p.worker_cols == 0))
     bad_plan("tile " + tile() + " does not divide over the worker grid " +

@@ -13,9 +13,14 @@ enum class TargetKind { Sim, Cpu, Cuda };
 // The instruction that realizes mma. Fma: each worker updates its fragment part with
 // register-blocked scalar FMAs. MmaSync: a worker is a CUDA warp (32 lanes) and its
 // part is a grid of 16 x 8 mma.sync tiles (m16n8k16 for bf16/f16 operands, m16n8k8
-// tf32 for f32 operands), fp32 accumulation.
-enum class AtomKind { Fma, MmaSync };
+// tf32 for f32 operands), fp32 accumulation. Wgmma: a worker is a Hopper warpgroup
+// (128 lanes) and its part is a grid of 64 x N wgmma.mma_async tiles (bf16/f16
+// operands read from shared memory, N = the part's width, at most 256), fp32
+// accumulation; it needs sm_90.
+enum class AtomKind { Fma, MmaSync, Wgmma };
 const char* atom_name(AtomKind a);
+// Threads that run one worker together: 1 (fma), 32 (a warp), 128 (a warpgroup).
+int atom_lanes(AtomKind a);
 const char* target_name(TargetKind t);
 // Parses "sim" / "cpu" / "cuda"; an unknown name is a user error (InvalidArgument).
 TargetKind parse_target(const std::string& name);
@@ -29,7 +34,7 @@ struct Plan {
   int window = 1;                     // pipeline window (1 = single buffered)
   bool async_copy = false;            // copies issue / commit / wait (a copy engine)
   int64_t atom_m = 1, atom_n = 1;     // register block of the mma atom
-  AtomKind atom = AtomKind::Fma;      // MmaSync needs atom 16x8 and 32 lanes per worker
+  AtomKind atom = AtomKind::Fma;      // MmaSync: atom 16x8; Wgmma: atom 64x64
 
   auto operator<=>(const Plan&) const = default;  // a key for compiled-kernel caches
   std::string to_string() const;  // "64x64x32 w=4(2x2) batch=4 window=1 atom=1x1"

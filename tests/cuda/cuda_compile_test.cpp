@@ -8,6 +8,7 @@
 #ifdef TESSEL_WITH_CUDA
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <string>
 
 #include "compiler/compile.h"
@@ -57,6 +58,9 @@ TEST(CudaCompile, EveryDefaultGemmKernelCompilesForSm90WithoutSpills) {
       if (p == GemmPrecision::F32) {
         EXPECT_EQ(ptx.find("mma.sync"), std::string::npos) << what;
         EXPECT_NE(ptx.find("fma.rn.f32"), std::string::npos) << what;
+      } else if (plan.atom == AtomKind::Wgmma) {
+        EXPECT_NE(ptx.find("wgmma.mma_async.sync.aligned.m64n"), std::string::npos) << what;
+        EXPECT_EQ(kernel->info().nvrtc.arch, "sm_90a") << what;
       } else {
         EXPECT_NE(ptx.find(p == GemmPrecision::TF32 ? "mma.sync.aligned.m16n8k8.row.col.f32.tf32"
                                                     : "mma.sync.aligned.m16n8k16.row.col.f32"),
@@ -64,9 +68,40 @@ TEST(CudaCompile, EveryDefaultGemmKernelCompilesForSm90WithoutSpills) {
             << what;
       }
       if (plan.async_copy) EXPECT_NE(ptx.find("cp.async.wait_group"), std::string::npos) << what;
-      if (p == GemmPrecision::BF16 || p == GemmPrecision::F16)
+      if ((p == GemmPrecision::BF16 || p == GemmPrecision::F16) && plan.atom == AtomKind::MmaSync)
         EXPECT_NE(ptx.find("ldmatrix"), std::string::npos) << what;
     }
+  // The largest class of 16-bit GEMM is the wgmma one on sm_90.
+  EXPECT_EQ(default_gemm_plan(TargetKind::Cuda, 4096, 4096, 4096, GemmPrecision::BF16).atom, AtomKind::Wgmma);
+  EXPECT_EQ(default_gemm_plan(TargetKind::Cuda, 4096, 4096, 4096, GemmPrecision::BF16, "sm_80").atom,
+            AtomKind::MmaSync);
+}
+
+// wgmma plans: one to four warpgroups, parts of 64 or 128 rows by 64 or 128
+// columns, single-buffered sync copies and async windows; f16 as well as bf16.
+TEST(CudaCompile, WgmmaPlansCompileWithoutSpills) {
+  // Not here: a 64x256 part (128 accumulators beside one warpgroup's copies) spills
+  // at every window, and 4 warpgroups spill with single-buffered synchronous copies.
+  struct Tile {
+    int64_t bm, bn;
+    int warpgroups, min_window;
+  };
+  for (Tile t : {Tile{64, 64, 1, 1}, Tile{128, 128, 2, 1}, Tile{256, 128, 4, 2}, Tile{128, 64, 1, 1}})
+    for (int window : {1, 2, 4})
+      for (GemmPrecision p : {GemmPrecision::BF16, GemmPrecision::F16}) {
+        if (window < t.min_window) continue;
+        Plan plan = default_gemm_plan(TargetKind::Cuda, 4096, 4096, 4096, p);
+        plan.bm = t.bm, plan.bn = t.bn, plan.workers = t.warpgroups;
+        plan.worker_rows = t.warpgroups, plan.worker_cols = 1;
+        plan.window = window;
+        plan.async_copy = window > 1;
+        CompiledGroup g = compile_to_group(gemm_kernel(storage_dtype(p)), plan, CompileOptions{});
+        auto kernel = compile_cuda(g.program, "sm_90");
+        std::string what = std::string(precision_name(p)) + " " + plan.to_string();
+        expect_fits(kernel->info(), what);
+        EXPECT_NE(kernel->info().nvrtc.ptx.find(p == GemmPrecision::F16 ? ".f32.f16.f16" : ".f32.bf16.bf16"),
+                  std::string::npos) << what;
+      }
 }
 
 // Single-buffered, synchronous copies, and each window up to 4 stages async.
@@ -125,8 +160,41 @@ TEST(CudaCompileErrors, NvrtcFailureCarriesTheLogAndTheSource) {
   }
 }
 
+// Plans the wgmma atom cannot run are Plan errors that say why.
+TEST(CudaCompileErrors, WgmmaMisusesArePlanErrors) {
+  auto expect_plan_error = [](const std::function<void()>& f, const std::string& needle) {
+    try {
+      f();
+      ADD_FAILURE() << "no error; expected one mentioning '" << needle << "'";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::Plan) << e.what();
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  };
+  Plan wg = default_gemm_plan(TargetKind::Cuda, 4096, 4096, 4096, GemmPrecision::BF16);
+  ASSERT_EQ(wg.atom, AtomKind::Wgmma);
+  auto compile = [](const Plan& plan, DType t, const std::string& arch) {
+    CompiledGroup g = compile_to_group(gemm_kernel(t), plan, CompileOptions{});
+    compile_cuda(g.program, arch);
+  };
+  expect_plan_error([&] { compile(wg, DType::BF16, "sm_80"); }, "sm_90");
+  expect_plan_error([&] { compile(wg, DType::F32, "sm_90"); }, "bf16 or f16");
+  Plan narrow_k = wg;
+  narrow_k.bk = 32;
+  expect_plan_error([&] { compile(narrow_k, DType::BF16, "sm_90"); }, "bk = 64");
+  Plan wide = wg;
+  wide.bm = 64, wide.bn = 512, wide.workers = 1, wide.worker_rows = 1, wide.worker_cols = 1;
+  expect_plan_error([&] { compile(wide, DType::BF16, "sm_90"); }, "at most 256");
+  Plan cpu = wg;
+  cpu.target = TargetKind::Cpu;
+  expect_plan_error([&] { validate_plan(cpu); }, "cuda target only");
+  Plan atom = wg;
+  atom.atom_n = 32;
+  expect_plan_error([&] { validate_plan(atom); }, "64x64");
+}
+
 TEST(CudaCompileErrors, TooManyThreadsIsAPlanError) {
-  Plan plan = default_gemm_plan(TargetKind::Cuda, 4096, 4096, 4096, GemmPrecision::BF16);
+  Plan plan = default_gemm_plan(TargetKind::Cuda, 512, 512, 512, GemmPrecision::BF16);
   plan.workers = 64;  // 64 warps = 2048 threads
   plan.worker_rows = 8;
   plan.worker_cols = 8;

@@ -57,24 +57,37 @@ std::vector<char> stored(const std::vector<float>& v, GemmPrecision p) {
   return out;
 }
 
-// Runs one case on device pointers (the kernel sees the real leading dimensions)
-// and returns the relative error against the oracle; fails on padding damage.
-double run_case(const Case& c, uint64_t seed) {
+// One case's inputs (fresh random, rounded to the storage type; C NaN-poisoned when
+// beta == 0, padding columns holding a sentinel) and its FP64 oracle.
+struct Prepared {
+  std::vector<float> A, B, C;
+  std::vector<double> oracle;
+};
+
+Prepared prepare(const Case& c, uint64_t seed) {
   const int64_t lda = std::max<int64_t>(1, c.k + c.pad), ldb = c.n + c.pad, ldc = c.n + c.pad;
   std::mt19937_64 rng(seed);
-  std::vector<float> A(c.m * lda), B(c.k * ldb), C(c.m * ldc);
-  fill_random(A, rng);
-  fill_random(B, rng);
-  fill_random(C, rng);
-  for (float& x : A) x = round_to_storage(c.p, x);  // the oracle sees what the GPU sees
-  for (float& x : B) x = round_to_storage(c.p, x);
+  Prepared in;
+  in.A.resize(c.m * lda), in.B.resize(c.k * ldb), in.C.resize(c.m * ldc);
+  fill_random(in.A, rng);
+  fill_random(in.B, rng);
+  fill_random(in.C, rng);
+  for (float& x : in.A) x = round_to_storage(c.p, x);  // the oracle sees what the GPU sees
+  for (float& x : in.B) x = round_to_storage(c.p, x);
   for (int64_t r = 0; r < c.m; ++r)
     for (int64_t j = 0; j < ldc; ++j)
-      if (j >= c.n) C[r * ldc + j] = kSentinel;
-      else if (c.beta == 0) C[r * ldc + j] = NAN;
-  std::vector<double> oracle = gemm_oracle(c.m, c.n, c.k, c.alpha, A.data(), lda, B.data(), ldb, c.beta, C.data(), ldc);
+      if (j >= c.n) in.C[r * ldc + j] = kSentinel;
+      else if (c.beta == 0) in.C[r * ldc + j] = NAN;
+  in.oracle = gemm_oracle(c.m, c.n, c.k, c.alpha, in.A.data(), lda, in.B.data(), ldb, c.beta, in.C.data(), ldc);
+  return in;
+}
 
-  std::vector<char> a = stored(A, c.p), b = stored(B, c.p);
+// Runs one case on device pointers (the kernel sees the real leading dimensions)
+// with the given plan (null: the default) and returns C; fails on padding damage.
+std::vector<float> run_prepared(const Case& c, const Prepared& in, const Plan* plan) {
+  const int64_t lda = std::max<int64_t>(1, c.k + c.pad), ldb = c.n + c.pad, ldc = c.n + c.pad;
+  const std::vector<float>& C = in.C;
+  std::vector<char> a = stored(in.A, c.p), b = stored(in.B, c.p);
   DeviceBuffer da(std::max<size_t>(a.size(), 16)), db(std::max<size_t>(b.size(), 16)), dc(C.size() * 4);
   da.upload(a.data(), a.size());
   db.upload(b.data(), b.size());
@@ -83,6 +96,7 @@ double run_case(const Case& c, uint64_t seed) {
   o.target = TargetKind::Cuda;
   o.precision = c.p;
   o.device_pointers = true;
+  if (plan) o.plan = *plan;
   gemm(c.m, c.n, c.k, float(c.alpha), static_cast<const float*>(da.get()), lda, static_cast<const float*>(db.get()),
        ldb, float(c.beta), static_cast<float*>(dc.get()), ldc, o);
   cuda_synchronize();
@@ -92,7 +106,13 @@ double run_case(const Case& c, uint64_t seed) {
   for (int64_t r = 0; r < c.m; ++r)
     for (int64_t j = c.n; j < ldc; ++j) damaged += out[r * ldc + j] != kSentinel;
   EXPECT_EQ(damaged, 0) << name(c) << ": padding columns written";
-  return gemm_relative_error(c.m, c.n, out.data(), ldc, oracle);
+  return out;
+}
+
+double run_case(const Case& c, uint64_t seed) {
+  Prepared in = prepare(c, seed);
+  std::vector<float> out = run_prepared(c, in, nullptr);
+  return gemm_relative_error(c.m, c.n, out.data(), c.n + c.pad, in.oracle);
 }
 
 void check(const Case& c, uint64_t seed) {
@@ -121,6 +141,50 @@ TEST(CudaGemm, BetaAlphaAndMisalignedRows) {
     check({129, 257, 100, p, 1.0, 2.0, 8}, seed++);   // aligned padding: vector copies
     check({1, 1, 1, p, 1.0, 0.0, 0}, seed++);
     check({3, 5, 0, p, 1.0, 0.5, 0}, seed++);         // K = 0: C = beta * C
+  }
+}
+
+// The wgmma atom (sm_90) under every tile class and window: each plan's complete
+// output against one oracle per case, and every window bit for bit equal to
+// window 1 (pipelining must not reorder arithmetic). Odd leading dimensions take the
+// scalar copy path into the swizzled buffers; aligned ones the 16-byte paths.
+TEST(CudaGemm, WgmmaPlansEveryWindow) {
+  REQUIRE_GPU();
+  struct Tile {
+    int64_t bm, bn;
+    int warpgroups;
+  };
+  const Tile tiles[] = {{64, 64, 1}, {128, 128, 2}, {256, 128, 4}, {128, 64, 1}};
+  const Case cases[] = {{32, 32, 32, GemmPrecision::BF16, 1, 0, 0},      {128, 128, 128, GemmPrecision::F16, 1, 0, 0},
+                        {512, 512, 512, GemmPrecision::BF16, 1, 0, 0},   {1024, 1024, 1024, GemmPrecision::BF16, 1, 0, 0},
+                        {256, 1024, 128, GemmPrecision::F16, 1, 0, 0},   {1024, 128, 256, GemmPrecision::BF16, 1, 0, 0},
+                        {127, 193, 61, GemmPrecision::BF16, 1, 0, 0},    {513, 257, 129, GemmPrecision::F16, 1, 0, 0},
+                        {300, 200, 100, GemmPrecision::BF16, 0.75, 0.5, 3}, {200, 136, 72, GemmPrecision::F16, -1.5, 0, 8}};
+  uint64_t seed = 5000;
+  for (const Case& c : cases) {
+    Prepared in = prepare(c, seed++);
+    for (const Tile& t : tiles) {
+      std::vector<float> first;
+      for (int window : {1, 2, 3, 4}) {
+        Plan plan = default_gemm_plan(TargetKind::Cuda, 4096, 4096, 4096, c.p);
+        ASSERT_EQ(plan.atom, AtomKind::Wgmma);
+        plan.bm = t.bm, plan.bn = t.bn, plan.workers = t.warpgroups;
+        plan.window = window;
+        plan.async_copy = window > 2;
+        std::vector<float> out = run_prepared(c, in, &plan);
+        double err = gemm_relative_error(c.m, c.n, out.data(), c.n + c.pad, in.oracle);
+        double bound = precision_error_bound(c.p, c.k);
+        EXPECT_LE(err, bound) << name(c) << " " << plan.to_string();
+        if (window == 1) {
+          first = out;
+          std::printf("[gpu] wgmma %-44s %-40s rel_err %.3g (bound %.3g)\n", name(c).c_str(),
+                      plan.to_string().c_str(), err, bound);
+        } else {
+          EXPECT_EQ(std::memcmp(out.data(), first.data(), out.size() * 4), 0)
+              << name(c) << " " << plan.to_string() << ": bits differ from window 1";
+        }
+      }
+    }
   }
 }
 

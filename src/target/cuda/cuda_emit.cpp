@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <set>
 
 #include "tessel/error.h"
 
@@ -64,6 +65,12 @@ static __device__ __forceinline__ void tsl_mma_f16(float* c, const unsigned* a, 
                : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
                : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
+// wgmma shared-memory matrix descriptor, 128-byte swizzle: start address, leading
+// and stride byte offsets, each in 16-byte units (PTX ISA, "Matrix Descriptor").
+static __device__ __forceinline__ unsigned long long tsl_wgmma_desc(unsigned addr, unsigned lbo, unsigned sbo) {
+  return (unsigned long long)((addr & 0x3FFFF) >> 4) | ((unsigned long long)(lbo >> 4) << 16) |
+         ((unsigned long long)(sbo >> 4) << 32) | (1ull << 62);
+}
 static __device__ __forceinline__ void tsl_mma_tf32(float* c, const unsigned* a, const unsigned* b) {
   asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
                : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
@@ -116,11 +123,14 @@ class Emitter {
     layout_shared();
     depth_ = 1;
     emit_ops(p_.body);
+    settle_wgmma();
 
     CudaSource out;
     out.threads = threads_;
-    out.shared_bytes = shared_bytes_;
+    out.shared_bytes = shared_bytes_ + (swizzled_any_ ? 1024 : 0);  // room to align the base
+    out.sm90a = p_.atom == AtomKind::Wgmma;
     std::string s = kPrelude;
+    for (int64_t n : wgmma_widths_) s += wgmma_helper(n);
     // Two blocks per multiprocessor (at most 128 registers a thread at 256 threads)
     // where fragments are small enough not to spill there: one block's barrier
     // stalls hide behind the other's math. 64-register accumulators need the room.
@@ -139,7 +149,13 @@ class Emitter {
       param(std::string(in ? "const " : "") + ctype(p_.tensors[i].dtype) + "* __restrict__ t" + num(i));
     }
     s += params + ") {\n";
-    s += "  extern __shared__ __align__(128) unsigned char smem[];\n";
+    if (swizzled_any_) {
+      // Swizzled operands repeat every 1024 bytes of shared address: align the base.
+      s += "  extern __shared__ __align__(1024) unsigned char smem_raw[];\n";
+      s += "  unsigned char* const smem = smem_raw + ((1024 - (tsl_smem(smem_raw) & 1023)) & 1023);\n";
+    } else {
+      s += "  extern __shared__ __align__(128) unsigned char smem[];\n";
+    }
     s += "  const int tid = threadIdx.x, worker = tid / " + num(p_.lanes) + ", lane = tid % " +
          num(p_.lanes) + ";\n";
     s += "  (void)worker; (void)lane;\n";
@@ -167,10 +183,11 @@ class Emitter {
  private:
   void check_program() {
     if (p_.workers < 1) user_error(ErrorKind::Verify, "program needs at least one worker");
-    if (p_.lanes != 1 && p_.lanes != 32)
-      user_error(ErrorKind::Unsupported, "cuda target: " + num(p_.lanes) + " lanes per worker (1 or 32)");
-    if (p_.atom == AtomKind::MmaSync && p_.lanes != 32)
-      user_error(ErrorKind::Unsupported, "cuda target: the mma.sync atom needs 32 lanes per worker");
+    if (p_.lanes != 1 && p_.lanes != 32 && p_.lanes != 128)
+      user_error(ErrorKind::Unsupported, "cuda target: " + num(p_.lanes) + " lanes per worker (1, 32 or 128)");
+    if (p_.lanes != atom_lanes(p_.atom))
+      user_error(ErrorKind::Unsupported, std::string("cuda target: the ") + atom_name(p_.atom) + " atom needs " +
+                                             num(atom_lanes(p_.atom)) + " lanes per worker, not " + num(p_.lanes));
     if (p_.grid.size() > 3)
       user_error(ErrorKind::Unsupported, "cuda target: a grid of " + num(p_.grid.size()) +
                                              " dimensions (at most 3)");
@@ -187,7 +204,67 @@ class Emitter {
       if (p_.lanes == 32 && (pr % 16 || pc % 8))
         user_error(ErrorKind::Plan, "fragment " + b.name + ": a warp's part " + num(pr) + "x" + num(pc) +
                                         " is not a grid of 16x8 mma tiles");
+      if (p_.lanes == 128 && (pr % 64 || pc % 64 || pc > 256))
+        user_error(ErrorKind::Plan, "fragment " + b.name + ": a warpgroup's part " + num(pr) + "x" + num(pc) +
+                                        " is not a column of 64xN wgmma tiles (N a multiple of 64, at most 256)");
     }
+    if (p_.atom == AtomKind::Wgmma) mark_wgmma_operands(p_.body);
+  }
+
+  // wgmma reads its operands from shared memory in the 128-byte-swizzled layouts
+  // (PTX ISA, "Shared Memory Matrix Layout"): A (m x k) K-major, each row 128 bytes
+  // (k = 64 16-bit elements); B (k x n) MN-major, in panels of 64 columns, each
+  // panel k rows of 128 bytes. Within every 8 rows of 128 bytes, 16-byte chunk c of
+  // row r sits at chunk c ^ (r % 8). That is GroupIR's RowMajor A and ColPanels(64)
+  // B with the chunk index permuted, so only the physical address changes.
+  void mark_wgmma_operands(const std::vector<GroupOp>& ops) {
+    for (const GroupOp& op : ops) {
+      for (const auto& body : op.bodies) mark_wgmma_operands(body);
+      if (op.kind != GroupOpKind::Mma) continue;
+      const Buffer& A = p_.buffer(op.a.buffer);
+      const Buffer& B = p_.buffer(op.b.buffer);
+      auto bad = [&](const std::string& why) {
+        user_error(ErrorKind::Plan, "mma #" + num(op.id) + " (wgmma atom): " + why);
+      };
+      if (A.space != Space::Shared || B.space != Space::Shared) bad("operands must be in shared memory");
+      if (A.dtype == DType::F32 || A.dtype != B.dtype)
+        bad(std::string("operands are ") + dtype_name(A.dtype) + " and " + dtype_name(B.dtype) +
+            "; wgmma takes bf16 or f16 (plan the mma.sync atom for tf32)");
+      if (A.layout != Layout::RowMajor || A.cols * 2 != 128)
+        bad("A must be staged row-major with rows of 64 elements (plan bk = 64), got " + num(A.rows) + "x" +
+            num(A.cols));
+      if (B.layout != Layout::ColPanels || B.panel != 64)
+        bad("B must be staged in panels of 64 columns (plan atom 64x64)");
+      if (op.k % 16 || !const_multiple(op.a.col, 16) || !const_multiple(op.b.row, 16))
+        bad("k window must start and end on multiples of 16");
+      if (!const_multiple(op.a.row, 64) || !const_multiple(op.b.col, 64))
+        bad("the m and n windows must start on multiples of 64");
+      swizzled_.resize(p_.buffers.size(), false);
+      swizzled_[A.id] = swizzled_[B.id] = true;
+      swizzled_any_ = true;
+      wgmma_dtype_ = A.dtype;
+      wgmma_widths_.insert(op.n / p_.worker_cols);
+    }
+  }
+
+  bool swizzled(const Buffer& b) const { return b.id < (int)swizzled_.size() && swizzled_[b.id]; }
+
+  // Device function for one m64nNk16 wgmma with fp32 accumulators d[0 .. N/2):
+  // D += A * B (scale-d true), A K-major, B MN-major (imm-trans-b = 1).
+  std::string wgmma_helper(int64_t n) const {
+    const std::string t = wgmma_dtype_ == DType::F16 ? "f16" : "bf16";
+    const int64_t regs = n / 2;
+    std::string list, outs;
+    for (int64_t i = 0; i < regs; ++i) {
+      list += (i ? ", %" : "%") + num(i);
+      outs += (i ? ", " : "") + std::string("\"+f\"(d[") + num(i) + "])";
+    }
+    return "static __device__ __forceinline__ void tsl_wgmma_" + t + "_n" + num(n) +
+           "(float* d, unsigned long long a, unsigned long long b) {\n"
+           "  asm volatile(\"{\\n.reg .pred p;\\nsetp.ne.b32 p, %" + num(regs + 2) + ", 0;\\n"
+           "wgmma.mma_async.sync.aligned.m64n" + num(n) + "k16.f32." + t + "." + t + " {" + list + "}, %" +
+           num(regs) + ", %" + num(regs + 1) + ", p, 1, 1, 0, 1;\\n}\\n\"\n"
+           "    : " + outs + "\n    : \"l\"(a), \"l\"(b), \"r\"(1) : \"memory\");\n}\n";
   }
 
   // Physical line (row or panel) length in elements, padded to an odd number of
@@ -206,6 +283,16 @@ class Emitter {
     for (const Buffer& b : p_.buffers) {
       if (b.space != Space::Shared) continue;
       int64_t lines = 0, line = 0;
+      if (swizzled(b)) {  // 128-byte lines, unpadded: the swizzle spreads the banks
+        lines = b.layout == Layout::RowMajor ? b.rows : b.cols / b.panel;
+        line = b.layout == Layout::RowMajor ? b.cols : b.rows * b.panel;
+        at = round_up(at, 1024);
+        line_[b.id] = line;
+        slot_[b.id] = round_up(lines * line * dtype_bytes(b.dtype), 1024);
+        offset_[b.id] = at;
+        at += slot_[b.id] * std::max(1, b.versions);
+        continue;
+      }
       switch (b.layout) {
         case Layout::RowMajor: lines = b.rows; line = padded_line(b.cols, b.dtype); break;
         case Layout::ColPanels:
@@ -249,6 +336,13 @@ class Emitter {
     if (b.space == Space::Global)
       return "(int64_t)(" + r + ") * " + sym(p_.tensors.at(b.tensor).ld) + " + (" + c + ")";
     std::string R = "(int)(" + r + ")", C = "(int)(" + c + ")", P = num(b.panel), L = num(line_[b.id]);
+    if (swizzled(b)) {
+      // Element x of a 128-byte row r (64 16-bit elements): chunk x/8 moves to
+      // (x/8) ^ (r%8). RowMajor: rows of 64; ColPanels(64): panels of rows x 64.
+      std::string row = b.layout == Layout::RowMajor ? R + " * 64" : "(" + C + " / 64) * " + L + " + " + R + " * 64";
+      std::string x = b.layout == Layout::RowMajor ? C : "(" + C + " % 64)";
+      return row + " + ((((" + x + ") >> 3) ^ (" + R + " & 7)) << 3) + ((" + x + ") & 7)";
+    }
     switch (b.layout) {
       case Layout::RowMajor: return R + " * " + L + " + " + C;
       case Layout::ColPanels: return "(" + C + " / " + P + ") * " + L + " + " + R + " * " + P + " + " + C + " % " + P;
@@ -264,6 +358,7 @@ class Emitter {
   // Are `v` consecutive columns starting at a multiple of v contiguous in memory?
   bool columns_contiguous(const Buffer& b, int64_t v) const {
     if (b.space == Space::Global) return true;  // row-major; alignment checked at run time
+    if (swizzled(b)) return 8 % v == 0;         // 16-byte chunks stay whole
     if (b.layout == Layout::RowMajor) return line_[b.id] % v == 0;
     if (b.layout == Layout::ColPanels) return b.panel % v == 0 && line_[b.id] % v == 0;
     return false;
@@ -330,6 +425,10 @@ class Emitter {
 
   void emit_ops(const std::vector<GroupOp>& ops) {
     for (size_t i = 0; i < ops.size();) {
+      GroupOpKind k = ops[i].kind;
+      if (k != GroupOpKind::Mma && k != GroupOpKind::AsyncCommit && k != GroupOpKind::AsyncWait &&
+          k != GroupOpKind::For)
+        settle_wgmma();
       if (!per_register(ops[i])) {
         emit_op(ops[i++]);
         continue;
@@ -460,7 +559,12 @@ class Emitter {
         line("asm volatile(\"cp.async.wait_group " + num(op.pending) + ";\\n\" ::);  // #" + num(op.id));
         return;
       case GroupOpKind::Fence:
-      case GroupOpKind::Barrier: line("__syncthreads();  // " + std::string(group_op_name(op.kind)) + " #" + num(op.id)); return;
+      case GroupOpKind::Barrier:
+        // wgmma reads shared memory through the async proxy: make this thread's
+        // generic-proxy writes (stores, cp.async) visible to it before the barrier.
+        if (p_.atom == AtomKind::Wgmma) line("asm volatile(\"fence.proxy.async.shared::cta;\\n\" ::: \"memory\");");
+        line("__syncthreads();  // " + std::string(group_op_name(op.kind)) + " #" + num(op.id));
+        return;
       case GroupOpKind::FragFill: {
         const Buffer& f = frag(op.frag, op);
         line("// frag.fill #" + num(op.id));
@@ -475,12 +579,18 @@ class Emitter {
       case GroupOpKind::Call:
         user_error(ErrorKind::Unsupported, "cuda target: op #" + num(op.id) + " calls '" + op.callee +
                                                "', and opaque calls are not supported");
-      case GroupOpKind::For:
+      case GroupOpKind::For: {
+        // A wgmma of the previous trip may still run at the top of the body and
+        // after the loop.
+        bool mma = p_.atom == AtomKind::Wgmma && contains_mma(op.bodies.at(0));
         open("for (int64_t " + sym(op.iv) + " = " + ex(op.lo) + "; " + sym(op.iv) + " < " + ex(op.hi) +
              "; ++" + sym(op.iv) + ")");
+        wgmma_pending_ |= mma;
         emit_ops(op.bodies.at(0));
         close();
+        wgmma_pending_ |= mma;
         return;
+      }
       case GroupOpKind::If:
         open("if (" + cond(op.cond) + ")");
         emit_ops(op.bodies.at(0));
@@ -518,6 +628,13 @@ class Emitter {
   std::pair<std::string, std::string> reg_rc(const Buffer& f, const std::string& i) const {
     int64_t pc = f.cols / p_.worker_cols;
     if (p_.lanes == 1) return {"(" + i + " / " + num(pc) + ")", "(" + i + " % " + num(pc) + ")"};
+    if (p_.lanes == 128) {
+      // wgmma accumulator: m tile t = i / (pc/2) of 64 rows; warp w = lane/32 holds
+      // its rows 16w..16w+15 in the mma.sync m16n8 layout, n tile j/4 for j = i % (pc/2).
+      std::string h = num(pc / 2), j = "(" + i + " % " + h + ")";
+      return {"((" + i + " / " + h + ") * 64 + (lane / 32) * 16 + (lane % 32) / 4 + (" + j + " / 2 % 2) * 8)",
+              "((" + j + " / 4) * 8 + (lane % 4) * 2 + " + j + " % 2)"};
+    }
     // mma.sync accumulator: tile t = i / 4 of a (pr/16) x (pc/8) grid; within it,
     // q = i % 4 sits at row lane/4 + 8*(q/2), column 2*(lane%4) + q%2.
     std::string nt = num(pc / 8);
@@ -634,7 +751,9 @@ class Emitter {
     // Fast path: the whole window lies inside the source (and destination) bounds,
     // so no chunk needs a guard; each thread's chunks are one row stride apart.
     std::string inside = window_inside(op);
-    bool fast = threads_ % chunks_per_row == 0 && !inside.empty();
+    bool fast = threads_ % chunks_per_row == 0 && !inside.empty() &&
+                !row_step(p_.buffer(op.src.buffer), threads_ / chunks_per_row).empty() &&
+                !row_step(p_.buffer(op.dst.buffer), threads_ / chunks_per_row).empty();
     if (fast) {
       open("if (" + inside + ")");
       emit_strided_chunks(op, v);
@@ -660,6 +779,7 @@ class Emitter {
   // layout as long as c stays put (the caller keeps it fixed).
   std::string row_step(const Buffer& b, int64_t dr) const {
     if (b.space == Space::Global) return "(int64_t)" + num(dr) + " * " + sym(p_.tensors.at(b.tensor).ld);
+    if (swizzled(b)) return dr % 8 == 0 ? num(dr * 64) : "";  // the chunk permutation repeats every 8 rows
     switch (b.layout) {
       case Layout::RowMajor: return num(dr * line_[b.id]);
       case Layout::ColPanels: return num(dr * b.panel);
@@ -712,8 +832,10 @@ class Emitter {
         open("if (!(" + row_in + ") || " + col_none + " || " + col_full + ")");
         line("const bool in = (" + row_in + ") && !(" + col_none + ");");
         // Nothing is read when the chunk lies outside: point at the tensor's base.
-        line("tsl_cp_async16(" + dst_ptr + ", in ? (const void*)" + src_ptr + " : (const void*)" +
-             base(op.src) + ", in ? 16 : 0);");
+        // Nothing is written outside the destination bound (a copy past the end).
+        std::string issue = "tsl_cp_async16(" + dst_ptr + ", in ? (const void*)" + src_ptr + " : (const void*)" +
+                            base(op.src) + ", in ? 16 : 0);";
+        line(dguard.empty() ? issue : "if (" + dguard + ") " + issue);
         --depth_;
         open("} else");
         partial();
@@ -895,6 +1017,7 @@ class Emitter {
     line("const int bc = (int)(" + ex(op.b.col) + ") + wc * " + num(pc) + ";");
     line("const int ak = (int)(" + ex(op.a.col) + "), bk = (int)(" + ex(op.b.row) + ");");
     if (p_.atom == AtomKind::Fma) emit_fma_mma(op, acc, A, B, pr, pc);
+    else if (p_.atom == AtomKind::Wgmma) emit_wgmma(op, acc, A, B, pr, pc);
     else emit_sync_mma(op, acc, A, B, pr, pc);
     close();
   }
@@ -1018,7 +1141,54 @@ class Emitter {
     close();
   }
 
+  // Each warpgroup: pr/64 wgmma tiles of 64 x pc per 16 of k, operands straight from
+  // the swizzled shared buffers (descriptors; see mark_wgmma_operands). The
+  // accumulators are fenced before the first wgmma and waited for at the end, so
+  // the op is synchronous to everything around it.
+  void emit_wgmma(const GroupOp& op, const Buffer& acc, const Buffer& A, const Buffer& B, int64_t pr, int64_t pc) {
+    const std::string t = A.dtype == DType::F16 ? "f16" : "bf16", f = "f" + num(acc.id);
+    // A: rows 64 apart are 64 * 128 bytes apart; k steps of 16 move 32 bytes along
+    // the swizzled row. B: k steps of 16 rows move 16 * 128 bytes; panels are
+    // rows * 128 bytes apart (LBO), 8-row groups 1024 bytes (SBO).
+    line("const unsigned sa = tsl_smem(&" + base(op.a) + "[" + index(A, "ar", "0") + "]) + ak * 2;");
+    line("const unsigned sb = tsl_smem(&" + base(op.b) + "[" + index(B, "bk", "bc") + "]);");
+    line("asm volatile(\"wgmma.fence.sync.aligned;\\n\" ::: \"memory\");");
+    line("#pragma unroll");
+    open("for (int kk = 0; kk < " + num(op.k / 16) + "; ++kk)");
+    line("const unsigned long long db = tsl_wgmma_desc(sb + kk * 2048, " + num(B.rows * 128) + ", 1024);");
+    line("#pragma unroll");
+    line("for (int m = 0; m < " + num(pr / 64) + "; ++m) tsl_wgmma_" + t + "_n" + num(pc) + "(&" + f + "[m * " +
+         num(pc / 2) + "], tsl_wgmma_desc(sa + m * 8192 + kk * 32, 16, 1024), db);");
+    close();
+    line("asm volatile(\"wgmma.commit_group.sync.aligned;\\n\" ::: \"memory\");");
+    wgmma_pending_ = true;  // waited for by settle_wgmma before the next op that needs it
+  }
+
+  static bool contains_mma(const std::vector<GroupOp>& ops) {
+    for (const GroupOp& op : ops) {
+      if (op.kind == GroupOpKind::Mma) return true;
+      for (const auto& body : op.bodies)
+        if (contains_mma(body)) return true;
+    }
+    return false;
+  }
+
+  // A wgmma runs on after it is issued. It must be complete before anything reads
+  // or writes its accumulators or overwrites its operands: before any op but
+  // another mma or an async commit/wait, in particular before the next fence (the
+  // point after which another worker may refill the version it reads).
+  void settle_wgmma() {
+    if (!wgmma_pending_) return;
+    line("asm volatile(\"wgmma.wait_group.sync.aligned 0;\\n\" ::: \"memory\");");
+    wgmma_pending_ = false;
+  }
+
   const GroupProgram& p_;
+  std::vector<bool> swizzled_;  // shared buffers in the wgmma operand layout
+  bool swizzled_any_ = false;
+  bool wgmma_pending_ = false;  // a wgmma may be running at this point of the emitted code
+  DType wgmma_dtype_ = DType::BF16;
+  std::set<int64_t> wgmma_widths_;
   std::vector<int64_t> offset_, slot_, line_;
   int64_t shared_bytes_ = 0;
   int threads_ = 0;
@@ -1029,6 +1199,13 @@ class Emitter {
 }  // namespace
 
 CudaSource emit_cuda(const GroupProgram& program) { return Emitter(program).run(); }
+
+std::string cuda_compile_arch(const CudaSource& source, const std::string& arch) {
+  if (!source.sm90a) return arch;
+  if (arch == "sm_90" || arch == "sm_90a") return "sm_90a";
+  user_error(ErrorKind::Plan, "the wgmma atom needs sm_90 (compiled for sm_90a); the target is " + arch +
+                                  " (plan the mma.sync atom)");
+}
 
 CudaGrid cuda_grid(const GroupProgram& program, const SymbolLookup& lookup) {
   CudaGrid g;

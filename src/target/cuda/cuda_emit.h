@@ -34,9 +34,14 @@ struct CudaSource {
   std::string entry = "tessel_kernel";
   int threads = 0;           // per block: workers * lanes
   int64_t shared_bytes = 0;  // dynamic shared memory per block
+  bool sm90a = false;        // uses sm_90a-only instructions (wgmma): compile for sm_90a
 };
 
 CudaSource emit_cuda(const GroupProgram& program);
+
+// The architecture to compile `source` for, given the device's ("sm_90"): sm_90a
+// when the source uses wgmma; a wgmma source for any other device is a Plan error.
+std::string cuda_compile_arch(const CudaSource& source, const std::string& arch);
 
 // Blocks per grid dimension (x, y, z) for one launch; sizes come from `lookup`.
 struct CudaGrid {

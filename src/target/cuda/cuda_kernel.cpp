@@ -178,6 +178,7 @@ std::shared_ptr<const CudaKernel> compile_cuda(const GroupProgram& program, cons
   std::string arch = arch_in.empty() ? default_cuda_arch() : arch_in;
   CudaCompileInfo info;
   info.source = emit_cuda(program);
+  arch = cuda_compile_arch(info.source, arch);  // sm_90a for wgmma
   std::string stamp = cuda_cache_stamp(arch);
   std::string key = hex64(fnv1a64(info.source.code + "\n--\n" + stamp));
   {
