@@ -146,15 +146,17 @@ class Pipeliner {
       wait.pending = w >= 2 ? w - 2 : 0;
       next.push_back(wait);
       next.push_back(make(GroupOpKind::Fence));
+      // The fence after the wait also orders this iteration's copies after the
+      // previous iteration's consumers, so a trailing fence would be redundant.
+      while (w >= 2 && !consumers.empty() && consumers.back().kind == GroupOpKind::Fence)
+        consumers.pop_back();
+      for (GroupOp& c : consumers) next.push_back(std::move(c));
       if (w >= 2) {
-        // The fence after the wait also orders this iteration's copies after the
-        // previous iteration's consumers, so a trailing fence would be redundant.
-        while (!consumers.empty() && consumers.back().kind == GroupOpKind::Fence)
-          consumers.pop_back();
+        // Issued after the consumers: they fill the version the previous iteration
+        // read, so a consumer that runs asynchronously (wgmma) works while they issue.
         for (const GroupOp& c : copies) next.push_back(shifted_copy(c, loop, ahead, slot(w - 1), true));
         next.push_back(make(GroupOpKind::AsyncCommit));
       }
-      for (GroupOp& c : consumers) next.push_back(std::move(c));
       // W = 1: the next iteration's copy overwrites what the consumers read.
       if (w == 1 && next.back().kind != GroupOpKind::Fence) next.push_back(make(GroupOpKind::Fence));
     }
