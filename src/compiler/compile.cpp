@@ -54,6 +54,7 @@ CompiledGroup compile_to_group(const TileKernel& kernel, const Plan& plan,
     PipelineOptions po;
     po.window = plan.window;
     po.async = plan.async_copy;
+    po.async_consumers = plan.atom == AtomKind::Wgmma;
     out.pipeline = pipeline_loops(out.program, po);
     if (options.keep_stages) keep("pipeline", print_group_program(out.program));
     out.unplanned = out.program;

@@ -150,13 +150,17 @@ class Pipeliner {
       // previous iteration's consumers, so a trailing fence would be redundant.
       while (w >= 2 && !consumers.empty() && consumers.back().kind == GroupOpKind::Fence)
         consumers.pop_back();
-      for (GroupOp& c : consumers) next.push_back(std::move(c));
+      // Asynchronous consumers first: the copies fill the version the previous
+      // iteration read, and issue while the consumers run.
+      const bool consumers_first = o_.async_consumers;
+      if (consumers_first)
+        for (GroupOp& c : consumers) next.push_back(std::move(c));
       if (w >= 2) {
-        // Issued after the consumers: they fill the version the previous iteration
-        // read, so a consumer that runs asynchronously (wgmma) works while they issue.
         for (const GroupOp& c : copies) next.push_back(shifted_copy(c, loop, ahead, slot(w - 1), true));
         next.push_back(make(GroupOpKind::AsyncCommit));
       }
+      if (!consumers_first)
+        for (GroupOp& c : consumers) next.push_back(std::move(c));
       // W = 1: the next iteration's copy overwrites what the consumers read.
       if (w == 1 && next.back().kind != GroupOpKind::Fence) next.push_back(make(GroupOpKind::Fence));
     }

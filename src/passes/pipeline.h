@@ -14,7 +14,10 @@
 //     consumers touch different versions);
 //   - async copies, body: wait until iteration k's copies landed (W - 2 groups may
 //     stay in flight); fence; issue copy(k + W - 1); commit; consumers(k)
-//     and after the loop a wait for everything, so nothing lands later.
+//     and after the loop a wait for everything, so nothing lands later. When the
+//     consumers themselves run asynchronously (wgmma: issued, then waited for
+//     before the next fence), they come first and the copies after them, so the
+//     copies issue while the consumers run; W >= 3 keeps W - 2 tiles of lead.
 //   - W = 1 with sync copies changes nothing.
 // Copies past the end of the loop (short loops, the last W - 1 iterations) are
 // issued anyway, into a version no consumer reads, with a destination row bound
@@ -33,6 +36,7 @@ namespace tessel {
 struct PipelineOptions {
   int window = 1;      // --window W
   bool async = false;  // --copy async
+  bool async_consumers = false;  // the atom runs asynchronously (wgmma): issue copies after it
 };
 
 struct PipelineStats {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "compiler/compile.h"
+#include "ir/group_text.h"
 #include "ops/gemm.h"
 #include "ops/gemm_kernel.h"
 #include "ops/gemm_precision.h"
@@ -42,6 +43,12 @@ TEST(WgmmaProgram, EveryWindowRunsRaceFreeOnSim) {
       plan.async_copy = window > 2;
       CompiledGroup g = compile_to_group(gemm_kernel(DType::BF16), plan, CompileOptions{});
       ASSERT_EQ(g.program.lanes, 128);
+      if (window >= 2 && plan.async_copy) {
+        // The asynchronous wgmma comes before the copies it overlaps (pipeline pass).
+        std::string text = print_group_program(g.program);
+        size_t mma = text.find("mma #"), copy = text.find("copy #", text.find("pipelined {"));
+        EXPECT_LT(mma, copy) << text;
+      }
       std::vector<float> c = c0;
       LaunchArgs args;
       args.sizes = {{"M", m}, {"N", n}, {"K", k}, {"lda", k}, {"ldb", n}, {"ldc", n}};
