@@ -15,6 +15,8 @@
 #include "ops/gemm.h"
 #include "ops/gemm_kernel.h"
 #include "target/cuda/cuda_driver.h"
+#include "target/cuda/cuda_emit.h"
+#include "target/cuda/nvrtc_compile.h"
 #include "target/cuda/cuda_kernel.h"
 #include "tessel/error.h"
 
@@ -112,11 +114,39 @@ TEST(CudaCompile, PipelineVariantsCompile) {
         Plan plan = default_gemm_plan(TargetKind::Cuda, 4096, 4096, 4096, p);
         plan.window = window;
         plan.async_copy = async;
+        // The default wgmma tile (4 warpgroups, 128 accumulator registers each at
+        // 512 threads) spills single-buffered; it is planned with 4 stages.
+        if (plan.atom == AtomKind::Wgmma && window == 1) plan.bm = 128, plan.workers = plan.worker_rows = 2;
         auto kernel = compile_plan(plan, p);
         std::string what = std::string(precision_name(p)) + " " + plan.to_string() + (async ? " async" : " sync");
         expect_fits(kernel->info(), what);
         EXPECT_EQ(kernel->info().nvrtc.ptx.find("cp.async.cg") != std::string::npos, async) << what;
       }
+}
+
+// When NVRTC's log lacks ptxas's report, the register count and the stack frame
+// come from the cubin itself; spills count as zero only with no stack frame.
+TEST(CudaCompile, ResourcesFromTheCubinWhenTheLogLacksTheReport) {
+  Plan spilling = default_gemm_plan(TargetKind::Cuda, 4096, 4096, 4096, GemmPrecision::BF16);
+  spilling.bm = 64, spilling.bn = 256, spilling.workers = 1, spilling.worker_rows = spilling.worker_cols = 1;
+  spilling.window = 2;
+  for (const Plan& plan : {default_gemm_plan(TargetKind::Cuda, 512, 512, 512, GemmPrecision::BF16), spilling}) {
+    CompiledGroup g = compile_to_group(gemm_kernel(DType::BF16), plan, CompileOptions{});
+    CudaSource src = emit_cuda(g.program);
+    NvrtcOutput o = nvrtc_compile(src.code, cuda_compile_arch(src, "sm_90"));
+    ASSERT_GT(o.registers, 0) << o.log;
+    NvrtcOutput bare = o;
+    bare.log = "(no ptxas report)";
+    read_ptxas_report(&bare);
+    EXPECT_EQ(bare.registers, o.registers) << plan.to_string();
+    EXPECT_EQ(bare.stack_bytes, o.stack_bytes) << plan.to_string();
+    if (o.spill_stores == 0 && o.stack_bytes == 0) {
+      EXPECT_EQ(bare.spill_stores, 0);
+    } else {
+      EXPECT_GT(o.stack_bytes, 0) << plan.to_string();  // the spilling plan does spill
+      EXPECT_EQ(bare.spill_stores, -1) << plan.to_string();
+    }
+  }
 }
 
 TEST(CudaCompile, ExplainShowsSourceAndPtxWithoutGpu) {

@@ -3,6 +3,8 @@
 #include <nvrtc.h>
 
 #include <chrono>
+#include <cstdint>
+#include <cstring>
 #include <regex>
 
 #include "runtime/kernel_cache.h"
@@ -26,6 +28,54 @@ int report_number(const std::string& log, const char* pattern) {
   return -1;
 }
 
+template <class T>
+bool read_at(const std::string& b, uint64_t at, T* v) {
+  if (at > b.size() || b.size() - at < sizeof(T)) return false;
+  std::memcpy(v, b.data() + at, sizeof(T));
+  return true;
+}
+
+// The cubin's own record of a kernel attribute: ELF sections named .nv.info*
+// hold (format, attribute) pairs; format 4 carries a 16-bit size and a payload,
+// which for per-function attributes is (function index, value). Returns -1 when
+// absent or when the ELF is not as expected.
+int64_t cubin_attribute(const std::string& elf, uint8_t attribute) {
+  uint64_t shoff = 0;
+  uint16_t shentsize = 0, shnum = 0, shstrndx = 0;
+  if (elf.size() < 64 || elf.compare(0, 4, "\x7f" "ELF") != 0 || elf[4] != 2) return -1;
+  if (!read_at(elf, 0x28, &shoff) || !read_at(elf, 0x3A, &shentsize) || !read_at(elf, 0x3C, &shnum) ||
+      !read_at(elf, 0x3E, &shstrndx) || shentsize < 0x28 || shstrndx >= shnum)
+    return -1;
+  auto section = [&](uint16_t i, uint32_t* name, uint64_t* offset, uint64_t* size) {
+    uint64_t h = shoff + uint64_t{i} * shentsize;
+    return read_at(elf, h, name) && read_at(elf, h + 0x18, offset) && read_at(elf, h + 0x20, size) &&
+           *offset <= elf.size() && *size <= elf.size() - *offset;
+  };
+  uint32_t strname = 0;
+  uint64_t stroff = 0, strsize = 0;
+  if (!section(shstrndx, &strname, &stroff, &strsize)) return -1;
+  for (uint16_t i = 0; i < shnum; ++i) {
+    uint32_t name = 0;
+    uint64_t off = 0, size = 0;
+    if (!section(i, &name, &off, &size) || name >= strsize) continue;
+    if (elf.compare(stroff + name, 8, ".nv.info") != 0) continue;
+    for (uint64_t at = off; at + 2 <= off + size;) {
+      uint8_t format = static_cast<uint8_t>(elf[at]), attr = static_cast<uint8_t>(elf[at + 1]);
+      at += 2;
+      if (format == 1) continue;                  // no value
+      if (format == 2) { at += 1; continue; }     // one byte
+      if (format == 3) { at += 2; continue; }     // two bytes
+      if (format != 4) break;                     // unknown: stop reading this section
+      uint16_t len = 0;
+      uint32_t value = 0;
+      if (!read_at(elf, at, &len)) break;
+      if (attr == attribute && len == 8 && read_at(elf, at + 6, &value)) return value;
+      at += 2 + len;
+    }
+  }
+  return -1;
+}
+
 }  // namespace
 
 void read_ptxas_report(NvrtcOutput* out) {
@@ -33,6 +83,15 @@ void read_ptxas_report(NvrtcOutput* out) {
   out->spill_stores = report_number(out->log, R"((\d+) bytes spill stores)");
   out->spill_loads = report_number(out->log, R"((\d+) bytes spill loads)");
   out->stack_bytes = report_number(out->log, R"((\d+) bytes stack frame)");
+  // On the GPU machine NVRTC's log sometimes lacks ptxas's report (seen with CUDA
+  // 13.0 there, never here). The cubin records the register count and the frame
+  // size; a kernel with no stack frame has nothing spilled.
+  if (out->registers < 0) {
+    constexpr uint8_t kRegCount = 0x2f, kFrameSize = 0x11;
+    out->registers = static_cast<int>(cubin_attribute(out->cubin, kRegCount));
+    out->stack_bytes = static_cast<int>(cubin_attribute(out->cubin, kFrameSize));
+    out->spill_stores = out->spill_loads = out->stack_bytes == 0 ? 0 : -1;
+  }
 }
 
 std::string nvrtc_version() {
