@@ -31,6 +31,7 @@ const char* group_op_name(GroupOpKind k) {
     case GroupOpKind::FragLoad: return "frag.load";
     case GroupOpKind::FragStore: return "frag.store";
     case GroupOpKind::Mma: return "mma";
+    case GroupOpKind::MmaWait: return "mma.wait";
     case GroupOpKind::Elementwise: return "ew";
     case GroupOpKind::Fence: return "fence";
     case GroupOpKind::Barrier: return "barrier";

@@ -57,6 +57,7 @@ enum class GroupOpKind {
   FragLoad,     // each worker: its part of frag = src window (guarded: outside -> 0)
   FragStore,    // each worker: dst window = its part of frag (guarded: outside skipped)
   Mma,          // each worker: its part of acc += a (m x k) * b (k x n)
+  MmaWait,      // waits until at most `pending` of this worker's async mmas are in flight
   Elementwise,  // dst frag = op(operands), element by element
   Fence,        // compiler-owned group barrier
   Barrier,      // native group barrier written by the user: never removed
@@ -89,8 +90,12 @@ struct GroupOp {
   Expr src_row_bound, src_col_bound, dst_row_bound, dst_col_bound;
   int64_t rows = 0, cols = 0;
   int batch = 1;
-  bool async = false;  // Copy: issued now, lands by the AsyncWait that covers it
-  int pending = 0;     // AsyncWait
+  // Copy: issued now, lands by the AsyncWait that covers it. Mma: issued now; it
+  // reads a and b and updates the accumulator until the MmaWait that covers it
+  // (each async mma is one group), so nothing may write its operands or touch the
+  // accumulator before that wait.
+  bool async = false;
+  int pending = 0;     // AsyncWait, MmaWait
 
   int frag = -1;       // FragFill/FragLoad/FragStore/Elementwise(dst)/Mma(acc)
   double constant = 0; // FragFill

@@ -39,7 +39,7 @@ constexpr GroupOpKind kAllKinds[] = {
     GroupOpKind::FragFill,  GroupOpKind::FragLoad,    GroupOpKind::FragStore,
     GroupOpKind::Mma,       GroupOpKind::Elementwise, GroupOpKind::Fence,
     GroupOpKind::Barrier,   GroupOpKind::Call,        GroupOpKind::For,
-    GroupOpKind::If};
+    GroupOpKind::If,        GroupOpKind::MmaWait};
 constexpr EwOp kAllEwOps[] = {EwOp::Add, EwOp::Sub, EwOp::Mul, EwOp::Max,
                               EwOp::Exp, EwOp::Neg, EwOp::Copy};
 constexpr Space kAllSpaces[] = {Space::Global, Space::Shared, Space::Private};
@@ -136,7 +136,8 @@ class Printer {
                 std::to_string(o.cols) + " batch " + std::to_string(o.batch) +
                 (o.async ? " async" : "");
         break;
-      case GroupOpKind::AsyncWait: out_ += " pending " + std::to_string(o.pending); break;
+      case GroupOpKind::AsyncWait:
+      case GroupOpKind::MmaWait: out_ += " pending " + std::to_string(o.pending); break;
       case GroupOpKind::FragFill:
         out_ += " " + buffer_name(o.frag) + " = " + double_to_text(o.constant);
         break;
@@ -148,6 +149,7 @@ class Printer {
         if (o.m_valid || o.n_valid || o.k_valid)
           out_ += " valid(" + optional_expr(o.m_valid) + ", " + optional_expr(o.n_valid) + ", " +
                   optional_expr(o.k_valid) + ")";
+        if (o.async) out_ += " async";
         break;
       case GroupOpKind::Elementwise:
         out_ += " " + buffer_name(o.frag) + " = " + ew_op_name(o.ew);
@@ -373,6 +375,7 @@ class Parser {
         o.async = in_.accept_word("async");
         break;
       case GroupOpKind::AsyncWait:
+      case GroupOpKind::MmaWait:
         in_.expect_word("pending");
         o.pending = small_int("a pending count");
         break;
@@ -411,6 +414,7 @@ class Parser {
           o.k_valid = bound();
           in_.expect(")");
         }
+        o.async = in_.accept_word("async");
         break;
       case GroupOpKind::Elementwise: {
         o.frag = buffer_ref();

@@ -155,6 +155,7 @@ class Verifier {
         window(op, op.dst, op.rows, op.cols, "destination", {Space::Global, Space::Shared});
         break;
       case GroupOpKind::AsyncWait:
+      case GroupOpKind::MmaWait:
         if (op.pending < 0) fail(op, "pending count " + std::to_string(op.pending) + " is negative");
         break;
       case GroupOpKind::FragFill: fragment(op, op.frag, "fragment"); break;

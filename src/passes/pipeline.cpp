@@ -120,8 +120,19 @@ class Pipeliner {
       for (BufferRef* r : {&c.a, &c.b, &c.src})
         if (r->buffer >= 0 && staged.count(r->buffer)) r->version = slot(0);
 
-    // Prologue: iterations lo .. lo + W - 2 into versions 0 .. W - 2.
-    for (int s = 0; s + 1 < w; ++s) {
+    // Asynchronous consumers (async copies, W >= 2): the mmas become async and
+    // `lag` of them (1 from W = 3 on) stay in flight across the fence. The copies
+    // then run `lead` = W - 1 - lag tiles ahead, so that the version they refill
+    // was read `lag` + 1 iterations ago, by an mma the mma.wait before the fence
+    // has completed in every worker.
+    const bool async_mma = o_.async_consumers && o_.async && w >= 2;
+    const int lag = async_mma && w >= 3 ? 1 : 0, lead = w - 1 - lag;
+    if (async_mma)
+      for (GroupOp& c : consumers)
+        if (c.kind == GroupOpKind::Mma) c.async = true;
+
+    // Prologue: iterations lo .. lo + lead - 1 into versions 0 .. lead - 1.
+    for (int s = 0; s < lead; ++s) {
       for (const GroupOp& c : copies)
         out.push_back(shifted_copy(c, loop, loop.lo + expr_const(s), expr_const(s), true));
       if (o_.async) out.push_back(make(GroupOpKind::AsyncCommit));
@@ -129,7 +140,7 @@ class Pipeliner {
     if (!o_.async && w > 1) out.push_back(make(GroupOpKind::Fence));
 
     std::vector<GroupOp> next;
-    Expr ahead = k + expr_const(w - 1);
+    Expr ahead = k + expr_const(lead);
     if (!o_.async) {
       for (const GroupOp& c : copies) {
         next.push_back(shifted_copy(c, loop, ahead, slot(w - 1), true));
@@ -143,29 +154,37 @@ class Pipeliner {
         next.push_back(make(GroupOpKind::AsyncCommit));
       }
       GroupOp wait = make(GroupOpKind::AsyncWait);
-      wait.pending = w >= 2 ? w - 2 : 0;
+      wait.pending = w >= 2 ? lead - 1 : 0;
       next.push_back(wait);
+      if (async_mma) {
+        GroupOp mma_wait = make(GroupOpKind::MmaWait);
+        mma_wait.pending = lag;
+        next.push_back(mma_wait);
+      }
       next.push_back(make(GroupOpKind::Fence));
       // The fence after the wait also orders this iteration's copies after the
       // previous iteration's consumers, so a trailing fence would be redundant.
       while (w >= 2 && !consumers.empty() && consumers.back().kind == GroupOpKind::Fence)
         consumers.pop_back();
-      // Asynchronous consumers first: the copies fill the version the previous
-      // iteration read, and issue while the consumers run.
-      const bool consumers_first = o_.async_consumers;
-      if (consumers_first)
+      // Asynchronous consumers first: the copies issue while they run.
+      if (async_mma)
         for (GroupOp& c : consumers) next.push_back(std::move(c));
       if (w >= 2) {
-        for (const GroupOp& c : copies) next.push_back(shifted_copy(c, loop, ahead, slot(w - 1), true));
+        for (const GroupOp& c : copies) next.push_back(shifted_copy(c, loop, ahead, slot(lead), true));
         next.push_back(make(GroupOpKind::AsyncCommit));
       }
-      if (!consumers_first)
+      if (!async_mma)
         for (GroupOp& c : consumers) next.push_back(std::move(c));
       // W = 1: the next iteration's copy overwrites what the consumers read.
       if (w == 1 && next.back().kind != GroupOpKind::Fence) next.push_back(make(GroupOpKind::Fence));
     }
     body = std::move(next);
     out.push_back(std::move(loop));
+    if (async_mma) {
+      GroupOp drain = make(GroupOpKind::MmaWait);
+      drain.pending = 0;
+      out.push_back(drain);
+    }
     if (o_.async) {
       GroupOp drain = make(GroupOpKind::AsyncWait);
       drain.pending = 0;

@@ -14,10 +14,14 @@
 //     consumers touch different versions);
 //   - async copies, body: wait until iteration k's copies landed (W - 2 groups may
 //     stay in flight); fence; issue copy(k + W - 1); commit; consumers(k)
-//     and after the loop a wait for everything, so nothing lands later. When the
-//     consumers themselves run asynchronously (wgmma: issued, then waited for
-//     before the next fence), they come first and the copies after them, so the
-//     copies issue while the consumers run; W >= 3 keeps W - 2 tiles of lead.
+//     and after the loop a wait for everything, so nothing lands later.
+//   - async copies with asynchronous consumers (the wgmma atom): the mmas become
+//     async (each one group, completed by an mma.wait) and come first, the copies
+//     after them, so the copies issue while the tensor cores work. From W = 3 on,
+//     one mma stays in flight across the fence (mma.wait pending 1 before it) and
+//     the copies run W - 2 tiles ahead, so that the version they refill was read
+//     two iterations ago; with W = 2, mma.wait pending 0 and one tile ahead.
+//     After the loop: mma.wait pending 0, then the copies' wait.
 //   - W = 1 with sync copies changes nothing.
 // Copies past the end of the loop (short loops, the last W - 1 iterations) are
 // issued anyway, into a version no consumer reads, with a destination row bound

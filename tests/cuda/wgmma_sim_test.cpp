@@ -61,5 +61,55 @@ TEST(WgmmaProgram, EveryWindowRunsRaceFreeOnSim) {
     }
 }
 
+// The async-mma protocol broken on purpose: an mma.wait that lets one group too many
+// stay in flight, or none at all, lets the next copy refill a version an mma in
+// flight still reads; the sim reports it, naming both ops.
+TEST(WgmmaProgram, BrokenMmaWaitIsARaceOnSim) {
+  const int64_t m = 70, n = 130, k = 300;  // five k tiles: the steady state runs
+  std::mt19937_64 rng(12);
+  std::vector<float> a(m * k), b(k * n), c(m * n, NAN);
+  fill_random(a, rng);
+  fill_random(b, rng);
+  Plan plan = default_gemm_plan(TargetKind::Cuda, 4096, 4096, 4096, GemmPrecision::BF16);
+  plan.bm = 128, plan.bn = 128, plan.workers = 2, plan.worker_rows = 2, plan.worker_cols = 1;
+  plan.window = 4;
+  plan.async_copy = true;
+  CompiledGroup g = compile_to_group(gemm_kernel(DType::BF16), plan, CompileOptions{});
+  LaunchArgs args;
+  args.sizes = {{"M", m}, {"N", n}, {"K", k}, {"lda", k}, {"ldb", n}, {"ldc", n}};
+  args.scalars = {{"alpha", 1.0}, {"beta", 0.0}};
+  args.tensors = {{"A", a.data()}, {"B", b.data()}, {"C", c.data()}};
+  ASSERT_EQ(run_sim(g.program, args).race_count, 0);
+  // The async protocol round-trips through the text form.
+  std::string text = print_group_program(g.program);
+  EXPECT_NE(text.find("mma.wait #"), std::string::npos) << text;
+  EXPECT_NE(text.find(") async"), std::string::npos) << text;  // an mma marked async
+  EXPECT_EQ(print_group_program(parse_group_program(text)), text);
+  auto loop_wait = [](GroupProgram& p) -> std::vector<GroupOp>::iterator {
+    for (GroupOp& op : p.body)
+      if (op.kind == GroupOpKind::For && op.pipelined)
+        for (auto it = op.bodies[0].begin(); it != op.bodies[0].end(); ++it)
+          if (it->kind == GroupOpKind::MmaWait) return it;
+    ADD_FAILURE() << "no mma.wait in the pipelined loop";
+    return {};
+  };
+  for (bool remove : {false, true}) {
+    GroupProgram p = g.program;
+    auto wait = loop_wait(p);
+    ASSERT_EQ(wait->pending, 1);
+    if (remove) {
+      for (GroupOp& op : p.body)
+        if (op.kind == GroupOpKind::For && op.pipelined) op.bodies[0].erase(wait);
+    } else {
+      wait->pending = 2;
+    }
+    SimResult r = run_sim(p, args);
+    ASSERT_GT(r.race_count, 0) << (remove ? "mma.wait removed" : "mma.wait pending 2");
+    EXPECT_NE(r.races[0].message.find("before the mma.wait"), std::string::npos) << r.races[0].message;
+    EXPECT_NE(r.races[0].message.find("mma #"), std::string::npos) << r.races[0].message;
+    EXPECT_NE(r.races[0].message.find("copy #"), std::string::npos) << r.races[0].message;
+  }
+}
+
 }  // namespace
 }  // namespace tessel

@@ -322,6 +322,9 @@ class Emitter {
         // there is nothing to commit or wait for.
         line("// " + std::string(group_op_name(op.kind)) + " #" + num(op.id) + ": copies are synchronous here");
         return;
+      case GroupOpKind::MmaWait:  // likewise every mma completed when it was issued
+        line("// " + std::string(group_op_name(op.kind)) + " #" + num(op.id) + ": mmas are synchronous here");
+        return;
       case GroupOpKind::Fence:
       case GroupOpKind::Barrier:
         // Workers run one after another within an interval: a barrier is a no-op.

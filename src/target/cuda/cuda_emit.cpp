@@ -123,7 +123,6 @@ class Emitter {
     layout_shared();
     depth_ = 1;
     emit_ops(p_.body);
-    settle_wgmma();
 
     CudaSource out;
     out.threads = threads_;
@@ -425,10 +424,6 @@ class Emitter {
 
   void emit_ops(const std::vector<GroupOp>& ops) {
     for (size_t i = 0; i < ops.size();) {
-      GroupOpKind k = ops[i].kind;
-      if (k != GroupOpKind::Mma && k != GroupOpKind::AsyncCommit && k != GroupOpKind::AsyncWait &&
-          k != GroupOpKind::For)
-        settle_wgmma();
       if (!per_register(ops[i])) {
         emit_op(ops[i++]);
         continue;
@@ -558,6 +553,12 @@ class Emitter {
       case GroupOpKind::AsyncWait:
         line("asm volatile(\"cp.async.wait_group " + num(op.pending) + ";\\n\" ::);  // #" + num(op.id));
         return;
+      case GroupOpKind::MmaWait:
+        // wgmma groups (one per async mma); other atoms complete when issued.
+        if (p_.atom == AtomKind::Wgmma)
+          line("asm volatile(\"wgmma.wait_group.sync.aligned " + num(op.pending) + ";\\n\" ::: \"memory\");  // #" +
+               num(op.id));
+        return;
       case GroupOpKind::Fence:
       case GroupOpKind::Barrier:
         // wgmma reads shared memory through the async proxy: make this thread's
@@ -579,18 +580,12 @@ class Emitter {
       case GroupOpKind::Call:
         user_error(ErrorKind::Unsupported, "cuda target: op #" + num(op.id) + " calls '" + op.callee +
                                                "', and opaque calls are not supported");
-      case GroupOpKind::For: {
-        // A wgmma of the previous trip may still run at the top of the body and
-        // after the loop.
-        bool mma = p_.atom == AtomKind::Wgmma && contains_mma(op.bodies.at(0));
+      case GroupOpKind::For:
         open("for (int64_t " + sym(op.iv) + " = " + ex(op.lo) + "; " + sym(op.iv) + " < " + ex(op.hi) +
              "; ++" + sym(op.iv) + ")");
-        wgmma_pending_ |= mma;
         emit_ops(op.bodies.at(0));
         close();
-        wgmma_pending_ |= mma;
         return;
-      }
       case GroupOpKind::If:
         open("if (" + cond(op.cond) + ")");
         emit_ops(op.bodies.at(0));
@@ -1161,32 +1156,14 @@ class Emitter {
          num(pc / 2) + "], tsl_wgmma_desc(sa + m * 8192 + kk * 32, 16, 1024), db);");
     close();
     line("asm volatile(\"wgmma.commit_group.sync.aligned;\\n\" ::: \"memory\");");
-    wgmma_pending_ = true;  // waited for by settle_wgmma before the next op that needs it
+    // A synchronous mma completes here; an async one at its mma.wait.
+    if (!op.async) line("asm volatile(\"wgmma.wait_group.sync.aligned 0;\\n\" ::: \"memory\");");
   }
 
-  static bool contains_mma(const std::vector<GroupOp>& ops) {
-    for (const GroupOp& op : ops) {
-      if (op.kind == GroupOpKind::Mma) return true;
-      for (const auto& body : op.bodies)
-        if (contains_mma(body)) return true;
-    }
-    return false;
-  }
-
-  // A wgmma runs on after it is issued. It must be complete before anything reads
-  // or writes its accumulators or overwrites its operands: before any op but
-  // another mma or an async commit/wait, in particular before the next fence (the
-  // point after which another worker may refill the version it reads).
-  void settle_wgmma() {
-    if (!wgmma_pending_) return;
-    line("asm volatile(\"wgmma.wait_group.sync.aligned 0;\\n\" ::: \"memory\");");
-    wgmma_pending_ = false;
-  }
 
   const GroupProgram& p_;
   std::vector<bool> swizzled_;  // shared buffers in the wgmma operand layout
   bool swizzled_any_ = false;
-  bool wgmma_pending_ = false;  // a wgmma may be running at this point of the emitted code
   DType wgmma_dtype_ = DType::BF16;
   std::set<int64_t> wgmma_widths_;
   std::vector<int64_t> offset_, slot_, line_;

@@ -80,8 +80,19 @@ void RaceDetector::shared_access(int buffer, int version, int64_t row, int64_t c
            "before the async.wait that completes the copy");
     return;
   }
+  if (write && cell.async_readers > 0) {
+    Prior mma{cell.async_reader, cell.async_reader_op, false};
+    report(site, mma, "async ", "reads", worker, op, write, "worker",
+           "before the mma.wait that completes the mma");
+    return;
+  }
   if (cell.epoch != epoch_) {
-    cell = SharedCell{};
+    SharedCell fresh;  // a new interval; reads in flight outlive it
+    fresh.async_instance = cell.async_instance, fresh.async_worker = cell.async_worker;
+    fresh.async_op = cell.async_op;
+    fresh.async_readers = cell.async_readers, fresh.async_reader = cell.async_reader;
+    fresh.async_reader_op = cell.async_reader_op;
+    cell = fresh;
     cell.epoch = epoch_;
   }
   Prior prior = check(cell, worker, op.id, write);
@@ -103,6 +114,20 @@ void RaceDetector::async_issue(int buffer, int version, int64_t row, int64_t col
 void RaceDetector::async_land(int buffer, int64_t index, uint32_t instance) {
   SharedCell& cell = shared_[buffer][index];
   if (cell.async_instance == instance) cell.async_instance = 0;
+}
+
+void RaceDetector::async_read_begin(int buffer, int version, int64_t row, int64_t col, int64_t index,
+                                    int worker, const GroupOp& op) {
+  shared_access(buffer, version, row, col, index, worker, op, false);
+  SharedCell& cell = shared_[buffer][index];
+  ++cell.async_readers;
+  cell.async_reader = worker;
+  cell.async_reader_op = op.id;
+}
+
+void RaceDetector::async_read_end(int buffer, int64_t index) {
+  SharedCell& cell = shared_[buffer][index];
+  if (cell.async_readers > 0) --cell.async_readers;
 }
 
 void RaceDetector::global_access(int tensor, int64_t row, int64_t col, const GroupOp& op,

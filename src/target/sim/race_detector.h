@@ -10,6 +10,8 @@
 //
 // Async copies: an element written by an issued, not yet completed, async copy is
 // marked in flight; any access to it until the copy lands is a race with the copy.
+// Async mmas: an element read by an issued, not yet waited-for, async mma counts
+// its readers in flight; a write to it by anyone until their mma.wait is a race.
 //
 // Global memory: the same writer / two-reader record, over the whole launch, with
 // groups in place of workers.
@@ -44,6 +46,11 @@ class RaceDetector {
   void async_issue(int buffer, int version, int64_t row, int64_t col, int64_t index, int worker,
                    const GroupOp& op, uint32_t instance);
   void async_land(int buffer, int64_t index, uint32_t instance);
+  // An async mma's read of an element: recorded as a read now, and in flight until
+  // async_read_end (its mma.wait).
+  void async_read_begin(int buffer, int version, int64_t row, int64_t col, int64_t index, int worker,
+                        const GroupOp& op);
+  void async_read_end(int buffer, int64_t index);
 
   // One access by the current group of element (row, col) of tensor `tensor`.
   void global_access(int tensor, int64_t row, int64_t col, const GroupOp& op, bool write);
@@ -58,6 +65,8 @@ class RaceDetector {
     int32_t reader2 = -1, reader2_op = -1;
     uint32_t async_instance = 0;  // 0: not in flight
     int32_t async_worker = -1, async_op = -1;
+    int32_t async_readers = 0;    // async mma reads in flight
+    int32_t async_reader = -1, async_reader_op = -1;
   };
   struct GlobalCell {
     int32_t writer = -1, writer_op = -1;

@@ -106,6 +106,7 @@ class Interpreter {
         rng_(options.seed) {
     TESSEL_ASSERT(p_.workers >= 1, "a group program needs at least one worker");
     order_.resize(p_.workers);
+    mma_groups_.resize(p_.workers);
     std::iota(order_.begin(), order_.end(), 0);
     for (const auto& [name, value] : args.sizes) scope_.emplace_back(name, value);
     lookup_ = [this](const std::string& name, int64_t* value) {
@@ -169,6 +170,9 @@ class Interpreter {
         shared_[pw.buffer][pw.index] = pw.value;
       }
     committed_.clear();
+    GroupOp end_of_group;
+    end_of_group.pending = 0;
+    mma_wait(end_of_group);
   }
 
   void run_ops(const std::vector<GroupOp>& ops) {
@@ -193,6 +197,7 @@ class Interpreter {
       case GroupOpKind::FragLoad: return frag_load(op);
       case GroupOpKind::FragStore: return frag_store(op);
       case GroupOpKind::Mma: return mma(op);
+      case GroupOpKind::MmaWait: return mma_wait(op);
       case GroupOpKind::Elementwise: return elementwise(op);
       case GroupOpKind::Fence:
       case GroupOpKind::Barrier: return detector_.new_interval();
@@ -393,12 +398,20 @@ class Interpreter {
       if (part.rows == 0 || part.cols == 0) continue;
       a_.resize(part.rows * k);
       b_.resize(k * part.cols);
+      if (op.async) mma_groups_[w].emplace_back();
+      auto get = [&](const Window& x, int64_t r, int64_t c) {
+        if (!op.async || x.buffer->space != Space::Shared) return read(x, r, c, w, op);
+        int64_t i = shared_index(x, r, c, op, false);
+        detector_.async_read_begin(x.buffer->id, x.version, r, c, i, w, op);
+        mma_groups_[w].back().emplace_back(x.buffer->id, i);
+        return shared_[x.buffer->id][i];
+      };
       for (int64_t i = 0; i < part.rows; ++i)
         for (int64_t kk = 0; kk < k; ++kk)
-          a_[i * k + kk] = read(a, a.row + part.row0 + i, a.col + kk, w, op);
+          a_[i * k + kk] = get(a, a.row + part.row0 + i, a.col + kk);
       for (int64_t kk = 0; kk < k; ++kk)
         for (int64_t j = 0; j < part.cols; ++j)
-          b_[kk * part.cols + j] = read(b, b.row + kk, b.col + part.col0 + j, w, op);
+          b_[kk * part.cols + j] = get(b, b.row + kk, b.col + part.col0 + j);
       float* acc = frag(op.frag, w);
       // Elements outside the valid part are left as they were (GroupOp::m_valid).
       for (int64_t i = 0; i < std::min(part.rows, m_valid - part.row0); ++i)
@@ -411,6 +424,18 @@ class Interpreter {
           acc[i * part.cols + j] = sum;
         }
     }
+  }
+
+  // Completes each worker's oldest async mmas until at most `pending` are in
+  // flight: their operand reads end. (The sum itself was formed at issue; the
+  // detector is what tells whether the operands stayed put until here.)
+  void mma_wait(const GroupOp& op) {
+    TESSEL_ASSERT(op.pending >= 0, "mma.wait pending must be non-negative");
+    for (auto& groups : mma_groups_)
+      while (groups.size() > static_cast<size_t>(op.pending)) {
+        for (const auto& [buffer, index] : groups.front()) detector_.async_read_end(buffer, index);
+        groups.pop_front();
+      }
   }
 
   static float apply(EwOp op, float x, float y) {
@@ -479,6 +504,8 @@ class Interpreter {
   std::vector<std::vector<FragPart>> parts_; // by buffer id, by worker
   std::vector<float> a_, b_;                 // mma gather scratch
   std::vector<PendingWrite> open_;           // async copies not committed yet
+  // Per worker: async mmas in flight, oldest first, each the shared elements it reads.
+  std::vector<std::deque<std::vector<std::pair<int, int64_t>>>> mma_groups_;
   std::deque<std::vector<PendingWrite>> committed_;
   uint32_t async_instances_ = 0;
 };
