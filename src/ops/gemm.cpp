@@ -45,10 +45,11 @@ struct CudaTile {
 };
 // Largest class, 16-bit operands, on sm_90: warpgroup wgmma from 128-byte-swizzled
 // shared tiles, one 64 x bn part per warpgroup, k tiles of 64 (128-byte rows).
-// 256x128 over 4 warpgroups with a 4-stage pipeline (193 KB of shared memory) ran
-// 1.21x faster than 128x128 over 2 on the H200 (docs/cuda.md).
-constexpr int64_t kWgmmaBM = 256, kWgmmaBN = 128, kWgmmaBK = 64;
-constexpr int kWgmmaWarpgroups = 4, kWgmmaWindow = 3;
+// 128x256 over 2 warpgroups (64x256 each, 128 accumulator registers a thread) with
+// a 4-stage pipeline (193 KB of shared memory) ran fastest on the H200: 1.11x
+// 256x128 over 4, 1.34x 128x128 over 2 (docs/cuda.md).
+constexpr int64_t kWgmmaBM = 128, kWgmmaBN = 256, kWgmmaBK = 64;
+constexpr int kWgmmaWarpgroups = 2, kWgmmaWindow = 4;
 constexpr CudaTile kCudaTiles[] = {
     {256 * 256, 32, 32, 32, 32, 32, 32, 64, 4, 3},
     {1024 * 1024, 64, 64, 16, 64, 64, 32, 256, 4, 3},

@@ -154,7 +154,7 @@ TEST(CudaGemm, WgmmaPlansEveryWindow) {
     int64_t bm, bn;
     int warpgroups;
   };
-  const Tile tiles[] = {{64, 64, 1}, {128, 128, 2}, {256, 128, 4}, {128, 64, 1}};
+  const Tile tiles[] = {{64, 64, 1}, {128, 128, 2}, {256, 128, 4}, {128, 64, 1}, {128, 256, 2}};
   const Case cases[] = {{32, 32, 32, GemmPrecision::BF16, 1, 0, 0},      {128, 128, 128, GemmPrecision::F16, 1, 0, 0},
                         {512, 512, 512, GemmPrecision::BF16, 1, 0, 0},   {1024, 1024, 1024, GemmPrecision::BF16, 1, 0, 0},
                         {256, 1024, 128, GemmPrecision::F16, 1, 0, 0},   {1024, 128, 256, GemmPrecision::BF16, 1, 0, 0},

@@ -835,7 +835,7 @@ class Emitter {
         open("} else");
         partial();
         close();
-      });
+      }, /*unroll=*/false);  // edge tiles only: kept rolled, its registers stay few
       return;
     }
     // Synchronous: every load of the thread's chunks is issued before the first
