@@ -1,6 +1,6 @@
 // Paired plan comparisons on the cuda target (fp32 GEMM, device pointers).
 //   bench_cuda_plans barriers   [--rounds R]   issue 3: barrier planning on vs off
-//   bench_cuda_plans pipelining [--rounds R]   issue 4: window 1/2 sync, 3/4 async
+//   bench_cuda_plans pipelining [--rounds R]   issue 4: window 1/2 sync, 3/4 async, fragments x2
 //   bench_cuda_plans sweep      [--rounds R]   mma.sync and wgmma tile plans for bf16 / tf32 at 4096^3
 // Every variant runs the same plan except for the one choice compared. Rounds are
 // counterbalanced (ABBA: round r runs the variants in forward order when r % 4 is 0
@@ -244,14 +244,22 @@ int pipelining(int rounds) {
     Problem p(size, size, size);
     Plan base = default_gemm_plan(TargetKind::Cuda, size, size, size, GemmPrecision::F32);
     std::vector<Variant> variants;
-    for (auto [window, async] : {std::pair{1, false}, {2, false}, {3, true}, {4, true}}) {
+    // The last two: register-level double buffering of the fragments (frag_buffers 2).
+    struct Pipe {
+      int window;
+      bool async;
+      int frag_buffers;
+    };
+    for (Pipe x : {Pipe{1, false, 1}, Pipe{2, false, 1}, Pipe{3, true, 1}, Pipe{4, true, 1}, Pipe{1, false, 2},
+                   Pipe{4, true, 2}}) {
       Variant v;
-      v.name = "W" + std::to_string(window) + (async ? " async" : " sync");
+      v.name = "W" + std::to_string(x.window) + (x.async ? " async" : " sync") + (x.frag_buffers == 2 ? " frag x2" : "");
       v.options.target = TargetKind::Cuda;
       v.options.device_pointers = true;
       Plan plan = base;
-      plan.window = window;
-      plan.async_copy = async;
+      plan.window = x.window;
+      plan.async_copy = x.async;
+      plan.frag_buffers = x.frag_buffers;
       v.options.plan = plan;
       variants.push_back(v);
     }

@@ -34,7 +34,7 @@ PLANS=${PLANS:-sweep barriers pipelining}
 { for step in $PLANS; do case $step in
     sweep) echo "## sweep: mma.sync and wgmma plans at 4096^3"; timeout 100 $B/bench_cuda_plans sweep --rounds 2; echo "rc=$?";;
     barriers) echo "## barriers: planning on vs off (fp32, 8 seed shapes)"; timeout 80 $B/bench_cuda_plans barriers --rounds 4; echo "rc=$?";;
-    pipelining) echo "## pipelining: window 1/2 sync, 3/4 async (fp32)"; timeout 110 $B/bench_cuda_plans pipelining --rounds 4; echo "rc=$?";;
+    pipelining) echo "## pipelining: window 1/2 sync, 3/4 async (fp32)"; timeout 220 $B/bench_cuda_plans pipelining --rounds 4; echo "rc=$?";;
   esac; echo; done
 } > "$OUT/plans.txt" 2>&1
 echo "plans done at $SECONDS s"

@@ -26,7 +26,7 @@ namespace {
 const char* kUsage =
     "usage: tessel gemm|explain M N K [--target cpu|sim|cuda] [--dtype fp32|tf32|bf16|fp16] [--arch sm_NN] [--alpha A] [--beta B]\n"
     "         [--threads T] [--tile BMxBNxBK] [--workers W] [--copy-batch C] [--window W] [--copy sync|async]\n"
-    "         [--atom fma|mma.sync|wgmma]\n"
+    "         [--atom fma|mma.sync|wgmma] [--frag-buffers 1|2]\n"
     "         [--no-coalesce-barriers] [--seed S] [--check] [--json]\n"
     "  gemm:    C = alpha*A*B + beta*C on random fp32 inputs (row-major).\n"
     "           --check compares the complete output with an FP64 oracle.\n"
@@ -75,7 +75,7 @@ Args parse_args(int argc, char** argv) {
   Args a;
   std::vector<std::string> pos;
   std::optional<Plan> plan;
-  int64_t workers = -1, copy_batch = -1, window = -1;
+  int64_t workers = -1, copy_batch = -1, window = -1, frag_buffers = -1;
   std::string atom;
   std::string tile, copy;
   for (int i = 1; i < argc; ++i) {
@@ -94,6 +94,7 @@ Args parse_args(int argc, char** argv) {
     else if (s == "--window") window = parse_int_option(s, value(), 1, 1 << 20);
     else if (s == "--copy") copy = value();
     else if (s == "--atom") atom = value();
+    else if (s == "--frag-buffers") frag_buffers = parse_int_option(s, value(), 1, 2);
     else if (s == "--seed") a.seed = static_cast<uint64_t>(parse_int(s, value()));
     else if (s == "--dtype") a.options.precision = parse_precision(value());
     else if (s == "--arch") a.options.arch = value();
@@ -113,7 +114,8 @@ Args parse_args(int argc, char** argv) {
   if (!copy.empty() && copy != "sync" && copy != "async") bad("--copy: expected sync or async, got '" + copy + "'");
   if (!atom.empty() && atom != "fma" && atom != "mma.sync" && atom != "wgmma")
     bad("--atom: expected fma, mma.sync or wgmma, got '" + atom + "'");
-  if (!tile.empty() || workers >= 0 || copy_batch >= 0 || window >= 0 || !copy.empty() || !atom.empty()) {
+  if (!tile.empty() || workers >= 0 || copy_batch >= 0 || window >= 0 || !copy.empty() || !atom.empty() ||
+      frag_buffers >= 0) {
     Plan p = default_gemm_plan(a.options.target, a.m, a.n, a.k, a.options.precision, a.options.arch);
     if (!atom.empty()) {  // the atom's own register block; --workers counts its workers
       p.atom = atom == "wgmma" ? AtomKind::Wgmma : atom == "mma.sync" ? AtomKind::MmaSync : AtomKind::Fma;
@@ -133,6 +135,7 @@ Args parse_args(int argc, char** argv) {
     if (copy_batch >= 0) p.copy_batch = static_cast<int>(copy_batch);
     if (window >= 0) p.window = static_cast<int>(window);
     if (!copy.empty()) p.async_copy = copy == "async";
+    if (frag_buffers >= 0) p.frag_buffers = static_cast<int>(frag_buffers);
     a.options.plan = p;
   }
   a.options.sim_seed = a.seed;
@@ -181,7 +184,7 @@ int run_gemm(const Args& a) {
     std::printf(
         "{\"m\": %lld, \"n\": %lld, \"k\": %lld, \"target\": \"%s\", \"alpha\": %s, \"beta\": %s, "
         "\"threads\": %d, \"plan\": {\"tile\": [%lld, %lld, %lld], \"workers\": %d, "
-        "\"worker_grid\": [%d, %d], \"window\": %d, \"copy\": \"%s\", \"copy_batch\": %d, \"atom\": [%lld, %lld], \"atom_kind\": \"%s\"}, "
+        "\"worker_grid\": [%d, %d], \"window\": %d, \"copy\": \"%s\", \"copy_batch\": %d, \"atom\": [%lld, %lld], \"atom_kind\": \"%s\", \"frag_buffers\": %d}, "
         "\"rel_err\": %s, \"bound\": %s, \"ok\": %s, \"races\": %lld, \"compile_ms\": %s, "
         "\"run_us\": %s, \"device_us\": %s, \"dtype\": \"%s\", \"fences\": {\"static_before\": %d, \"static_after\": %d, "
         "\"loop_before\": %d, \"loop_after\": %d, \"dynamic_before\": %lld, "
@@ -191,7 +194,7 @@ int run_gemm(const Args& a) {
         json_number(a.alpha).c_str(), json_number(a.beta).c_str(), a.options.threads,
         (long long)p.bm, (long long)p.bn, (long long)p.bk, p.workers, p.worker_rows,
         p.worker_cols, p.window, p.async_copy ? "async" : "sync", p.copy_batch, (long long)p.atom_m, (long long)p.atom_n,
-        atom_name(p.atom), a.check ? json_number(err).c_str() : "null", json_number(bound).c_str(),
+        atom_name(p.atom), p.frag_buffers, a.check ? json_number(err).c_str() : "null", json_number(bound).c_str(),
         a.check ? (ok ? "true" : "false") : "null", (long long)r.races,
         json_number(r.compile_ms).c_str(), json_number(r.run_us).c_str(),
         options.time_device ? json_number(r.device_us).c_str() : "null", precision_name(a.options.precision),

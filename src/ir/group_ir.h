@@ -133,6 +133,7 @@ struct GroupProgram {
   // and its fragment part is spread over the lanes in the mma.sync layout; 128 for
   // Wgmma: a warpgroup, in the wgmma accumulator layout).
   int lanes = 1;
+  int frag_buffers = 1;  // Plan::frag_buffers: register sets of the mma operand fragments
   std::vector<Buffer> buffers;
   std::vector<GroupOp> body;
   int next_op_id = 0;

@@ -75,6 +75,7 @@ class Printer {
             "x" + std::to_string(p_.worker_cols) + " lanes " + std::to_string(p_.lanes) + "\n";
     out_ += std::string("  atom ") + atom_name(p_.atom) + " " + std::to_string(p_.atom_m) + "x" +
             std::to_string(p_.atom_n) + "\n";
+    if (p_.frag_buffers != 1) out_ += "  frag_buffers " + std::to_string(p_.frag_buffers) + "\n";
     if (p_.next_op_id != max_op_id(p_.body) + 1)
       out_ += "  next_op_id " + std::to_string(p_.next_op_id) + "\n";
     for (const Buffer& b : p_.buffers) out_ += "  buffer " + buffer_text(b) + "\n";
@@ -219,6 +220,7 @@ class Parser {
     p_.atom_m = in_.integer("atom rows");
     in_.expect("x");
     p_.atom_n = in_.integer("atom columns");
+    if (in_.accept_word("frag_buffers")) p_.frag_buffers = small_int("a fragment buffer count");
     bool explicit_next = in_.accept_word("next_op_id");
     if (explicit_next) p_.next_op_id = small_int("the next op id");
     while (in_.accept_word("buffer")) buffer();

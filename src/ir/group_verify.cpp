@@ -25,6 +25,8 @@ class Verifier {
     if (p_.atom_m < 1 || p_.atom_n < 1 || p_.lanes < 1)
       program_error("atom " + std::to_string(p_.atom_m) + "x" + std::to_string(p_.atom_n) +
                     " with " + std::to_string(p_.lanes) + " lanes: all must be positive");
+    if (p_.frag_buffers != 1 && p_.frag_buffers != 2)
+      program_error("frag_buffers " + std::to_string(p_.frag_buffers) + ": 1 or 2");
     for (const LoopDim& d : p_.grid) {
       if (!d.extent) program_error("grid dimension " + d.iv + " has no extent");
       expr_symbols(d.extent, [&](const std::string& s) {

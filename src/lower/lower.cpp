@@ -49,6 +49,7 @@ class Lowering {
     p_.atom_n = plan_.atom_n;
     p_.atom = plan_.atom;
     p_.lanes = atom_lanes(plan_.atom);
+    p_.frag_buffers = plan_.frag_buffers;
     for (size_t t = 0; t < k_.tensors.size(); ++t) {
       Buffer b;
       b.id = static_cast<int>(p_.buffers.size());

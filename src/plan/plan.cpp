@@ -43,7 +43,8 @@ std::string Plan::to_string() const {
          " workers=" + std::to_string(workers) + "(" + std::to_string(worker_rows) + "x" +
          std::to_string(worker_cols) + ") copy_batch=" + std::to_string(copy_batch) +
  " window=" + std::to_string(window) + (async_copy ? " copy=async" : " copy=sync") + " atom=" + std::to_string(atom_m) + "x" +
-         std::to_string(atom_n) + (atom == AtomKind::Fma ? "" : std::string(" ") + atom_name(atom));
+         std::to_string(atom_n) + (atom == AtomKind::Fma ? "" : std::string(" ") + atom_name(atom)) +
+         (frag_buffers == 1 ? "" : " frag_buffers=" + std::to_string(frag_buffers));
 }
 
 namespace {
@@ -91,6 +92,12 @@ void validate_plan(const Plan& p) {
   if (p.atom == AtomKind::Wgmma && !(p.atom_m == 64 && p.atom_n == 64))
     bad_plan("the wgmma atom is 64x64, got atom " + std::to_string(p.atom_m) + "x" +
             std::to_string(p.atom_n));
+  if (!(p.frag_buffers == 1 || p.frag_buffers == 2))
+    bad_plan("frag_buffers " + std::to_string(p.frag_buffers) + " out of range [1, 2]");
+  if (p.frag_buffers == 2 && (p.target != TargetKind::Cuda || p.atom == AtomKind::Wgmma))
+    bad_plan("double-buffered fragments (frag_buffers 2) are a cuda fma / mma.sync choice; the " +
+             std::string(target_name(p.target)) + " target with the " + atom_name(p.atom) +
+             " atom reads its operands where they are");
   if (p.atom != AtomKind::Fma && p.target != TargetKind::Cuda)
     bad_plan(std::string("the ") + atom_name(p.atom) + " atom runs on the cuda target only");
   int64_t part_m = p.bm / p.worker_rows, part_n = p.bn / p.worker_cols;

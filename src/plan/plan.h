@@ -35,6 +35,9 @@ struct Plan {
   bool async_copy = false;            // copies issue / commit / wait (a copy engine)
   int64_t atom_m = 1, atom_n = 1;     // register block of the mma atom
   AtomKind atom = AtomKind::Fma;      // MmaSync: atom 16x8; Wgmma: atom 64x64
+  // Register sets of the mma operand fragments (cuda fma and mma.sync atoms): 2 loads
+  // the next k step's fragments from shared memory while the current ones compute.
+  int frag_buffers = 1;
 
   auto operator<=>(const Plan&) const = default;  // a key for compiled-kernel caches
   std::string to_string() const;  // "64x64x32 w=4(2x2) batch=4 window=1 atom=1x1"

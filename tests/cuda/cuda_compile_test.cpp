@@ -8,10 +8,16 @@
 #ifdef TESSEL_WITH_CUDA
 #include <cstdio>
 #include <cstdlib>
+#include <cmath>
 #include <functional>
+#include <random>
 #include <string>
+#include <vector>
 
 #include "compiler/compile.h"
+#include "ir/group_text.h"
+#include "ops/gemm_reference.h"
+#include "target/sim/sim.h"
 #include "ops/gemm.h"
 #include "ops/gemm_kernel.h"
 #include "target/cuda/cuda_driver.h"
@@ -151,6 +157,44 @@ TEST(CudaCompile, ResourcesFromTheCubinWhenTheLogLacksTheReport) {
   }
 }
 
+// Register-level double buffering of the operand fragments (Plan::frag_buffers 2):
+// the fma and mma.sync kernels load step kk + 1's fragments before step kk's math,
+// compile without spills, print and parse the choice in GroupIR, and (the program
+// being the same) run race free on the sim within the FP64 bound.
+TEST(CudaCompile, DoubleBufferedFragmentsCompileAndRunOnSim) {
+  struct Case {
+    GemmPrecision p;
+    int64_t size;  // picks the default plan's tile class
+  };
+  for (Case c : {Case{GemmPrecision::F32, 4096}, Case{GemmPrecision::F32, 512}, Case{GemmPrecision::TF32, 4096},
+                 Case{GemmPrecision::BF16, 512}}) {
+    Plan plan = default_gemm_plan(TargetKind::Cuda, c.size, c.size, c.size, c.p);
+    ASSERT_NE(plan.atom, AtomKind::Wgmma);
+    plan.frag_buffers = 2;
+    CompiledGroup g = compile_to_group(gemm_kernel(storage_dtype(c.p)), plan, CompileOptions{});
+    std::string what = std::string(precision_name(c.p)) + " " + plan.to_string();
+    std::string text = print_group_program(g.program);
+    EXPECT_NE(text.find("  frag_buffers 2\n"), std::string::npos) << what;
+    EXPECT_EQ(print_group_program(parse_group_program(text)), text) << what;
+    auto kernel = compile_cuda(g.program, "sm_90");
+    expect_fits(kernel->info(), what);
+    EXPECT_NE(kernel->info().source.code.find("[cur ^ 1]"), std::string::npos) << what;
+
+    const int64_t m = 70, n = 50, k = 40;
+    std::mt19937_64 rng(21);
+    std::vector<float> a(m * k), b(k * n), out(m * n, NAN);
+    fill_random(a, rng);
+    fill_random(b, rng);
+    LaunchArgs args;
+    args.sizes = {{"M", m}, {"N", n}, {"K", k}, {"lda", k}, {"ldb", n}, {"ldc", n}};
+    args.scalars = {{"alpha", 1.0}, {"beta", 0.0}};
+    args.tensors = {{"A", a.data()}, {"B", b.data()}, {"C", out.data()}};
+    EXPECT_EQ(run_sim(g.program, args).race_count, 0) << what;
+    std::vector<double> oracle = gemm_oracle(m, n, k, 1.0, a.data(), k, b.data(), n, 0.0, out.data(), n);
+    EXPECT_LE(gemm_relative_error(m, n, out.data(), n, oracle), gemm_error_bound(k)) << what;
+  }
+}
+
 TEST(CudaCompile, ExplainShowsSourceAndPtxWithoutGpu) {
   GemmOptions o;
   o.target = TargetKind::Cuda;
@@ -223,6 +267,16 @@ TEST(CudaCompileErrors, WgmmaMisusesArePlanErrors) {
   Plan atom = wg;
   atom.atom_n = 32;
   expect_plan_error([&] { validate_plan(atom); }, "64x64");
+  // Double-buffered fragments: 1 or 2 sets, for the cuda fma and mma.sync atoms.
+  Plan sets = default_gemm_plan(TargetKind::Cuda, 512, 512, 512);
+  sets.frag_buffers = 3;
+  expect_plan_error([&] { validate_plan(sets); }, "frag_buffers 3");
+  Plan on_wgmma = wg;
+  on_wgmma.frag_buffers = 2;
+  expect_plan_error([&] { validate_plan(on_wgmma); }, "frag_buffers 2");
+  Plan on_cpu = default_gemm_plan(TargetKind::Cpu, 512, 512, 512);
+  on_cpu.frag_buffers = 2;
+  expect_plan_error([&] { validate_plan(on_cpu); }, "frag_buffers 2");
 }
 
 TEST(CudaCompileErrors, TooManyThreadsIsAPlanError) {

@@ -188,6 +188,30 @@ TEST(CudaGemm, WgmmaPlansEveryWindow) {
   }
 }
 
+// Register-level double buffering of the fragments (Plan::frag_buffers 2) changes
+// when operands reach registers, not the arithmetic: the same bits as one set, and
+// within the oracle's bound, for the fma and mma.sync atoms.
+TEST(CudaGemm, DoubleBufferedFragmentsAreBitIdentical) {
+  REQUIRE_GPU();
+  const Case cases[] = {{513, 257, 129, GemmPrecision::F32, 1, 0, 0},  {1024, 1024, 1024, GemmPrecision::F32, 1, 0, 0},
+                        {127, 193, 61, GemmPrecision::F32, 0.5, 2, 3}, {513, 257, 129, GemmPrecision::TF32, 1, 0, 0},
+                        {1500, 1100, 300, GemmPrecision::TF32, 1, 0, 0}, {513, 257, 129, GemmPrecision::BF16, 1, 0, 0},
+                        {700, 600, 200, GemmPrecision::F16, 1, 0.5, 8}};
+  uint64_t seed = 7000;
+  for (const Case& c : cases) {
+    Prepared in = prepare(c, seed++);
+    Plan plan = default_gemm_plan(TargetKind::Cuda, c.m, c.n, c.k, c.p);
+    ASSERT_NE(plan.atom, AtomKind::Wgmma) << name(c);
+    std::vector<float> one = run_prepared(c, in, &plan);
+    plan.frag_buffers = 2;
+    std::vector<float> two = run_prepared(c, in, &plan);
+    double err = gemm_relative_error(c.m, c.n, two.data(), c.n + c.pad, in.oracle);
+    EXPECT_LE(err, precision_error_bound(c.p, c.k)) << name(c);
+    EXPECT_EQ(std::memcmp(one.data(), two.data(), one.size() * 4), 0) << name(c) << ": bits differ";
+    std::printf("[gpu] frag x2 %-44s %-50s rel_err %.3g\n", name(c).c_str(), plan.to_string().c_str(), err);
+  }
+}
+
 TEST(CudaGemm, RandomShapes) {
   REQUIRE_GPU();
   std::mt19937_64 rng(7);

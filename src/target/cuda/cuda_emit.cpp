@@ -1018,7 +1018,8 @@ class Emitter {
   }
 
   // Each thread: pr x pc outer products per k, from registers. Rows of A are read
-  // 4 k at a time as float4 where contiguous; B's row segment as float4s.
+  // 4 k at a time as float4 where contiguous; B's row segment as float4s. With
+  // frag_buffers 2 the fragments of step kk + kv are loaded before step kk's FMAs.
   void emit_fma_mma(const GroupOp& op, const Buffer& acc, const Buffer& A, const Buffer& B,
                     int64_t pr, int64_t pc) {
     if (A.dtype != DType::F32)
@@ -1029,37 +1030,61 @@ class Emitter {
     bool b_vec = columns_contiguous(B, 4) && pc % 4 == 0 && const_multiple(op.b.col, 4);
     int64_t kv = a_vec ? 4 : 1;
     std::string fa = base(op.a), fb = base(op.b), f = "f" + num(acc.id);
+    const bool twice = p_.frag_buffers == 2;
+    // Fragments of step `k0` into register set `set`.
+    auto load = [&](const std::string& set, const std::string& k0) {
+      line("#pragma unroll");
+      open("for (int r = 0; r < " + num(pr) + "; ++r)");
+      if (a_vec) {
+        line("const float4 v = *(const float4*)&" + fa + "[" + index(A, "ar + r", "ak + " + k0) + "];");
+        line("ra[" + set + "][r][0] = v.x; ra[" + set + "][r][1] = v.y; ra[" + set + "][r][2] = v.z; ra[" + set +
+             "][r][3] = v.w;");
+      } else {
+        line("ra[" + set + "][r][0] = " + fa + "[" + index(A, "ar + r", "ak + " + k0) + "];");
+      }
+      close();
+      line("#pragma unroll");
+      open("for (int q = 0; q < " + num(kv) + "; ++q)");
+      if (b_vec) {
+        line("#pragma unroll");
+        open("for (int c = 0; c < " + num(pc) + "; c += 4)");
+        line("const float4 v = *(const float4*)&" + fb + "[" + index(B, "bk + " + k0 + " + q", "bc + c") + "];");
+        line("rb[" + set + "][q][c] = v.x; rb[" + set + "][q][c + 1] = v.y; rb[" + set + "][q][c + 2] = v.z; rb[" +
+             set + "][q][c + 3] = v.w;");
+        close();
+      } else {
+        line("#pragma unroll");
+        line("for (int c = 0; c < " + num(pc) + "; ++c) rb[" + set + "][q][c] = " + fb + "[" +
+             index(B, "bk + " + k0 + " + q", "bc + c") + "];");
+      }
+      close();
+    };
+    std::string regs = "float ra[" + num(twice ? 2 : 1) + "][" + num(pr) + "][" + num(kv) + "], rb[" +
+                       num(twice ? 2 : 1) + "][" + num(kv) + "][" + num(pc) + "];";
+    if (twice) {
+      line(regs);
+      load("0", "0");
+    }
     line("#pragma unroll");
     open("for (int kk = 0; kk < " + num(op.k) + "; kk += " + num(kv) + ")");
-    line("float ra[" + num(pr) + "][" + num(kv) + "], rb[" + num(kv) + "][" + num(pc) + "];");
-    line("#pragma unroll");
-    open("for (int r = 0; r < " + num(pr) + "; ++r)");
-    if (a_vec) {
-      line("const float4 v = *(const float4*)&" + fa + "[" + index(A, "ar + r", "ak + kk") + "];");
-      line("ra[r][0] = v.x; ra[r][1] = v.y; ra[r][2] = v.z; ra[r][3] = v.w;");
-    }
-    else line("ra[r][0] = " + fa + "[" + index(A, "ar + r", "ak + kk") + "];");
-    close();
-    line("#pragma unroll");
-    open("for (int q = 0; q < " + num(kv) + "; ++q)");
-    if (b_vec) {
-      line("#pragma unroll");
-      open("for (int c = 0; c < " + num(pc) + "; c += 4)");
-      line("const float4 v = *(const float4*)&" + fb + "[" + index(B, "bk + kk + q", "bc + c") + "];");
-      line("rb[q][c] = v.x; rb[q][c + 1] = v.y; rb[q][c + 2] = v.z; rb[q][c + 3] = v.w;");
+    std::string cur = "0";
+    if (twice) {
+      line("const int cur = (kk / " + num(kv) + ") % 2;");
+      open("if (kk + " + num(kv) + " < " + num(op.k) + ")");
+      load("cur ^ 1", "kk + " + num(kv));
       close();
+      cur = "cur";
     } else {
-      line("#pragma unroll");
-      line("for (int c = 0; c < " + num(pc) + "; ++c) rb[q][c] = " + fb + "[" + index(B, "bk + kk + q", "bc + c") + "];");
+      line(regs);
+      load("0", "kk");
     }
-    close();
     line("#pragma unroll");
     open("for (int q = 0; q < " + num(kv) + "; ++q)");
     line("#pragma unroll");
     open("for (int r = 0; r < " + num(pr) + "; ++r)");
     line("#pragma unroll");
-    line("for (int c = 0; c < " + num(pc) + "; ++c) " + f + "[r * " + num(pc) + " + c] = fmaf(ra[r][q], rb[q][c], " + f +
-         "[r * " + num(pc) + " + c]);");
+    line("for (int c = 0; c < " + num(pc) + "; ++c) " + f + "[r * " + num(pc) + " + c] = fmaf(ra[" + cur +
+         "][r][q], rb[" + cur + "][q][c], " + f + "[r * " + num(pc) + " + c]);");
     close();
     close();
     close();
@@ -1067,7 +1092,9 @@ class Emitter {
 
   // Each warp: a (pr/16) x (pc/8) grid of mma.sync tiles. 16-bit operands come
   // through ldmatrix where rows of 8 elements are contiguous and 16-byte aligned;
-  // tf32 operands (and other layouts) are gathered element by element.
+  // tf32 operands (and other layouts) are gathered element by element. With
+  // frag_buffers 2, A's fragments for step kk + ka are loaded before step kk's
+  // mmas; B's are streamed either way (each n pair loaded just before its mmas).
   void emit_sync_mma(const GroupOp& op, const Buffer& acc, const Buffer& A, const Buffer& B,
                      int64_t pr, int64_t pc) {
     const bool half = A.dtype != DType::F32;
@@ -1080,30 +1107,51 @@ class Emitter {
                   (B.layout == Layout::RowMajor && line_[B.id] % 8 == 0));
     std::string fa = base(op.a), fb = base(op.b), f = "f" + num(acc.id);
     std::string mma = A.dtype == DType::BF16 ? "tsl_mma_bf16" : A.dtype == DType::F16 ? "tsl_mma_f16" : "tsl_mma_tf32";
-    line("#pragma unroll");
-    open("for (int kk = 0; kk < " + num(op.k) + "; kk += " + num(ka) + ")");
-    line("unsigned ra[" + num(mt) + "][4];");
-    line("#pragma unroll");
-    open("for (int m = 0; m < " + num(mt) + "; ++m)");
-    if (a_ldm) {
-      line("tsl_ldmatrix_x4(ra[m], &" + fa + "[" + index(A, "ar + m * 16 + lane % 16", "ak + kk + lane / 16 * 8") + "]);");
-    } else {
-      // a[j]: row lane/4 + 8*(j%2); k (tf32) lane%4 + 4*(j/2), (16-bit) pair 2*(lane%4) + 8*(j/2).
+    const bool twice = p_.frag_buffers == 2;
+    // A's fragments of step `k0` into register set `set`.
+    auto load_a = [&](const std::string& set, const std::string& k0) {
       line("#pragma unroll");
-      open("for (int j = 0; j < 4; ++j)");
-      line("const int r = ar + m * 16 + lane / 4 + (j % 2) * 8;");
-      if (half) {
-        line("const int k = ak + kk + (lane % 4) * 2 + (j / 2) * 8;");
-        line("ra[m][j] = tsl_pack16(" + fa + "[" + index(A, "r", "k") + "], " + fa + "[" + index(A, "r", "k + 1") + "]);");
+      open("for (int m = 0; m < " + num(mt) + "; ++m)");
+      std::string ra = "ra[" + set + "][m]";
+      if (a_ldm) {
+        line("tsl_ldmatrix_x4(" + ra + ", &" + fa + "[" + index(A, "ar + m * 16 + lane % 16", "ak + " + k0 + " + lane / 16 * 8") +
+             "]);");
       } else {
-        line("ra[m][j] = tsl_tf32(" + fa + "[" + index(A, "r", "ak + kk + lane % 4 + (j / 2) * 4") + "]);");
+        // a[j]: row lane/4 + 8*(j%2); k (tf32) lane%4 + 4*(j/2), (16-bit) pair 2*(lane%4) + 8*(j/2).
+        line("#pragma unroll");
+        open("for (int j = 0; j < 4; ++j)");
+        line("const int r = ar + m * 16 + lane / 4 + (j % 2) * 8;");
+        if (half) {
+          line("const int k = ak + " + k0 + " + (lane % 4) * 2 + (j / 2) * 8;");
+          line(ra + "[j] = tsl_pack16(" + fa + "[" + index(A, "r", "k") + "], " + fa + "[" + index(A, "r", "k + 1") + "]);");
+        } else {
+          line(ra + "[j] = tsl_tf32(" + fa + "[" + index(A, "r", "ak + " + k0 + " + lane % 4 + (j / 2) * 4") + "]);");
+        }
+        close();
       }
       close();
+    };
+    std::string regs = "unsigned ra[" + num(twice ? 2 : 1) + "][" + num(mt) + "][4];";
+    if (twice) {
+      line(regs);
+      load_a("0", "0");
     }
-    close();
+    line("#pragma unroll");
+    open("for (int kk = 0; kk < " + num(op.k) + "; kk += " + num(ka) + ")");
+    std::string cur = "0";
+    if (twice) {
+      line("const int cur = (kk / " + num(ka) + ") % 2;");
+      open("if (kk + " + num(ka) + " < " + num(op.k) + ")");
+      load_a("cur ^ 1", "kk + " + num(ka));
+      close();
+      cur = "cur";
+    } else {
+      line(regs);
+      load_a("0", "kk");
+    }
     // B fragments are streamed: each n (pair) is loaded and used by every m before
     // the next, so only A's fragments and one B pair are live beside the accumulator.
-    std::string acc_at = "&" + f + "[(m * " + num(nt) + " + n) * 4]";
+    std::string acc_at = "&" + f + "[(m * " + num(nt) + " + n) * 4]", ra_m = "ra[" + cur + "][m]";
     if (b_ldm) {
       line("#pragma unroll");
       open("for (int n = 0; n < " + num(nt) + "; n += 2)");
@@ -1111,8 +1159,8 @@ class Emitter {
       line("tsl_ldmatrix_x4_trans(t, &" + fb + "[" + index(B, "bk + kk + lane % 16", "bc + n * 8 + lane / 16 * 8") + "]);");
       line("const unsigned b0[2] = {t[0], t[1]}, b1[2] = {t[2], t[3]};");
       line("#pragma unroll");
-      line("for (int m = 0; m < " + num(mt) + "; ++m) { " + mma + "(" + acc_at + ", ra[m], b0); " + mma + "(&" + f +
-           "[(m * " + num(nt) + " + n + 1) * 4], ra[m], b1); }");
+      line("for (int m = 0; m < " + num(mt) + "; ++m) { " + mma + "(" + acc_at + ", " + ra_m + ", b0); " + mma + "(&" + f +
+           "[(m * " + num(nt) + " + n + 1) * 4], " + ra_m + ", b1); }");
       close();
     } else {
       // b[j]: column lane/4; k (tf32) lane%4 + 4*j, (16-bit) pair 2*(lane%4) + 8*j.
@@ -1130,7 +1178,7 @@ class Emitter {
       }
       close();
       line("#pragma unroll");
-      line("for (int m = 0; m < " + num(mt) + "; ++m) " + mma + "(" + acc_at + ", ra[m], rb);");
+      line("for (int m = 0; m < " + num(mt) + "; ++m) " + mma + "(" + acc_at + ", " + ra_m + ", rb);");
       close();
     }
     close();
