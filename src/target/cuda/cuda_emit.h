@@ -4,7 +4,7 @@
 // One thread block runs one group; GroupProgram::grid maps to the block index
 // (the last grid dimension to blockIdx.x, the one before to y, then z), so that
 // consecutive blocks share rows of A. A worker is `lanes` consecutive threads:
-// one thread for the Fma atom, one warp for MmaSync.
+// one thread for the Fma atom, one warp for MmaSync, one warpgroup for Wgmma.
 //
 //   extern "C" __global__ void tessel_kernel(
 //       int64_t <size params...>, double <scalars...>, T* <tensors...>)
@@ -14,12 +14,17 @@
 // Shared buffers live in dynamic shared memory. Their physical layout pads each
 // line (a row of a RowMajor buffer, a panel of a panel layout) to an odd number of
 // 16-byte chunks, so that the 8 rows one ldmatrix or one warp's vector access
-// touches fall in distinct banks; the logical layout is GroupIR's.
+// touches fall in distinct banks; the logical layout is GroupIR's. The operands of
+// wgmma mmas instead take the 128-byte-swizzled layouts wgmma's descriptors read
+// (unpadded, 1024-byte aligned; see mark_wgmma_operands).
 //
 // Ops: copy = cooperative 16-byte vectors where both sides are contiguous and
 // aligned (checked at run time for global memory), guarded scalars otherwise;
 // async copies are cp.async (zero-filling out-of-bounds chunks) with commit/wait;
-// fence and barrier = __syncthreads(); fragments are per-thread register arrays.
+// fence and barrier = __syncthreads() (after fence.proxy.async for wgmma); an async
+// mma is one wgmma commit group, completed by mma.wait = wgmma.wait_group;
+// fragments are per-thread register arrays (two sets of the mma operand fragments
+// with frag_buffers 2).
 #pragma once
 #include <cstdint>
 #include <string>
