@@ -35,7 +35,7 @@ inline void cuda_timing_check(cudaError_t e, const char* what) {
 // `median` is the caller's own, applied to the per-call event times.
 inline Timing time_calls(const std::function<void()>& call, double guess_us, Batch batch,
                          double (*median)(std::vector<double>)) {
-  int calls = std::clamp(int(batch.target_us / std::max(guess_us, 1.0)), 5, batch.max_calls);
+  int calls = std::max(5, std::min(int(batch.target_us / std::max(guess_us, 1.0)), batch.max_calls));
   cuda_timing_check(cudaDeviceSynchronize(), "sync");
   auto t0 = std::chrono::steady_clock::now();
   for (int i = 0; i < calls; ++i) call();

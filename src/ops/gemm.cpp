@@ -175,15 +175,13 @@ Plan resolve_plan(int64_t m, int64_t n, int64_t k, const GemmOptions& options) {
   if (options.target == TargetKind::Cuda)
     user_error(ErrorKind::Unsupported, "the cuda target is not built: tessel was built without the CUDA toolkit");
 #endif
-  std::string arch = options.arch;
-#ifdef TESSEL_WITH_CUDA
-  if (arch.empty() && options.target == TargetKind::Cuda && !options.plan) {
-    static const std::string device_arch = default_cuda_arch();  // asked once: plans are resolved per call
-    arch = device_arch;
-  }
-#endif
-  Plan plan = options.plan ? *options.plan : default_gemm_plan(options.target, m, n, k, options.precision, arch);
+  Plan plan = options.plan ? *options.plan : default_gemm_plan(options.target, m, n, k, options.precision, options.arch);
   plan.target = options.target;
+  if (plan.atom == AtomKind::MmaSync && options.precision == GemmPrecision::F32)
+    user_error(ErrorKind::Plan, "the mma.sync atom computes fp32 operands in tf32; ask for dtype tf32, or plan the fma atom");
+  if (plan.atom == AtomKind::Wgmma && options.precision != GemmPrecision::BF16 && options.precision != GemmPrecision::F16)
+    user_error(ErrorKind::Plan, std::string("the wgmma atom takes bf16 or fp16 operands, not ") +
+                                    precision_name(options.precision));
   if (options.plan) {
     if (plan.target == TargetKind::Cpu && plan.atom_m == 1 && plan.atom_n == 1 &&
         plan.bm % kCpuAtomM == 0 && plan.bn % kCpuAtomN == 0) {
@@ -271,7 +269,14 @@ Plan default_gemm_plan(TargetKind target, int64_t m, int64_t n, int64_t k, GemmP
     p.async_copy = true;
     p.window = mma ? t->mma_window : 2;
     bool sixteen_bit = precision == GemmPrecision::BF16 || precision == GemmPrecision::F16;
-    bool sm90 = cuda_arch.empty() || cuda_arch == "sm_90" || cuda_arch == "sm_90a";
+    std::string arch = cuda_arch;
+#ifdef TESSEL_WITH_CUDA
+    if (arch.empty()) {
+      static const std::string device_arch = default_cuda_arch();  // asked once: plans are chosen per call
+      arch = device_arch;
+    }
+#endif
+    bool sm90 = arch.empty() || arch == "sm_90" || arch == "sm_90a";
     if (sixteen_bit && sm90 && t->max_mn == INT64_MAX) {
       p.atom = AtomKind::Wgmma;
       p.bm = kWgmmaBM, p.bn = kWgmmaBN, p.bk = kWgmmaBK;

@@ -46,7 +46,8 @@ struct GemmReport {
 // The plan used when none is given: tiles clamped to the problem so that small
 // shapes do not compute mostly padding, rounded to a few sizes so that the number
 // of distinct kernels stays small.
-// cuda_arch ("sm_90"; "" = sm_90) decides whether the wgmma atom is available.
+// cuda_arch ("sm_90"; "" = the device's, sm_90 without one) decides whether the
+// wgmma atom is available.
 Plan default_gemm_plan(TargetKind target, int64_t m, int64_t n, int64_t k,
                         GemmPrecision precision = GemmPrecision::F32, const std::string& cuda_arch = "");
 

@@ -31,7 +31,8 @@ bool split_body(const GroupProgram& p, const std::vector<GroupOp>& body, size_t*
                          staged.count(op.dst.buffer);
     if (writes_staged || op.kind == GroupOpKind::Copy || op.kind == GroupOpKind::For ||
         op.kind == GroupOpKind::If || op.kind == GroupOpKind::AsyncWait ||
-        op.kind == GroupOpKind::AsyncCommit || op.kind == GroupOpKind::Call)
+        op.kind == GroupOpKind::AsyncCommit || op.kind == GroupOpKind::MmaWait || op.async ||
+        op.kind == GroupOpKind::Call)
       return *why = "op #" + std::to_string(op.id) + " after the staging copies is not a plain consumer", false;
   }
   return true;

@@ -7,7 +7,7 @@
 // With window W, for a loop k in [lo, hi):
 //   - every staged buffer gets W versions; iteration k reads version (k - lo) % W;
 //   - a prologue before the loop copies iterations lo .. lo + W - 2 into versions
-//     0 .. W - 2, then a fence;
+//     0 .. W - 2 (lo .. lo + W - 3 with asynchronous consumers, below), then a fence;
 //   - sync copies, body:  copy(k + W - 1) -> version (k - lo + W - 1) % W; fence; ...;
 //                         consumers(k); fence
 //     (barrier planning then leaves one fence per iteration: the copies and the
@@ -23,7 +23,8 @@
 //     two iterations ago; with W = 2, mma.wait pending 0 and one tile ahead.
 //     After the loop: mma.wait pending 0, then the copies' wait.
 //   - W = 1 with sync copies changes nothing.
-// Copies past the end of the loop (short loops, the last W - 1 iterations) are
+// Copies past the end of the loop (short loops, the last W - 1 iterations, W - 2
+// with asynchronous consumers) are
 // issued anyway, into a version no consumer reads, with a destination row bound
 // that is 0 past the end: they move nothing and read nothing. This keeps the body
 // free of branches, which would be boundaries for barrier planning. The drain is

@@ -135,23 +135,31 @@ TEST(CudaCompile, PipelineVariantsCompile) {
 // When NVRTC's log lacks ptxas's report, the register count and the stack frame
 // come from the cubin itself; spills count as zero only with no stack frame.
 TEST(CudaCompile, ResourcesFromTheCubinWhenTheLogLacksTheReport) {
+  // 64x256 per warpgroup with synchronous copies: their staging registers beside 128
+  // accumulators spill (ptxas reported 172 bytes).
   Plan spilling = default_gemm_plan(TargetKind::Cuda, 4096, 4096, 4096, GemmPrecision::BF16);
-  spilling.bm = 64, spilling.bn = 256, spilling.workers = 1, spilling.worker_rows = spilling.worker_cols = 1;
+  spilling.bm = 128, spilling.bn = 256, spilling.workers = 2, spilling.worker_rows = 2, spilling.worker_cols = 1;
   spilling.window = 2;
-  for (const Plan& plan : {default_gemm_plan(TargetKind::Cuda, 512, 512, 512, GemmPrecision::BF16), spilling}) {
+  spilling.async_copy = false;
+  for (bool spills : {false, true}) {
+    const Plan plan = spills ? spilling : default_gemm_plan(TargetKind::Cuda, 512, 512, 512, GemmPrecision::BF16);
     CompiledGroup g = compile_to_group(gemm_kernel(DType::BF16), plan, CompileOptions{});
     CudaSource src = emit_cuda(g.program);
     NvrtcOutput o = nvrtc_compile(src.code, cuda_compile_arch(src, "sm_90"));
+    // The reference is ptxas's own report; where NVRTC left it out this test has
+    // nothing to compare with (the GPU machine, at times): say so.
+    if (o.log.find(" registers") == std::string::npos) GTEST_SKIP() << "NVRTC's log has no ptxas report here";
     ASSERT_GT(o.registers, 0) << o.log;
     NvrtcOutput bare = o;
     bare.log = "(no ptxas report)";
     read_ptxas_report(&bare);
     EXPECT_EQ(bare.registers, o.registers) << plan.to_string();
     EXPECT_EQ(bare.stack_bytes, o.stack_bytes) << plan.to_string();
-    if (o.spill_stores == 0 && o.stack_bytes == 0) {
-      EXPECT_EQ(bare.spill_stores, 0);
+    if (!spills) {
+      EXPECT_EQ(o.stack_bytes, 0) << plan.to_string();
+      EXPECT_EQ(bare.spill_stores, 0) << plan.to_string();
     } else {
-      EXPECT_GT(o.stack_bytes, 0) << plan.to_string();  // the spilling plan does spill
+      EXPECT_GT(o.spill_stores, 0) << plan.to_string();  // the spilling plan does spill
       EXPECT_EQ(bare.spill_stores, -1) << plan.to_string();
     }
   }

@@ -34,13 +34,13 @@ TEST(WgmmaProgram, EveryWindowRunsRaceFreeOnSim) {
     int warpgroups;
   };
   for (Tile t : {Tile{64, 64, 1}, Tile{128, 128, 2}})
-    for (int window : {1, 2, 3, 4}) {
+    for (auto [window, async] : {std::pair{1, false}, {2, false}, {2, true}, {3, true}, {4, true}}) {
       Plan plan = default_gemm_plan(TargetKind::Cuda, 4096, 4096, 4096, GemmPrecision::BF16);
       ASSERT_EQ(plan.atom, AtomKind::Wgmma);
       plan.bm = t.bm, plan.bn = t.bn, plan.workers = t.warpgroups;
       plan.worker_rows = t.warpgroups, plan.worker_cols = 1;
       plan.window = window;
-      plan.async_copy = window > 2;
+      plan.async_copy = async;
       CompiledGroup g = compile_to_group(gemm_kernel(DType::BF16), plan, CompileOptions{});
       ASSERT_EQ(g.program.lanes, 128);
       if (window >= 2 && plan.async_copy) {

@@ -144,7 +144,8 @@ TEST(CudaGemm, BetaAlphaAndMisalignedRows) {
   }
 }
 
-// The wgmma atom (sm_90) under every tile class and window: each plan's complete
+// The wgmma atom (sm_90) under every tile class and window (W = 2 with sync and with
+// async copies, W = 3, 4 async, where one mma stays in flight): each plan's complete
 // output against one oracle per case, and every window bit for bit equal to
 // window 1 (pipelining must not reorder arithmetic). Odd leading dimensions take the
 // scalar copy path into the swizzled buffers; aligned ones the 16-byte paths.
@@ -165,12 +166,12 @@ TEST(CudaGemm, WgmmaPlansEveryWindow) {
     Prepared in = prepare(c, seed++);
     for (const Tile& t : tiles) {
       std::vector<float> first;
-      for (int window : {1, 2, 3, 4}) {
+      for (auto [window, async] : {std::pair{1, false}, {2, false}, {2, true}, {3, true}, {4, true}}) {
         Plan plan = default_gemm_plan(TargetKind::Cuda, 4096, 4096, 4096, c.p);
         ASSERT_EQ(plan.atom, AtomKind::Wgmma);
         plan.bm = t.bm, plan.bn = t.bn, plan.workers = t.warpgroups;
         plan.window = window;
-        plan.async_copy = window > 2;
+        plan.async_copy = async;
         std::vector<float> out = run_prepared(c, in, &plan);
         double err = gemm_relative_error(c.m, c.n, out.data(), c.n + c.pad, in.oracle);
         double bound = precision_error_bound(c.p, c.k);

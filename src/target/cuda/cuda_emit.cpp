@@ -241,6 +241,7 @@ class Emitter {
       swizzled_.resize(p_.buffers.size(), false);
       swizzled_[A.id] = swizzled_[B.id] = true;
       swizzled_any_ = true;
+      if (op.async) async_accumulators_.insert(op.frag);
       wgmma_dtype_ = A.dtype;
       wgmma_widths_.insert(op.n / p_.worker_cols);
     }
@@ -555,9 +556,15 @@ class Emitter {
         return;
       case GroupOpKind::MmaWait:
         // wgmma groups (one per async mma); other atoms complete when issued.
-        if (p_.atom == AtomKind::Wgmma)
+        if (p_.atom == AtomKind::Wgmma) {
           line("asm volatile(\"wgmma.wait_group.sync.aligned " + num(op.pending) + ";\\n\" ::: \"memory\");  // #" +
                num(op.id));
+          // The accumulators are registers the compiler could otherwise read (or
+          // move) before the wait: tie each to it.
+          for (int f : async_accumulators_)
+            line("#pragma unroll\n" + std::string(2 * depth_, ' ') + "for (int i = 0; i < " + num(regs(p_.buffer(f))) +
+                 "; ++i) asm volatile(\"\" : \"+f\"(f" + num(f) + "[i]) :: \"memory\");");
+        }
         return;
       case GroupOpKind::Fence:
       case GroupOpKind::Barrier:
@@ -710,16 +717,35 @@ class Emitter {
     close();
   }
 
+  // Element e = tid + j * threads for every j, in batches of up to 8: each batch
+  // issues all its loads before its stores, so a thread has 8 global loads in
+  // flight instead of one (misaligned rows take this path; one at a time, a 32x32
+  // tile cost 16 round trips), while the rolled outer loop keeps registers few.
   void emit_scalar_copy(const GroupOp& op) {
-    const Buffer& db = p_.buffer(op.dst.buffer);
-    for_each_share(op.rows * op.cols, [&] {
+    const Buffer& sb = p_.buffer(op.src.buffer);
+    const int64_t items = op.rows * op.cols, per = (items + threads_ - 1) / threads_;
+    const int64_t batch = std::min<int64_t>(per, 8);
+    auto element = [&](const std::function<void()>& body) {
+      line("#pragma unroll");
+      open("for (int jj = 0; jj < " + num(batch) + "; ++jj)");
+      line("const int j = j0 + jj, e = tid + j * " + num(threads_) + ";");
+      open("if (j < " + num(per) + " && e < " + num(items) + ")");
       line("const int r = e / " + num(op.cols) + ", c = e % " + num(op.cols) + ";");
+      body();
+      close();
+      close();
+    };
+    line("#pragma unroll 1");
+    open("for (int j0 = 0; j0 < " + num(per) + "; j0 += " + num(batch) + ")");
+    line(std::string(ctype(sb.dtype)) + " tmp[" + num(batch) + "];");
+    element([&] { line("tmp[jj] = " + src_value(op, "r", "c") + ";"); });
+    element([&] {
       std::string g = dst_guard(op, "r", "c");
-      std::string assign = at(op.dst, "(" + ex(op.dst.row) + " + r)", "(" + ex(op.dst.col) + " + c)") +
-                           " = " + src_value(op, "r", "c") + ";";
+      std::string assign =
+          at(op.dst, "(" + ex(op.dst.row) + " + r)", "(" + ex(op.dst.col) + " + c)") + " = tmp[jj];";
       line(g.empty() ? assign : "if (" + g + ") " + assign);
-      (void)db;
-    }, /*unroll=*/false);  // the slow path: unrolled, its addresses would hold registers
+    });
+    close();
   }
 
   // 16-byte chunks; a chunk that straddles the source's column bound is copied
@@ -1212,6 +1238,7 @@ class Emitter {
   const GroupProgram& p_;
   std::vector<bool> swizzled_;  // shared buffers in the wgmma operand layout
   bool swizzled_any_ = false;
+  std::set<int> async_accumulators_;  // fragments async wgmmas accumulate into
   DType wgmma_dtype_ = DType::BF16;
   std::set<int64_t> wgmma_widths_;
   std::vector<int64_t> offset_, slot_, line_;
