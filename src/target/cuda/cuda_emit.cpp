@@ -232,8 +232,10 @@ class Emitter {
       if (A.layout != Layout::RowMajor || A.cols * 2 != 128)
         bad("A must be staged row-major with rows of 64 elements (plan bk = 64), got " + num(A.rows) + "x" +
             num(A.cols));
-      if (B.layout != Layout::ColPanels || B.panel != 64)
-        bad("B must be staged in panels of 64 columns (plan atom 64x64)");
+      if (B.layout != Layout::ColPanels || B.panel != 64 || B.cols % 64 || B.rows % 8)
+        bad("B must be staged in whole panels of 64 columns and whole groups of 8 rows (plan atom 64x64)");
+      if (A.rows % 64 || op.k > A.cols || op.k > B.rows)
+        bad("A must hold whole 64-row tiles and both operands the whole k window");
       if (op.k % 16 || !const_multiple(op.a.col, 16) || !const_multiple(op.b.row, 16))
         bad("k window must start and end on multiples of 16");
       if (!const_multiple(op.a.row, 64) || !const_multiple(op.b.col, 64))
