@@ -5,6 +5,7 @@
 // plan introduces shows here without a GPU.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <vector>
@@ -109,6 +110,35 @@ TEST(WgmmaProgram, BrokenMmaWaitIsARaceOnSim) {
     EXPECT_NE(r.races[0].message.find("mma #"), std::string::npos) << r.races[0].message;
     EXPECT_NE(r.races[0].message.find("copy #"), std::string::npos) << r.races[0].message;
   }
+}
+
+// The accumulator side of the protocol: without the mma.wait after the loop the
+// epilogue reads the accumulator an mma still writes; the sim names both.
+TEST(WgmmaProgram, AccumulatorTouchedBeforeItsMmaWaitIsARaceOnSim) {
+  const int64_t m = 70, n = 130, k = 300;
+  std::mt19937_64 rng(13);
+  std::vector<float> a(m * k), b(k * n), c(m * n, NAN);
+  fill_random(a, rng);
+  fill_random(b, rng);
+  Plan plan = default_gemm_plan(TargetKind::Cuda, 4096, 4096, 4096, GemmPrecision::BF16);
+  plan.bm = 128, plan.bn = 128, plan.workers = 2, plan.worker_rows = 2, plan.worker_cols = 1;
+  plan.window = 4;
+  plan.async_copy = true;
+  CompiledGroup g = compile_to_group(gemm_kernel(DType::BF16), plan, CompileOptions{});
+  LaunchArgs args;
+  args.sizes = {{"M", m}, {"N", n}, {"K", k}, {"lda", k}, {"ldb", n}, {"ldc", n}};
+  args.scalars = {{"alpha", 1.0}, {"beta", 0.0}};
+  args.tensors = {{"A", a.data()}, {"B", b.data()}, {"C", c.data()}};
+  GroupProgram p = g.program;
+  auto drain = std::find_if(p.body.begin(), p.body.end(),
+                            [](const GroupOp& op) { return op.kind == GroupOpKind::MmaWait; });
+  ASSERT_NE(drain, p.body.end());
+  ASSERT_EQ(drain->pending, 0);
+  p.body.erase(drain);
+  SimResult r = run_sim(p, args);
+  ASSERT_GT(r.race_count, 0);
+  EXPECT_NE(r.races[0].message.find("accumulates into it"), std::string::npos) << r.races[0].message;
+  EXPECT_NE(r.races[0].message.find("before the mma.wait"), std::string::npos) << r.races[0].message;
 }
 
 }  // namespace

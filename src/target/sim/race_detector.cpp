@@ -130,6 +130,21 @@ void RaceDetector::async_read_end(int buffer, int64_t index) {
   if (cell.async_readers > 0) --cell.async_readers;
 }
 
+void RaceDetector::accumulator_race(int mma_op, int second_op, int worker, const std::string& fragment) {
+  ++result_.race_count;
+  if (static_cast<int>(result_.races.size()) >= max_recorded_) return;
+  Race race;
+  race.first_op = mma_op;
+  race.second_op = second_op;
+  race.first_worker = race.second_worker = worker;
+  race.buffer = fragment;
+  std::string who = " (worker " + std::to_string(worker) + ")";
+  race.message = "race on " + fragment + ": async " + describe(mma_op) + who + " accumulates into it, " +
+                 (second_op >= 0 ? describe(second_op) + who + " touches it before the mma.wait that completes the mma"
+                                 : std::string("and no mma.wait completes it before the group ends"));
+  result_.races.push_back(std::move(race));
+}
+
 void RaceDetector::global_access(int tensor, int64_t row, int64_t col, const GroupOp& op,
                                  bool write) {
   GlobalCell& cell = global_[tensor][row * global_cols_[tensor] + col];

@@ -51,6 +51,9 @@ class RaceDetector {
   void async_read_begin(int buffer, int version, int64_t row, int64_t col, int64_t index, int worker,
                         const GroupOp& op);
   void async_read_end(int buffer, int64_t index);
+  // A race that is not on a memory element: an async mma's accumulator touched by
+  // `second_op` before its mma.wait (second_op -1: still in flight at group end).
+  void accumulator_race(int mma_op, int second_op, int worker, const std::string& fragment);
 
   // One access by the current group of element (row, col) of tensor `tensor`.
   void global_access(int tensor, int64_t row, int64_t col, const GroupOp& op, bool write);

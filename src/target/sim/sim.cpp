@@ -170,9 +170,29 @@ class Interpreter {
         shared_[pw.buffer][pw.index] = pw.value;
       }
     committed_.clear();
+    for (int w = 0; w < p_.workers; ++w)
+      for (const InFlightMma& m : mma_groups_[w]) detector_.accumulator_race(m.op, -1, w, p_.buffer(m.frag).name);
     GroupOp end_of_group;
     end_of_group.pending = 0;
     mma_wait(end_of_group);
+  }
+
+  // An async mma owns its accumulator until its mma.wait: an op that touches that
+  // fragment before then reads or writes registers the mma is still writing.
+  void check_accumulators(const GroupOp& op) {
+    std::vector<int> frags;
+    if (op.kind == GroupOpKind::FragFill || op.kind == GroupOpKind::FragLoad ||
+        op.kind == GroupOpKind::FragStore || op.kind == GroupOpKind::Elementwise)
+      frags.push_back(op.frag);
+    if (op.kind == GroupOpKind::Elementwise)
+      for (const EwOperand& o : op.operands)
+        if (o.kind == EwOperand::Kind::Frag) frags.push_back(o.frag);
+    for (int w = 0; w < p_.workers; ++w)
+      for (const InFlightMma& m : mma_groups_[w])
+        if (std::find(frags.begin(), frags.end(), m.frag) != frags.end()) {
+          detector_.accumulator_race(m.op, op.id, w, p_.buffer(m.frag).name);
+          break;
+        }
   }
 
   void run_ops(const std::vector<GroupOp>& ops) {
@@ -180,6 +200,7 @@ class Interpreter {
   }
 
   void run_op(const GroupOp& op) {
+    check_accumulators(op);
     switch (op.kind) {
       case GroupOpKind::Copy: return copy(op);
       case GroupOpKind::AsyncCommit:
@@ -398,12 +419,12 @@ class Interpreter {
       if (part.rows == 0 || part.cols == 0) continue;
       a_.resize(part.rows * k);
       b_.resize(k * part.cols);
-      if (op.async) mma_groups_[w].emplace_back();
+      if (op.async) mma_groups_[w].push_back(InFlightMma{op.frag, op.id, {}});
       auto get = [&](const Window& x, int64_t r, int64_t c) {
         if (!op.async || x.buffer->space != Space::Shared) return read(x, r, c, w, op);
         int64_t i = shared_index(x, r, c, op, false);
         detector_.async_read_begin(x.buffer->id, x.version, r, c, i, w, op);
-        mma_groups_[w].back().emplace_back(x.buffer->id, i);
+        mma_groups_[w].back().reads.emplace_back(x.buffer->id, i);
         return shared_[x.buffer->id][i];
       };
       for (int64_t i = 0; i < part.rows; ++i)
@@ -433,7 +454,7 @@ class Interpreter {
     TESSEL_ASSERT(op.pending >= 0, "mma.wait pending must be non-negative");
     for (auto& groups : mma_groups_)
       while (groups.size() > static_cast<size_t>(op.pending)) {
-        for (const auto& [buffer, index] : groups.front()) detector_.async_read_end(buffer, index);
+        for (const auto& [buffer, index] : groups.front().reads) detector_.async_read_end(buffer, index);
         groups.pop_front();
       }
   }
@@ -504,8 +525,13 @@ class Interpreter {
   std::vector<std::vector<FragPart>> parts_; // by buffer id, by worker
   std::vector<float> a_, b_;                 // mma gather scratch
   std::vector<PendingWrite> open_;           // async copies not committed yet
-  // Per worker: async mmas in flight, oldest first, each the shared elements it reads.
-  std::vector<std::deque<std::vector<std::pair<int, int64_t>>>> mma_groups_;
+  // Per worker: async mmas in flight, oldest first: the accumulator each writes and
+  // the shared elements it reads.
+  struct InFlightMma {
+    int frag, op;
+    std::vector<std::pair<int, int64_t>> reads;
+  };
+  std::vector<std::deque<InFlightMma>> mma_groups_;
   std::deque<std::vector<PendingWrite>> committed_;
   uint32_t async_instances_ = 0;
 };
