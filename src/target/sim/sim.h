@@ -10,8 +10,9 @@
 // any access in that span by another worker, or any read by the issuing worker, is
 // a race. An async mma reads its operands over the span from issue to the
 // mma.wait that completes it: a write to them in that span by any worker is a race,
-// and so is any other op touching its accumulator, or the group ending first. Global memory: two different groups touching one element, at least one
-// writing, is a race.
+// and so is any other op touching its accumulator, or the group ending first.
+// Global memory: two different groups touching one element, at least one writing,
+// is a race.
 #pragma once
 #include <cstdint>
 #include <string>
