@@ -32,12 +32,7 @@ using namespace tessel;
 
 namespace {
 
-void ck(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) {
-    std::fprintf(stderr, "%s: %s\n", what, cudaGetErrorString(e));
-    std::exit(1);
-  }
-}
+void ck(cudaError_t e, const char* what) { tessel_bench::cuda_timing_check(e, what); }
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());

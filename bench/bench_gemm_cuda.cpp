@@ -28,12 +28,7 @@ using namespace tessel;
 
 namespace {
 
-void ck(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) {
-    std::fprintf(stderr, "%s: %s\n", what, cudaGetErrorString(e));
-    std::exit(1);
-  }
-}
+void ck(cudaError_t e, const char* what) { tessel_bench::cuda_timing_check(e, what); }
 void ck(cublasStatus_t s, const char* what) {
   if (s != CUBLAS_STATUS_SUCCESS) {
     std::fprintf(stderr, "%s: cublas status %d\n", what, int(s));

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "../file_test_util.h"
 #include "compiler/compile.h"
 #include "ops/gemm.h"
 #include "ops/gemm_kernel.h"
@@ -28,21 +29,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string slurp(const std::string& path) {
-  std::string s;
-  EXPECT_TRUE(read_file(path, &s)) << path;
-  return s;
-}
-
-void spill(const std::string& path, const std::string& contents) {
-  std::ofstream(path, std::ios::binary | std::ios::trunc) << contents;
-}
-
-size_t count(const std::string& haystack, const std::string& needle) {
-  size_t n = 0;
-  for (size_t at = haystack.find(needle); at != std::string::npos; at = haystack.find(needle, at + 1)) ++n;
-  return n;
-}
+using test::count;
+using test::slurp;
+using test::spill;
 
 class CubinCache : public ::testing::Test {
  protected:

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "../file_test_util.h"
 #include "../cpu/gemm_oracle.h"
 #include "../cpu/hand_gemm.h"
 #include "runtime/kernel_cache.h"
@@ -23,21 +24,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string slurp(const std::string& path) {
-  std::string s;
-  EXPECT_TRUE(read_file(path, &s)) << path;
-  return s;
-}
-
-void spill(const std::string& path, const std::string& contents) {
-  std::ofstream(path, std::ios::binary | std::ios::trunc) << contents;
-}
-
-size_t count(const std::string& haystack, const std::string& needle) {
-  size_t n = 0;
-  for (size_t at = haystack.find(needle); at != std::string::npos; at = haystack.find(needle, at + 1)) ++n;
-  return n;
-}
+using test::count;
+using test::slurp;
+using test::spill;
 
 class KernelCache : public ::testing::Test {
  protected:

@@ -62,27 +62,39 @@ TEST(WgmmaProgram, EveryWindowRunsRaceFreeOnSim) {
     }
 }
 
+// A 4-stage wgmma GEMM (128x128 over 2 warpgroups, one mma in flight) on a
+// 70x130x300 problem: five k tiles, so the steady state runs.
+struct FourStageGemm {
+  static constexpr int64_t m = 70, n = 130, k = 300;
+  std::vector<float> a, b, c;
+  GroupProgram program;
+  LaunchArgs args;
+
+  explicit FourStageGemm(uint64_t seed) : a(m * k), b(k * n), c(m * n, NAN) {
+    std::mt19937_64 rng(seed);
+    fill_random(a, rng);
+    fill_random(b, rng);
+    Plan plan = default_gemm_plan(TargetKind::Cuda, 4096, 4096, 4096, GemmPrecision::BF16);
+    plan.bm = 128, plan.bn = 128, plan.workers = 2, plan.worker_rows = 2, plan.worker_cols = 1;
+    plan.window = 4;
+    plan.async_copy = true;
+    program = compile_to_group(gemm_kernel(DType::BF16), plan, CompileOptions{}).program;
+    args.sizes = {{"M", m}, {"N", n}, {"K", k}, {"lda", k}, {"ldb", n}, {"ldc", n}};
+    args.scalars = {{"alpha", 1.0}, {"beta", 0.0}};
+    args.tensors = {{"A", a.data()}, {"B", b.data()}, {"C", c.data()}};
+  }
+};
+
 // The async-mma protocol broken on purpose: an mma.wait that lets one group too many
 // stay in flight, or none at all, lets the next copy refill a version an mma in
 // flight still reads; the sim reports it, naming both ops.
 TEST(WgmmaProgram, BrokenMmaWaitIsARaceOnSim) {
-  const int64_t m = 70, n = 130, k = 300;  // five k tiles: the steady state runs
-  std::mt19937_64 rng(12);
-  std::vector<float> a(m * k), b(k * n), c(m * n, NAN);
-  fill_random(a, rng);
-  fill_random(b, rng);
-  Plan plan = default_gemm_plan(TargetKind::Cuda, 4096, 4096, 4096, GemmPrecision::BF16);
-  plan.bm = 128, plan.bn = 128, plan.workers = 2, plan.worker_rows = 2, plan.worker_cols = 1;
-  plan.window = 4;
-  plan.async_copy = true;
-  CompiledGroup g = compile_to_group(gemm_kernel(DType::BF16), plan, CompileOptions{});
-  LaunchArgs args;
-  args.sizes = {{"M", m}, {"N", n}, {"K", k}, {"lda", k}, {"ldb", n}, {"ldc", n}};
-  args.scalars = {{"alpha", 1.0}, {"beta", 0.0}};
-  args.tensors = {{"A", a.data()}, {"B", b.data()}, {"C", c.data()}};
-  ASSERT_EQ(run_sim(g.program, args).race_count, 0);
+  FourStageGemm gemm(12);
+  const GroupProgram& program = gemm.program;
+  const LaunchArgs& args = gemm.args;
+  ASSERT_EQ(run_sim(program, args).race_count, 0);
   // The async protocol round-trips through the text form.
-  std::string text = print_group_program(g.program);
+  std::string text = print_group_program(program);
   EXPECT_NE(text.find("mma.wait #"), std::string::npos) << text;
   EXPECT_NE(text.find(") async"), std::string::npos) << text;  // an mma marked async
   EXPECT_EQ(print_group_program(parse_group_program(text)), text);
@@ -95,7 +107,7 @@ TEST(WgmmaProgram, BrokenMmaWaitIsARaceOnSim) {
     return {};
   };
   for (bool remove : {false, true}) {
-    GroupProgram p = g.program;
+    GroupProgram p = program;
     auto wait = loop_wait(p);
     ASSERT_EQ(wait->pending, 1);
     if (remove) {
@@ -115,21 +127,9 @@ TEST(WgmmaProgram, BrokenMmaWaitIsARaceOnSim) {
 // The accumulator side of the protocol: without the mma.wait after the loop the
 // epilogue reads the accumulator an mma still writes; the sim names both.
 TEST(WgmmaProgram, AccumulatorTouchedBeforeItsMmaWaitIsARaceOnSim) {
-  const int64_t m = 70, n = 130, k = 300;
-  std::mt19937_64 rng(13);
-  std::vector<float> a(m * k), b(k * n), c(m * n, NAN);
-  fill_random(a, rng);
-  fill_random(b, rng);
-  Plan plan = default_gemm_plan(TargetKind::Cuda, 4096, 4096, 4096, GemmPrecision::BF16);
-  plan.bm = 128, plan.bn = 128, plan.workers = 2, plan.worker_rows = 2, plan.worker_cols = 1;
-  plan.window = 4;
-  plan.async_copy = true;
-  CompiledGroup g = compile_to_group(gemm_kernel(DType::BF16), plan, CompileOptions{});
-  LaunchArgs args;
-  args.sizes = {{"M", m}, {"N", n}, {"K", k}, {"lda", k}, {"ldb", n}, {"ldc", n}};
-  args.scalars = {{"alpha", 1.0}, {"beta", 0.0}};
-  args.tensors = {{"A", a.data()}, {"B", b.data()}, {"C", c.data()}};
-  GroupProgram p = g.program;
+  FourStageGemm gemm(13);
+  const LaunchArgs& args = gemm.args;
+  GroupProgram p = gemm.program;
   auto drain = std::find_if(p.body.begin(), p.body.end(),
                             [](const GroupOp& op) { return op.kind == GroupOpKind::MmaWait; });
   ASSERT_NE(drain, p.body.end());
