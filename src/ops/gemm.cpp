@@ -64,7 +64,8 @@ int64_t pick(const int64_t (&sizes)[N], int64_t extent) {
 }
 
 // Worker grid: rows x cols == workers when the tile divides that way (closest to
-// square; for wgmma the fewest columns), else the largest grid that fits; surplus workers then only copy.
+// square; for wgmma the fewest columns), else the largest grid that fits; surplus
+// workers then only copy.
 void choose_worker_grid(Plan& p) {
   if (p.workers < 1 || p.atom_m < 1 || p.atom_n < 1) return;  // validate_plan reports it
   int best_r = 1, best_c = 1;
