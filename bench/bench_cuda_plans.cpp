@@ -262,7 +262,7 @@ int pipelining(int rounds) {
     for (size_t i = 0; i < variants.size(); ++i) {
       double dev = median(r[i].dev);
       char tile[64];
-      std::snprintf(tile, sizeof tile, "%ldx%ldx%ld w=%d", (long)base.bm, (long)base.bn, (long)base.bk, base.workers);
+      std::snprintf(tile, sizeof tile, "%ldx%ldx%ld w=%d", (long)base.tile("BM"), (long)base.tile("BN"), (long)base.tile("BK"), base.workers);
       std::printf("| %ld^2 | %s | %s | %.2f | %.2f | %.1f | %s | %.2g |\n", (long)size, tile, variants[i].name.c_str(),
                   median(r[i].host), dev, 2.0 * size * size * size / (dev * 1e6),
                   ratio_text(r[0].dev, r[i].dev).c_str(), r[i].worst_error);
@@ -308,9 +308,9 @@ int sweep(int rounds) {
       plan.atom = x.atom;
       plan.atom_m = x.atom == W ? 64 : 16;
       plan.atom_n = x.atom == W ? 64 : 8;
-      plan.bm = x.bm;
-      plan.bn = x.bn;
-      plan.bk = x.bk;
+      plan.tiles["BM"] = x.bm;
+      plan.tiles["BN"] = x.bn;
+      plan.tiles["BK"] = x.bk;
       plan.workers = x.workers;
       plan.window = x.window;
       v.options.plan = plan;
@@ -322,8 +322,8 @@ int sweep(int rounds) {
       GemmReport rep = gemm(p.m, p.n, p.k, 1, p.da, p.k, p.db, p.n, 0, p.dc, p.n, variants[i].options);
       double dev = median(r[i].dev);
       char warp[32];
-      std::snprintf(warp, sizeof warp, "%ldx%ld", (long)(rep.plan.bm / rep.plan.worker_rows),
-                    (long)(rep.plan.bn / rep.plan.worker_cols));
+      std::snprintf(warp, sizeof warp, "%ldx%ld", (long)(rep.plan.tile("BM") / rep.plan.worker_rows),
+                    (long)(rep.plan.tile("BN") / rep.plan.worker_cols));
       std::printf("| %s | %s%s | %s | %.2f | %.2f | %.1f | %s | %.2g |\n", precision_name(prec),
                   rep.plan.to_string().c_str(), i == 0 ? " (default)" : "", warp, median(r[i].host), dev,
                   2.0 * s * s * s / (dev * 1e6), ratio_text(r[0].dev, r[i].dev).c_str(), r[i].worst_error);

@@ -171,7 +171,7 @@ int main(int argc, char** argv) {
     for (int v = 0; v < kVariantCount; ++v) {
       Plan& plan = plans[v];
       plan = default_gemm_plan(TargetKind::Cpu, n, n, n);
-      if (opt.bm) plan.bm = opt.bm, plan.bn = opt.bn, plan.bk = opt.bk;
+      if (opt.bm) set_gemm_tile(plan, opt.bm, opt.bn, opt.bk);
       plan.window = kVariants[v].window;
       plan.async_copy = kVariants[v].async;
       std::vector<float> c = run(p, plan);  // compiles, warms the caches
@@ -193,8 +193,7 @@ int main(int argc, char** argv) {
       double med = median(us[v]);
       double lo = *std::max_element(us[v].begin(), us[v].end());
       double hi = *std::min_element(us[v].begin(), us[v].end());
-      std::string tile = std::to_string(plans[v].bm) + "x" + std::to_string(plans[v].bn) + "x" +
-                         std::to_string(plans[v].bk);
+      std::string tile = gemm_tile_string(plans[v]);
       std::printf("| %lld | %s | %s | %.1f | %.1f..%.1f | %.3f | %.2e%s | %s |\n", (long long)n,
                   kVariants[v].name, tile.c_str(), flop / (med * 1e3), flop / (lo * 1e3),
                   flop / (hi * 1e3), base / med, err[v], sampled ? " (32 rows)" : "",

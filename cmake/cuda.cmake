@@ -24,3 +24,10 @@ if(TARGET CUDA::cudart AND EXISTS ${PROJECT_SOURCE_DIR}/bench/bench_cuda_plans.c
   add_executable(bench_cuda_plans bench/bench_cuda_plans.cpp)
   target_link_libraries(bench_cuda_plans PRIVATE tessel CUDA::cudart)
 endif()
+# Memory-bound GroupIR programs (softmax, layernorm) at the issue's shapes; a
+# --compile-only mode needs no GPU.
+if(EXISTS ${PROJECT_SOURCE_DIR}/bench/bench_cuda_ops.cpp)
+  add_executable(bench_cuda_ops bench/bench_cuda_ops.cpp)
+  target_link_libraries(bench_cuda_ops PRIVATE tessel)
+  target_compile_definitions(bench_cuda_ops PRIVATE TESSEL_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
+endif()

@@ -2,6 +2,7 @@
 //   tessel gemm M N K [options]      run one GEMM on random inputs
 //   tessel explain M N K [options]   print TileIR, the plan and GroupIR after every step
 //   tessel bench --out DIR [options] benchmark against peers (src/bench/driver.h)
+//   tessel run|explain KERNEL.tir, opt|sim FILE.gir   kernels as text (kernel_commands.h)
 // Bad arguments print one line on stderr and exit with status 2.
 #include <cerrno>
 #include <cmath>
@@ -15,9 +16,12 @@
 
 #include "bench/driver.h"
 #include "bench/worker.h"
+#include "kernel_commands.h"
 #include "ops/gemm.h"
 #include "ops/gemm_reference.h"
+#include "kernel_commands.h"
 #include "tessel/error.h"
+#include "tessel/version.h"
 
 using namespace tessel;
 
@@ -31,7 +35,12 @@ const char* kUsage =
     "  gemm:    C = alpha*A*B + beta*C on random fp32 inputs (row-major).\n"
     "           --check compares the complete output with an FP64 oracle.\n"
     "  explain: TileIR, the plan and GroupIR after every compile step.\n"
-    "usage: tessel bench --out DIR [options]   (tessel bench --help)\n";
+    "usage: tessel bench --out DIR [options]   (tessel bench --help)\n"
+    "usage: tessel run KERNEL.tir --size NAME=V ... [--target sim|cpu|cuda] [--tile NAME=V ...] [--workers W]\n"
+    "         [--scalar NAME=V ...] [--seed S] [--threads T] [--check] [--json]\n"
+    "       tessel explain KERNEL.tir --size NAME=V ... [plan options]\n"
+    "       tessel opt FILE.gir [--pass plan-barriers|pipeline=W|pipeline-async=W ...]\n"
+    "       tessel sim FILE.gir --size NAME=V ... [--scalar NAME=V ...] [--seed S]\n";
 
 [[noreturn]] void bad(const std::string& message) {
   user_error(ErrorKind::InvalidArgument, message);
@@ -127,7 +136,7 @@ Args parse_args(int argc, char** argv) {
       std::stringstream ss(tile);
       for (std::string part; std::getline(ss, part, 'x');) ext.push_back(parse_int("--tile", part));
       if (ext.size() != 3) bad("--tile: expected BMxBNxBK, got '" + tile + "'");
-      p.bm = ext[0], p.bn = ext[1], p.bk = ext[2];
+      set_gemm_tile(p, ext[0], ext[1], ext[2]);
       if (a.options.target != TargetKind::Cuda) p.atom_m = p.atom_n = 1;  // the front door picks the atom the tile allows
     }
     // validate_plan holds the targets' tighter limits.
@@ -141,6 +150,11 @@ Args parse_args(int argc, char** argv) {
   a.options.sim_seed = a.seed;
   a.options.count_fences = true;
   return a;
+}
+
+// `tessel explain` on a file rather than sizes: any argument that is not a number.
+bool is_text_kernel(const std::string& arg) {
+  return !arg.empty() && !std::isdigit(static_cast<unsigned char>(arg[0])) && arg[0] != '-';
 }
 
 std::string json_number(double v) {
@@ -192,7 +206,7 @@ int run_gemm(const Args& a) {
         "\"dynamic_after_formula\": \"%s\"}}\n",
         (long long)a.m, (long long)a.n, (long long)a.k, target_name(p.target),
         json_number(a.alpha).c_str(), json_number(a.beta).c_str(), a.options.threads,
-        (long long)p.bm, (long long)p.bn, (long long)p.bk, p.workers, p.worker_rows,
+        (long long)p.tile("BM"), (long long)p.tile("BN"), (long long)p.tile("BK"), p.workers, p.worker_rows,
         p.worker_cols, p.window, p.async_copy ? "async" : "sync", p.copy_batch, (long long)p.atom_m, (long long)p.atom_n,
         atom_name(p.atom), p.frag_buffers, a.check ? json_number(err).c_str() : "null", json_number(bound).c_str(),
         a.check ? (ok ? "true" : "false") : "null", (long long)r.races,
@@ -228,6 +242,21 @@ int main(int argc, char** argv) {
     std::string command = argc >= 2 ? argv[1] : "";
     if (command == "bench") return bench::run_bench_command(argc - 1, argv + 1);
     if (command == "bench-worker") return bench::run_bench_worker(argc - 1, argv + 1);  // internal
+    // Kernels given as text files; `explain M N K` stays GEMM's.
+    if (command == "run") return run_command(argc, argv);
+    if (command == "opt") return opt_command(argc, argv);
+    if (command == "sim") return sim_command(argc, argv);
+    if (command == "explain" && argc >= 3 && is_text_kernel(argv[2])) return explain_file_command(argc, argv);
+    if (command == "run") return run_command(argc, argv);
+    if (command == "opt") return opt_command(argc, argv);
+    if (command == "sim") return sim_command(argc, argv);
+    if (command == "--version" || command == "version") {
+      std::printf("tessel %s\n", version());
+      return 0;
+    }
+    // `explain FILE.tir ...`: a kernel from text; `explain M N K ...`: a GEMM.
+    if (command == "explain" && argc >= 3 && std::string(argv[2]).find(".tir") != std::string::npos)
+      return explain_file_command(argc, argv);
     Args a = parse_args(argc, argv);
     if (a.command == "explain") {
       std::fputs(explain_gemm(a.m, a.n, a.k, a.options).c_str(), stdout);

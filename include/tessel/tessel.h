@@ -1,3 +1,94 @@
-// The public C++ API of tessel. (Filled in by the GEMM front door.)
+// The public C++ API of tessel: build a kernel (the DSL), compile it for a target
+// with a plan or the default one, launch it with named arguments, explain it.
+//
+//   tessel::KernelBuilder kb("scale");              // see dsl/dsl.h
+//   ...
+//   tessel::TileKernel k = kb.finish();
+//   tessel::Kernel compiled = tessel::compile(k, tessel::TargetKind::Cpu, {{"M", m}, {"N", n}});
+//   tessel::KernelArgs args;
+//   args.tensors["X"] = tessel::TensorArg::host(x.data(), {m, n});
+//   args.scalars["s"] = 2.0;
+//   compiled.launch(args);
+//
+// Sizes come from the tensors where the kernel names them by a symbol (a tensor
+// declared [M, N] with strides [ld, 1] binds M, N and ld from the argument's shape
+// and strides); the rest are given in KernelArgs::sizes. A size bound twice to two
+// values, a constant extent or stride that the argument contradicts, a missing
+// argument or a null pointer are user errors (ErrorKind::InvalidArgument).
 #pragma once
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "dsl/dsl.h"
+#include "ir/group_ir.h"
+#include "ir/tile_ir.h"
+#include "plan/plan.h"
 #include "tessel/error.h"
+#include "tessel/version.h"
+
+namespace tessel {
+
+// One tensor argument: a pointer (host memory; device memory on the cuda target
+// with on_device), its dtype, and its shape and strides in elements (strides empty
+// = contiguous row-major).
+struct TensorArg {
+  void* data = nullptr;
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape, strides;
+  bool on_device = false;
+
+  static TensorArg host(float* data, std::vector<int64_t> shape, std::vector<int64_t> strides = {});
+};
+
+struct KernelArgs {
+  std::map<std::string, TensorArg> tensors;
+  std::map<std::string, double> scalars;
+  std::map<std::string, int64_t> sizes;  // sizes no tensor binds
+};
+
+struct LaunchOptions {
+  int threads = 0;         // cpu: threads over the grid (0 = all cores)
+  uint64_t sim_seed = 1;   // sim: worker order
+};
+
+struct LaunchReport {
+  double run_us = 0;        // wall time of the launch (transfers included on cuda)
+  int64_t races = 0;        // sim: races found (0 elsewhere)
+  std::vector<std::string> race_messages;  // sim: the first few
+};
+
+class CompiledKernelImpl;
+
+// A kernel compiled for one target with one plan. Cheap to copy (shared state);
+// launching from several threads at once is safe.
+class Kernel {
+ public:
+  const TileKernel& tile_kernel() const;
+  const Plan& plan() const;
+  const GroupProgram& program() const;  // after every GroupIR pass
+  double compile_ms() const;            // the first compile's wall time (later ones hit the cache)
+  // Runs the kernel on `args` (see the top of this file for how sizes bind).
+  LaunchReport launch(const KernelArgs& args, const LaunchOptions& options = {}) const;
+  // The TileIR, the plan, and the GroupIR after every compile step.
+  std::string explain() const;
+
+ private:
+  friend Kernel compile(const TileKernel&, const Plan&);
+  std::shared_ptr<const CompiledKernelImpl> impl_;
+};
+
+// Compiles with an explicit plan (plan.target says where). Kernels are cached in
+// memory by their TileIR text and plan; the cpu and cuda targets also cache on disk.
+Kernel compile(const TileKernel& kernel, const Plan& plan);
+// Compiles with the default plan for these sizes (plan/default_plan.h).
+Kernel compile(const TileKernel& kernel, TargetKind target,
+               const std::map<std::string, int64_t>& sizes);
+// The default plan for any kernel: a plain heuristic over its structure and sizes.
+Plan default_plan(const TileKernel& kernel, TargetKind target,
+                  const std::map<std::string, int64_t>& sizes);
+
+}  // namespace tessel

@@ -19,7 +19,7 @@ class TesselCpu : public GemmImpl {
       // then picks the atom and worker grid the tile allows), as `tessel gemm --tile`.
       Shape t = parse_shape(r.tile);
       Plan p = default_gemm_plan(TargetKind::Cpu, s_.m, s_.n, s_.k);
-      p.bm = t.m, p.bn = t.n, p.bk = t.k;
+      set_gemm_tile(p, t.m, t.n, t.k);
       p.atom_m = p.atom_n = 1;
       options_.plan = p;
     }

@@ -60,7 +60,7 @@ class TesselCuda : public DeviceGemm {
     if (!r.tile.empty()) {
       Shape t = parse_shape(r.tile);
       Plan p = default_gemm_plan(TargetKind::Cuda, s_.m, s_.n, s_.k);
-      p.bm = t.m, p.bn = t.n, p.bk = t.k;
+      p.tiles["BM"] = t.m, p.tiles["BN"] = t.n, p.tiles["BK"] = t.k;
       options_.plan = p;
     }
   }

@@ -1,10 +1,23 @@
 #include "dsl/dsl.h"
 
-
 #include "ir/tile_verify.h"
 #include "tessel/error.h"
 
 namespace tessel {
+namespace {
+
+std::vector<Expr> exprs(const std::vector<Sym>& syms) {
+  std::vector<Expr> out;
+  for (const Sym& s : syms) out.push_back(s.e);
+  return out;
+}
+
+bool is_one(const Expr& e) {
+  int64_t v = 0;
+  return expr_is_const(e, &v) && v == 1;
+}
+
+}  // namespace
 
 KernelBuilder::KernelBuilder(std::string name) {
   kernel_.name = std::move(name);
@@ -21,31 +34,31 @@ Sym KernelBuilder::tile(const std::string& name) {
   return expr_sym(name);
 }
 
-namespace {
-// A tensor's extents and leading dimension must each be one size parameter, so
-// that a launch can bind them by name.
-std::string size_name(const Sym& s, const char* what, const std::string& tensor) {
-  if (!s.e || s.e->kind != ExprKind::Sym)
-    user_error(ErrorKind::InvalidArgument,
-               "tensor " + tensor + ": " + what + " must be a size parameter, got " +
-                   expr_to_string(s.e));
-  return s.e->name;
-}
-}  // namespace
-
-Tensor KernelBuilder::tensor(const std::string& name, Sym rows, Sym cols, Sym ld, Access access) {
+Tensor KernelBuilder::tensor(const std::string& name, std::vector<Sym> shape,
+                             std::vector<Sym> strides, Access access, DType dtype) {
   TensorParam t;
   t.name = name;
-  t.rows = size_name(rows, "rows", name);
-  t.cols = size_name(cols, "cols", name);
-  t.ld = size_name(ld, "ld", name);
+  t.dtype = dtype;
+  t.shape = exprs(shape);
+  t.strides = exprs(strides);
   t.access = access;
   kernel_.tensors.push_back(t);
-  return Tensor{name};
+  return Tensor{name, t.rank()};
 }
 
-std::string KernelBuilder::scalar(const std::string& name) {
-  kernel_.scalars.push_back(ScalarParam{name, DType::F32});
+Tensor KernelBuilder::tensor(const std::string& name, std::vector<Sym> shape, Access access,
+                             DType dtype) {
+  std::vector<Sym> strides(shape.size(), Sym(1));
+  for (size_t d = shape.size(); d-- > 1;) strides[d - 1] = strides[d] * shape[d];
+  return tensor(name, shape, strides, access, dtype);
+}
+
+Tensor KernelBuilder::tensor(const std::string& name, Sym rows, Sym cols, Sym ld, Access access) {
+  return tensor(name, {rows, cols}, {ld, 1}, access);
+}
+
+std::string KernelBuilder::scalar(const std::string& name, DType dtype) {
+  kernel_.scalars.push_back(ScalarParam{name, dtype});
   return name;
 }
 
@@ -58,6 +71,13 @@ Tile KernelBuilder::new_value(TileType type) {
   return Tile{v.id};
 }
 
+const TileType& KernelBuilder::type_of(Tile t) const {
+  static const TileType none;
+  // A bad id is kept as is in the op; the verifier reports it at the user's line.
+  if (t.id < 0 || t.id >= static_cast<int>(kernel_.values.size())) return none;
+  return kernel_.values[t.id].type;
+}
+
 TileOp& KernelBuilder::emit(TileOp op) {
   regions_.back()->ops.push_back(std::move(op));
   return regions_.back()->ops.back();
@@ -67,8 +87,23 @@ std::string KernelBuilder::fresh_iv(const char* base) {
   return std::string(base) + std::to_string(next_iv_++);
 }
 
+Tile KernelBuilder::emit_op(TileOpKind kind, std::vector<Tile> operands, TileType result,
+                            Loc loc) {
+  Tile v = new_value(std::move(result));
+  TileOp op;
+  op.kind = kind;
+  for (Tile t : operands) op.operands.push_back(t.id);
+  op.results = {v.id};
+  op.loc = SourceLoc::from(loc);
+  emit(std::move(op));
+  return v;
+}
+
 Tile KernelBuilder::scalar_value(const std::string& name, Loc loc) {
-  Tile t = new_value(TileType{DType::F32, {}});
+  DType dtype = DType::F32;
+  for (const ScalarParam& s : kernel_.scalars)
+    if (s.name == name) dtype = s.dtype;
+  Tile t = new_value(TileType{dtype, {}});
   TileOp op;
   op.kind = TileOpKind::ScalarParam;
   op.param = name;
@@ -78,67 +113,96 @@ Tile KernelBuilder::scalar_value(const std::string& name, Loc loc) {
   return t;
 }
 
-void KernelBuilder::parallel(Sym extent0, Sym extent1, const std::function<void(Sym, Sym)>& body,
-                             Loc loc) {
+void KernelBuilder::parallel_nest(std::vector<Sym> extents,
+                                  const std::function<void(std::vector<Sym>)>& body, Loc loc) {
+  static const char* const names[] = {"i", "j", "b"};
   TileOp op;
   op.kind = TileOpKind::Parallel;
   op.loc = SourceLoc::from(loc);
-  op.loops = {LoopDim{fresh_iv("i"), extent0.e}, LoopDim{fresh_iv("j"), extent1.e}};
+  std::vector<Sym> ivs;
+  for (size_t d = 0; d < extents.size(); ++d) {
+    op.loops.push_back(LoopDim{fresh_iv(names[d % 3]), extents[d].e});
+    ivs.push_back(expr_sym(op.loops.back().iv));
+  }
   op.regions.resize(1);
   // The op joins its parent only once its body is complete, so pointers to open
   // regions never dangle.
   regions_.push_back(&op.regions[0]);
-  body(expr_sym(op.loops[0].iv), expr_sym(op.loops[1].iv));
+  body(ivs);
   regions_.pop_back();
   emit(std::move(op));
 }
 
-Tile KernelBuilder::carried_loop(TileOpKind kind, Sym extent, Tile init,
-                                 const std::function<Tile(Sym, Tile)>& body, Loc loc) {
+void KernelBuilder::parallel(Sym extent0, const std::function<void(Sym)>& body, Loc loc) {
+  parallel_nest({extent0}, [&](std::vector<Sym> iv) { body(iv[0]); }, loc);
+}
+
+void KernelBuilder::parallel(Sym extent0, Sym extent1, const std::function<void(Sym, Sym)>& body,
+                             Loc loc) {
+  parallel_nest({extent0, extent1}, [&](std::vector<Sym> iv) { body(iv[0], iv[1]); }, loc);
+}
+
+void KernelBuilder::parallel(Sym extent0, Sym extent1, Sym extent2,
+                             const std::function<void(Sym, Sym, Sym)>& body, Loc loc) {
+  parallel_nest({extent0, extent1, extent2},
+                [&](std::vector<Sym> iv) { body(iv[0], iv[1], iv[2]); }, loc);
+}
+
+std::vector<Tile> KernelBuilder::carried_loop(TileOpKind kind, Sym extent, std::vector<Tile> init,
+                                              const CarriedBody& body, Loc loc) {
   TileOp op;
   op.kind = kind;
   op.loc = SourceLoc::from(loc);
   op.loops = {LoopDim{fresh_iv("k"), extent.e}};
-  op.operands = {init.id};
-  TileType type = init.id >= 0 && init.id < static_cast<int>(kernel_.values.size())
-                      ? kernel_.values[init.id].type
-                      : TileType{};
-  Tile carried = new_value(type);
   op.regions.resize(1);
-  op.regions[0].args = {carried.id};
+  std::vector<Tile> carried;
+  for (Tile t : init) {
+    op.operands.push_back(t.id);
+    carried.push_back(new_value(type_of(t)));
+    op.regions[0].args.push_back(carried.back().id);
+  }
   regions_.push_back(&op.regions[0]);
-  Tile next = body(expr_sym(op.loops[0].iv), carried);
+  std::vector<Tile> next = body(expr_sym(op.loops[0].iv), carried);
   TileOp yield;
   yield.kind = TileOpKind::Yield;
-  yield.operands = {next.id};
+  for (Tile t : next) yield.operands.push_back(t.id);
   yield.loc = op.loc;
   emit(std::move(yield));
   regions_.pop_back();
-  Tile result = new_value(type);
-  op.results = {result.id};
+  std::vector<Tile> results;
+  for (Tile t : init) {
+    results.push_back(new_value(type_of(t)));
+    op.results.push_back(results.back().id);
+  }
   emit(std::move(op));
-  return result;
+  return results;
 }
 
 Tile KernelBuilder::serial(Sym extent, Tile init, const std::function<Tile(Sym, Tile)>& body,
                            Loc loc) {
-  return carried_loop(TileOpKind::Serial, extent, init, body, loc);
+  auto one = [&](Sym k, std::vector<Tile> c) -> std::vector<Tile> { return {body(k, c[0])}; };
+  return carried_loop(TileOpKind::Serial, extent, {init}, one, loc)[0];
 }
 
 Tile KernelBuilder::pipeline(Sym extent, Tile init, const std::function<Tile(Sym, Tile)>& body,
                              Loc loc) {
-  return carried_loop(TileOpKind::Pipeline, extent, init, body, loc);
+  auto one = [&](Sym k, std::vector<Tile> c) -> std::vector<Tile> { return {body(k, c[0])}; };
+  return carried_loop(TileOpKind::Pipeline, extent, {init}, one, loc)[0];
 }
 
-void KernelBuilder::if_(ScalarCond cond, const std::function<void()>& then_body,
-                        const std::function<void()>& else_body, Loc loc) {
-  TileOp op;
+std::vector<Tile> KernelBuilder::serial(Sym extent, std::vector<Tile> init, const CarriedBody& body,
+                                        Loc loc) {
+  return carried_loop(TileOpKind::Serial, extent, std::move(init), body, loc);
+}
+
+std::vector<Tile> KernelBuilder::pipeline(Sym extent, std::vector<Tile> init,
+                                          const CarriedBody& body, Loc loc) {
+  return carried_loop(TileOpKind::Pipeline, extent, std::move(init), body, loc);
+}
+
+void KernelBuilder::branch(TileOp op, const std::function<void()>& then_body,
+                           const std::function<void()>& else_body) {
   op.kind = TileOpKind::If;
-  op.loc = SourceLoc::from(loc);
-  op.cond.on_scalar = true;
-  op.cond.scalar = cond.scalar;
-  op.cond.op = cond.op;
-  op.cond.value = cond.value;
   op.regions.resize(2);
   const std::function<void()>* bodies[2] = {&then_body, &else_body};
   for (int r = 0; r < 2; ++r) {
@@ -149,78 +213,206 @@ void KernelBuilder::if_(ScalarCond cond, const std::function<void()>& then_body,
   emit(std::move(op));
 }
 
-Tile KernelBuilder::load(const Tensor& t, Sym row, Sym col, Sym rows, Sym cols, Loc loc) {
-  Tile v = new_value(TileType{DType::F32, {rows.e, cols.e}});
+void KernelBuilder::if_(ScalarCond cond, const std::function<void()>& then_body,
+                        const std::function<void()>& else_body, Loc loc) {
+  TileOp op;
+  op.loc = SourceLoc::from(loc);
+  op.cond.on_scalar = true;
+  op.cond.scalar = cond.scalar;
+  op.cond.op = cond.op;
+  op.cond.value = cond.value;
+  branch(std::move(op), then_body, else_body);
+}
+
+void KernelBuilder::if_(Sym lhs, CmpOp cmp, Sym rhs, const std::function<void()>& then_body,
+                        const std::function<void()>& else_body, Loc loc) {
+  TileOp op;
+  op.loc = SourceLoc::from(loc);
+  op.cond.lhs = lhs.e;
+  op.cond.op = cmp;
+  op.cond.rhs = rhs.e;
+  branch(std::move(op), then_body, else_body);
+}
+
+Tile KernelBuilder::load_at(const Tensor& t, std::vector<Sym> coords, TileDims dims, Sym rows,
+                            Sym cols, double pad, Loc loc) {
+  // bf16 and f16 are storage types: their tiles compute in fp32. f64 computes in fp64.
+  const TensorParam* param = kernel_.find_tensor(t.name);
+  DType dtype = param && param->dtype == DType::F64 ? DType::F64 : DType::F32;
+  Tile v = new_value(TileType{dtype, {rows.e, cols.e}});
   TileOp op;
   op.kind = TileOpKind::Load;
   op.param = t.name;
-  op.coords = {row.e, col.e};
+  op.coords = exprs(coords);
+  op.dims = dims;
+  op.constant = pad;
   op.results = {v.id};
   op.loc = SourceLoc::from(loc);
   emit(std::move(op));
   return v;
 }
 
-void KernelBuilder::store(const Tensor& t, Sym row, Sym col, Tile value, Loc loc) {
+void KernelBuilder::store_at(const Tensor& t, std::vector<Sym> coords, TileDims dims, Tile value,
+                             Loc loc) {
   TileOp op;
   op.kind = TileOpKind::Store;
   op.param = t.name;
-  op.coords = {row.e, col.e};
+  op.coords = exprs(coords);
+  op.dims = dims;
   op.operands = {value.id};
   op.loc = SourceLoc::from(loc);
   emit(std::move(op));
 }
 
+Tile KernelBuilder::load(const Tensor& t, std::initializer_list<Sym> coords, Sym rows, Sym cols,
+                         double pad, Loc loc) {
+  return load_at(t, coords, default_tile_dims(t.rank), rows, cols, pad, loc);
+}
+
+Tile KernelBuilder::load(const Tensor& t, const std::vector<Sym>& coords, Sym rows, Sym cols,
+                         double pad, Loc loc) {
+  return load_at(t, coords, default_tile_dims(t.rank), rows, cols, pad, loc);
+}
+
+Tile KernelBuilder::load(const Tensor& t, const std::vector<Sym>& coords, TileDims dims, Sym rows,
+                         Sym cols, double pad, Loc loc) {
+  return load_at(t, coords, dims, rows, cols, pad, loc);
+}
+
+Tile KernelBuilder::load(const Tensor& t, Sym row, Sym col, Sym rows, Sym cols, Loc loc) {
+  return load_at(t, {row, col}, default_tile_dims(2), rows, cols, 0, loc);
+}
+
+void KernelBuilder::store(const Tensor& t, std::initializer_list<Sym> coords, Tile value, Loc loc) {
+  store_at(t, coords, default_tile_dims(t.rank), value, loc);
+}
+
+void KernelBuilder::store(const Tensor& t, const std::vector<Sym>& coords, Tile value, Loc loc) {
+  store_at(t, coords, default_tile_dims(t.rank), value, loc);
+}
+
+void KernelBuilder::store(const Tensor& t, const std::vector<Sym>& coords, TileDims dims,
+                          Tile value, Loc loc) {
+  store_at(t, coords, dims, value, loc);
+}
+
+void KernelBuilder::store(const Tensor& t, Sym row, Sym col, Tile value, Loc loc) {
+  store_at(t, {row, col}, default_tile_dims(2), value, loc);
+}
+
 Tile KernelBuilder::constant(double value, Sym rows, Sym cols, Loc loc) {
-  Tile v = new_value(TileType{DType::F32, {rows.e, cols.e}});
-  TileOp op;
-  op.kind = TileOpKind::Const;
-  op.constant = value;
-  op.results = {v.id};
-  op.loc = SourceLoc::from(loc);
-  emit(std::move(op));
+  Tile v = emit_op(TileOpKind::Const, {}, TileType{DType::F32, {rows.e, cols.e}}, loc);
+  regions_.back()->ops.back().constant = value;
+  return v;
+}
+
+Tile KernelBuilder::constant(double value, Loc loc) {
+  Tile v = emit_op(TileOpKind::Const, {}, TileType{DType::F32, {}}, loc);
+  regions_.back()->ops.back().constant = value;
+  return v;
+}
+
+Tile KernelBuilder::index_value(Sym value, Loc loc) {
+  Tile v = emit_op(TileOpKind::Const, {}, TileType{DType::F32, {}}, loc);
+  regions_.back()->ops.back().index_value = value.e;
+  return v;
+}
+
+Tile KernelBuilder::index_value(Sym value, Sym rows, Sym cols, Loc loc) {
+  Tile v = emit_op(TileOpKind::Const, {}, TileType{DType::F32, {rows.e, cols.e}}, loc);
+  regions_.back()->ops.back().index_value = value.e;
   return v;
 }
 
 Tile KernelBuilder::mma(Tile a, Tile b, Tile acc, Loc loc) {
-  TileType type;
-  if (acc.id >= 0 && acc.id < static_cast<int>(kernel_.values.size()))
-    type = kernel_.values[acc.id].type;
-  Tile v = new_value(type);
-  TileOp op;
-  op.kind = TileOpKind::Mma;
-  op.operands = {a.id, b.id, acc.id};
-  op.results = {v.id};
-  op.loc = SourceLoc::from(loc);
-  emit(std::move(op));
-  return v;
+  return emit_op(TileOpKind::Mma, {a, b, acc}, type_of(acc), loc);
 }
 
 Tile KernelBuilder::emit_elementwise(TileOpKind kind, std::vector<Tile> operands, Loc loc) {
-  // The result takes the shape of the first tile operand; a scalar broadcasts.
+  // The result takes the broadcast shape of the operands and the dtype of the first
+  // tile among them. Extents that do not broadcast are left to the verifier.
   TileType type{DType::F32, {}};
-  for (Tile t : operands)
-    if (t.id >= 0 && t.id < static_cast<int>(kernel_.values.size()) &&
-        !kernel_.values[t.id].type.is_scalar()) {
-      type = kernel_.values[t.id].type;
-      break;
+  bool typed = false;
+  for (Tile t : operands) {
+    const TileType& o = type_of(t);
+    if (o.is_scalar()) continue;
+    if (!typed) {
+      type = o;
+      typed = true;
+      continue;
     }
-  Tile v = new_value(type);
-  TileOp op;
-  op.kind = kind;
-  for (Tile t : operands) op.operands.push_back(t.id);
-  op.results = {v.id};
-  op.loc = SourceLoc::from(loc);
-  emit(std::move(op));
-  return v;
+    for (size_t d = 0; d < type.shape.size() && d < o.shape.size(); ++d)
+      if (is_one(type.shape[d])) type.shape[d] = o.shape[d];
+  }
+  if (!typed && !operands.empty()) type.dtype = type_of(operands[0]).dtype;
+  return emit_op(kind, std::move(operands), type, loc);
 }
 
 Tile KernelBuilder::add(Tile a, Tile b, Loc loc) { return emit_elementwise(TileOpKind::Add, {a, b}, loc); }
 Tile KernelBuilder::sub(Tile a, Tile b, Loc loc) { return emit_elementwise(TileOpKind::Sub, {a, b}, loc); }
 Tile KernelBuilder::mul(Tile a, Tile b, Loc loc) { return emit_elementwise(TileOpKind::Mul, {a, b}, loc); }
+Tile KernelBuilder::div(Tile a, Tile b, Loc loc) { return emit_elementwise(TileOpKind::Div, {a, b}, loc); }
 Tile KernelBuilder::max(Tile a, Tile b, Loc loc) { return emit_elementwise(TileOpKind::Max, {a, b}, loc); }
+Tile KernelBuilder::min(Tile a, Tile b, Loc loc) { return emit_elementwise(TileOpKind::Min, {a, b}, loc); }
 Tile KernelBuilder::exp(Tile a, Loc loc) { return emit_elementwise(TileOpKind::Exp, {a}, loc); }
+Tile KernelBuilder::exp2(Tile a, Loc loc) { return emit_elementwise(TileOpKind::Exp2, {a}, loc); }
+Tile KernelBuilder::log(Tile a, Loc loc) { return emit_elementwise(TileOpKind::Log, {a}, loc); }
 Tile KernelBuilder::neg(Tile a, Loc loc) { return emit_elementwise(TileOpKind::Neg, {a}, loc); }
+Tile KernelBuilder::abs(Tile a, Loc loc) { return emit_elementwise(TileOpKind::Abs, {a}, loc); }
+Tile KernelBuilder::sqrt(Tile a, Loc loc) { return emit_elementwise(TileOpKind::Sqrt, {a}, loc); }
+Tile KernelBuilder::rsqrt(Tile a, Loc loc) { return emit_elementwise(TileOpKind::Rsqrt, {a}, loc); }
+Tile KernelBuilder::recip(Tile a, Loc loc) { return emit_elementwise(TileOpKind::Recip, {a}, loc); }
+Tile KernelBuilder::tanh(Tile a, Loc loc) { return emit_elementwise(TileOpKind::Tanh, {a}, loc); }
+
+Tile KernelBuilder::cmp(CmpOp op, Tile a, Tile b, Loc loc) {
+  Tile v = emit_elementwise(TileOpKind::Cmp, {a, b}, loc);
+  regions_.back()->ops.back().cmp = op;
+  return v;
+}
+
+Tile KernelBuilder::select(Tile cond, Tile a, Tile b, Loc loc) {
+  // The condition shapes the result only where it broadcasts the values.
+  Tile v = emit_elementwise(TileOpKind::Select, {a, b, cond}, loc);
+  TileOp& op = regions_.back()->ops.back();
+  op.operands = {cond.id, a.id, b.id};
+  return v;
+}
+
+Tile KernelBuilder::cast(Tile a, DType dtype, Loc loc) {
+  TileType type = type_of(a);
+  type.dtype = dtype;
+  return emit_op(TileOpKind::Cast, {a}, type, loc);
+}
+
+Tile KernelBuilder::broadcast(Tile a, Sym rows, Sym cols, Loc loc) {
+  return emit_op(TileOpKind::Broadcast, {a}, TileType{type_of(a).dtype, {rows.e, cols.e}}, loc);
+}
+
+Tile KernelBuilder::index(int axis, Sym rows, Sym cols, Loc loc) {
+  Tile v = emit_op(TileOpKind::Index, {}, TileType{DType::F32, {rows.e, cols.e}}, loc);
+  regions_.back()->ops.back().axis = axis;
+  return v;
+}
+
+Tile KernelBuilder::emit_reduce(ReduceOp reduce, Tile a, int axis, Loc loc) {
+  TileType type = type_of(a);
+  if (type.shape.size() == 2 && (axis == 0 || axis == 1)) type.shape[axis] = expr_const(1);
+  Tile v = emit_op(TileOpKind::Reduce, {a}, type, loc);
+  TileOp& op = regions_.back()->ops.back();
+  op.reduce = reduce;
+  op.axis = axis;
+  return v;
+}
+
+Tile KernelBuilder::reduce_sum(Tile a, int axis, Loc loc) { return emit_reduce(ReduceOp::Sum, a, axis, loc); }
+Tile KernelBuilder::reduce_max(Tile a, int axis, Loc loc) { return emit_reduce(ReduceOp::Max, a, axis, loc); }
+Tile KernelBuilder::reduce_min(Tile a, int axis, Loc loc) { return emit_reduce(ReduceOp::Min, a, axis, loc); }
+
+Tile KernelBuilder::transpose(Tile a, Loc loc) {
+  TileType type = type_of(a);
+  if (type.shape.size() == 2) std::swap(type.shape[0], type.shape[1]);
+  return emit_op(TileOpKind::Transpose, {a}, type, loc);
+}
 
 void KernelBuilder::barrier(Loc loc) {
   TileOp op;

@@ -73,6 +73,12 @@ std::vector<MemEffect> op_effects(const GroupProgram& program, const GroupOp& op
       break;
     case GroupOpKind::FragLoad: add_effect(program, op.src, false, &out); break;
     case GroupOpKind::FragStore: add_effect(program, op.dst, true, &out); break;
+    // Partial writes its workers' elements of the scratch window; Combine reads them.
+    // At buffer-version granularity that is one write and one read of the scratch.
+    case GroupOpKind::Reduce:
+      if (op.reduce_mode == ReduceMode::Partial) add_effect(program, op.dst, true, &out);
+      if (op.reduce_mode == ReduceMode::Combine) add_effect(program, op.src, false, &out);
+      break;
     case GroupOpKind::Mma:
       add_effect(program, op.a, false, &out);
       add_effect(program, op.b, false, &out);

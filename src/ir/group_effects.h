@@ -1,7 +1,11 @@
 // Memory effects of GroupIR ops, the ground every analysis stands on.
 // Granularity is the buffer version: an effect names a buffer and, for shared
 // buffers, the version expression it touches (null = every version, for ops whose
-// version is unknown). All global buffers form one alias class.
+// version is unknown). All global buffers form one alias class, whatever their
+// strides and offsets. Per op: copy reads src and writes dst; frag.load reads src
+// (transposed or not: the same elements); frag.store writes dst (its owners' parts);
+// mma reads a and b; reduce partial writes its scratch window dst, reduce combine
+// reads its scratch window src; ew, reduce local and frag.fill touch only fragments.
 #pragma once
 #include <vector>
 

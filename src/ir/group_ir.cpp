@@ -33,6 +33,7 @@ const char* group_op_name(GroupOpKind k) {
     case GroupOpKind::Mma: return "mma";
     case GroupOpKind::MmaWait: return "mma.wait";
     case GroupOpKind::Elementwise: return "ew";
+    case GroupOpKind::Reduce: return "reduce";
     case GroupOpKind::Fence: return "fence";
     case GroupOpKind::Barrier: return "barrier";
     case GroupOpKind::Call: return "call";
@@ -47,10 +48,47 @@ const char* ew_op_name(EwOp op) {
     case EwOp::Add: return "add";
     case EwOp::Sub: return "sub";
     case EwOp::Mul: return "mul";
+    case EwOp::Div: return "div";
     case EwOp::Max: return "max";
+    case EwOp::Min: return "min";
     case EwOp::Exp: return "exp";
+    case EwOp::Exp2: return "exp2";
+    case EwOp::Log: return "log";
     case EwOp::Neg: return "neg";
+    case EwOp::Abs: return "abs";
+    case EwOp::Sqrt: return "sqrt";
+    case EwOp::Rsqrt: return "rsqrt";
+    case EwOp::Recip: return "recip";
+    case EwOp::Tanh: return "tanh";
+    case EwOp::Cmp: return "cmp";
+    case EwOp::Select: return "select";
+    case EwOp::Cast: return "cast";
+    case EwOp::Index: return "index";
     case EwOp::Copy: return "copy";
+  }
+  return "?";
+}
+
+int ew_arity(EwOp op) {
+  switch (op) {
+    case EwOp::Add:
+    case EwOp::Sub:
+    case EwOp::Mul:
+    case EwOp::Div:
+    case EwOp::Max:
+    case EwOp::Min:
+    case EwOp::Cmp: return 2;
+    case EwOp::Select: return 3;
+    case EwOp::Index: return 0;
+    default: return 1;
+  }
+}
+
+const char* reduce_mode_name(ReduceMode m) {
+  switch (m) {
+    case ReduceMode::Local: return "local";
+    case ReduceMode::Partial: return "partial";
+    case ReduceMode::Combine: return "combine";
   }
   return "?";
 }
@@ -66,13 +104,25 @@ int GroupProgram::find_buffer(const std::string& name) const {
   return -1;
 }
 
+std::pair<int, int> worker_position(const GroupProgram& p, int worker) {
+  TESSEL_ASSERT(worker >= 0 && worker < p.workers, "worker out of range");
+  int wr = worker / p.worker_cols, wc = worker % p.worker_cols;
+  if (wr >= p.worker_rows) return {-1, -1};  // surplus workers
+  return {wr, wc};
+}
+
 FragPart frag_part(const GroupProgram& p, const Buffer& frag, int worker) {
   TESSEL_ASSERT(frag.space == Space::Private, "frag_part of a non-private buffer");
-  TESSEL_ASSERT(worker >= 0 && worker < p.workers, "worker out of range");
-  int64_t part_rows = frag.rows / p.worker_rows, part_cols = frag.cols / p.worker_cols;
-  int wr = worker / p.worker_cols, wc = worker % p.worker_cols;
-  if (wr >= p.worker_rows) return {0, 0, 0, 0};  // surplus workers own nothing
-  return {wr * part_rows, wc * part_cols, part_rows, part_cols};
+  auto [wr, wc] = worker_position(p, worker);
+  if (wr < 0) return {0, 0, 0, 0, false};  // surplus workers hold nothing
+  // An extent of 1 is replicated along its grid axis: the first replica owns it.
+  bool rows_replicated = frag.rows == 1, cols_replicated = frag.cols == 1;
+  int64_t part_rows = rows_replicated ? 1 : frag.rows / p.worker_rows;
+  int64_t part_cols = cols_replicated ? 1 : frag.cols / p.worker_cols;
+  FragPart part{rows_replicated ? 0 : wr * part_rows, cols_replicated ? 0 : wc * part_cols,
+                part_rows, part_cols, true};
+  part.owner = (!rows_replicated || wr == 0) && (!cols_replicated || wc == 0);
+  return part;
 }
 
 int64_t layout_offset(const Buffer& b, int64_t r, int64_t c) {

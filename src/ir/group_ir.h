@@ -11,6 +11,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ir/expr.h"
@@ -43,10 +44,18 @@ struct Buffer {
 
 // A rows x cols window of a buffer whose top-left element is (row, col), in one
 // version (null = version 0).
+// Global buffers (tensors of any rank) are addressed through the two tensor
+// dimensions the window spans: element (r, c) of the window lives at
+//   data[offset + (row + r) * row_stride + (col + c) * col_stride]
+// where `offset` (null = 0) holds the other dimensions' coordinates times their
+// strides. row_stride and col_stride are required on global refs and null on
+// shared and private ones (those use their layout). Bounds (GroupOp) are on the
+// absolute row and col.
 struct BufferRef {
   int buffer = -1;
   Expr version;
   Expr row, col;
+  Expr offset, row_stride, col_stride;  // global only
 };
 
 enum class GroupOpKind {
@@ -54,11 +63,12 @@ enum class GroupOpKind {
   AsyncCommit,  // closes the current group of async copies
   AsyncWait,    // waits until at most `pending` committed groups are in flight
   FragFill,     // frag = constant
-  FragLoad,     // each worker: its part of frag = src window (guarded: outside -> 0)
-  FragStore,    // each worker: dst window = its part of frag (guarded: outside skipped)
+  FragLoad,     // each worker: its part of frag = src window (guarded: outside -> `constant`)
+  FragStore,    // each owner (frag_part): dst window = its part of frag (guarded: outside skipped)
   Mma,          // each worker: its part of acc += a (m x k) * b (k x n)
   MmaWait,      // waits until at most `pending` of this worker's async mmas are in flight
-  Elementwise,  // dst frag = op(operands), element by element
+  Elementwise,  // dst frag = op(operands), element by element (operands broadcast)
+  Reduce,       // a reduction along one axis, in one of three modes (ReduceMode)
   Fence,        // compiler-owned group barrier
   Barrier,      // native group barrier written by the user: never removed
   Call,         // opaque call (a boundary for every analysis)
@@ -67,14 +77,43 @@ enum class GroupOpKind {
 };
 const char* group_op_name(GroupOpKind k);
 
-enum class EwOp { Add, Sub, Mul, Max, Exp, Neg, Copy };
+// Elementwise ops. Operands broadcast by identity: a scalar or constant stretches
+// over the fragment, and a fragment whose extent is 1 along a dimension stretches
+// along it (a [R, 1] operand of a [R, C] destination: element (r, 0) serves row r).
+// Cmp writes 1 or 0; Select is operands[0] != 0 ? operands[1] : operands[2]; Cast
+// rounds to `dtype` (the fragment stays fp32, holding a value of that precision);
+// Index has no operands and writes the element's row (axis 0) or column (axis 1)
+// in the logical tile.
+enum class EwOp {
+  Add, Sub, Mul, Div, Max, Min,
+  Exp, Exp2, Log, Neg, Abs, Sqrt, Rsqrt, Recip, Tanh,
+  Cmp, Select, Cast, Index, Copy
+};
 const char* ew_op_name(EwOp op);
+int ew_arity(EwOp op);  // operands: 2 binary, 1 unary/Cast/Copy, 3 Select, 0 Index
+
+// Reduce, along `axis` of the source fragment (which has extent E there; the
+// destination has extent 1 there), with `reduce` (sum, max, min):
+//   Local:   each worker reduces its own part of the source into its part of the
+//            destination. Exact when no other worker holds part of the same rows
+//            (axis 1) or columns (axis 0); otherwise each worker holds a partial.
+//   Partial: each worker reduces its own part and writes the partial into the shared
+//            scratch window `dst` (R x S for axis 1, S x C for axis 0, S = the
+//            workers along the axis): element (r, s) for the worker at position s
+//            of the worker grid along the axis.
+//   Combine: each worker reduces the S partials of its rows (or columns) in the
+//            scratch window `src` into its part of the destination fragment.
+// The lowering puts a fence between Partial and Combine, and the destination is
+// replicated along the axis (see frag_part), so every worker ends with the result.
+enum class ReduceMode { Local, Partial, Combine };
+const char* reduce_mode_name(ReduceMode m);
 
 struct EwOperand {
-  enum class Kind { Frag, Scalar, Const } kind = Kind::Const;
+  enum class Kind { Frag, Scalar, Const, Index } kind = Kind::Const;
   int frag = -1;       // Frag: private buffer id
   std::string scalar;  // Scalar: kernel scalar parameter
   double value = 0;    // Const
+  Expr index;          // Index: the value of an index expression (sizes, coordinates, loop variables)
 };
 
 struct GroupOp {
@@ -82,7 +121,8 @@ struct GroupOp {
   int id = -1;  // IR identity, unique in the program
 
   // Copy: rows x cols elements, dst(r, c) = src(r, c). Source elements at or beyond
-  // src_bound (absolute row, col in the source buffer) read as zero; destination
+  // src_bound (absolute row, col in the source buffer) read as `constant` (the
+  // padding, 0 unless the load gave one); destination
   // elements at or beyond dst_bound are skipped. Null bounds = unguarded. Element e
   // (row-major order over the window) is done by worker (e / batch) % workers.
   // FragLoad / FragStore use `src` / `dst` with the bounds the same way.
@@ -98,7 +138,7 @@ struct GroupOp {
   int pending = 0;     // AsyncWait, MmaWait
 
   int frag = -1;       // FragFill/FragLoad/FragStore/Elementwise(dst)/Mma(acc)
-  double constant = 0; // FragFill
+  double constant = 0; // FragFill: the value; Copy, FragLoad: the padding
   BufferRef a, b;      // Mma operands (shared), windows m x k and k x n
   int64_t m = 0, n = 0, k = 0;
   // Mma: the part of the tile that holds data (null = all of it). Products with
@@ -108,7 +148,14 @@ struct GroupOp {
   Expr m_valid, n_valid, k_valid;
 
   EwOp ew = EwOp::Copy;
-  std::vector<EwOperand> operands;  // Elementwise
+  std::vector<EwOperand> operands;  // Elementwise; Reduce Local/Partial: the source frag
+  CmpOp cmp = CmpOp::EQ;            // Elementwise Cmp
+  DType dtype = DType::F32;         // Elementwise Cast
+  int axis = 0;                     // Elementwise Index; Reduce
+  ReduceOp reduce = ReduceOp::Sum;  // Reduce
+  ReduceMode reduce_mode = ReduceMode::Local;  // Reduce (Partial: dst, Combine: src + rows/cols)
+  // FragLoad: the window is read transposed: fragment element (r, c) = window (c, r).
+  bool transpose = false;
 
   std::string callee;  // Call
 
@@ -124,7 +171,7 @@ struct GroupProgram {
   std::vector<std::string> size_params;
   std::vector<TensorParam> tensors;
   std::vector<ScalarParam> scalars;
-  std::vector<LoopDim> grid;   // group coordinates: one instance per point
+  std::vector<LoopDim> grid;   // group coordinates (1 to 3 dims): one instance per point
   int workers = 1;
   int worker_rows = 1, worker_cols = 1;  // private fragments: worker grid
   int64_t atom_m = 1, atom_n = 1;        // mma register block (fragment parts are multiples)
@@ -143,12 +190,21 @@ struct GroupProgram {
   int find_buffer(const std::string& name) const;  // -1 if none
 };
 
-// The part of a private fragment (a rows x cols logical tile) that worker w owns:
-// rows [row0, row0 + rows), cols [col0, col0 + cols) of the logical tile.
+// The part of a private fragment (a rows x cols logical tile) that worker w holds:
+// rows [row0, row0 + rows), cols [col0, col0 + cols) of the logical tile. A
+// dimension of extent > 1 is split evenly over the worker grid along it; a
+// dimension of extent 1 (a row or column vector, a reduction's result) is
+// replicated: every worker along that grid axis holds the same element. `owner` is
+// false for the replicas that are not the first along a replicated axis: they
+// compute like the others, but only owners store (FragStore), so no element is
+// written twice. Surplus workers (beyond the worker grid) hold nothing.
 struct FragPart {
   int64_t row0, col0, rows, cols;
+  bool owner = true;
 };
 FragPart frag_part(const GroupProgram& p, const Buffer& frag, int worker);
+// Position of worker w in the worker grid: {row, col}; {-1, -1} for surplus workers.
+std::pair<int, int> worker_position(const GroupProgram& p, int worker);
 
 // Offset of element (r, c) in a shared or private buffer of one version, by layout.
 int64_t layout_offset(const Buffer& b, int64_t r, int64_t c);

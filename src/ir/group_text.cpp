@@ -1,31 +1,39 @@
 // Textual GroupIR. A header, the buffers, then one op per line with its id:
 //
-//   group gemm(sizes M, N, K; tensors A: f32[M, K] ld lda in; scalars alpha: f32) {
-//     grid i = ceildiv(M, 64), j = ceildiv(N, 64)
+//   group gemm(sizes M, N, K; tensors A: f32[M, K] strides(lda, 1) in; scalars alpha: f32) {
+//     grid i = ceildiv(M, 64), j = ceildiv(N, 64)            (0 to 3 dimensions)
 //     workers 4 grid 2x2 lanes 1
 //     atom fma 4x16
 //     next_op_id 20                      (only when it is not one past the largest id)
 //     buffer A: global f32 tensor A
 //     buffer As: shared f32[64, 32] rowpanels panel 4 versions 2
-//     copy #2 A[(i * 64), (k * 32)] -> As@(k % 2)[0, 0] 64x32 batch 4 async guard src(M, K)
+//     copy #2 A[(i * 64), (k * 32)] strides(lda, 1) -> As@(k % 2)[0, 0] 64x32 batch 4 async guard src(M, K)
 //     async.commit #3
 //     async.wait #4 pending 0
 //     fence #5
 //     barrier #6
 //     call #7 name
 //     frag.fill #0 acc = 0
-//     frag.load #8 old <- C[(i * 64), (j * 64)] guard src(M, N)
-//     frag.store #9 C[(i * 64), (j * 64)] <- acc guard dst(M, N)
+//     frag.load #8 old <- C[(i * 64), (j * 64)] strides(ldc, 1) guard src(M, N)
+//     frag.load #8 x <- X[0, (j * 64)] strides(1, ldx) offset((b * sb)) transpose pad -inf guard src(M, N)
+//     frag.store #9 C[(i * 64), (j * 64)] strides(ldc, 1) <- acc guard dst(M, N)
 //     mma #10 acc += As@(k % 2)[0, 0] * Bs@(k % 2)[0, 0] 64x64x32 valid(_, _, min(32, (K - (k * 32))))
-//     ew #11 acc = mul acc, $alpha, 0.5       (operands: fragment, $scalar, constant)
+//     ew #11 acc = mul acc, $alpha, #((k * 16))  (operands: fragment, $scalar, constant, #(index))
+//     ew #12 c = cmp.lt a, b          ew #13 y = cast.bf16 x          ew #14 j = index axis 1
+//     reduce.sum #15 m = x axis 1                              (local)
+//     reduce.max #16 Rs[0, 0] <- x axis 1 partial              (into shared scratch)
+//     reduce.max #17 m <- Rs[0, 0] axis 1 combine 16x4         (from a 16x4 scratch window)
 //     for #1 k = 0 to ceildiv(K, 32) pipelined {     (pipelined: from a pipeline nest)
 //     if #12 param beta == 0 {  ...  } else {  ...  }
 //   }
 //
-// A window is BUFFER[@VERSION][ROW, COL]; a guard bound that is absent prints as _.
+// A window is BUFFER[@VERSION][ROW, COL], and on global buffers ` strides(RS, CS)` and,
+// when there is one, ` offset(E)` follow; a guard bound or stride that is absent prints
+// as _. A nonzero padding prints as ` pad V` (copy, frag.load).
 #include "ir/group_text.h"
 
 #include <algorithm>
+#include <bit>
 #include <climits>
 
 #include "ir/text_cursor.h"
@@ -39,9 +47,32 @@ constexpr GroupOpKind kAllKinds[] = {
     GroupOpKind::FragFill,  GroupOpKind::FragLoad,    GroupOpKind::FragStore,
     GroupOpKind::Mma,       GroupOpKind::Elementwise, GroupOpKind::Fence,
     GroupOpKind::Barrier,   GroupOpKind::Call,        GroupOpKind::For,
-    GroupOpKind::If,        GroupOpKind::MmaWait};
-constexpr EwOp kAllEwOps[] = {EwOp::Add, EwOp::Sub, EwOp::Mul, EwOp::Max,
-                              EwOp::Exp, EwOp::Neg, EwOp::Copy};
+    GroupOpKind::If,        GroupOpKind::MmaWait,     GroupOpKind::Reduce};
+constexpr EwOp kAllEwOps[] = {
+    EwOp::Add,  EwOp::Sub,  EwOp::Mul,   EwOp::Div,   EwOp::Max,  EwOp::Min,    EwOp::Exp,
+    EwOp::Exp2, EwOp::Log,  EwOp::Neg,   EwOp::Abs,   EwOp::Sqrt, EwOp::Rsqrt,  EwOp::Recip,
+    EwOp::Tanh, EwOp::Cmp,  EwOp::Select, EwOp::Cast, EwOp::Index, EwOp::Copy};
+constexpr CmpOp kAllCmps[] = {CmpOp::EQ, CmpOp::NE, CmpOp::LT, CmpOp::LE, CmpOp::GT, CmpOp::GE};
+constexpr DType kAllDTypes[] = {DType::F32, DType::BF16, DType::F16, DType::F64};
+constexpr ReduceOp kAllReduces[] = {ReduceOp::Sum, ReduceOp::Max, ReduceOp::Min};
+constexpr ReduceMode kAllReduceModes[] = {ReduceMode::Local, ReduceMode::Partial,
+                                          ReduceMode::Combine};
+
+// `cmp.lt`: the comparison as a word (cmp_op_name spells it as an operator).
+const char* cmp_word(CmpOp op) {
+  switch (op) {
+    case CmpOp::EQ: return "eq";
+    case CmpOp::NE: return "ne";
+    case CmpOp::LT: return "lt";
+    case CmpOp::LE: return "le";
+    case CmpOp::GT: return "gt";
+    case CmpOp::GE: return "ge";
+  }
+  return "?";
+}
+
+// Padding prints when it is not +0 (bit for bit, so -0 survives a round trip).
+bool has_padding(double v) { return std::bit_cast<uint64_t>(v) != 0; }
 constexpr Space kAllSpaces[] = {Space::Global, Space::Shared, Space::Private};
 constexpr Layout kAllLayouts[] = {Layout::RowMajor, Layout::ColPanels, Layout::RowPanels};
 
@@ -108,7 +139,15 @@ class Printer {
   std::string window(const BufferRef& r) const {
     std::string s = buffer_name(r.buffer);
     if (r.version) s += "@" + expr_to_string(r.version);
-    return s + "[" + expr_to_string(r.row) + ", " + expr_to_string(r.col) + "]";
+    s += "[" + expr_to_string(r.row) + ", " + expr_to_string(r.col) + "]";
+    if (r.row_stride || r.col_stride)
+      s += " strides(" + optional_expr(r.row_stride) + ", " + optional_expr(r.col_stride) + ")";
+    if (r.offset) s += " offset(" + expr_to_string(r.offset) + ")";
+    return s;
+  }
+
+  static std::string padding(const GroupOp& o) {
+    return has_padding(o.constant) ? " pad " + double_to_text(o.constant) : "";
   }
 
   static std::string optional_expr(const Expr& e) { return e ? expr_to_string(e) : "_"; }
@@ -124,25 +163,31 @@ class Printer {
       case EwOperand::Kind::Frag: return buffer_name(o.frag);
       case EwOperand::Kind::Scalar: return "$" + o.scalar;
       case EwOperand::Kind::Const: return double_to_text(o.value);
+      case EwOperand::Kind::Index: return "#(" + optional_expr(o.index) + ")";
     }
     return "?";
   }
 
   void op(const GroupOp& o, int depth) {
     std::string indent(2 * depth, ' ');
-    out_ += indent + group_op_name(o.kind) + " #" + std::to_string(o.id);
+    out_ += indent + group_op_name(o.kind);
+    if (o.kind == GroupOpKind::Reduce) out_ += std::string(".") + reduce_op_name(o.reduce);
+    out_ += " #" + std::to_string(o.id);
     switch (o.kind) {
       case GroupOpKind::Copy:
         out_ += " " + window(o.src) + " -> " + window(o.dst) + " " + std::to_string(o.rows) + "x" +
                 std::to_string(o.cols) + " batch " + std::to_string(o.batch) +
-                (o.async ? " async" : "");
+                (o.async ? " async" : "") + padding(o);
         break;
       case GroupOpKind::AsyncWait:
       case GroupOpKind::MmaWait: out_ += " pending " + std::to_string(o.pending); break;
       case GroupOpKind::FragFill:
         out_ += " " + buffer_name(o.frag) + " = " + double_to_text(o.constant);
         break;
-      case GroupOpKind::FragLoad: out_ += " " + buffer_name(o.frag) + " <- " + window(o.src); break;
+      case GroupOpKind::FragLoad:
+        out_ += " " + buffer_name(o.frag) + " <- " + window(o.src) +
+                (o.transpose ? " transpose" : "") + padding(o);
+        break;
       case GroupOpKind::FragStore: out_ += " " + window(o.dst) + " <- " + buffer_name(o.frag); break;
       case GroupOpKind::Mma:
         out_ += " " + buffer_name(o.frag) + " += " + window(o.a) + " * " + window(o.b) + " " +
@@ -154,9 +199,29 @@ class Printer {
         break;
       case GroupOpKind::Elementwise:
         out_ += " " + buffer_name(o.frag) + " = " + ew_op_name(o.ew);
+        if (o.ew == EwOp::Cmp) out_ += std::string(".") + cmp_word(o.cmp);
+        if (o.ew == EwOp::Cast) out_ += std::string(".") + dtype_name(o.dtype);
+        if (o.ew == EwOp::Index) out_ += " axis " + std::to_string(o.axis);
         if (!o.operands.empty())
           out_ += " " + join(o.operands, [this](const EwOperand& x) { return operand(x); });
         break;
+      case GroupOpKind::Reduce: {
+        std::string source = o.operands.empty() ? "?" : operand(o.operands[0]);
+        std::string axis = " axis " + std::to_string(o.axis);
+        std::string size = std::to_string(o.rows) + "x" + std::to_string(o.cols);
+        switch (o.reduce_mode) {
+          case ReduceMode::Local: out_ += " " + buffer_name(o.frag) + " = " + source + axis; break;
+          case ReduceMode::Partial:
+            // The window's extent follows from the source and the worker grid.
+            out_ += " " + window(o.dst) + " <- " + source + axis + " partial";
+            if (o.rows || o.cols) out_ += " " + size;
+            break;
+          case ReduceMode::Combine:
+            out_ += " " + buffer_name(o.frag) + " <- " + window(o.src) + axis + " combine " + size;
+            break;
+        }
+        break;
+      }
       case GroupOpKind::Call: out_ += " " + o.callee; break;
       case GroupOpKind::For:
         out_ += " " + o.iv + " = " + expr_to_string(o.lo) + " to " + expr_to_string(o.hi) +
@@ -300,16 +365,104 @@ class Parser {
     return id;
   }
 
-  BufferRef window() {
+  BufferRef window() { return window_of(buffer_ref()); }
+
+  // The rest of a window after its buffer name.
+  BufferRef window_of(int buffer) {
     BufferRef r;
-    r.buffer = buffer_ref();
+    r.buffer = buffer;
     if (in_.accept("@")) r.version = in_.expr();
     in_.expect("[");
     r.row = in_.expr();
     in_.expect(",");
     r.col = in_.expr();
     in_.expect("]");
+    if (in_.accept_word("strides")) {
+      in_.expect("(");
+      r.row_stride = bound();
+      in_.expect(",");
+      r.col_stride = bound();
+      in_.expect(")");
+    }
+    if (in_.accept_word("offset")) {
+      in_.expect("(");
+      r.offset = in_.expr();
+      in_.expect(")");
+    }
     return r;
+  }
+
+  void padding(GroupOp& o) {
+    if (in_.accept_word("pad")) o.constant = in_.real("a padding value");
+  }
+
+  void extent(int64_t* rows, int64_t* cols) {
+    *rows = in_.integer("a row count");
+    in_.expect("x");
+    *cols = in_.integer("a column count");
+  }
+
+  int axis() {
+    in_.expect_word("axis");
+    return small_int("an axis");
+  }
+
+  // After `reduce.OP #ID`: one of the three forms (group_text.h).
+  void reduce(GroupOp& o) {
+    int first = buffer_ref();
+    if (in_.peek('@') || in_.peek('[')) {
+      o.reduce_mode = ReduceMode::Partial;
+      o.dst = window_of(first);
+      in_.expect("<-");
+      o.operands.push_back(operand());
+      o.axis = axis();
+      in_.expect_word("partial");
+      if (!in_.at_line_end() && !in_.peek('}')) extent(&o.rows, &o.cols);
+      return;
+    }
+    o.frag = first;
+    if (in_.accept("=")) {
+      o.reduce_mode = ReduceMode::Local;
+      o.operands.push_back(operand());
+      o.axis = axis();
+      return;
+    }
+    in_.expect("<-");
+    o.reduce_mode = ReduceMode::Combine;
+    o.src = window();
+    o.axis = axis();
+    in_.expect_word("combine");
+    extent(&o.rows, &o.cols);
+  }
+
+  // `add`, `cmp.lt`, `cast.bf16`: the op, then the suffix that some take.
+  void ew_name(GroupOp& o) {
+    in_.skip_blanks();
+    size_t at = in_.position();
+    std::string name = in_.word("an elementwise operation");
+    std::string base = name.substr(0, name.find('.'));
+    std::string suffix = name.size() > base.size() ? name.substr(base.size() + 1) : "";
+    bool known = false;
+    for (EwOp e : kAllEwOps)
+      if (base == ew_op_name(e)) {
+        o.ew = e;
+        known = true;
+      }
+    if (!known) in_.error_at(at, "unknown elementwise operation '" + name + "'");
+    bool suffixed = o.ew == EwOp::Cmp || o.ew == EwOp::Cast;
+    if (suffixed == suffix.empty() || name.back() == '.')
+      in_.error_at(at, suffixed ? "'" + name + "' needs a suffix: " + base +
+                                      (o.ew == EwOp::Cmp ? ".eq|ne|lt|le|gt|ge" : ".f32|bf16|f16|f64")
+                                : "'" + base + "' takes no suffix, found '" + name + "'");
+    known = false;
+    if (o.ew == EwOp::Cmp)
+      for (CmpOp c : kAllCmps)
+        if (suffix == cmp_word(c)) o.cmp = c, known = true;
+    if (o.ew == EwOp::Cast)
+      for (DType t : kAllDTypes)
+        if (suffix == dtype_name(t)) o.dtype = t, known = true;
+    if (suffixed && !known) in_.error_at(at, "unknown suffix '" + suffix + "' in '" + name + "'");
+    if (o.ew == EwOp::Index) o.axis = axis();
   }
 
   Expr bound() { return in_.accept_word("_") ? nullptr : in_.expr(); }
@@ -331,6 +484,11 @@ class Parser {
     if (in_.accept("$")) {
       x.kind = EwOperand::Kind::Scalar;
       x.scalar = in_.word("a scalar parameter name");
+    } else if (in_.accept("#")) {
+      x.kind = EwOperand::Kind::Index;
+      in_.expect("(");
+      x.index = in_.expr();
+      in_.expect(")");
     } else if (in_.peek_number()) {
       x.kind = EwOperand::Kind::Const;
       x.value = in_.real("a constant");
@@ -361,6 +519,14 @@ class Parser {
         o.kind = k;
         known = true;
       }
+    // reduce.sum, reduce.max, reduce.min
+    for (ReduceOp r : kAllReduces)
+      if (kind == std::string(group_op_name(GroupOpKind::Reduce)) + "." + reduce_op_name(r)) {
+        o.kind = GroupOpKind::Reduce;
+        o.reduce = r;
+        known = true;
+      }
+    if (kind == group_op_name(GroupOpKind::Reduce)) known = false;  // needs its operation
     if (!known) in_.error_at(where, "unknown operation '" + kind + "'");
     in_.expect("#");
     o.id = small_int("an op id");
@@ -375,6 +541,7 @@ class Parser {
         in_.expect_word("batch");
         o.batch = small_int("a batch size");
         o.async = in_.accept_word("async");
+        padding(o);
         break;
       case GroupOpKind::AsyncWait:
       case GroupOpKind::MmaWait:
@@ -390,6 +557,8 @@ class Parser {
         o.frag = buffer_ref();
         in_.expect("<-");
         o.src = window();
+        o.transpose = in_.accept_word("transpose");
+        padding(o);
         break;
       case GroupOpKind::FragStore:
         o.dst = window();
@@ -421,16 +590,7 @@ class Parser {
       case GroupOpKind::Elementwise: {
         o.frag = buffer_ref();
         in_.expect("=");
-        in_.skip_blanks();
-        size_t at = in_.position();
-        std::string name = in_.word("an elementwise operation");
-        known = false;
-        for (EwOp e : kAllEwOps)
-          if (name == ew_op_name(e)) {
-            o.ew = e;
-            known = true;
-          }
-        if (!known) in_.error_at(at, "unknown elementwise operation '" + name + "'");
+        ew_name(o);
         // Operands end their line: the next line starts with an op name.
         if (!in_.at_line_end()) {
           do o.operands.push_back(operand());
@@ -438,6 +598,7 @@ class Parser {
         }
         break;
       }
+      case GroupOpKind::Reduce: reduce(o); break;
       case GroupOpKind::Call: o.callee = in_.word("a callee name"); break;
       case GroupOpKind::For:
         o.iv = in_.word("an induction variable");

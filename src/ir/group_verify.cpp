@@ -27,6 +27,9 @@ class Verifier {
                     " with " + std::to_string(p_.lanes) + " lanes: all must be positive");
     if (p_.frag_buffers != 1 && p_.frag_buffers != 2)
       program_error("frag_buffers " + std::to_string(p_.frag_buffers) + ": 1 or 2");
+    if (p_.grid.size() > static_cast<size_t>(kMaxGridRank))
+      program_error("grid has " + std::to_string(p_.grid.size()) + " dimensions; at most " +
+                    std::to_string(kMaxGridRank));
     for (const LoopDim& d : p_.grid) {
       if (!d.extent) program_error("grid dimension " + d.iv + " has no extent");
       expr_symbols(d.extent, [&](const std::string& s) {
@@ -77,15 +80,19 @@ class Verifier {
     if (b.layout != Layout::RowMajor && (b.panel < 1 || across % b.panel != 0))
       program_error(name + std::string(layout_name(b.layout)) + " panel " + std::to_string(b.panel) +
                     " does not divide " + std::to_string(across));
-    if (b.space == Space::Private) {
-      if (b.rows % p_.worker_rows || b.cols % p_.worker_cols ||
-          (b.rows / p_.worker_rows) % p_.atom_m || (b.cols / p_.worker_cols) % p_.atom_n)
-        program_error(name + "fragment " + std::to_string(b.rows) + "x" + std::to_string(b.cols) +
-                      " over a " + std::to_string(p_.worker_rows) + "x" +
-                      std::to_string(p_.worker_cols) + " worker grid gives parts that are not " +
-                      "multiples of the atom " + std::to_string(p_.atom_m) + "x" +
-                      std::to_string(p_.atom_n));
-    }
+    // An extent of 1 is replicated over its grid axis (frag_part); others split evenly.
+    if (b.space == Space::Private && ((b.rows > 1 && b.rows % p_.worker_rows) ||
+                                      (b.cols > 1 && b.cols % p_.worker_cols)))
+      program_error(name + "fragment " + std::to_string(b.rows) + "x" + std::to_string(b.cols) +
+                    " does not divide over the " + std::to_string(p_.worker_rows) + "x" +
+                    std::to_string(p_.worker_cols) + " worker grid");
+  }
+
+  static std::string shape(const Buffer& b) {
+    return std::to_string(b.rows) + "x" + std::to_string(b.cols);
+  }
+  static std::string shape(int64_t rows, int64_t cols) {
+    return std::to_string(rows) + "x" + std::to_string(cols);
   }
 
   void expr(const GroupOp& op, const Expr& e, const char* what) {
@@ -119,6 +126,17 @@ class Verifier {
       fail(op, std::string(what) + " " + b.name + " may not be in " + space_name(b.space) + " memory");
     expr(op, r.row, "a window row");
     expr(op, r.col, "a window column");
+    // Global windows are addressed through the tensor's strides; others by layout.
+    if (b.space == Space::Global) {
+      if (!r.row_stride || !r.col_stride)
+        fail(op, std::string(what) + " " + b.name + " is global and needs strides(row, col)");
+      expr(op, r.row_stride, "a row stride");
+      expr(op, r.col_stride, "a column stride");
+      if (r.offset) expr(op, r.offset, "an offset");
+    } else if (r.row_stride || r.col_stride || r.offset) {
+      fail(op, std::string(what) + " " + b.name + " is " + space_name(b.space) +
+                   ": strides and offsets belong to global windows only");
+    }
     if (r.version) {
       expr(op, r.version, "a version");
       int64_t v = 0;
@@ -148,6 +166,11 @@ class Verifier {
     bool guarded = op.kind == GroupOpKind::Copy || op.kind == GroupOpKind::FragLoad ||
                    op.kind == GroupOpKind::FragStore;
     if (guarded) bounds(op);
+    if (op.transpose && op.kind != GroupOpKind::FragLoad)
+      fail(op, "only frag.load reads transposed");
+    if (op.kind != GroupOpKind::Copy && op.kind != GroupOpKind::FragLoad &&
+        op.kind != GroupOpKind::FragFill && op.constant != 0)
+      fail(op, "only frag.fill, copy and frag.load take a constant (padding)");
     switch (op.kind) {
       case GroupOpKind::Copy:
         if (op.rows < 1 || op.cols < 1 || op.batch < 1)
@@ -163,7 +186,9 @@ class Verifier {
       case GroupOpKind::FragFill: fragment(op, op.frag, "fragment"); break;
       case GroupOpKind::FragLoad: {
         const Buffer& f = fragment(op, op.frag, "fragment");
-        window(op, op.src, f.rows, f.cols, "source", {Space::Global, Space::Shared});
+        // Transposed, fragment (r, c) is window (c, r): the window is cols x rows.
+        window(op, op.src, op.transpose ? f.cols : f.rows, op.transpose ? f.rows : f.cols,
+               "source", {Space::Global, Space::Shared});
         break;
       }
       case GroupOpKind::FragStore: {
@@ -180,29 +205,41 @@ class Verifier {
           fail(op, "accumulator " + acc.name + " is " + std::to_string(acc.rows) + "x" +
                        std::to_string(acc.cols) + ", not " + std::to_string(op.m) + "x" +
                        std::to_string(op.n));
+        // The atom is the register block of an mma: each worker's part is a multiple.
+        FragPart part = frag_part(p_, acc, 0);
+        if (part.rows % p_.atom_m || part.cols % p_.atom_n)
+          fail(op, "accumulator " + acc.name + " " + shape(acc) + " over a " +
+                       shape(p_.worker_rows, p_.worker_cols) + " worker grid gives parts of " +
+                       shape(part.rows, part.cols) + ", not multiples of the atom " +
+                       shape(p_.atom_m, p_.atom_n));
         window(op, op.a, op.m, op.k, "operand a", {Space::Shared});
         window(op, op.b, op.k, op.n, "operand b", {Space::Shared});
         break;
       }
       case GroupOpKind::Elementwise: {
         const Buffer& dst = fragment(op, op.frag, "destination");
-        size_t want = (op.ew == EwOp::Exp || op.ew == EwOp::Neg || op.ew == EwOp::Copy) ? 1 : 2;
+        size_t want = static_cast<size_t>(ew_arity(op.ew));
         if (op.operands.size() != want)
           fail(op, std::string(ew_op_name(op.ew)) + " takes " + std::to_string(want) +
                        " operands, not " + std::to_string(op.operands.size()));
         for (const EwOperand& x : op.operands) {
           if (x.kind == EwOperand::Kind::Frag) {
             const Buffer& f = fragment(op, x.frag, "operand");
-            if (f.rows != dst.rows || f.cols != dst.cols)
-              fail(op, "operand " + f.name + " is " + std::to_string(f.rows) + "x" +
-                           std::to_string(f.cols) + " but " + dst.name + " is " +
-                           std::to_string(dst.rows) + "x" + std::to_string(dst.cols));
+            // Broadcast by identity: each extent equals the destination's or is 1.
+            if ((f.rows != dst.rows && f.rows != 1) || (f.cols != dst.cols && f.cols != 1))
+              fail(op, "operand " + f.name + " is " + shape(f) + " and does not broadcast to " +
+                           dst.name + " " + shape(dst) + " (each extent must match or be 1)");
           } else if (x.kind == EwOperand::Kind::Scalar && !has_scalar(x.scalar)) {
             fail(op, "unknown scalar parameter '" + x.scalar + "'");
+          } else if (x.kind == EwOperand::Kind::Index) {
+            expr(op, x.index, "an index operand");
           }
         }
+        if (op.ew == EwOp::Index && op.axis != 0 && op.axis != 1)
+          fail(op, "index axis " + std::to_string(op.axis) + ": 0 (row) or 1 (column)");
         break;
       }
+      case GroupOpKind::Reduce: reduce(op); break;
       case GroupOpKind::Call:
         if (op.callee.empty()) fail(op, "call without a callee");
         break;
@@ -228,6 +265,73 @@ class Verifier {
     if (op.kind == GroupOpKind::For) ivs_.push_back(op.iv);
     for (const auto& body : op.bodies) ops(body);
     if (op.kind == GroupOpKind::For) ivs_.pop_back();
+  }
+
+  // The three modes (group_ir.h, ReduceMode). S = the workers along the axis.
+  void reduce(const GroupOp& op) {
+    if (op.axis != 0 && op.axis != 1)
+      fail(op, "axis " + std::to_string(op.axis) + ": 0 (rows) or 1 (columns)");
+    const int s = op.axis == 1 ? p_.worker_cols : p_.worker_rows;
+    const char* along = op.axis == 1 ? "columns" : "rows";
+    // The scratch window of S partials for an R x C tile: R x S (axis 1) or S x C.
+    auto scratch = [&](int64_t rows, int64_t cols) {
+      return op.axis == 1 ? std::pair<int64_t, int64_t>{rows, s} : std::pair<int64_t, int64_t>{s, cols};
+    };
+    const Buffer* source = nullptr;
+    if (op.reduce_mode != ReduceMode::Combine) {
+      if (op.operands.size() != 1 || op.operands[0].kind != EwOperand::Kind::Frag)
+        fail(op, std::string(reduce_mode_name(op.reduce_mode)) +
+                     " reduce takes one operand, a fragment");
+      source = &fragment(op, op.operands[0].frag, "source");
+    } else if (!op.operands.empty()) {
+      fail(op, "combine reduce reads its scratch window, not operands");
+    }
+    auto check_destination = [&](const Buffer& dst, int64_t rows, int64_t cols, const char* from) {
+      int64_t kept = op.axis == 1 ? rows : cols, dst_kept = op.axis == 1 ? dst.rows : dst.cols;
+      int64_t reduced = op.axis == 1 ? dst.cols : dst.rows;
+      if (reduced != 1 || kept != dst_kept)
+        fail(op, "destination " + dst.name + " is " + shape(dst) + ", not " +
+                     (op.axis == 1 ? shape(rows, 1) : shape(1, cols)) + " (" + from + " " +
+                     shape(rows, cols) + " reduced along axis " + std::to_string(op.axis) + ")");
+    };
+    switch (op.reduce_mode) {
+      case ReduceMode::Local:
+        if (op.src.buffer != -1 || op.dst.buffer != -1)
+          fail(op, "local reduce takes no scratch window");
+        check_destination(fragment(op, op.frag, "destination"), source->rows, source->cols,
+                          "source");
+        break;
+      case ReduceMode::Partial: {
+        if (op.frag != -1 || op.src.buffer != -1)
+          fail(op, "partial reduce writes its scratch window only");
+        int64_t extent = op.axis == 1 ? source->cols : source->rows;
+        if (extent == 1 && s > 1)
+          fail(op, "source " + source->name + " has extent 1 along axis " +
+                       std::to_string(op.axis) + ", replicated over the " + std::to_string(s) +
+                       " workers along it: a partial would count it " + std::to_string(s) +
+                       " times (use a local reduce)");
+        auto [rows, cols] = scratch(source->rows, source->cols);
+        if ((op.rows || op.cols) && (op.rows != rows || op.cols != cols))
+          fail(op, "scratch window is " + shape(op.rows, op.cols) + " but " + source->name + " " +
+                       shape(*source) + " over " + std::to_string(s) + " worker " + along +
+                       " needs " + shape(rows, cols));
+        window(op, op.dst, rows, cols, "scratch", {Space::Shared});
+        break;
+      }
+      case ReduceMode::Combine: {
+        if (op.dst.buffer != -1) fail(op, "combine reduce reads its scratch window only");
+        const Buffer& dst = fragment(op, op.frag, "destination");
+        auto [rows, cols] = scratch(dst.rows, dst.cols);
+        if (op.rows != rows || op.cols != cols)
+          fail(op, "scratch window is " + shape(op.rows, op.cols) + " but " + dst.name + " " +
+                       shape(dst) + " over " + std::to_string(s) + " worker " + along + " needs " +
+                       shape(rows, cols));
+        check_destination(dst, op.axis == 1 ? dst.rows : s, op.axis == 1 ? s : dst.cols,
+                          "scratch");
+        window(op, op.src, rows, cols, "scratch", {Space::Shared});
+        break;
+      }
+    }
   }
 
   bool has_scalar(const std::string& name) const {

@@ -34,8 +34,8 @@ std::string double_to_text(double v) {
 }
 
 std::string tensor_param_text(const TensorParam& t) {
-  return t.name + ": " + dtype_name(t.dtype) + "[" + t.rows + ", " + t.cols + "] ld " + t.ld + " " +
-         access_name(t.access);
+  return t.name + ": " + dtype_name(t.dtype) + "[" + join(t.shape, expr_to_string) + "] strides(" +
+         join(t.strides, expr_to_string) + ") " + access_name(t.access);
 }
 
 std::string scalar_param_text(const ScalarParam& s) { return s.name + ": " + dtype_name(s.dtype); }
@@ -74,7 +74,15 @@ void TextCursor::expected(const std::string& what) const {
 }
 
 void TextCursor::skip_blanks() {
-  while (pos_ < text_.size() && is_blank(text_[pos_])) ++pos_;
+  for (;;) {
+    while (pos_ < text_.size() && is_blank(text_[pos_])) ++pos_;
+    if (!comment_at(pos_)) return;
+    while (pos_ < text_.size() && text_[pos_] != '\n') ++pos_;
+  }
+}
+
+bool TextCursor::comment_at(size_t i) const {
+  return i + 1 < text_.size() && text_[i] == '/' && text_[i + 1] == '/';
 }
 
 bool TextCursor::at_end() {
@@ -96,7 +104,7 @@ bool TextCursor::peek_on_line(char c) {
 bool TextCursor::at_line_end() {
   size_t i = pos_;
   while (i < text_.size() && (text_[i] == ' ' || text_[i] == '\t')) ++i;
-  return i >= text_.size() || text_[i] == '\n' || text_[i] == '\r';
+  return i >= text_.size() || text_[i] == '\n' || text_[i] == '\r' || comment_at(i);
 }
 
 bool TextCursor::peek_number() {
@@ -227,9 +235,17 @@ Expr TextCursor::expr(int depth) {
 }
 
 DType TextCursor::dtype() {
-  for (DType t : {DType::F32, DType::BF16, DType::F16})
+  for (DType t : {DType::F32, DType::BF16, DType::F16, DType::F64})
     if (accept_word(dtype_name(t))) return t;
-  expected("a dtype (f32, bf16, f16)");
+  expected("a dtype (f32, bf16, f16, f64)");
+}
+
+std::vector<Expr> TextCursor::exprs(char close) {
+  std::vector<Expr> items;
+  if (peek(close)) return items;
+  do items.push_back(expr());
+  while (accept(","));
+  return items;
 }
 
 TensorParam TextCursor::tensor_param() {
@@ -238,12 +254,22 @@ TensorParam TextCursor::tensor_param() {
   expect(":");
   t.dtype = dtype();
   expect("[");
-  t.rows = word("a row count parameter");
-  expect(",");
-  t.cols = word("a column count parameter");
+  t.shape = exprs(']');
   expect("]");
-  expect_word("ld");
-  t.ld = word("a leading dimension parameter");
+  if (accept_word("strides")) {
+    expect("(");
+    t.strides = exprs(')');
+    expect(")");
+  } else if (peek_word("ld")) {
+    // The rank-2 form from before strides: `ld X` means strides(X, 1).
+    if (t.rank() != 2)
+      error("tensor " + t.name + ": 'ld' is for rank-2 tensors; this one has rank " +
+            std::to_string(t.rank()) + " (write strides(...))");
+    expect_word("ld");
+    t.strides = {expr(), expr_const(1)};
+  } else {
+    expected("'strides(...)' or 'ld'");
+  }
   if (accept_word("inout")) t.access = Access::InOut;
   else if (accept_word("in")) t.access = Access::In;
   else if (accept_word("out")) t.access = Access::Out;

@@ -2,6 +2,7 @@
 // words, numbers, index expressions in expr_to_string's form, and Parse errors that
 // name the line and column. Every recursion is bounded (kMaxDepth) and every read is
 // checked, so arbitrary input ends in a value or a tessel::Error, never a crash.
+// `//` starts a comment that runs to the end of the line; comments count as blanks.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -15,7 +16,8 @@ namespace tessel {
 // Doubles print in their shortest form that reads back to the same bits.
 std::string double_to_text(double v);
 // Pieces both textual IRs print the same way, read back by TextCursor below.
-std::string tensor_param_text(const TensorParam& t);  // A: f32[M, K] ld lda in
+// A: f32[M, K] strides(lda, 1) in   (the parser also reads `ld lda` for rank 2)
+std::string tensor_param_text(const TensorParam& t);
 std::string scalar_param_text(const ScalarParam& s);  // alpha: f32
 std::string loops_text(const std::vector<LoopDim>& loops);  // i = E, j = E
 std::string cond_text(const Cond& c);  // param beta == 0 | E < E
@@ -44,7 +46,7 @@ class TextCursor {
   bool at_end();
   bool peek(char c);                 // the next non-blank character is c
   bool peek_on_line(char c);         // ... and it is on the current line
-  bool at_line_end();                // only spaces or tabs before the end of the line
+  bool at_line_end();                // only spaces, tabs or a comment before the end of the line
   bool peek_number();                // a real() comes next: digit, '-', '.', inf or nan
   bool accept(const char* literal);  // consumes it when it comes next
   void expect(const char* literal);
@@ -59,6 +61,9 @@ class TextCursor {
   double real(const char* what);
   Expr expr(int depth = 0);
   DType dtype();
+  // A possibly empty comma-separated list of index expressions, ended by `close`
+  // (which is not consumed).
+  std::vector<Expr> exprs(char close);
   TensorParam tensor_param();
   ScalarParam scalar_param();
   std::vector<LoopDim> loops();  // at least one
@@ -74,6 +79,7 @@ class TextCursor {
 
  private:
   char next() const { return pos_ < text_.size() ? text_[pos_] : '\0'; }
+  bool comment_at(size_t i) const;  // `//` starts at i
 
   const std::string& text_;
   size_t pos_ = 0;

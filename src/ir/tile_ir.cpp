@@ -1,5 +1,7 @@
 #include "ir/tile_ir.h"
 
+#include <limits>
+
 namespace tessel {
 
 const char* dtype_name(DType t) {
@@ -7,11 +9,20 @@ const char* dtype_name(DType t) {
     case DType::F32: return "f32";
     case DType::BF16: return "bf16";
     case DType::F16: return "f16";
+    case DType::F64: return "f64";
   }
   return "?";
 }
 
-int dtype_bytes(DType t) { return t == DType::F32 ? 4 : 2; }
+int dtype_bytes(DType t) {
+  switch (t) {
+    case DType::F32: return 4;
+    case DType::BF16:
+    case DType::F16: return 2;
+    case DType::F64: return 8;
+  }
+  return 0;
+}
 
 const char* access_name(Access a) {
   switch (a) {
@@ -41,9 +52,25 @@ const char* tile_op_name(TileOpKind k) {
     case TileOpKind::Add: return "add";
     case TileOpKind::Sub: return "sub";
     case TileOpKind::Mul: return "mul";
+    case TileOpKind::Div: return "div";
     case TileOpKind::Max: return "max";
+    case TileOpKind::Min: return "min";
     case TileOpKind::Exp: return "exp";
+    case TileOpKind::Exp2: return "exp2";
+    case TileOpKind::Log: return "log";
     case TileOpKind::Neg: return "neg";
+    case TileOpKind::Abs: return "abs";
+    case TileOpKind::Sqrt: return "sqrt";
+    case TileOpKind::Rsqrt: return "rsqrt";
+    case TileOpKind::Recip: return "recip";
+    case TileOpKind::Tanh: return "tanh";
+    case TileOpKind::Cmp: return "cmp";
+    case TileOpKind::Select: return "select";
+    case TileOpKind::Cast: return "cast";
+    case TileOpKind::Broadcast: return "broadcast";
+    case TileOpKind::Index: return "index";
+    case TileOpKind::Reduce: return "reduce";
+    case TileOpKind::Transpose: return "transpose";
     case TileOpKind::Parallel: return "parallel";
     case TileOpKind::Serial: return "serial";
     case TileOpKind::Pipeline: return "pipeline";
@@ -64,6 +91,56 @@ const char* cmp_op_name(CmpOp op) {
     case CmpOp::GE: return ">=";
   }
   return "?";
+}
+
+const char* reduce_op_name(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::Sum: return "sum";
+    case ReduceOp::Max: return "max";
+    case ReduceOp::Min: return "min";
+  }
+  return "?";
+}
+
+double reduce_identity(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::Sum: return 0;
+    case ReduceOp::Max: return -std::numeric_limits<double>::infinity();
+    case ReduceOp::Min: return std::numeric_limits<double>::infinity();
+  }
+  return 0;
+}
+
+bool is_elementwise(TileOpKind k) {
+  switch (k) {
+    case TileOpKind::Add:
+    case TileOpKind::Sub:
+    case TileOpKind::Mul:
+    case TileOpKind::Div:
+    case TileOpKind::Max:
+    case TileOpKind::Min:
+    case TileOpKind::Exp:
+    case TileOpKind::Exp2:
+    case TileOpKind::Log:
+    case TileOpKind::Neg:
+    case TileOpKind::Abs:
+    case TileOpKind::Sqrt:
+    case TileOpKind::Rsqrt:
+    case TileOpKind::Recip:
+    case TileOpKind::Tanh:
+    case TileOpKind::Cmp:
+    case TileOpKind::Select:
+    case TileOpKind::Cast:
+    case TileOpKind::Broadcast:
+    case TileOpKind::Index: return true;
+    default: return false;
+  }
+}
+
+std::array<int, 2> default_tile_dims(int rank) {
+  if (rank == 1) return {-1, 0};
+  if (rank >= 2) return {rank - 2, rank - 1};
+  return {-1, -1};  // no tensor dimension to span (rank 0 is refused by the verifier)
 }
 
 const TensorParam* TileKernel::find_tensor(const std::string& name) const {

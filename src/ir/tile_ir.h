@@ -8,6 +8,7 @@
 // operands, its region's `args` are the carried values inside the body, the body
 // ends with a `yield` of the next values, and the op's results are the final ones.
 #pragma once
+#include <array>
 #include <cstdint>
 #include <source_location>
 #include <string>
@@ -19,26 +20,39 @@ namespace tessel {
 
 // BF16 and F16 are storage types: a kernel computes on them in fp32 (fragments
 // and accumulators are always fp32); an mma atom reads them as its operands.
-enum class DType { F32, BF16, F16 };
+// F64 (sim and cpu only) computes in fp64.
+enum class DType { F32, BF16, F16, F64 };
 const char* dtype_name(DType t);
 int dtype_bytes(DType t);
 
 enum class Access { In, Out, InOut };
 const char* access_name(Access a);
 
-// A 2-D tensor parameter: element (r, c) lives at data[r * ld + c]. `rows`, `cols`
-// and `ld` name integer kernel parameters.
+// A tensor parameter of rank 1 to 4: element (i0, i1, ...) lives at
+// data[i0 * strides[0] + i1 * strides[1] + ...]. Extents and strides are index
+// expressions over the kernel's size parameters (usually one symbol each, or the
+// constant 1), bound at launch. A transposed view is a permutation of strides; a
+// broadcast view has stride 0 along a dimension (read-only tensors only: the
+// launch checks that a tensor the kernel writes has no two elements at one address).
 struct TensorParam {
   std::string name;
   DType dtype = DType::F32;
-  std::string rows, cols, ld;
+  std::vector<Expr> shape;    // extents, outermost first
+  std::vector<Expr> strides;  // in elements, one per extent
   Access access = Access::In;
+  int rank() const { return static_cast<int>(shape.size()); }
 };
+constexpr int kMaxTensorRank = 4;
+constexpr int kMaxGridRank = 3;
 
 struct ScalarParam {
   std::string name;
   DType dtype = DType::F32;
 };
+
+// The tile dimensions a load or store of a rank-`rank` tensor spans by default:
+// the last two ({rank-2, rank-1}), or {-1, 0} (a row vector) for rank 1.
+std::array<int, 2> default_tile_dims(int rank);
 
 // Where a user wrote something, for verifier messages.
 struct SourceLoc {
@@ -49,6 +63,7 @@ struct SourceLoc {
 };
 
 // A value's type: a scalar (shape empty) or a 2-D tile with symbolic extents.
+// Tiles are always 2-D: a row vector is [1, C], a column vector [R, 1].
 struct TileType {
   DType dtype = DType::F32;
   std::vector<Expr> shape;  // {} scalar, {rows, cols} tile
@@ -61,14 +76,30 @@ struct Value {
   std::string name;  // printed as %name; unique in the kernel
 };
 
+// Elementwise operands broadcast by identity: a scalar stretches over the whole
+// tile, and a tile dimension of extent 1 stretches over the other operand's extent
+// ([R, 1] with [R, C] is a row-wise operand, [1, C] with [R, C] a column-wise one).
+// The result has the broadcast shape.
 enum class TileOpKind {
   ScalarParam,  // result = the kernel's scalar parameter `param`
-  Const,        // result = tile (or scalar) filled with `constant`
-  Load,         // result = tensor[coords .. coords + shape), zero outside the tensor
-  Store,        // tensor[coords ..] = operand 0, elements outside the tensor dropped
+  Const,        // result = tile (or scalar) filled with `constant`, or with the
+                // value of `index_value` (an index expression: sizes, loop variables)
+  // result = the tile of the tensor whose top-left element is at `coords` (one per
+  // tensor dimension); the tile's rows run along tensor dimension dims[0] and its
+  // columns along dims[1] (-1: a unit axis, extent 1, for rank-1 tensors). Elements
+  // outside the tensor read as `constant` (the padding, 0 unless given).
+  Load,
+  Store,        // tensor[coords .. along dims] = operand 0, elements outside dropped
   Mma,          // result = operand0 (MxK) * operand1 (KxN) + operand2 (MxN)
-  Add, Sub, Mul, Max,  // elementwise binary; a scalar operand broadcasts
-  Exp, Neg,            // elementwise unary
+  Add, Sub, Mul, Div, Max, Min,           // elementwise binary
+  Exp, Exp2, Log, Neg, Abs, Sqrt, Rsqrt, Recip, Tanh,  // elementwise unary
+  Cmp,          // 1 where `operand0 cmp operand1` holds, else 0 (`cmp` says which)
+  Select,       // operand0 != 0 ? operand1 : operand2, elementwise
+  Cast,         // operand 0 rounded to the result's dtype
+  Broadcast,    // operand 0 stretched (by identity) to the result's shape
+  Index,        // result[r, c] = r (axis 0) or c (axis 1), as a number; no operands
+  Reduce,       // operand 0 reduced along `axis` with `reduce`; that extent becomes 1
+  Transpose,    // result[c, r] = operand0[r, c]
   Parallel,     // independent instances over `loops`: the grid
   Serial,       // ordered loop over loops[0], with carried values
   Pipeline,     // like Serial, with permission to overlap iterations
@@ -85,6 +116,14 @@ struct LoopDim {
 
 enum class CmpOp { EQ, NE, LT, LE, GT, GE };
 const char* cmp_op_name(CmpOp op);
+
+enum class ReduceOp { Sum, Max, Min };
+const char* reduce_op_name(ReduceOp op);  // "sum", "max", "min"
+// The identity of the reduction: 0, -inf, +inf.
+double reduce_identity(ReduceOp op);
+
+// True for the elementwise kinds (Add .. Transpose excluded: Add..Broadcast, Index).
+bool is_elementwise(TileOpKind k);
 
 // `if` condition: either a scalar parameter against a constant (beta == 0), or
 // two index expressions (k + 1 < n).
@@ -107,9 +146,14 @@ struct TileOp {
   std::vector<int> operands;  // value ids
   std::vector<int> results;   // value ids
   std::string param;          // ScalarParam: name; Load/Store: tensor name
-  double constant = 0;        // Const
-  std::vector<Expr> coords;   // Load/Store: top-left element (row, col)
-  std::vector<LoopDim> loops; // Parallel (1 or 2 dims), Serial/Pipeline (1 dim)
+  double constant = 0;        // Const: the value; Load: the padding
+  Expr index_value;           // Const: when set, the value is this index expression
+  std::vector<Expr> coords;   // Load/Store: top-left element, one per tensor dimension
+  std::array<int, 2> dims{0, 1};  // Load/Store: tensor dimensions of rows and cols (-1: unit)
+  int axis = 0;               // Reduce, Index
+  ReduceOp reduce = ReduceOp::Sum;  // Reduce
+  CmpOp cmp = CmpOp::EQ;      // Cmp
+  std::vector<LoopDim> loops; // Parallel (1 to 3 dims), Serial/Pipeline (1 dim)
   Cond cond;                  // If
   std::vector<Region> regions;
   SourceLoc loc;

@@ -1,19 +1,25 @@
 // Textual TileIR. One op per line, nests as indented braces:
 //
-//   kernel NAME(sizes M, N; tiles BM; tensors A: f32[M, N] ld lda in; scalars s: f32) {
+//   kernel NAME(sizes M, N; tiles BM; tensors A: f32[M, N] strides(lda, 1) in; scalars s: f32) {
 //     %r0, %r1 = KIND SPEC : TYPE0, TYPE1  @file.cpp:42
 //   }
 //
-// SPEC by kind: `param NAME`, `const 1.5`, `load A[row, col]`, `store %v to A[row, col]`,
-// `parallel i = E, j = E {`, `serial|pipeline k = E iter(%arg: TYPE = %init, ...) {`,
+// SPEC by kind: `param NAME`, `const 1.5` or `const index E` (the value of an index
+// expression), `load A[E, ...]` (one coordinate per tensor
+// dimension, then ` dims(0, 2)` when the tile does not span the default dimensions and
+// ` pad -inf` when the padding is not 0), `store %v to A[E, ...]` (with ` dims(...)`),
+// `reduce.sum %x axis 1`, `cmp.lt %a, %b`, `index axis 0`,
+// `parallel i = E, j = E, b = E {`, `serial|pipeline k = E iter(%arg: TYPE = %init, ...) {`,
 // `if param beta == 0 {` or `if E < E {` ... `} else {`, and for every other kind its
-// operands (`mma %a, %b, %c`, `yield %d`, `barrier`). Types are `f32` (scalar) or
-// `f32[E, E]`. Value ids are assigned as a capture creates them: loop-carried
+// operands (`mma %a, %b, %c`, `select %c, %a, %b`, `yield %d`, `barrier`). Types are
+// `f32` (scalar) or `f32[E, E]`; a cast converts to its result's dtype. `//` comments
+// are skipped. Value ids are assigned as a capture creates them: loop-carried
 // arguments, then the body, then the op's results.
 #include "ir/tile_text.h"
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <map>
 
 #include "ir/text_cursor.h"
@@ -23,11 +29,34 @@ namespace tessel {
 namespace {
 
 constexpr TileOpKind kAllKinds[] = {
-    TileOpKind::ScalarParam, TileOpKind::Const, TileOpKind::Load,     TileOpKind::Store,
-    TileOpKind::Mma,         TileOpKind::Add,   TileOpKind::Sub,      TileOpKind::Mul,
-    TileOpKind::Max,         TileOpKind::Exp,   TileOpKind::Neg,      TileOpKind::Parallel,
-    TileOpKind::Serial,      TileOpKind::Pipeline, TileOpKind::If,    TileOpKind::Yield,
+    TileOpKind::ScalarParam, TileOpKind::Const,    TileOpKind::Load,      TileOpKind::Store,
+    TileOpKind::Mma,         TileOpKind::Add,      TileOpKind::Sub,       TileOpKind::Mul,
+    TileOpKind::Div,         TileOpKind::Max,      TileOpKind::Min,       TileOpKind::Exp,
+    TileOpKind::Exp2,        TileOpKind::Log,      TileOpKind::Neg,       TileOpKind::Abs,
+    TileOpKind::Sqrt,        TileOpKind::Rsqrt,    TileOpKind::Recip,     TileOpKind::Tanh,
+    TileOpKind::Cmp,         TileOpKind::Select,   TileOpKind::Cast,      TileOpKind::Broadcast,
+    TileOpKind::Index,       TileOpKind::Reduce,   TileOpKind::Transpose, TileOpKind::Parallel,
+    TileOpKind::Serial,      TileOpKind::Pipeline, TileOpKind::If,        TileOpKind::Yield,
     TileOpKind::Barrier};
+constexpr CmpOp kAllCmps[] = {CmpOp::EQ, CmpOp::NE, CmpOp::LT, CmpOp::LE, CmpOp::GT, CmpOp::GE};
+constexpr ReduceOp kAllReduces[] = {ReduceOp::Sum, ReduceOp::Max, ReduceOp::Min};
+
+// The suffix of `cmp.lt`: a word, since the op name is read as one word.
+const char* cmp_mnemonic(CmpOp op) {
+  switch (op) {
+    case CmpOp::EQ: return "eq";
+    case CmpOp::NE: return "ne";
+    case CmpOp::LT: return "lt";
+    case CmpOp::LE: return "le";
+    case CmpOp::GT: return "gt";
+    case CmpOp::GE: return "ge";
+  }
+  return "?";
+}
+
+// The padding prints when it is not +0, so that -0 keeps its sign through a round trip.
+bool has_padding(double pad) { return pad != 0 || std::signbit(pad); }
+
 std::string type_text(const TileType& t) {
   std::string s = dtype_name(t.dtype);
   if (!t.is_scalar()) s += "[" + join(t.shape, expr_to_string) + "]";
@@ -92,18 +121,36 @@ class Printer {
     out_ += indent;
     if (!o.results.empty()) out_ += values(o.results) + " = ";
     out_ += tile_op_name(o.kind);
-    auto coords = [&] { return o.param + "[" + join(o.coords, expr_to_string) + "]"; };
+    // The default dims follow from the coordinate count (= the tensor's rank when valid).
+    auto coords = [&] {
+      std::string s = o.param + "[" + join(o.coords, expr_to_string) + "]";
+      if (o.dims != default_tile_dims(static_cast<int>(o.coords.size())))
+        s += " dims(" + std::to_string(o.dims[0]) + ", " + std::to_string(o.dims[1]) + ")";
+      return s;
+    };
+    auto operands = [&] { return o.operands.empty() ? std::string() : " " + values(o.operands); };
     switch (o.kind) {
       case TileOpKind::ScalarParam: out_ += " " + o.param; break;
-      case TileOpKind::Const: out_ += " " + double_to_text(o.constant); break;
-      case TileOpKind::Load: out_ += " " + coords(); break;
+      case TileOpKind::Const:
+        out_ += o.index_value ? " index " + expr_to_string(o.index_value)
+                              : " " + double_to_text(o.constant);
+        break;
+      case TileOpKind::Load:
+        out_ += " " + coords();
+        if (has_padding(o.constant)) out_ += " pad " + double_to_text(o.constant);
+        break;
       case TileOpKind::Store: out_ += " " + values(o.operands) + " to " + coords(); break;
+      case TileOpKind::Reduce:
+        out_ += std::string(".") + reduce_op_name(o.reduce) + operands() + " axis " +
+                std::to_string(o.axis);
+        break;
+      case TileOpKind::Cmp: out_ += std::string(".") + cmp_mnemonic(o.cmp) + operands(); break;
+      case TileOpKind::Index: out_ += operands() + " axis " + std::to_string(o.axis); break;
       case TileOpKind::Parallel: out_ += " " + loops_text(o.loops); break;
       case TileOpKind::Serial:
       case TileOpKind::Pipeline: out_ += " " + loops_text(o.loops) + iter_text(o); break;
       case TileOpKind::If: out_ += " " + cond_text(o.cond); break;
-      default:
-        if (!o.operands.empty()) out_ += " " + values(o.operands);
+      default: out_ += operands();
     }
     if (!o.results.empty())
       out_ += " : " + join(o.results, [this](int id) { return value_type(id); });
@@ -191,11 +238,31 @@ class Parser {
   void coords(TileOp& op) {
     op.param = in_.word("a tensor name");
     in_.expect("[");
-    if (!in_.peek(']')) {
-      do op.coords.push_back(in_.expr());
-      while (in_.accept(","));
-    }
+    op.coords = in_.exprs(']');
     in_.expect("]");
+    op.dims = default_tile_dims(static_cast<int>(op.coords.size()));
+    if (in_.accept_word("dims")) {
+      in_.expect("(");
+      op.dims[0] = small_int("a tensor dimension");
+      in_.expect(",");
+      op.dims[1] = small_int("a tensor dimension");
+      in_.expect(")");
+    }
+  }
+
+  // Axes and dimensions: the verifier checks the range; this keeps them in an int.
+  int small_int(const char* what) {
+    in_.skip_blanks();
+    size_t where = in_.position();
+    int64_t v = in_.integer(what);
+    if (v < -1000 || v > 1000)
+      in_.error_at(where, std::string(what) + " " + std::to_string(v) + " is out of range");
+    return static_cast<int>(v);
+  }
+
+  int axis() {
+    in_.expect_word("axis");
+    return small_int("an axis");
   }
 
   void iter(TileOp& op, Region& body) {
@@ -255,19 +322,62 @@ class Parser {
     in_.skip_blanks();  // so that an error points at the operation
     size_t kind_position = in_.position();
     std::string kind = in_.word("an operation");
+    // reduce and cmp carry their flavour as a suffix: reduce.max, cmp.lt.
+    size_t dot = kind.find('.');
+    std::string base = kind.substr(0, dot);
+    std::string suffix = dot == std::string::npos ? "" : kind.substr(dot + 1);
     bool known = false;
     for (TileOpKind k : kAllKinds)
-      if (kind == tile_op_name(k)) {
+      if (base == tile_op_name(k)) {
         o.kind = k;
         known = true;
       }
-    if (!known) in_.error_at(kind_position, "unknown operation '" + kind + "'");
+    bool suffixed = o.kind == TileOpKind::Reduce || o.kind == TileOpKind::Cmp;
+    if (!known || (!suffixed && dot != std::string::npos))
+      in_.error_at(kind_position, "unknown operation '" + kind + "'");
+    if (o.kind == TileOpKind::Reduce) {
+      known = false;
+      for (ReduceOp r : kAllReduces)
+        if (suffix == reduce_op_name(r)) {
+          o.reduce = r;
+          known = true;
+        }
+      if (!known)
+        in_.error_at(kind_position, "unknown reduction '" + kind +
+                                        "': expected reduce.sum, reduce.max or reduce.min");
+    }
+    if (o.kind == TileOpKind::Cmp) {
+      known = false;
+      for (CmpOp c : kAllCmps)
+        if (suffix == cmp_mnemonic(c)) {
+          o.cmp = c;
+          known = true;
+        }
+      if (!known)
+        in_.error_at(kind_position,
+                     "unknown comparison '" + kind +
+                         "': expected cmp.eq, cmp.ne, cmp.lt, cmp.le, cmp.gt or cmp.ge");
+    }
     if (is_nest(o.kind) || o.kind == TileOpKind::If)
       o.regions.resize(o.kind == TileOpKind::If ? 2 : 1);
     switch (o.kind) {
       case TileOpKind::ScalarParam: o.param = in_.word("a scalar parameter name"); break;
-      case TileOpKind::Const: o.constant = in_.real("a constant"); break;
-      case TileOpKind::Load: coords(o); break;
+      case TileOpKind::Const:
+        if (in_.accept_word("index")) o.index_value = in_.expr();
+        else o.constant = in_.real("a constant");
+        break;
+      case TileOpKind::Load:
+        coords(o);
+        if (in_.accept_word("pad")) o.constant = in_.real("a padding value");
+        break;
+      case TileOpKind::Reduce:
+        o.operands = uses();
+        o.axis = axis();
+        break;
+      case TileOpKind::Index:
+        o.operands = uses();
+        o.axis = axis();
+        break;
       case TileOpKind::Store:
         o.operands = uses();
         in_.expect_word("to");

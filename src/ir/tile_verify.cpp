@@ -1,7 +1,8 @@
-// Walks the kernel once, in order, keeping the values and induction variables in
-// scope; the first violation is reported. Shapes are symbolic, so they are compared
-// structurally (expr_equal): [BM, BK] and [BM, (BK * 1)] would differ, but the
-// builders fold such forms away.
+// Checks the kernel's parameters, then walks its body once, in order, keeping the
+// values and induction variables in scope; the first violation is reported. Shapes are
+// symbolic, so they are compared structurally (expr_equal): [BM, BK] and [BM, (BK * 1)]
+// would differ, but the builders fold such forms away. Broadcasting follows the same
+// rule: an extent stretches only when it is the constant 1.
 #include "ir/tile_verify.h"
 
 #include <algorithm>
@@ -30,6 +31,35 @@ bool same_shape(const TileType& a, const TileType& b) {
 
 bool same_type(const TileType& a, const TileType& b) { return a.dtype == b.dtype && same_shape(a, b); }
 
+bool is_one(const Expr& e) {
+  int64_t v = 0;
+  return expr_is_const(e, &v) && v == 1;
+}
+
+// The broadcast of two shapes (scalars are {}), or false when some extent pair is
+// neither equal nor has a side that is 1.
+bool broadcast_shapes(const std::vector<Expr>& a, const std::vector<Expr>& b,
+                      std::vector<Expr>* out) {
+  if (a.empty() || b.empty()) {
+    *out = a.empty() ? b : a;
+    return true;
+  }
+  if (a.size() != b.size()) return false;
+  out->clear();
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (expr_equal(a[i], b[i]) || is_one(b[i])) out->push_back(a[i]);
+    else if (is_one(a[i])) out->push_back(b[i]);
+    else return false;
+  }
+  return true;
+}
+
+std::string shape_text(const std::vector<Expr>& shape) { return shape_text(TileType{DType::F32, shape}); }
+
+bool valid_dtype(DType t) {
+  return t == DType::F32 || t == DType::BF16 || t == DType::F16 || t == DType::F64;
+}
+
 class Verifier {
  public:
   explicit Verifier(const TileKernel& k)
@@ -41,6 +71,7 @@ class Verifier {
         user_error(ErrorKind::Verify, "value %" + k_.values[i].name + " has id " +
                                           std::to_string(k_.values[i].id) + " but is entry " +
                                           std::to_string(i) + " of the kernel's values");
+    params();
     region(k_.body, nullptr);
   }
 
@@ -88,6 +119,49 @@ class Verifier {
     });
   }
 
+  // Tensor and scalar declarations: ranks, strides, symbols, unique names.
+  void params() {
+    std::vector<std::string> names;
+    auto unique = [&](const std::string& name, const char* what) {
+      if (std::count(names.begin(), names.end(), name))
+        user_error(ErrorKind::Verify, std::string(what) + " '" + name +
+                                          "' is declared twice among the kernel's parameters");
+      names.push_back(name);
+    };
+    for (const TensorParam& t : k_.tensors) {
+      unique(t.name, "tensor");
+      if (t.rank() < 1 || t.rank() > kMaxTensorRank)
+        user_error(ErrorKind::Verify, "tensor " + t.name + " has rank " + std::to_string(t.rank()) +
+                                          "; ranks 1 to " + std::to_string(kMaxTensorRank) +
+                                          " are supported");
+      if (t.strides.size() != t.shape.size())
+        user_error(ErrorKind::Verify, "tensor " + t.name + " has " + std::to_string(t.rank()) +
+                                          " extents but " + std::to_string(t.strides.size()) +
+                                          " strides; it needs one stride per extent");
+      if (!valid_dtype(t.dtype))
+        user_error(ErrorKind::Verify, "tensor " + t.name + " has an invalid dtype");
+      for (size_t d = 0; d < t.shape.size(); ++d) {
+        size_expr(t, t.shape[d], "the extent of dimension " + std::to_string(d));
+        size_expr(t, t.strides[d], "the stride of dimension " + std::to_string(d));
+      }
+    }
+    for (const ScalarParam& s : k_.scalars) {
+      unique(s.name, "scalar");
+      if (!valid_dtype(s.dtype))
+        user_error(ErrorKind::Verify, "scalar " + s.name + " has an invalid dtype");
+    }
+  }
+
+  // Tensor extents and strides are bound at launch: only size parameters may appear.
+  void size_expr(const TensorParam& t, const Expr& e, const std::string& what) {
+    if (!e) user_error(ErrorKind::Verify, "tensor " + t.name + ": " + what + " is missing");
+    expr_symbols(e, [&](const std::string& s) {
+      if (!std::count(k_.size_params.begin(), k_.size_params.end(), s))
+        user_error(ErrorKind::Verify, "tensor " + t.name + ": unknown size parameter '" + s +
+                                          "' in " + what + " " + expr_to_string(e));
+    });
+  }
+
   void arity(const TileOp& op, size_t operands, size_t results) const {
     if (op.operands.size() != operands || op.results.size() != results)
       fail(op, std::string(tile_op_name(op.kind)) + " takes " + std::to_string(operands) +
@@ -95,6 +169,7 @@ class Verifier {
                    std::to_string(op.operands.size()) + " and " + std::to_string(op.results.size()));
   }
 
+  // Load/Store: the tensor, its coordinates, the dims the tile spans, the tile.
   const TensorParam& tensor(const TileOp& op, const TileType& tile) {
     const char* name = tile_op_name(op.kind);
     const TensorParam* t = k_.find_tensor(op.param);
@@ -102,10 +177,30 @@ class Verifier {
     if (tile.shape.size() != 2)
       fail(op, std::string(name) + " of a " + (tile.is_scalar() ? "scalar" : "non-2-D tile") +
                    " " + type_text(tile) + " from tensor " + op.param + "; only 2-D tiles move");
-    if (op.coords.size() != 2)
+    int rank = t->rank();
+    if (static_cast<int>(op.coords.size()) != rank)
       fail(op, std::string(name) + " of tensor " + op.param + " at " +
-                   std::to_string(op.coords.size()) + " coordinates; 2-D tensors need 2");
+                   std::to_string(op.coords.size()) + " coordinates; its rank is " +
+                   std::to_string(rank) + ", so it needs " + std::to_string(rank));
     for (const Expr& c : op.coords) expr(op, c, "a coordinate");
+    std::string dims =
+        "dims(" + std::to_string(op.dims[0]) + ", " + std::to_string(op.dims[1]) + ")";
+    for (int d : op.dims) {
+      bool unit = d == -1 && rank == 1;
+      if (!unit && (d < 0 || d >= rank))
+        fail(op, std::string(name) + " of tensor " + op.param + " with " + dims + ": dimension " +
+                     std::to_string(d) + " is not one of the tensor's 0.." +
+                     std::to_string(rank - 1) + (rank == 1 ? " (or -1, a unit axis)" : ""));
+    }
+    if (op.dims[0] == op.dims[1])
+      fail(op, std::string(name) + " of tensor " + op.param + " with " + dims +
+                   ": the tile's rows and columns must span different dimensions");
+    for (int i = 0; i < 2; ++i)
+      if (op.dims[i] == -1 && !is_one(tile.shape[i]))
+        fail(op, std::string(name) + " of tensor " + op.param + " with " + dims + ": the tile's " +
+                     (i ? "columns run" : "rows run") +
+                     " along a unit axis, so its extent must be 1, not " +
+                     expr_to_string(tile.shape[i]));
     return *t;
   }
 
@@ -149,22 +244,124 @@ class Verifier {
     scope_.resize(scope_mark);
   }
 
+  // Operands broadcast (scalars everywhere, extent-1 dims along the other's extent);
+  // the result has the broadcast shape.
   void elementwise(const TileOp& op, size_t n) {
     arity(op, n, 1);
-    const TileType* tile = nullptr;
-    for (int id : op.operands) {
-      const TileType& t = use(op, id);
-      if (t.is_scalar()) continue;
-      if (tile && !same_shape(*tile, t))
-        fail(op, std::string(tile_op_name(op.kind)) + " operand shapes " + shape_text(*tile) +
-                     " and " + shape_text(t) + " differ");
-      tile = &t;
+    std::vector<Expr> shape;
+    bool first = true;
+    for (size_t i = 0; i < op.operands.size(); ++i) {
+      const TileType& t = use(op, op.operands[i]);
+      if (!t.is_scalar() && t.shape.size() != 2)
+        fail(op, std::string(tile_op_name(op.kind)) + " operand " + type_text(t) +
+                     " is not a 2-D tile");
+      std::vector<Expr> next;
+      if (!first && !broadcast_shapes(shape, t.shape, &next))
+        fail(op, std::string(tile_op_name(op.kind)) + " operand shapes " + shape_text(shape) +
+                     " and " + shape_text(t) + " do not broadcast: each extent must be equal or 1");
+      shape = first ? t.shape : next;
+      first = false;
     }
+    result(op, shape);
+  }
+
+  // Select: the condition broadcasts to the shape of the two values.
+  void select(const TileOp& op) {
+    arity(op, 3, 1);
+    const TileType& c = use(op, op.operands[0]);
+    const TileType &a = use(op, op.operands[1]), &b = use(op, op.operands[2]);
+    for (const TileType* t : {&c, &a, &b})
+      if (!t->is_scalar() && t->shape.size() != 2)
+        fail(op, "select operand " + type_text(*t) + " is not a 2-D tile");
+    std::vector<Expr> values, shape;
+    if (!broadcast_shapes(a.shape, b.shape, &values))
+      fail(op, "select value shapes " + shape_text(a) + " and " + shape_text(b) +
+                   " do not broadcast: each extent must be equal or 1");
+    if (!broadcast_shapes(values, c.shape, &shape))
+      fail(op, "select condition shape " + shape_text(c) +
+                   " does not broadcast to the values' shape " + shape_text(values));
+    result(op, shape);
+  }
+
+  // The result of an op whose shape follows from its operands: it must be `shape`.
+  void result(const TileOp& op, const std::vector<Expr>& shape) {
     define(op, op.results[0]);
-    const TileType& result = k_.values[op.results[0]].type;
-    if (tile ? !same_shape(*tile, result) : !result.is_scalar())
-      fail(op, std::string(tile_op_name(op.kind)) + " result type " + type_text(result) +
-                   " does not match its operands' shape " + (tile ? shape_text(*tile) : "(scalar)"));
+    const TileType& r = k_.values[op.results[0]].type;
+    if (!same_shape(r, TileType{r.dtype, shape}))
+      fail(op, std::string(tile_op_name(op.kind)) + " result type " + type_text(r) +
+                   " does not match its operands' shape " +
+                   (shape.empty() ? std::string("(scalar)") : shape_text(shape)));
+  }
+
+  const TileType& tile_operand(const TileOp& op, int id) {
+    const TileType& t = use(op, id);
+    if (t.shape.size() != 2)
+      fail(op, std::string(tile_op_name(op.kind)) + " operand " + type_text(t) +
+                   " is not a 2-D tile");
+    return t;
+  }
+
+  void axis(const TileOp& op) {
+    if (op.axis != 0 && op.axis != 1)
+      fail(op, std::string(tile_op_name(op.kind)) + " axis " + std::to_string(op.axis) +
+                   " is neither 0 (rows) nor 1 (columns)");
+  }
+
+  void reduce(const TileOp& op) {
+    arity(op, 1, 1);
+    axis(op);
+    const TileType& x = tile_operand(op, op.operands[0]);
+    std::vector<Expr> shape = x.shape;
+    shape[op.axis] = expr_const(1);
+    define(op, op.results[0]);
+    const TileType& r = k_.values[op.results[0]].type;
+    if (!same_shape(r, TileType{r.dtype, shape}))
+      fail(op, std::string("reduce.") + reduce_op_name(op.reduce) + " of " + shape_text(x) +
+                   " along axis " + std::to_string(op.axis) + " gives " + shape_text(shape) +
+                   ", not " + type_text(r));
+  }
+
+  void index(const TileOp& op) {
+    arity(op, 0, 1);
+    axis(op);
+    define(op, op.results[0]);
+    const TileType& r = k_.values[op.results[0]].type;
+    if (r.shape.size() != 2) fail(op, "index result " + type_text(r) + " is not a 2-D tile");
+  }
+
+  void transpose(const TileOp& op) {
+    arity(op, 1, 1);
+    const TileType& x = tile_operand(op, op.operands[0]);
+    define(op, op.results[0]);
+    const TileType& r = k_.values[op.results[0]].type;
+    TileType swapped{r.dtype, {x.shape[1], x.shape[0]}};
+    if (!same_shape(r, swapped))
+      fail(op, "transpose of " + shape_text(x) + " gives " + shape_text(swapped) + ", not " +
+                   type_text(r));
+  }
+
+  void broadcast(const TileOp& op) {
+    arity(op, 1, 1);
+    const TileType& x = use(op, op.operands[0]);
+    define(op, op.results[0]);
+    const TileType& r = k_.values[op.results[0]].type;
+    std::vector<Expr> shape;
+    if (r.is_scalar() && !x.is_scalar())
+      fail(op, "broadcast of the tile " + type_text(x) + " to a scalar");
+    if (!x.is_scalar() && x.shape.size() != 2)
+      fail(op, "broadcast operand " + type_text(x) + " is not a 2-D tile");
+    if (!broadcast_shapes(x.shape, r.shape, &shape) || !same_shape(r, TileType{r.dtype, shape}))
+      fail(op, "broadcast of " + shape_text(x) + " to " + shape_text(r) +
+                   ": each extent must be equal to the result's or 1");
+  }
+
+  void cast(const TileOp& op) {
+    arity(op, 1, 1);
+    const TileType& x = use(op, op.operands[0]);
+    std::vector<Expr> shape = x.shape;
+    result(op, shape);
+    if (!valid_dtype(k_.values[op.results[0]].type.dtype))
+      fail(op, "cast to an invalid dtype; casts go to f32, bf16, f16 or f64");
   }
 
   void mma(const TileOp& op) {
@@ -190,10 +387,11 @@ class Verifier {
   void nest(const TileOp& op) {
     const char* name = tile_op_name(op.kind);
     bool parallel = op.kind == TileOpKind::Parallel;
-    size_t max_dims = parallel ? 2 : 1;
+    size_t max_dims = parallel ? kMaxGridRank : 1;
     if (op.loops.empty() || op.loops.size() > max_dims)
       fail(op, std::string(name) + " has " + std::to_string(op.loops.size()) + " loop dimensions; " +
-                   (parallel ? "1 or 2" : "exactly 1") + " expected");
+                   (parallel ? "1 to " + std::to_string(kMaxGridRank) : std::string("exactly 1")) +
+                   " expected");
     if (op.regions.size() != 1)
       fail(op, std::string(name) + " has " + std::to_string(op.regions.size()) + " regions, not 1");
     const Region& body = op.regions[0];
@@ -264,6 +462,7 @@ class Verifier {
       }
       case TileOpKind::Const:
         arity(op, 0, 1);
+        if (op.index_value) expr(op, op.index_value, "the value");
         define(op, op.results[0]);
         break;
       case TileOpKind::Load:
@@ -281,9 +480,25 @@ class Verifier {
       case TileOpKind::Add:
       case TileOpKind::Sub:
       case TileOpKind::Mul:
-      case TileOpKind::Max: elementwise(op, 2); break;
+      case TileOpKind::Div:
+      case TileOpKind::Max:
+      case TileOpKind::Min:
+      case TileOpKind::Cmp: elementwise(op, 2); break;
       case TileOpKind::Exp:
-      case TileOpKind::Neg: elementwise(op, 1); break;
+      case TileOpKind::Exp2:
+      case TileOpKind::Log:
+      case TileOpKind::Neg:
+      case TileOpKind::Abs:
+      case TileOpKind::Sqrt:
+      case TileOpKind::Rsqrt:
+      case TileOpKind::Recip:
+      case TileOpKind::Tanh: elementwise(op, 1); break;
+      case TileOpKind::Select: select(op); break;
+      case TileOpKind::Cast: cast(op); break;
+      case TileOpKind::Broadcast: broadcast(op); break;
+      case TileOpKind::Index: index(op); break;
+      case TileOpKind::Reduce: reduce(op); break;
+      case TileOpKind::Transpose: transpose(op); break;
       case TileOpKind::Parallel:
       case TileOpKind::Serial:
       case TileOpKind::Pipeline: nest(op); break;

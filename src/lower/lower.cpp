@@ -8,15 +8,45 @@
 namespace tessel {
 namespace {
 
-enum class Role { None, MmaA, MmaB };
+// How an mma consumes a value; a value may also have other consumers.
+struct Consumers {
+  bool mma_a = false, mma_b = false, other = false;
+};
 
 // What a TileIR value became in GroupIR.
 struct Lowered {
-  enum class Kind { Frag, Scalar, Const, Staged } kind = Kind::Const;
+  enum class Kind { Frag, Scalar, Const, Index, Staged } kind = Kind::Const;
   int buffer = -1;     // Frag: private buffer; Staged: shared buffer
   std::string scalar;  // Scalar
   double value = 0;    // Const
+  Expr index;          // Index
+  int frag = -1;       // Staged: the fragment read from it, once other ops need it
 };
+
+Lowered frag_value(int buffer) {
+  Lowered l;
+  l.kind = Lowered::Kind::Frag;
+  l.buffer = buffer;
+  return l;
+}
+
+Lowered scalar_value(const std::string& name) {
+  Lowered l;
+  l.kind = Lowered::Kind::Scalar;
+  l.scalar = name;
+  return l;
+}
+
+// The whole of a shared or private buffer, version 0.
+BufferRef origin(int buffer) {
+  BufferRef r;
+  r.buffer = buffer;
+  r.row = expr_const(0);
+  r.col = expr_const(0);
+  return r;
+}
+
+constexpr int64_t kMaxBufferElems = int64_t{1} << 22;
 
 [[noreturn]] void fail(ErrorKind kind, const TileOp& op, const std::string& message) {
   std::string where = op.loc.to_string();
@@ -31,13 +61,44 @@ void walk(const Region& region, const std::function<void(const TileOp&)>& visit)
   }
 }
 
+std::string join_names(const std::vector<std::string>& names) {
+  std::string s;
+  for (const std::string& n : names) s += (s.empty() ? "" : ", ") + n;
+  return s.empty() ? "none" : s;
+}
+
+EwOp ew_of(TileOpKind k) {
+  static const std::map<TileOpKind, EwOp> map = {
+      {TileOpKind::Add, EwOp::Add},     {TileOpKind::Sub, EwOp::Sub},
+      {TileOpKind::Mul, EwOp::Mul},     {TileOpKind::Div, EwOp::Div},
+      {TileOpKind::Max, EwOp::Max},     {TileOpKind::Min, EwOp::Min},
+      {TileOpKind::Exp, EwOp::Exp},     {TileOpKind::Exp2, EwOp::Exp2},
+      {TileOpKind::Log, EwOp::Log},     {TileOpKind::Neg, EwOp::Neg},
+      {TileOpKind::Abs, EwOp::Abs},     {TileOpKind::Sqrt, EwOp::Sqrt},
+      {TileOpKind::Rsqrt, EwOp::Rsqrt}, {TileOpKind::Recip, EwOp::Recip},
+      {TileOpKind::Tanh, EwOp::Tanh},   {TileOpKind::Cmp, EwOp::Cmp},
+      {TileOpKind::Select, EwOp::Select}, {TileOpKind::Cast, EwOp::Cast},
+      {TileOpKind::Broadcast, EwOp::Copy}, {TileOpKind::Index, EwOp::Index}};
+  auto it = map.find(k);
+  TESSEL_ASSERT(it != map.end(), "not an elementwise op");
+  return it->second;
+}
+
+// 1 when 0 <= c < n, else 0, as an index expression: a coordinate outside its
+// extent multiplies a window's bounds by zero.
+Expr in_range(const Expr& c, const Expr& n) {
+  Expr below = expr_min(expr_max(n - c, expr_const(0)), expr_const(1));
+  Expr above = expr_min(expr_max(c + 1, expr_const(0)), expr_const(1));
+  return below * above;
+}
+
 class Lowering {
  public:
   Lowering(const TileKernel& kernel, const Plan& plan) : k_(kernel), plan_(plan) {}
 
   GroupProgram run() {
     bind_tile_params();
-    count_uses();
+    analyze_consumers();
     p_.name = k_.name;
     p_.size_params = k_.size_params;
     p_.tensors = k_.tensors;
@@ -62,7 +123,7 @@ class Lowering {
     const TileOp* parallel = nullptr;
     for (const TileOp& op : k_.body.ops) {
       if (op.kind == TileOpKind::ScalarParam) {
-        lowered_[op.results[0]] = Lowered{Lowered::Kind::Scalar, -1, op.param, 0};
+        lowered_[op.results[0]] = scalar_value(op.param);
       } else if (op.kind == TileOpKind::Parallel && !parallel) {
         parallel = &op;
       } else {
@@ -72,51 +133,42 @@ class Lowering {
     }
     if (!parallel)
       user_error(ErrorKind::Unsupported, "kernel " + k_.name + " has no parallel nest");
+    if (parallel->loops.empty() || parallel->loops.size() > kMaxGridRank)
+      fail(ErrorKind::Unsupported, *parallel, "a parallel nest has 1 to 3 loops");
     for (const LoopDim& d : parallel->loops) p_.grid.push_back(LoopDim{d.iv, bind(d.extent)});
     lower_region(parallel->regions[0], p_.body);
     return p_;
   }
 
  private:
-  // Tile parameters take the plan's extents where mma operands name them.
+  // ---- tile parameters -------------------------------------------------------
   void bind_tile_params() {
-    auto bind_one = [&](const TileOp& op, const Expr& extent, int64_t value) {
-      if (!extent || extent->kind != ExprKind::Sym) return;
-      bool is_tile = false;
-      for (const std::string& t : k_.tile_params) is_tile |= (t == extent->name);
-      if (!is_tile) return;
-      auto [it, fresh] = tile_values_.emplace(extent->name, value);
-      if (!fresh && it->second != value)
-        fail(ErrorKind::Plan, op, "tile parameter " + extent->name + " bound to both " +
-                                      std::to_string(it->second) + " and " +
-                                      std::to_string(value));
-    };
-    walk(k_.body, [&](const TileOp& op) {
-      if (op.kind != TileOpKind::Mma) return;
-      const TileType& a = k_.values.at(op.operands[0]).type;
-      const TileType& b = k_.values.at(op.operands[1]).type;
-      bind_one(op, a.shape[0], plan_.bm);
-      bind_one(op, a.shape[1], plan_.bk);
-      bind_one(op, b.shape[1], plan_.bn);
-      role_[op.operands[0]] = Role::MmaA;
-      role_[op.operands[1]] = Role::MmaB;
-    });
+    for (const auto& [name, value] : plan_.tiles) {
+      bool declared = false;
+      for (const std::string& t : k_.tile_params) declared |= t == name;
+      if (!declared)
+        user_error(ErrorKind::Plan, "the plan binds tile parameter " + name + ", which kernel " +
+                                        k_.name + " does not declare (its tile parameters: " +
+                                        join_names(k_.tile_params) + ")");
+    }
     for (const std::string& t : k_.tile_params)
-      if (!tile_values_.count(t))
-        user_error(ErrorKind::Plan, "tile parameter " + t +
-                                        " is not bound: the plan binds the extents of mma operands");
+      if (!plan_.tiles.count(t))
+        user_error(ErrorKind::Plan, "tile parameter " + t + " of kernel " + k_.name +
+                                        " is not bound by the plan (it binds: " +
+                                        join_names(bound_names()) + ")");
   }
 
-  void count_uses() {
-    walk(k_.body, [&](const TileOp& op) {
-      for (int v : op.operands) ++uses_[v];
-    });
+  std::vector<std::string> bound_names() const {
+    std::vector<std::string> names;
+    for (const auto& [name, value] : plan_.tiles) names.push_back(name);
+    return names;
   }
 
   Expr bind(const Expr& e) const {
+    if (!e) return e;
     return expr_substitute(e, [&](const std::string& name) -> Expr {
-      auto it = tile_values_.find(name);
-      return it == tile_values_.end() ? nullptr : expr_const(it->second);
+      auto it = plan_.tiles.find(name);
+      return it == plan_.tiles.end() ? nullptr : expr_const(it->second);
     });
   }
 
@@ -128,6 +180,28 @@ class Lowering {
     return v;
   }
 
+  // ---- consumers ---------------------------------------------------------------
+  void analyze_consumers() {
+    std::function<void(const Region&, bool)> visit = [&](const Region& r, bool pipelined) {
+      for (const TileOp& op : r.ops) {
+        if (op.kind == TileOpKind::Mma) {
+          consumers_[op.operands[0]].mma_a = true;
+          consumers_[op.operands[1]].mma_b = true;
+          consumers_[op.operands[2]].other = true;
+        } else {
+          for (int v : op.operands) consumers_[v].other = true;
+        }
+        for (int v : op.operands) ++uses_[v];
+        if (op.kind == TileOpKind::Load && pipelined) in_pipeline_.insert(op.results[0]);
+        bool inner = pipelined || op.kind == TileOpKind::Pipeline;
+        for (const Region& sub : op.regions) visit(sub, inner);
+      }
+    };
+    visit(k_.body, false);
+    // A loop's carried value is consumed by the loop body's uses of its argument.
+  }
+
+  // ---- buffers and ops ---------------------------------------------------------
   int tensor_buffer(const TileOp& op) const {
     int b = p_.find_buffer(op.param);
     if (b < 0 || p_.buffers[b].space != Space::Global)
@@ -137,7 +211,12 @@ class Lowering {
 
   const TensorParam& tensor_of(int buffer) const { return p_.tensors[p_.buffers[buffer].tensor]; }
 
-  int new_buffer(const std::string& base, Space space, int64_t rows, int64_t cols) {
+  int new_buffer(const TileOp& op, const std::string& base, Space space, int64_t rows,
+                 int64_t cols) {
+    if (rows > kMaxBufferElems / cols)
+      fail(ErrorKind::Plan, op, "a " + std::to_string(rows) + "x" + std::to_string(cols) +
+                                    " tile does not fit: a buffer may hold at most " +
+                                    std::to_string(kMaxBufferElems) + " elements");
     Buffer b;
     b.id = static_cast<int>(p_.buffers.size());
     b.name = base;
@@ -158,25 +237,48 @@ class Lowering {
 
   void fence(std::vector<GroupOp>& out) { out.push_back(new_op(GroupOpKind::Fence)); }
 
+  // A private fragment: extents > 1 split evenly over the worker grid, extent 1
+  // replicated (frag_part), so the grid must divide every extent > 1.
+  int new_frag_sized(const TileOp& op, int64_t rows, int64_t cols) {
+    if ((rows > 1 && rows % plan_.worker_rows) || (cols > 1 && cols % plan_.worker_cols))
+      fail(ErrorKind::Plan, op, "a " + std::to_string(rows) + "x" + std::to_string(cols) +
+                                    " tile does not divide over the worker grid " +
+                                    std::to_string(plan_.worker_rows) + "x" +
+                                    std::to_string(plan_.worker_cols));
+    return new_buffer(op, "f", Space::Private, rows, cols);
+  }
+
+  // A computed scalar is a 1x1 fragment: replicated on every worker, it broadcasts
+  // over any tile like a scalar parameter does.
   int new_frag(const TileOp& op, const TileType& type) {
-    if (type.is_scalar()) fail(ErrorKind::Unsupported, op, "scalar arithmetic is not supported");
-    return new_buffer("f", Space::Private, static_extent(op, type.shape[0]),
-                      static_extent(op, type.shape[1]));
+    if (type.is_scalar()) return new_frag_sized(op, 1, 1);
+    return new_frag_sized(op, static_extent(op, type.shape[0]), static_extent(op, type.shape[1]));
+  }
+
+  const Lowered& lowered(const TileOp& op, int value) const {
+    auto it = lowered_.find(value);
+    if (it == lowered_.end()) fail(ErrorKind::Verify, op, "use of an undefined value");
+    return it->second;
   }
 
   EwOperand operand(const TileOp& op, int value) const {
-    auto it = lowered_.find(value);
-    if (it == lowered_.end()) fail(ErrorKind::Verify, op, "use of an undefined value");
-    const Lowered& l = it->second;
+    const Lowered& l = lowered(op, value);
     EwOperand o;
     switch (l.kind) {
       case Lowered::Kind::Frag: o.kind = EwOperand::Kind::Frag; o.frag = l.buffer; break;
       case Lowered::Kind::Scalar: o.kind = EwOperand::Kind::Scalar; o.scalar = l.scalar; break;
       case Lowered::Kind::Const: o.kind = EwOperand::Kind::Const; o.value = l.value; break;
-      case Lowered::Kind::Staged:
-        fail(ErrorKind::Unsupported, op, "a tile loaded for mma cannot feed other ops");
+      case Lowered::Kind::Index: o.kind = EwOperand::Kind::Index; o.index = l.index; break;
+      case Lowered::Kind::Staged: o.kind = EwOperand::Kind::Frag; o.frag = staged_frag(op, value); break;
     }
     return o;
+  }
+
+  // The fragment of a staged tile that other ops read (lower_load made it).
+  int staged_frag(const TileOp& op, int value) const {
+    const Lowered& l = lowered(op, value);
+    TESSEL_ASSERT(l.frag >= 0, "a staged tile read by a non-mma op has no fragment");
+    return l.frag;
   }
 
   // The fragment holding `value`, materialized if it is a constant or scalar.
@@ -207,7 +309,7 @@ class Lowering {
   int owned_frag(const TileOp& op, int value, std::vector<GroupOp>& out) {
     const TileType& type = k_.values.at(value).type;
     int f = frag_of(op, value, out, type);
-    if (uses_[value] <= 1) return f;
+    if (uses_[value] <= 1 && lowered(op, value).kind == Lowered::Kind::Frag) return f;
     int copy = new_frag(op, type);
     copy_frag(copy, f, out);
     return copy;
@@ -216,10 +318,10 @@ class Lowering {
   // An elementwise op writes into an operand's fragment when that value dies here:
   // this op is its only use, and it was defined in the region being lowered (a
   // value from an enclosing region is read again on the next trip of a loop in
-  // between). Each element is read before it is written, so aliasing is safe.
+  // between). Each element is read before it is written, so aliasing is safe; an
+  // operand that broadcasts is smaller than the result and never qualifies.
   int in_place_frag(const TileOp& op) const {
     const TileType& type = k_.values.at(op.results[0]).type;
-    if (type.is_scalar()) return -1;
     for (int v : op.operands) {
       auto it = lowered_.find(v);
       if (it == lowered_.end() || it->second.kind != Lowered::Kind::Frag) continue;
@@ -228,8 +330,9 @@ class Lowering {
       if (use == uses_.end() || use->second != 1 || def == defined_in_.end() || def->second != region_)
         continue;
       const Buffer& f = p_.buffer(it->second.buffer);
-      if (f.rows == static_extent(op, type.shape[0]) && f.cols == static_extent(op, type.shape[1]))
-        return f.id;
+      int64_t rows = type.is_scalar() ? 1 : static_extent(op, type.shape[0]);
+      int64_t cols = type.is_scalar() ? 1 : static_extent(op, type.shape[1]);
+      if (f.rows == rows && f.cols == cols) return f.id;
     }
     return -1;
   }
@@ -242,6 +345,7 @@ class Lowering {
       case GroupOpKind::Copy: return shared(g.src) || shared(g.dst);
       case GroupOpKind::FragLoad: return shared(g.src);
       case GroupOpKind::FragStore: return shared(g.dst);
+      case GroupOpKind::Reduce: return shared(g.src) || shared(g.dst);
       case GroupOpKind::Mma: return true;
       case GroupOpKind::For:
       case GroupOpKind::If:
@@ -253,6 +357,7 @@ class Lowering {
     }
   }
 
+  // ---- regions -------------------------------------------------------------------
   void lower_region(const Region& region, std::vector<GroupOp>& out) {
     const Region* outer = region_;
     region_ = &region;
@@ -262,6 +367,8 @@ class Lowering {
       lower_op(op, out);
       region_ = &region;  // nested regions set it while they lower
       for (int r : op.results) defined_in_[r] = &region;
+      // Every op that touched shared memory is followed by a fence; ops that put one
+      // in the middle (partial -> fence -> combine) still end with one.
       bool shared = false;
       for (size_t i = first; i < out.size(); ++i) shared |= touches_shared(p_, out[i]);
       if (shared && !(out.size() > first && out.back().kind == GroupOpKind::Fence)) fence(out);
@@ -272,69 +379,14 @@ class Lowering {
   void lower_op(const TileOp& op, std::vector<GroupOp>& out) {
     switch (op.kind) {
       case TileOpKind::ScalarParam:
-        lowered_[op.results[0]] = Lowered{Lowered::Kind::Scalar, -1, op.param, 0};
+        lowered_[op.results[0]] = scalar_value(op.param);
         return;
-      case TileOpKind::Const: {
-        const TileType& type = k_.values.at(op.results[0]).type;
-        if (type.is_scalar()) {
-          lowered_[op.results[0]] = Lowered{Lowered::Kind::Const, -1, "", op.constant};
-          return;
-        }
-        GroupOp g = new_op(GroupOpKind::FragFill);
-        g.frag = new_frag(op, type);
-        g.constant = op.constant;
-        out.push_back(g);
-        lowered_[op.results[0]] = Lowered{Lowered::Kind::Frag, g.frag, "", 0};
-        return;
-      }
+      case TileOpKind::Const: return lower_const(op, out);
       case TileOpKind::Load: return lower_load(op, out);
-      case TileOpKind::Store: {
-        int src = frag_of(op, op.operands[0], out, k_.values.at(op.operands[0]).type);
-        int t = tensor_buffer(op);
-        GroupOp g = new_op(GroupOpKind::FragStore);
-        g.frag = src;
-        g.dst = BufferRef{t, nullptr, bind(op.coords[0]), bind(op.coords[1])};
-        g.dst_row_bound = expr_sym(tensor_of(t).rows);
-        g.dst_col_bound = expr_sym(tensor_of(t).cols);
-        out.push_back(g);
-        stored_.insert(t);
-        return;
-      }
-      case TileOpKind::Mma: {
-        int acc = owned_frag(op, op.operands[2], out);
-        auto staged = [&](int value) {
-          auto it = lowered_.find(value);
-          if (it == lowered_.end() || it->second.kind != Lowered::Kind::Staged)
-            fail(ErrorKind::Unsupported, op, "mma operands must be tiles loaded from tensors");
-          return it->second.buffer;
-        };
-        GroupOp g = new_op(GroupOpKind::Mma);
-        g.frag = acc;
-        g.a = BufferRef{staged(op.operands[0]), nullptr, expr_const(0), expr_const(0)};
-        g.b = BufferRef{staged(op.operands[1]), nullptr, expr_const(0), expr_const(0)};
-        g.m = p_.buffer(g.a.buffer).rows;
-        g.k = p_.buffer(g.a.buffer).cols;
-        g.n = p_.buffer(g.b.buffer).cols;
-        set_valid_extents(g);
-        out.push_back(g);
-        lowered_[op.results[0]] = Lowered{Lowered::Kind::Frag, acc, "", 0};
-        return;
-      }
-      case TileOpKind::Add: case TileOpKind::Sub: case TileOpKind::Mul:
-      case TileOpKind::Max: case TileOpKind::Exp: case TileOpKind::Neg: {
-        static const std::map<TileOpKind, EwOp> ew = {
-            {TileOpKind::Add, EwOp::Add}, {TileOpKind::Sub, EwOp::Sub},
-            {TileOpKind::Mul, EwOp::Mul}, {TileOpKind::Max, EwOp::Max},
-            {TileOpKind::Exp, EwOp::Exp}, {TileOpKind::Neg, EwOp::Neg}};
-        GroupOp g = new_op(GroupOpKind::Elementwise);
-        g.ew = ew.at(op.kind);
-        for (int v : op.operands) g.operands.push_back(operand(op, v));
-        g.frag = in_place_frag(op);
-        if (g.frag < 0) g.frag = new_frag(op, k_.values.at(op.results[0]).type);
-        out.push_back(g);
-        lowered_[op.results[0]] = Lowered{Lowered::Kind::Frag, g.frag, "", 0};
-        return;
-      }
+      case TileOpKind::Store: return lower_store(op, out);
+      case TileOpKind::Mma: return lower_mma(op, out);
+      case TileOpKind::Reduce: return lower_reduce(op, out);
+      case TileOpKind::Transpose: return lower_transpose(op, out);
       case TileOpKind::Serial:
       case TileOpKind::Pipeline: return lower_loop(op, out);
       case TileOpKind::If: return lower_if(op, out);
@@ -342,7 +394,95 @@ class Lowering {
       case TileOpKind::Parallel:
         fail(ErrorKind::Unsupported, op, "nested parallel nests are not supported");
       case TileOpKind::Yield: return;  // consumed by the enclosing op
+      default: break;
     }
+    TESSEL_ASSERT(is_elementwise(op.kind), "unhandled TileIR op kind");
+    lower_elementwise(op, out);
+  }
+
+  void lower_const(const TileOp& op, std::vector<GroupOp>& out) {
+    const TileType& type = k_.values.at(op.results[0]).type;
+    Lowered l;
+    if (op.index_value) {
+      l.kind = Lowered::Kind::Index;
+      l.index = bind(op.index_value);
+    } else {
+      l.kind = Lowered::Kind::Const;
+      l.value = op.constant;
+    }
+    if (type.is_scalar()) {
+      lowered_[op.results[0]] = l;
+      return;
+    }
+    GroupOp g = new_op(GroupOpKind::Elementwise);
+    g.frag = new_frag(op, type);
+    if (l.kind == Lowered::Kind::Const) {
+      g.kind = GroupOpKind::FragFill;
+      g.constant = op.constant;
+    } else {
+      g.ew = EwOp::Copy;
+      EwOperand o;
+      o.kind = EwOperand::Kind::Index;
+      o.index = l.index;
+      g.operands = {o};
+    }
+    out.push_back(g);
+    lowered_[op.results[0]] = frag_value(g.frag);
+  }
+
+  void lower_elementwise(const TileOp& op, std::vector<GroupOp>& out) {
+    GroupOp g = new_op(GroupOpKind::Elementwise);
+    g.ew = ew_of(op.kind);
+    g.cmp = op.cmp;
+    g.axis = op.axis;
+    g.dtype = k_.values.at(op.results[0]).type.dtype;
+    for (int v : op.operands) g.operands.push_back(operand(op, v));
+    g.frag = in_place_frag(op);
+    if (g.frag < 0) g.frag = new_frag(op, k_.values.at(op.results[0]).type);
+    out.push_back(g);
+    lowered_[op.results[0]] = frag_value(g.frag);
+  }
+
+  // The global window of a load or store: the two tensor dimensions the tile spans
+  // give its position, strides and bounds; the other coordinates fold into the
+  // offset and, when outside their extents, empty the bounds.
+  struct GlobalWindow {
+    BufferRef ref;
+    Expr row_bound, col_bound;
+  };
+  GlobalWindow global_window(const TileOp& op) const {
+    int t = tensor_buffer(op);
+    const TensorParam& tensor = tensor_of(t);
+    if (static_cast<int>(op.coords.size()) != tensor.rank())
+      fail(ErrorKind::Verify, op, "tensor " + tensor.name + " has rank " +
+                                      std::to_string(tensor.rank()) + " but " +
+                                      std::to_string(op.coords.size()) + " coordinates");
+    GlobalWindow w;
+    w.ref.buffer = t;
+    w.ref.row = expr_const(0);
+    w.ref.col = expr_const(0);
+    w.ref.row_stride = expr_const(0);
+    w.ref.col_stride = expr_const(0);
+    w.row_bound = expr_const(1);
+    w.col_bound = expr_const(1);
+    Expr offset, valid;
+    for (int d = 0; d < tensor.rank(); ++d) {
+      Expr c = bind(op.coords[d]);
+      if (d == op.dims[0] || d == op.dims[1]) {
+        bool row = d == op.dims[0];
+        (row ? w.ref.row : w.ref.col) = c;
+        (row ? w.ref.row_stride : w.ref.col_stride) = tensor.strides[d];
+        (row ? w.row_bound : w.col_bound) = tensor.shape[d];
+        continue;
+      }
+      int64_t cv = -1;
+      if (expr_is_const(c, &cv) && cv == 0) continue;
+      offset = offset ? offset + c * tensor.strides[d] : c * tensor.strides[d];
+      valid = valid ? valid * in_range(c, tensor.shape[d]) : in_range(c, tensor.shape[d]);
+    }
+    w.ref.offset = offset;
+    if (valid) w.row_bound = w.row_bound * valid;
+    return w;
   }
 
   void lower_load(const TileOp& op, std::vector<GroupOp>& out) {
@@ -350,63 +490,202 @@ class Lowering {
     const TileType& type = k_.values.at(op.results[0]).type;
     const TensorParam& tensor = tensor_of(t);
     if (stored_.count(t)) fence(out);  // the group's own earlier stores must land first
-    BufferRef src{t, nullptr, bind(op.coords[0]), bind(op.coords[1])};
-    Role role = role_.count(op.results[0]) ? role_[op.results[0]] : Role::None;
-    if (role == Role::None) {
+    GlobalWindow w = global_window(op);
+    const Consumers& c = consumers_[op.results[0]];
+    bool staged = c.mma_a || c.mma_b || in_pipeline_.count(op.results[0]);
+    int64_t rows = static_extent(op, type.shape[0]), cols = static_extent(op, type.shape[1]);
+    if (!staged) {
       GroupOp g = new_op(GroupOpKind::FragLoad);
-      g.frag = new_frag(op, type);
-      g.src = src;
-      g.src_row_bound = expr_sym(tensor.rows);
-      g.src_col_bound = expr_sym(tensor.cols);
+      g.frag = new_frag_sized(op, rows, cols);
+      g.src = w.ref;
+      g.src_row_bound = w.row_bound;
+      g.src_col_bound = w.col_bound;
+      g.constant = op.constant;
       out.push_back(g);
-      lowered_[op.results[0]] = Lowered{Lowered::Kind::Frag, g.frag, "", 0};
+      lowered_[op.results[0]] = frag_value(g.frag);
       return;
     }
-    int64_t rows = static_extent(op, type.shape[0]), cols = static_extent(op, type.shape[1]);
-    int s = new_buffer(tensor.name + "s", Space::Shared, rows, cols);
+    if (c.mma_a && c.mma_b)
+      fail(ErrorKind::Unsupported, op, "one loaded tile feeds an mma as both its a and its b operand");
+    int s = new_buffer(op, tensor.name + "s", Space::Shared, rows, cols);
     p_.buffers[s].dtype = tensor.dtype;  // staged as stored: the atom reads it
-    if (role == Role::MmaB) {
+    if (c.mma_b) {
       p_.buffers[s].layout = Layout::ColPanels;
       p_.buffers[s].panel = plan_.atom_n;
     }
     GroupOp g = new_op(GroupOpKind::Copy);
-    g.src = src;
-    g.dst = BufferRef{s, nullptr, expr_const(0), expr_const(0)};
-    g.src_row_bound = expr_sym(tensor.rows);
-    g.src_col_bound = expr_sym(tensor.cols);
+    g.src = w.ref;
+    g.dst = origin(s);
+    g.src_row_bound = w.row_bound;
+    g.src_col_bound = w.col_bound;
+    g.constant = op.constant;
     g.rows = rows;
     g.cols = cols;
     g.batch = plan_.copy_batch;
     out.push_back(g);
     staging_copy_[s] = g;
-    lowered_[op.results[0]] = Lowered{Lowered::Kind::Staged, s, "", 0};
+    Lowered l;
+    l.kind = Lowered::Kind::Staged;
+    l.buffer = s;
+    if (c.other) {
+      // Other consumers read the staged tile into a fragment once it has landed.
+      fence(out);
+      GroupOp f = new_op(GroupOpKind::FragLoad);
+      f.frag = new_frag_sized(op, rows, cols);
+      f.src = origin(s);
+      out.push_back(f);
+      l.frag = f.frag;
+    }
+    lowered_[op.results[0]] = l;
+  }
+
+  void lower_store(const TileOp& op, std::vector<GroupOp>& out) {
+    int src = frag_of(op, op.operands[0], out, k_.values.at(op.operands[0]).type);
+    GlobalWindow w = global_window(op);
+    GroupOp g = new_op(GroupOpKind::FragStore);
+    g.frag = src;
+    g.dst = w.ref;
+    g.dst_row_bound = w.row_bound;
+    g.dst_col_bound = w.col_bound;
+    out.push_back(g);
+    stored_.insert(w.ref.buffer);
+  }
+
+  // An mma operand in shared memory: a staged load as it is, a computed tile stored
+  // into a fresh buffer laid out for the atom.
+  int mma_operand(const TileOp& op, int value, bool is_b, std::vector<GroupOp>& out) {
+    const Lowered& l = lowered(op, value);
+    if (l.kind == Lowered::Kind::Staged) return l.buffer;
+    const TileType& type = k_.values.at(value).type;
+    int f = frag_of(op, value, out, type);
+    const Buffer& frag = p_.buffer(f);
+    int s = new_buffer(op, is_b ? "Bs" : "As", Space::Shared, frag.rows, frag.cols);
+    if (is_b) {
+      p_.buffers[s].layout = Layout::ColPanels;
+      p_.buffers[s].panel = plan_.atom_n;
+    }
+    GroupOp g = new_op(GroupOpKind::FragStore);
+    g.frag = f;
+    g.dst = origin(s);
+    out.push_back(g);
+    fence(out);
+    return s;
+  }
+
+  void lower_mma(const TileOp& op, std::vector<GroupOp>& out) {
+    int acc = owned_frag(op, op.operands[2], out);
+    const Buffer& accb = p_.buffer(acc);
+    int64_t part_m = accb.rows / plan_.worker_rows, part_n = accb.cols / plan_.worker_cols;
+    if (part_m % plan_.atom_m || part_n % plan_.atom_n)
+      fail(ErrorKind::Plan, op, "a worker's accumulator part " + std::to_string(part_m) + "x" +
+                                    std::to_string(part_n) + " is not a multiple of the atom " +
+                                    std::to_string(plan_.atom_m) + "x" + std::to_string(plan_.atom_n));
+    GroupOp g = new_op(GroupOpKind::Mma);
+    g.frag = acc;
+    g.a = origin(mma_operand(op, op.operands[0], false, out));
+    g.b = origin(mma_operand(op, op.operands[1], true, out));
+    g.m = p_.buffer(g.a.buffer).rows;
+    g.k = p_.buffer(g.a.buffer).cols;
+    g.n = p_.buffer(g.b.buffer).cols;
+    set_valid_extents(g);
+    out.push_back(g);
+    lowered_[op.results[0]] = frag_value(acc);
   }
 
   // Where the staging copies hit the tensors' edges, the mma skips what can only be
   // zeros (k) or is never stored (rows, cols): a ragged tile costs its data, not
-  // the whole tile.
+  // the whole tile. Operands computed in the kernel hold data everywhere.
   void set_valid_extents(GroupOp& mma) const {
     auto extent = [](int64_t full, const Expr& bound, const Expr& origin) -> Expr {
       return bound ? expr_min(expr_const(full), bound - origin) : nullptr;
     };
-    const GroupOp& a = staging_copy_.at(mma.a.buffer);
-    const GroupOp& b = staging_copy_.at(mma.b.buffer);
-    mma.m_valid = extent(mma.m, a.src_row_bound, a.src.row);
-    mma.n_valid = extent(mma.n, b.src_col_bound, b.src.col);
-    Expr ka = extent(mma.k, a.src_col_bound, a.src.col), kb = extent(mma.k, b.src_row_bound, b.src.row);
+    auto a = staging_copy_.find(mma.a.buffer);
+    auto b = staging_copy_.find(mma.b.buffer);
+    bool a_zero = a != staging_copy_.end() && a->second.constant == 0;
+    bool b_zero = b != staging_copy_.end() && b->second.constant == 0;
+    if (a != staging_copy_.end()) mma.m_valid = extent(mma.m, a->second.src_row_bound, a->second.src.row);
+    if (b != staging_copy_.end()) mma.n_valid = extent(mma.n, b->second.src_col_bound, b->second.src.col);
+    // k: only zeros beyond the edge may be skipped, and one zero-padded operand
+    // suffices (the product is zero whatever the other holds).
+    Expr ka = a_zero ? extent(mma.k, a->second.src_col_bound, a->second.src.col) : nullptr;
+    Expr kb = b_zero ? extent(mma.k, b->second.src_row_bound, b->second.src.row) : nullptr;
     mma.k_valid = ka && kb && !expr_equal(ka, kb) ? expr_min(ka, kb) : (ka ? ka : kb);
   }
 
-  // The carried value lives in one fragment for the whole loop.
+  void lower_reduce(const TileOp& op, std::vector<GroupOp>& out) {
+    int src = frag_of(op, op.operands[0], out, k_.values.at(op.operands[0]).type);
+    const Buffer& s = p_.buffer(src);
+    int axis = op.axis;
+    if (axis != 0 && axis != 1) fail(ErrorKind::Verify, op, "reduce axis must be 0 or 1");
+    int64_t extent = axis == 1 ? s.cols : s.rows;
+    int split = axis == 1 ? plan_.worker_cols : plan_.worker_rows;
+    int dst = new_frag(op, k_.values.at(op.results[0]).type);
+    lowered_[op.results[0]] = frag_value(dst);
+    EwOperand o;
+    o.kind = EwOperand::Kind::Frag;
+    o.frag = src;
+    GroupOp g = new_op(GroupOpKind::Reduce);
+    g.reduce = op.reduce;
+    g.axis = axis;
+    if (extent == 1 || split == 1) {
+      g.reduce_mode = ReduceMode::Local;
+      g.frag = dst;
+      g.operands = {o};
+      out.push_back(g);
+      return;
+    }
+    // Partials of the workers along the axis meet in scratch: R x S (axis 1) or
+    // S x C (axis 0).
+    int64_t rows = axis == 1 ? s.rows : split, cols = axis == 1 ? split : s.cols;
+    int scratch = new_buffer(op, "Rs", Space::Shared, rows, cols);
+    g.reduce_mode = ReduceMode::Partial;
+    g.operands = {o};
+    g.dst = origin(scratch);
+    out.push_back(g);
+    fence(out);
+    GroupOp c = new_op(GroupOpKind::Reduce);
+    c.reduce = op.reduce;
+    c.axis = axis;
+    c.reduce_mode = ReduceMode::Combine;
+    c.frag = dst;
+    c.src = origin(scratch);
+    c.rows = rows;
+    c.cols = cols;
+    out.push_back(c);
+  }
+
+  void lower_transpose(const TileOp& op, std::vector<GroupOp>& out) {
+    int src = frag_of(op, op.operands[0], out, k_.values.at(op.operands[0]).type);
+    const Buffer& s = p_.buffer(src);
+    int scratch = new_buffer(op, "Ts", Space::Shared, s.rows, s.cols);
+    GroupOp st = new_op(GroupOpKind::FragStore);
+    st.frag = src;
+    st.dst = origin(scratch);
+    out.push_back(st);
+    fence(out);
+    GroupOp ld = new_op(GroupOpKind::FragLoad);
+    ld.frag = new_frag(op, k_.values.at(op.results[0]).type);
+    ld.src = origin(scratch);
+    ld.transpose = true;
+    out.push_back(ld);
+    lowered_[op.results[0]] = frag_value(ld.frag);
+  }
+
+  // Each carried value lives in one fragment for the whole loop.
   void lower_loop(const TileOp& op, std::vector<GroupOp>& out) {
-    if (op.regions.size() != 1 || op.operands.size() != 1 || op.loops.size() != 1)
-      fail(ErrorKind::Verify, op, "a loop has one dimension, one region and one carried value");
+    if (op.regions.size() != 1 || op.loops.size() != 1)
+      fail(ErrorKind::Verify, op, "a loop has one dimension and one region");
     const Region& body = op.regions[0];
-    if (body.ops.empty() || body.ops.back().kind != TileOpKind::Yield ||
-        body.ops.back().operands.size() != 1 || body.args.size() != 1)
-      fail(ErrorKind::Verify, op, "a loop body carries one value and ends with its yield");
-    int carried = owned_frag(op, op.operands[0], out);
-    lowered_[body.args[0]] = Lowered{Lowered::Kind::Frag, carried, "", 0};
+    size_t n = op.operands.size();
+    bool yields = !body.ops.empty() && body.ops.back().kind == TileOpKind::Yield;
+    if ((n > 0 && !yields) || (yields && body.ops.back().operands.size() != n) ||
+        body.args.size() != n || op.results.size() != n)
+      fail(ErrorKind::Verify, op, "a loop body ends with a yield of each carried value");
+    std::vector<int> carried;
+    for (size_t i = 0; i < n; ++i) {
+      carried.push_back(owned_frag(op, op.operands[i], out));
+      lowered_[body.args[i]] = frag_value(carried[i]);
+    }
     // A body that stores a tensor it also loads reads its previous iteration's store.
     walk(body, [&](const TileOp& inner) {
       if (inner.kind == TileOpKind::Store) {
@@ -424,11 +703,29 @@ class Lowering {
     loop.pipelined = op.kind == TileOpKind::Pipeline;
     loop.bodies.resize(1);
     lower_region(body, loop.bodies[0]);
-    const TileOp& yield = body.ops.back();
-    int next = frag_of(op, yield.operands[0], loop.bodies[0], k_.values.at(yield.operands[0]).type);
-    if (next != carried) copy_frag(carried, next, loop.bodies[0]);
+    std::vector<GroupOp>& tail = loop.bodies[0];
+    std::vector<int> next;
+    for (size_t i = 0; i < n; ++i) {
+      const TileOp& yield = body.ops.back();
+      next.push_back(frag_of(op, yield.operands[i], tail, k_.values.at(yield.operands[i]).type));
+    }
+    // The yield is a parallel assignment: a next value that lives in another carried
+    // fragment is saved before any carried fragment is overwritten.
+    for (size_t i = 0; i < n; ++i) {
+      if (next[i] == carried[i]) continue;
+      for (size_t j = 0; j < n; ++j) {
+        if (j != i && next[i] == carried[j]) {
+          int tmp = new_frag(op, k_.values.at(body.ops.back().operands[i]).type);
+          copy_frag(tmp, next[i], tail);
+          next[i] = tmp;
+          break;
+        }
+      }
+    }
+    for (size_t i = 0; i < n; ++i)
+      if (next[i] != carried[i]) copy_frag(carried[i], next[i], tail);
     out.push_back(std::move(loop));
-    lowered_[op.results[0]] = Lowered{Lowered::Kind::Frag, carried, "", 0};
+    for (size_t i = 0; i < n; ++i) lowered_[op.results[i]] = frag_value(carried[i]);
   }
 
   void lower_if(const TileOp& op, std::vector<GroupOp>& out) {
@@ -463,14 +760,14 @@ class Lowering {
     stored_ = stored_after;
     out.push_back(std::move(g));
     for (size_t i = 0; i < results.size(); ++i)
-      lowered_[op.results[i]] = Lowered{Lowered::Kind::Frag, results[i], "", 0};
+      lowered_[op.results[i]] = frag_value(results[i]);
   }
 
   const TileKernel& k_;
   const Plan& plan_;
   GroupProgram p_;
-  std::map<std::string, int64_t> tile_values_;
-  std::map<int, Role> role_;
+  std::map<int, Consumers> consumers_;
+  std::set<int> in_pipeline_;  // values loaded inside a pipelined loop
   std::map<int, int> uses_;
   std::map<int, Lowered> lowered_;
   std::map<int, GroupOp> staging_copy_;  // shared buffer -> the copy that fills it

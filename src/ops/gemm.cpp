@@ -68,10 +68,11 @@ int64_t pick(const int64_t (&sizes)[N], int64_t extent) {
 // workers then only copy.
 void choose_worker_grid(Plan& p) {
   if (p.workers < 1 || p.atom_m < 1 || p.atom_n < 1) return;  // validate_plan reports it
+  const int64_t bm = p.tile("BM"), bn = p.tile("BN");
   int best_r = 1, best_c = 1;
   for (int r = 1; r <= p.workers; ++r)
     for (int c = 1; r * c <= p.workers; ++c) {
-      if (p.bm % r || p.bn % c || (p.bm / r) % p.atom_m || (p.bn / c) % p.atom_n) continue;
+      if (bm % r || bn % c || (bm / r) % p.atom_m || (bn / c) % p.atom_n) continue;
       int prod = r * c, best = best_r * best_c;
       // wgmma: the widest parts (one instruction covers a part's whole width).
       bool better = p.atom == AtomKind::Wgmma ? c < best_c : std::abs(r - c) < std::abs(best_r - best_c);
@@ -185,7 +186,7 @@ Plan resolve_plan(int64_t m, int64_t n, int64_t k, const GemmOptions& options) {
                                     precision_name(options.precision));
   if (options.plan) {
     if (plan.target == TargetKind::Cpu && plan.atom_m == 1 && plan.atom_n == 1 &&
-        plan.bm % kCpuAtomM == 0 && plan.bn % kCpuAtomN == 0) {
+        plan.tile("BM") % kCpuAtomM == 0 && plan.tile("BN") % kCpuAtomN == 0) {
       plan.atom_m = kCpuAtomM;  // the vector micro-kernel when the tile allows it
       plan.atom_n = kCpuAtomN;
     }
@@ -250,6 +251,17 @@ void run_cuda(const CudaKernel& kernel, LaunchArgs args, int64_t m, int64_t n, i
 
 }  // namespace
 
+void set_gemm_tile(Plan& plan, int64_t bm, int64_t bn, int64_t bk) {
+  plan.tiles["BM"] = bm;
+  plan.tiles["BN"] = bn;
+  plan.tiles["BK"] = bk;
+}
+
+std::string gemm_tile_string(const Plan& plan) {
+  return std::to_string(plan.tile("BM")) + "x" + std::to_string(plan.tile("BN")) + "x" +
+         std::to_string(plan.tile("BK"));
+}
+
 Plan default_gemm_plan(TargetKind target, int64_t m, int64_t n, int64_t k, GemmPrecision precision,
                        const std::string& cuda_arch) {
   Plan p;
@@ -258,12 +270,10 @@ Plan default_gemm_plan(TargetKind target, int64_t m, int64_t n, int64_t k, GemmP
     const CudaTile* t = kCudaTiles;
     while (m * n > t->max_mn) ++t;
     bool mma = precision != GemmPrecision::F32;
-    p.bm = mma ? t->bm_mma : t->bm;
-    p.bn = mma ? t->bn_mma : t->bn;
-    p.bk = mma ? t->bk_mma : t->bk_f32;
+    set_gemm_tile(p, mma ? t->bm_mma : t->bm, mma ? t->bn_mma : t->bn, mma ? t->bk_mma : t->bk_f32);
     p.atom = mma ? AtomKind::MmaSync : AtomKind::Fma;
     p.workers = mma ? t->mma_warps : t->fma_threads;
-    p.atom_m = mma ? 16 : (p.bm * p.bn / p.workers >= 64 ? 8 : 4);
+    p.atom_m = mma ? 16 : (p.tile("BM") * p.tile("BN") / p.workers >= 64 ? 8 : 4);
     p.atom_n = mma ? 8 : p.atom_m;
     p.copy_batch = 4;
     // cp.async multi-stage pipeline: copies of the next k tiles overlap this one's math.
@@ -280,24 +290,20 @@ Plan default_gemm_plan(TargetKind target, int64_t m, int64_t n, int64_t k, GemmP
     bool sm90 = arch.empty() || arch == "sm_90" || arch == "sm_90a";
     if (sixteen_bit && sm90 && t->max_mn == INT64_MAX) {
       p.atom = AtomKind::Wgmma;
-      p.bm = kWgmmaBM, p.bn = kWgmmaBN, p.bk = kWgmmaBK;
+      set_gemm_tile(p, kWgmmaBM, kWgmmaBN, kWgmmaBK);
       p.workers = kWgmmaWarpgroups;
       p.atom_m = p.atom_n = 64;
       p.window = kWgmmaWindow;
     }
     (void)k;
   } else if (target == TargetKind::Cpu) {
-    p.bm = pick(kCpuBlockM, m);
-    p.bn = pick(kCpuBlockN, n);
-    p.bk = pick(kCpuBlockK, k);
+    set_gemm_tile(p, pick(kCpuBlockM, m), pick(kCpuBlockN, n), pick(kCpuBlockK, k));
     p.atom_m = kCpuAtomM;
     p.atom_n = kCpuAtomN;
     p.workers = 1;
     p.copy_batch = 16;
   } else {
-    p.bm = pick(kSimBlockM, m);
-    p.bn = pick(kSimBlockN, n);
-    p.bk = pick(kSimBlockK, k);
+    set_gemm_tile(p, pick(kSimBlockM, m), pick(kSimBlockN, n), pick(kSimBlockK, k));
     p.workers = 4;
     p.copy_batch = 4;
   }

@@ -43,6 +43,11 @@ struct GemmReport {
   int64_t fences_dynamic_before = 0, fences_dynamic_after = 0;  // per group, this shape
 };
 
+// The GEMM kernel's tile parameters BM, BN, BK in a plan (Plan::tiles), and the
+// "BMxBNxBK" form the CLI and the bench print.
+void set_gemm_tile(Plan& plan, int64_t bm, int64_t bn, int64_t bk);
+std::string gemm_tile_string(const Plan& plan);
+
 // The plan used when none is given: tiles clamped to the problem so that small
 // shapes do not compute mostly padding, rounded to a few sizes so that the number
 // of distinct kernels stays small.

@@ -2,6 +2,7 @@
 
 #include <set>
 
+#include "ir/group_effects.h"
 #include "tessel/error.h"
 
 namespace tessel {
@@ -12,29 +13,61 @@ bool is_staging_copy(const GroupProgram& p, const GroupOp& op) {
          p.buffer(op.dst.buffer).space == Space::Shared;
 }
 
-// The body splits into a prefix of staging copies and fences, and the rest
-// (consumers). Consumers must not write a staged buffer nor hold another copy.
-bool split_body(const GroupProgram& p, const std::vector<GroupOp>& body, size_t* split,
+// A loop body split into its staging copies (every copy from global into shared,
+// whatever reads the staged buffer: an mma, a frag.load, a copy's consumers) and
+// the rest, the consumers, in their order. Fences at the top of the body, before
+// any consumer, only order the copies and are dropped (the pass makes its own).
+struct Split {
+  std::vector<GroupOp> copies, consumers;
+};
+
+bool writes_global(const GroupProgram& p, const GroupOp& op) {
+  for (const MemEffect& e : op_effects(p, op))
+    if (e.write && e.space == Space::Global) return true;
+  return false;
+}
+
+// A staging copy after some consumers moves to the top of the body (the pass issues
+// it iterations ahead anyway). That keeps the program's meaning when nothing before
+// it touches its buffer (else that op would see another iteration's data) or writes
+// global memory (which the copy reads).
+bool split_body(const GroupProgram& p, const std::vector<GroupOp>& body, Split* split,
                 std::string* why) {
-  size_t i = 0;
-  while (i < body.size() &&
-         (is_staging_copy(p, body[i]) || body[i].kind == GroupOpKind::Fence))
-    ++i;
-  *split = i;
-  std::set<int> staged;
-  for (size_t j = 0; j < i; ++j)
-    if (body[j].kind == GroupOpKind::Copy) staged.insert(body[j].dst.buffer);
-  if (staged.empty()) return *why = "no staging copies at the top of the body", false;
-  for (size_t j = i; j < body.size(); ++j) {
+  std::set<int> touched;  // shared buffers that ops before the current one access
+  bool global_written = false;
+  size_t top = 0;  // copies and fences before the first consumer
+  while (top < body.size() && (is_staging_copy(p, body[top]) || body[top].kind == GroupOpKind::Fence))
+    ++top;
+  for (size_t j = 0; j < body.size(); ++j) {
     const GroupOp& op = body[j];
-    bool writes_staged = (op.kind == GroupOpKind::Copy || op.kind == GroupOpKind::FragStore) &&
-                         staged.count(op.dst.buffer);
-    if (writes_staged || op.kind == GroupOpKind::Copy || op.kind == GroupOpKind::For ||
+    if (is_staging_copy(p, op)) {
+      if (touched.count(op.dst.buffer) || global_written)
+        return *why = "staging copy #" + std::to_string(op.id) + " follows an op that " +
+                      (global_written ? "writes global memory" : "accesses its buffer") +
+                      ": it cannot be issued ahead",
+               false;
+      split->copies.push_back(op);
+      continue;
+    }
+    if (j < top) continue;  // a fence among the leading copies
+    if (op.kind == GroupOpKind::Copy || op.kind == GroupOpKind::For ||
         op.kind == GroupOpKind::If || op.kind == GroupOpKind::AsyncWait ||
         op.kind == GroupOpKind::AsyncCommit || op.kind == GroupOpKind::MmaWait || op.async ||
         op.kind == GroupOpKind::Call)
-      return *why = "op #" + std::to_string(op.id) + " after the staging copies is not a plain consumer", false;
+      return *why = "op #" + std::to_string(op.id) + " in the body is not a plain consumer", false;
+    for (const MemEffect& e : op_effects(p, op)) touched.insert(e.buffer);
+    global_written = global_written || writes_global(p, op);
+    split->consumers.push_back(op);
   }
+  if (split->copies.empty()) return *why = "no staging copies in the body", false;
+  std::set<int> staged;
+  for (const GroupOp& c : split->copies) staged.insert(c.dst.buffer);
+  for (const GroupOp& op : split->consumers)
+    for (const MemEffect& e : op_effects(p, op))
+      if (e.write && staged.count(e.buffer))
+        return *why = "op #" + std::to_string(op.id) + " writes the staged buffer " +
+                      p.buffer(e.buffer).name,
+               false;
   return true;
 }
 
@@ -51,7 +84,7 @@ class Pipeliner {
         out.push_back(std::move(op));
         continue;
       }
-      size_t split = 0;
+      Split split;
       std::string why;
       if (!split_body(p_, op.bodies[0], &split, &why)) {
         ++stats.loops_skipped;
@@ -59,7 +92,7 @@ class Pipeliner {
         out.push_back(std::move(op));
         continue;
       }
-      transform(op, split, out);
+      transform(op, std::move(split), out);
       ++stats.loops_pipelined;
     }
     ops = std::move(out);
@@ -101,12 +134,10 @@ class Pipeliner {
     return g;
   }
 
-  void transform(GroupOp& loop, size_t split, std::vector<GroupOp>& out) {
+  void transform(GroupOp& loop, Split split, std::vector<GroupOp>& out) {
     const int w = o_.window;
     std::vector<GroupOp>& body = loop.bodies[0];
-    std::vector<GroupOp> copies, consumers(body.begin() + split, body.end());
-    for (size_t i = 0; i < split; ++i)
-      if (body[i].kind == GroupOpKind::Copy) copies.push_back(body[i]);
+    std::vector<GroupOp> copies = std::move(split.copies), consumers = std::move(split.consumers);
     std::set<int> staged;
     for (const GroupOp& c : copies) {
       staged.insert(c.dst.buffer);

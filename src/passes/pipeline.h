@@ -1,8 +1,11 @@
 // pipeline: software pipelining of the loops that came from `pipeline` nests.
 // In: GroupIR as lowered (each such loop's body: staging copies global -> shared,
-// each followed by a fence, then the ops that read the staged buffers). Out: the
-// same arithmetic in the same order, with the copies for iteration k + W - 1
-// issued while iteration k computes.
+// each followed by a fence, and the ops that read the staged buffers: mmas,
+// frag.loads, anything). Every staging copy of the body is pipelined, wherever it
+// stands: one after some consumers moves to the top when nothing before it
+// touches its buffer or writes global memory. Out: the same arithmetic in the
+// same order, with the copies for iteration k + W - 1 issued while iteration k
+// computes.
 //
 // With window W, for a loop k in [lo, hi):
 //   - every staged buffer gets W versions; iteration k reads version (k - lo) % W;
@@ -30,7 +33,9 @@
 // free of branches, which would be boundaries for barrier planning. The drain is
 // therefore implicit. docs/pipelining.md has the golden IR and the measurements.
 //
-// Loops whose body does not have that shape are left unchanged and counted.
+// Loops whose body does not have that shape (no staging copy, a copy that cannot
+// move up, a consumer that writes a staged buffer, a nested loop or branch, an
+// async op or a call) are left unchanged and counted.
 #pragma once
 #include <string>
 

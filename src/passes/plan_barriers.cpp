@@ -28,7 +28,8 @@ bool analyzable(GroupOpKind k) {
     case GroupOpKind::FragLoad:
     case GroupOpKind::FragStore:
     case GroupOpKind::Mma:
-    case GroupOpKind::Elementwise: return true;
+    case GroupOpKind::Elementwise:
+    case GroupOpKind::Reduce: return true;
     default: return false;
   }
 }

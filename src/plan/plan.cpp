@@ -39,12 +39,21 @@ int atom_lanes(AtomKind a) {
 }
 
 std::string Plan::to_string() const {
-  return std::to_string(bm) + "x" + std::to_string(bn) + "x" + std::to_string(bk) +
-         " workers=" + std::to_string(workers) + "(" + std::to_string(worker_rows) + "x" +
+  std::string s;
+  for (const auto& [name, value] : tiles) s += name + "=" + std::to_string(value) + " ";
+  return s + "workers=" + std::to_string(workers) + "(" + std::to_string(worker_rows) + "x" +
          std::to_string(worker_cols) + ") copy_batch=" + std::to_string(copy_batch) +
- " window=" + std::to_string(window) + (async_copy ? " copy=async" : " copy=sync") + " atom=" + std::to_string(atom_m) + "x" +
-         std::to_string(atom_n) + (atom == AtomKind::Fma ? "" : std::string(" ") + atom_name(atom)) +
+         " window=" + std::to_string(window) + (async_copy ? " copy=async" : " copy=sync") +
+         " atom=" + std::to_string(atom_m) + "x" + std::to_string(atom_n) +
+         (atom == AtomKind::Fma ? "" : std::string(" ") + atom_name(atom)) +
          (frag_buffers == 1 ? "" : " frag_buffers=" + std::to_string(frag_buffers));
+}
+
+int64_t Plan::tile(const std::string& name) const {
+  auto it = tiles.find(name);
+  if (it == tiles.end())
+    user_error(ErrorKind::Plan, "the plan binds no tile parameter " + name);
+  return it->second;
 }
 
 namespace {
@@ -61,16 +70,10 @@ constexpr int kMaxCopyBatch = 1 << 16;  // elements a worker copies per turn
 }  // namespace
 
 void validate_plan(const Plan& p) {
-  auto tile = [&] {
-    return std::to_string(p.bm) + "x" + std::to_string(p.bn) + "x" + std::to_string(p.bk);
-  };
-  if (!(p.bm > 0 && p.bn > 0 && p.bk > 0))
-    bad_plan("tile " + tile() + ": every extent must be positive");
-  // Divisions, not products: absurd extents must not overflow the check itself.
-  if (!(p.bn <= kMaxTileElems / p.bm && p.bk <= kMaxTileElems / p.bm &&
-        p.bn <= kMaxTileElems / p.bk))
-    bad_plan("tile " + tile() + " does not fit: a tile may hold at most " +
-            std::to_string(kMaxTileElems) + " elements");
+  for (const auto& [name, value] : p.tiles)
+    if (!(value > 0 && value <= kMaxTileElems))
+      bad_plan("tile parameter " + name + " = " + std::to_string(value) + " out of range [1, " +
+               std::to_string(kMaxTileElems) + "]");
   if (!(p.workers >= 1 && p.workers <= kMaxWorkers))
     bad_plan("workers " + std::to_string(p.workers) + " out of range [1, " +
             std::to_string(kMaxWorkers) + "]");
@@ -100,14 +103,6 @@ void validate_plan(const Plan& p) {
              " atom reads its operands where they are");
   if (p.atom != AtomKind::Fma && p.target != TargetKind::Cuda)
     bad_plan(std::string("the ") + atom_name(p.atom) + " atom runs on the cuda target only");
-  int64_t part_m = p.bm / p.worker_rows, part_n = p.bn / p.worker_cols;
-  if (!(p.bm % p.worker_rows == 0 && p.bn % p.worker_cols == 0))
-    bad_plan("tile " + tile() + " does not divide over the worker grid " +
-            std::to_string(p.worker_rows) + "x" + std::to_string(p.worker_cols));
-  if (!(part_m % p.atom_m == 0 && part_n % p.atom_n == 0))
-    bad_plan("a worker's fragment " + std::to_string(part_m) + "x" + std::to_string(part_n) +
-            " is not a multiple of the atom " + std::to_string(p.atom_m) + "x" +
-            std::to_string(p.atom_n));
 }
 
 }  // namespace tessel

@@ -4,6 +4,7 @@
 #pragma once
 #include <compare>
 #include <cstdint>
+#include <map>
 #include <string>
 
 namespace tessel {
@@ -27,7 +28,10 @@ TargetKind parse_target(const std::string& name);
 
 struct Plan {
   TargetKind target = TargetKind::Cpu;
-  int64_t bm = 64, bn = 64, bk = 32;  // tile: binds tile parameters BM, BN, BK
+  // Binds the kernel's tile parameters by name (`tile("BM")` -> tiles["BM"]). The
+  // lowering refuses a plan that leaves one of the kernel's tile parameters unbound
+  // or binds a name the kernel does not declare (ErrorKind::Plan, naming it).
+  std::map<std::string, int64_t> tiles;
   int workers = 1;                    // workers in one group
   int worker_rows = 1, worker_cols = 1;  // fragment distribution: worker grid over BM x BN
   int copy_batch = 4;                 // contiguous elements a worker copies per turn
@@ -40,11 +44,17 @@ struct Plan {
   int frag_buffers = 1;
 
   auto operator<=>(const Plan&) const = default;  // a key for compiled-kernel caches
-  std::string to_string() const;  // "64x64x32 w=4(2x2) batch=4 window=1 atom=1x1"
+  // "BK=32 BM=64 BN=64 workers=4(2x2) copy_batch=4 window=1 copy=sync atom=1x1"
+  std::string to_string() const;
+  // The value bound to tile parameter `name`; a Plan error naming it when unbound.
+  int64_t tile(const std::string& name) const;
 };
 
-// Checks a plan against its target's limits; a violation is a user error
-// (ErrorKind::Plan) whose message carries the numbers.
+// Checks a plan against its target's limits (every tile value positive and small
+// enough, workers, window, atom ...); a violation is a user error (ErrorKind::Plan)
+// whose message carries the numbers. Checks that depend on the kernel (that a
+// fragment divides over the worker grid, that mma operands suit the atom) are the
+// lowering's.
 void validate_plan(const Plan& plan);
 
 }  // namespace tessel

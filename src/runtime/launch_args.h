@@ -1,5 +1,7 @@
 // Arguments of one kernel launch, by parameter name: integer sizes, float scalars
-// and tensor base pointers (each tensor's rows, cols and ld name size parameters).
+// and tensor base pointers. Each tensor's shape and strides are expressions over
+// the sizes (TensorParam); runtime/tensor_check.h evaluates and checks them.
+// bf16 and f16 tensors are passed through the same float* and reinterpreted.
 #pragma once
 #include <cstdint>
 #include <map>

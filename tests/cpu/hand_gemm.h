@@ -19,9 +19,11 @@ inline GroupProgram hand_gemm_program(const HandGemm& g) {
   GroupProgram p;
   p.name = "gemm";
   p.size_params = {"M", "N", "K", "lda", "ldb", "ldc"};
-  p.tensors = {{"A", DType::F32, "M", "K", "lda", Access::In},
-               {"B", DType::F32, "K", "N", "ldb", Access::In},
-               {"C", DType::F32, "M", "N", "ldc", Access::InOut}};
+  auto tensor = [](const char* name, const char* rows, const char* cols, const char* ld, Access access) {
+    return TensorParam{name, DType::F32, {expr_sym(rows), expr_sym(cols)}, {expr_sym(ld), expr_const(1)}, access};
+  };
+  p.tensors = {tensor("A", "M", "K", "lda", Access::In), tensor("B", "K", "N", "ldb", Access::In),
+               tensor("C", "M", "N", "ldc", Access::InOut)};
   p.scalars = {{"alpha", DType::F32}, {"beta", DType::F32}};
   Expr M = expr_sym("M"), N = expr_sym("N"), K = expr_sym("K");
   Expr i = expr_sym("i"), j = expr_sym("j"), k = expr_sym("k");
@@ -56,6 +58,10 @@ inline GroupProgram hand_gemm_program(const HandGemm& g) {
   int t = buffer("t", Space::Private, g.bm, g.bn);
 
   auto ref = [](int buf, Expr row, Expr col) { return BufferRef{buf, nullptr, row, col}; };
+  // A window of a global buffer: row-major with leading dimension `ld`.
+  auto gref = [](int buf, Expr row, Expr col, const char* ld) {
+    return BufferRef{buf, nullptr, row, col, nullptr, expr_sym(ld), expr_const(1)};
+  };
   auto zero = expr_const(0);
   auto op = [&](GroupOpKind kind) {
     GroupOp o;
@@ -87,7 +93,7 @@ inline GroupProgram hand_gemm_program(const HandGemm& g) {
   auto store = [&](int f) {
     GroupOp o = op(GroupOpKind::FragStore);
     o.frag = f;
-    o.dst = ref(C, i * g.bm, j * g.bn);
+    o.dst = gref(C, i * g.bm, j * g.bn, "ldc");
     o.dst_row_bound = M;
     o.dst_col_bound = N;
     return o;
@@ -103,9 +109,9 @@ inline GroupProgram hand_gemm_program(const HandGemm& g) {
   loop.lo = zero;
   loop.hi = ceil_div(K, expr_const(g.bk));
   std::vector<GroupOp> body;
-  body.push_back(copy(ref(A, i * g.bm, k * g.bk), ref(As, zero, zero), g.bm, g.bk, M, K));
+  body.push_back(copy(gref(A, i * g.bm, k * g.bk, "lda"), ref(As, zero, zero), g.bm, g.bk, M, K));
   body.push_back(fence());
-  body.push_back(copy(ref(B, k * g.bk, j * g.bn), ref(Bs, zero, zero), g.bk, g.bn, K, N));
+  body.push_back(copy(gref(B, k * g.bk, j * g.bn, "ldb"), ref(Bs, zero, zero), g.bk, g.bn, K, N));
   body.push_back(fence());
   GroupOp mma = op(GroupOpKind::Mma);
   mma.frag = acc;
@@ -129,7 +135,7 @@ inline GroupProgram hand_gemm_program(const HandGemm& g) {
   then_body.push_back(store(acc2));
   GroupOp load = op(GroupOpKind::FragLoad);
   load.frag = cfrag;
-  load.src = ref(C, i * g.bm, j * g.bn);
+  load.src = gref(C, i * g.bm, j * g.bn, "ldc");
   load.src_row_bound = M;
   load.src_col_bound = N;
   else_body.push_back(load);

@@ -100,7 +100,7 @@ TEST(CudaCompile, WgmmaPlansCompileWithoutSpills) {
       for (GemmPrecision p : {GemmPrecision::BF16, GemmPrecision::F16}) {
         if (window < t.min_window || window > t.max_window) continue;
         Plan plan = default_gemm_plan(TargetKind::Cuda, 4096, 4096, 4096, p);
-        plan.bm = t.bm, plan.bn = t.bn, plan.workers = t.warpgroups;
+        plan.tiles["BM"] = t.bm, plan.tiles["BN"] = t.bn, plan.workers = t.warpgroups;
         plan.worker_rows = t.warpgroups, plan.worker_cols = 1;
         plan.window = window;
         plan.async_copy = window > 1;
@@ -124,7 +124,7 @@ TEST(CudaCompile, PipelineVariantsCompile) {
         // The default wgmma tile (64x256 parts, 128 accumulator registers) spills
         // with synchronous copies (their staging registers) and single-buffered; a
         // 128x128 tile takes those variants.
-        if (plan.atom == AtomKind::Wgmma && (window == 1 || !async)) plan.bn = 128;
+        if (plan.atom == AtomKind::Wgmma && (window == 1 || !async)) plan.tiles["BN"] = 128;
         auto kernel = compile_plan(plan, p);
         std::string what = std::string(precision_name(p)) + " " + plan.to_string() + (async ? " async" : " sync");
         expect_fits(kernel->info(), what);
@@ -138,7 +138,7 @@ TEST(CudaCompile, ResourcesFromTheCubinWhenTheLogLacksTheReport) {
   // 64x256 per warpgroup with synchronous copies: their staging registers beside 128
   // accumulators spill (ptxas reported 172 bytes).
   Plan spilling = default_gemm_plan(TargetKind::Cuda, 4096, 4096, 4096, GemmPrecision::BF16);
-  spilling.bm = 128, spilling.bn = 256, spilling.workers = 2, spilling.worker_rows = 2, spilling.worker_cols = 1;
+  spilling.tiles["BM"] = 128, spilling.tiles["BN"] = 256, spilling.workers = 2, spilling.worker_rows = 2, spilling.worker_cols = 1;
   spilling.window = 2;
   spilling.async_copy = false;
   for (bool spills : {false, true}) {
@@ -264,10 +264,10 @@ TEST(CudaCompileErrors, WgmmaMisusesArePlanErrors) {
   expect_plan_error([&] { compile(wg, DType::BF16, "sm_80"); }, "sm_90");
   expect_plan_error([&] { compile(wg, DType::F32, "sm_90"); }, "bf16 or f16");
   Plan narrow_k = wg;
-  narrow_k.bk = 32;
+  narrow_k.tiles["BK"] = 32;
   expect_plan_error([&] { compile(narrow_k, DType::BF16, "sm_90"); }, "bk = 64");
   Plan wide = wg;
-  wide.bm = 64, wide.bn = 512, wide.workers = 1, wide.worker_rows = 1, wide.worker_cols = 1;
+  wide.tiles["BM"] = 64, wide.tiles["BN"] = 512, wide.workers = 1, wide.worker_rows = 1, wide.worker_cols = 1;
   expect_plan_error([&] { compile(wide, DType::BF16, "sm_90"); }, "at most 256");
   Plan cpu = wg;
   cpu.target = TargetKind::Cpu;
@@ -292,7 +292,7 @@ TEST(CudaCompileErrors, TooManyThreadsIsAPlanError) {
   plan.workers = 64;  // 64 warps = 2048 threads
   plan.worker_rows = 8;
   plan.worker_cols = 8;
-  plan.bm = plan.bn = 256;
+  plan.tiles["BM"] = plan.tiles["BN"] = 256;
   try {
     compile_plan(plan, GemmPrecision::BF16);
     FAIL() << "no error";

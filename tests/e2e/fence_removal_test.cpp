@@ -37,7 +37,7 @@ const GroupOp* find_op(const std::vector<GroupOp>& ops, int id) {
 TEST(FenceRemoval, EveryKeptLoopFenceIsNeededAndTheRaceNamesBothOps) {
   Plan plan;
   plan.target = TargetKind::Sim;
-  plan.bm = 16, plan.bn = 16, plan.bk = 8;
+  plan.tiles = {{"BM", 16}, {"BN", 16}, {"BK", 8}};
   plan.workers = 16, plan.worker_rows = 4, plan.worker_cols = 4;
   plan.copy_batch = 4;
   GroupProgram p = compile_to_group(gemm_kernel(), plan, CompileOptions{}).program;

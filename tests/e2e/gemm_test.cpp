@@ -145,7 +145,7 @@ TEST(GemmSim, SeedConfiguration256Workers) {
       o.target = TargetKind::Sim;
       o.coalesce_barriers = coalesce;
       Plan p;
-      p.bm = 64, p.bn = 64, p.bk = 32, p.workers = 256, p.copy_batch = 4;
+      p.tiles = {{"BM", 64}, {"BN", 64}, {"BK", 32}}; p.workers = 256, p.copy_batch = 4;
       o.plan = p;
       run_case(c, o, 9);
     }

@@ -76,14 +76,14 @@ TEST(GemmErrors, TileThatDoesNotFit) {
   Buffers x;
   GemmOptions o;
   Plan p;
-  p.bm = 1 << 16, p.bn = 1 << 16, p.bk = 8;
+  p.tiles = {{"BM", 1 << 16}, {"BN", 1 << 16}, {"BK", 8}};
   o.plan = p;
   expect_error(ErrorKind::Plan, "does not fit", [&] {
     gemm(4, 4, 4, 1, x.a.data(), 4, x.b.data(), 4, 0, x.c.data(), 4, o);
   });
-  p.bm = 0;
+  p.tiles["BM"] = 0;
   o.plan = p;
-  expect_error(ErrorKind::Plan, "must be positive", [&] {
+  expect_error(ErrorKind::Plan, "tile parameter BM = 0 out of range", [&] {
     gemm(4, 4, 4, 1, x.a.data(), 4, x.b.data(), 4, 0, x.c.data(), 4, o);
   });
   p = Plan{};

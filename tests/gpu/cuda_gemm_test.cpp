@@ -169,7 +169,7 @@ TEST(CudaGemm, WgmmaPlansEveryWindow) {
       for (auto [window, async] : {std::pair{1, false}, {2, false}, {2, true}, {3, true}, {4, true}}) {
         Plan plan = default_gemm_plan(TargetKind::Cuda, 4096, 4096, 4096, c.p);
         ASSERT_EQ(plan.atom, AtomKind::Wgmma);
-        plan.bm = t.bm, plan.bn = t.bn, plan.workers = t.warpgroups;
+        plan.tiles["BM"] = t.bm, plan.tiles["BN"] = t.bn, plan.workers = t.warpgroups;
         plan.window = window;
         plan.async_copy = async;
         std::vector<float> out = run_prepared(c, in, &plan);

@@ -49,9 +49,8 @@ void expect_same_params(const std::vector<TensorParam>& a, const std::vector<Ten
   for (size_t i = 0; i < a.size(); ++i) {
     EXPECT_EQ(a[i].name, b[i].name);
     EXPECT_EQ(a[i].dtype, b[i].dtype);
-    EXPECT_EQ(a[i].rows, b[i].rows);
-    EXPECT_EQ(a[i].cols, b[i].cols);
-    EXPECT_EQ(a[i].ld, b[i].ld);
+    expect_same_exprs(a[i].shape, b[i].shape);
+    expect_same_exprs(a[i].strides, b[i].strides);
     EXPECT_EQ(a[i].access, b[i].access);
   }
 }
@@ -74,7 +73,12 @@ void expect_same_region(const Region& a, const Region& b) {
     EXPECT_EQ(x.results, y.results);
     EXPECT_EQ(x.param, y.param);
     EXPECT_EQ(std::bit_cast<uint64_t>(x.constant), std::bit_cast<uint64_t>(y.constant));
+    expect_same_expr(x.index_value, y.index_value);
     expect_same_exprs(x.coords, y.coords);
+    EXPECT_EQ(x.dims, y.dims);
+    EXPECT_EQ(x.axis, y.axis);
+    EXPECT_EQ(x.reduce, y.reduce);
+    EXPECT_EQ(x.cmp, y.cmp);
     expect_same_loops(x.loops, y.loops);
     expect_same_cond(x.cond, y.cond);
     EXPECT_EQ(x.loc.file, y.loc.file);
@@ -146,9 +150,10 @@ TileKernel gemm_tile_kernel() {
   k.name = "gemm";
   k.size_params = {"M", "N", "K", "lda", "ldb", "ldc"};
   k.tile_params = {"BM", "BN", "BK"};
-  k.tensors = {{"A", DType::F32, "M", "K", "lda", Access::In},
-               {"B", DType::F32, "K", "N", "ldb", Access::In},
-               {"C", DType::F32, "M", "N", "ldc", Access::InOut}};
+  Expr one = expr_const(1);
+  k.tensors = {{"A", DType::F32, {sym("M"), sym("K")}, {sym("lda"), one}, Access::In},
+               {"B", DType::F32, {sym("K"), sym("N")}, {sym("ldb"), one}, Access::In},
+               {"C", DType::F32, {sym("M"), sym("N")}, {sym("ldc"), one}, Access::InOut}};
   k.scalars = {{"alpha", DType::F32}, {"beta", DType::F32}};
   auto value = [&](const char* name, TileType type) {
     int id = static_cast<int>(k.values.size());

@@ -1,6 +1,7 @@
 // Small helpers that build GroupIR by hand for the pass tests, and a compact
 // printer of op sequences ("copy copy fence mma fence") to compare against.
 #pragma once
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -29,10 +30,11 @@ struct Builder {
   // A global tensor named `name`, rows x cols with ld = cols (size parameters
   // `<name>_rows`, `<name>_cols`).
   int tensor(const std::string& name, Access access = Access::InOut) {
-    TensorParam t{name, DType::F32, name + "_rows", name + "_cols", name + "_cols", access};
+    std::string rows = name + "_rows", cols = name + "_cols";
+    TensorParam t{name, DType::F32, {s(rows), s(cols)}, {s(cols), c(1)}, access};
     p.tensors.push_back(t);
-    p.size_params.push_back(t.rows);
-    p.size_params.push_back(t.cols);
+    p.size_params.push_back(rows);
+    p.size_params.push_back(cols);
     Buffer b;
     b.name = name;
     b.space = Space::Global;
@@ -146,6 +148,31 @@ inline BufferRef ref(int buffer, Expr row, Expr col, Expr version = nullptr) {
 }
 inline BufferRef ref(int buffer, int64_t row = 0, int64_t col = 0, Expr version = nullptr) {
   return ref(buffer, c(row), c(col), version);
+}
+
+// Gives every global window that has none the strides of its (2-D) tensor, as the
+// lowering does; the builders above leave them out. Returns the program.
+inline GroupProgram& with_global_strides(GroupProgram& p) {
+  auto fill = [&](BufferRef& r) {
+    if (r.buffer < 0 || p.buffers[r.buffer].space != Space::Global || r.row_stride) return;
+    const TensorParam& t = p.tensors[p.buffers[r.buffer].tensor];
+    r.row_stride = t.strides.at(0);
+    r.col_stride = t.strides.at(1);
+  };
+  std::function<void(std::vector<GroupOp>&)> walk = [&](std::vector<GroupOp>& ops) {
+    for (GroupOp& o : ops) {
+      for (BufferRef* r : {&o.src, &o.dst, &o.a, &o.b}) fill(*r);
+      for (auto& body : o.bodies) walk(body);
+    }
+  };
+  walk(p.body);
+  return p;
+}
+
+// A 2-D row-major tensor parameter: rows x cols with leading dimension ld.
+inline TensorParam matrix(const std::string& name, const std::string& rows, const std::string& cols,
+                          const std::string& ld, Access access) {
+  return TensorParam{name, DType::F32, {s(rows), s(cols)}, {s(ld), c(1)}, access};
 }
 
 // "copy copy fence for { mma fence } fence"

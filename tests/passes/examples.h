@@ -16,9 +16,8 @@ inline GroupProgram aligned_gemm(int workers = 256, int wr = 16, int wc = 16) {
   GroupProgram& p = b.p;
   p.name = "gemm_64x64x32";
   p.size_params = {"M", "N", "K", "lda", "ldb", "ldc"};
-  p.tensors = {{"A", DType::F32, "M", "K", "lda", Access::In},
-               {"B", DType::F32, "K", "N", "ldb", Access::In},
-               {"C", DType::F32, "M", "N", "ldc", Access::Out}};
+  p.tensors = {matrix("A", "M", "K", "lda", Access::In), matrix("B", "K", "N", "ldb", Access::In),
+               matrix("C", "M", "N", "ldc", Access::Out)};
   p.grid = {{"gm", ceil_div(s("M"), c(64))}, {"gn", ceil_div(s("N"), c(64))}};
   p.atom_m = 64 / wr;
   p.atom_n = 64 / wc;
@@ -40,7 +39,7 @@ inline GroupProgram aligned_gemm(int workers = 256, int wr = 16, int wc = 16) {
   p.body.push_back(b.loop("k", c(0), ceil_div(s("K"), c(32)), std::move(body)));
   p.body.push_back(b.frag_store(acc, ref(gc, row0, col0)));
   p.body.push_back(b.fence());
-  return p;
+  return with_global_strides(p);
 }
 
 // The ragged-output GEMM: as aligned_gemm, but the A and B copies read zero past
@@ -65,7 +64,7 @@ inline GroupProgram ragged_gemm(int workers = 256, int wr = 16, int wc = 16) {
   b.p.body.push_back(b.fence());
   b.p.body.push_back(out);
   b.p.body.push_back(b.fence());
-  return b.p;
+  return with_global_strides(b.p);
 }
 
 // A double-buffered K loop (versions 2): the prologue fills slot 0; iteration k
@@ -77,9 +76,8 @@ inline GroupProgram double_buffered(bool same_slot, int workers = 4) {
   GroupProgram& p = b.p;
   p.name = "double_buffered";
   p.size_params = {"M", "N", "K", "T"};
-  p.tensors = {{"A", DType::F32, "M", "K", "K", Access::In},
-               {"B", DType::F32, "K", "N", "N", Access::In},
-               {"C", DType::F32, "M", "N", "N", Access::Out}};
+  p.tensors = {matrix("A", "M", "K", "K", Access::In), matrix("B", "K", "N", "N", Access::In),
+               matrix("C", "M", "N", "N", Access::Out)};
   p.grid = {{"g", c(1)}};
   int ga = b.buffer(Buffer{-1, "A", Space::Global, DType::F32, 0, 0, 0});
   int gb = b.buffer(Buffer{-1, "B", Space::Global, DType::F32, 0, 0, 1});
@@ -105,7 +103,7 @@ inline GroupProgram double_buffered(bool same_slot, int workers = 4) {
   p.body.push_back(b.loop("k", c(0), s("T"), std::move(body)));
   p.body.push_back(b.frag_store(acc, ref(gc, 0, 0)));
   p.body.push_back(b.fence());
-  return p;
+  return with_global_strides(p);
 }
 
 }  // namespace tessel::test

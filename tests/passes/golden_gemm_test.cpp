@@ -1,10 +1,11 @@
 // Golden GroupIR: the lowered GEMM in, plan_barriers, GroupIR out, compared line
 // by line with files under data/. Each program also runs on the sim race checker
 // against the FP64 oracle. To regenerate after a deliberate change:
-//   build/tessel explain 128 128 128 --target sim --tile 64x64x32 --workers 256 --copy-batch 4
-// and copy the "pipeline" (in) and "plan-barriers" (out) stages.
+//   TESSEL_UPDATE_GOLDEN=1 build/test_passes --gtest_filter='Golden*'
+// and review the diff.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
@@ -18,8 +19,12 @@
 namespace tessel {
 namespace {
 
+std::string data_path(const std::string& name) {
+  return std::string(TESSEL_SOURCE_DIR) + "/tests/passes/data/" + name;
+}
+
 std::string read_data(const std::string& name) {
-  std::ifstream in(std::string(TESSEL_SOURCE_DIR) + "/tests/passes/data/" + name);
+  std::ifstream in(data_path(name));
   EXPECT_TRUE(in) << "missing golden file " << name;
   std::stringstream s;
   s << in.rdbuf();
@@ -44,7 +49,7 @@ void expect_same_lines(const std::string& want, const std::string& got, const st
 Plan sim_plan(int64_t bm, int64_t bn, int64_t bk, int workers, int rows, int cols, int batch) {
   Plan p;
   p.target = TargetKind::Sim;
-  p.bm = bm, p.bn = bn, p.bk = bk;
+  p.tiles = {{"BM", bm}, {"BN", bn}, {"BK", bk}};
   p.workers = workers, p.worker_rows = rows, p.worker_cols = cols;
   p.copy_batch = batch;
   return p;
@@ -78,6 +83,16 @@ struct Golden {
 
 void check_golden(const Golden& g) {
   SCOPED_TRACE(g.name);
+  // When the lowering changes on purpose, TESSEL_UPDATE_GOLDEN=1 test_passes rewrites
+  // both files from it; review the diff before committing.
+  if (std::getenv("TESSEL_UPDATE_GOLDEN")) {
+    CompileOptions off;
+    off.coalesce_barriers = false;
+    GroupProgram lowered = compile_to_group(gemm_kernel(), g.plan, off).program;
+    std::ofstream(data_path(std::string(g.name) + ".in.gir")) << print_group_program(lowered);
+    plan_barriers(lowered);
+    std::ofstream(data_path(std::string(g.name) + ".out.gir")) << print_group_program(lowered);
+  }
   std::string in = read_data(std::string(g.name) + ".in.gir");
   std::string out = read_data(std::string(g.name) + ".out.gir");
   // The lowering still produces the input...

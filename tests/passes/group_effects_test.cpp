@@ -72,6 +72,69 @@ TEST(GroupEffects, VersionsAreToldApartOnlyWhenProvablyDistinct) {
   EXPECT_TRUE(conflict(nullptr, c(0)));                                // all versions
 }
 
+// Reduce: partial writes its scratch window, combine reads it, local touches only
+// fragments. Elementwise ops (any of them, any operands) touch only fragments.
+TEST(GroupEffects, ReduceModesAndElementwise) {
+  Builder b;
+  int rs = b.shared("Rs", 8, 2, 2), x = b.frag("x", 8, 8), m = b.frag("m", 8, 1);
+  EwOperand source;
+  source.kind = EwOperand::Kind::Frag;
+  source.frag = x;
+  GroupOp partial = b.op(GroupOpKind::Reduce);
+  partial.reduce_mode = ReduceMode::Partial;
+  partial.axis = 1;
+  partial.operands = {source};
+  partial.dst = ref(rs, 0, 0, c(1));
+  std::vector<MemEffect> e = op_effects(b.p, partial);
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_EQ(e[0].buffer, rs);
+  EXPECT_TRUE(e[0].write);
+  EXPECT_EQ(expr_to_string(e[0].version), "1");
+  GroupOp combine = b.op(GroupOpKind::Reduce);
+  combine.reduce_mode = ReduceMode::Combine;
+  combine.frag = m;
+  combine.src = ref(rs, 0, 0, c(1));
+  combine.rows = 8;
+  combine.cols = 2;
+  e = op_effects(b.p, combine);
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_FALSE(e[0].write);
+  EXPECT_TRUE(effects_conflict(op_effects(b.p, partial)[0], e[0]));
+  GroupOp local = b.op(GroupOpKind::Reduce);
+  local.frag = m;
+  local.operands = {source};
+  EXPECT_TRUE(op_effects(b.p, local).empty());
+  GroupOp select = b.op(GroupOpKind::Elementwise);
+  select.ew = EwOp::Select;
+  select.frag = x;
+  select.operands = {source, source, source};
+  EXPECT_TRUE(op_effects(b.p, select).empty());
+}
+
+// Strides, offsets and transposition change which elements, never which buffer:
+// global accesses stay one alias class, a transposed load reads its source.
+TEST(GroupEffects, StridedGlobalWindowsAndTransposedLoads) {
+  Builder b;
+  int x = b.tensor("X"), y = b.tensor("Y"), s1 = b.shared("S", 8, 8), f = b.frag("F", 8, 8);
+  BufferRef strided = ref(x, s("k"), c(0));
+  strided.row_stride = c(1);
+  strided.col_stride = s("X_cols");
+  strided.offset = s("k") * 64;
+  GroupOp load = b.frag_load(f, strided);
+  load.transpose = true;
+  std::vector<MemEffect> e = op_effects(b.p, load);
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_EQ(e[0].space, Space::Global);
+  EXPECT_FALSE(e[0].write);
+  GroupOp store = b.frag_store(f, ref(y));
+  EXPECT_TRUE(effects_conflict(e[0], op_effects(b.p, store)[0]));
+  GroupOp shared_load = b.frag_load(f, ref(s1));
+  shared_load.transpose = true;
+  e = op_effects(b.p, shared_load);
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_EQ(e[0].buffer, s1);
+}
+
 // A version that might leave [0, versions) is reported as all versions.
 TEST(GroupEffects, VersionsOutsideTheSlotsCountAsAll) {
   Builder b;

@@ -29,7 +29,7 @@ class Generator {
     groups_ = pick(1, 2);
     b_.p.grid = {{"g", c(groups_)}};
     for (const char* name : {"X", "Y"}) {
-      TensorParam t{name, DType::F32, "R", "C", "C", Access::InOut};
+      TensorParam t = matrix(name, "R", "C", "C", Access::InOut);
       b_.p.tensors.push_back(t);
       Buffer buf;
       buf.name = name;
@@ -46,7 +46,7 @@ class Generator {
 
   GroupProgram program() {
     b_.p.body = region(0, pick(3, 8));
-    return b_.p;
+    return with_global_strides(b_.p);
   }
   std::map<std::string, int64_t> sizes() const { return {{"R", 8 * groups_}, {"C", 8}}; }
 

@@ -8,6 +8,7 @@
 
 #include "ir/group_ir.h"
 #include "passes/plan_barriers.h"
+#include "runtime/tensor_check.h"
 #include "target/sim/sim.h"
 
 namespace tessel::test {
@@ -17,8 +18,8 @@ struct SimRun {
   std::map<std::string, std::vector<float>> tensors;  // contents after the run
 };
 
-// Every tensor gets rows * ld elements: fresh random values from `seed`, except
-// tensors with Access::Out, which start as NaN (poison).
+// Every tensor gets the elements its layout spans (tensor_check): fresh random
+// values from `seed`, except tensors with Access::Out, which start as NaN (poison).
 inline SimRun run_on_sim(const GroupProgram& p, const std::map<std::string, int64_t>& sizes,
                          uint64_t seed, uint64_t sim_seed = 1) {
   SimRun run;
@@ -28,7 +29,7 @@ inline SimRun run_on_sim(const GroupProgram& p, const std::map<std::string, int6
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
   for (const TensorParam& t : p.tensors) {
     std::vector<float>& data = run.tensors[t.name];
-    data.resize(sizes.at(t.rows) * sizes.at(t.ld));
+    data.resize(check_tensor(t, sizes).elements);
     for (float& x : data) x = t.access == Access::Out ? std::nanf("") : dist(rng);
   }
   for (auto& [name, data] : run.tensors) args.tensors[name] = data.data();

@@ -35,7 +35,7 @@ TEST(PipelineCpu, LongLoopSmallTile) {
   Shape s{100, 70, 333, 1.0f, 0.0f};
   GemmInputs in(s, 29);
   Plan base = default_gemm_plan(TargetKind::Cpu, s.m, s.n, s.k);
-  base.bk = 16;
+  base.tiles["BK"] = 16;
   GemmRun ref = run_gemm(in, with_window(base, 1, false));
   EXPECT_LE(gemm_relative_error(s.m, s.n, ref.c.data(), s.n, in.oracle()), gemm_error_bound(s.k));
   for (int w = 1; w <= 4; ++w)

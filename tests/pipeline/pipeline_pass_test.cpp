@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include "../passes/build.h"
 #include "../passes/sim_check.h"
 #include "ir/group_text.h"
@@ -30,7 +32,7 @@ GroupProgram masked_row_sum(int64_t lo) {
   GroupOp loop = b.loop("k", c(lo), s("T"), std::move(body));
   loop.pipelined = true;
   p.body = {b.fill(acc, 0), std::move(loop), b.fence(), b.frag_store(acc, ref(y)), b.fence()};
-  return p;
+  return with_global_strides(p);
 }
 
 std::map<std::string, int64_t> sizes(int64_t t) {
@@ -69,17 +71,100 @@ TEST(PipelinePass, CopyBoundsThatDependOnTheLoopVariable) { expect_same_as_unpip
 // Versions count iterations from the loop's lower bound.
 TEST(PipelinePass, LoopThatDoesNotStartAtZero) { expect_same_as_unpipelined(3); }
 
-// A loop whose body is not copies-then-consumers is left alone and counted.
+// A loop the pass cannot pipeline is left alone and counted, with the reason.
 TEST(PipelinePass, UnsupportedBodyIsSkippedWithAReason) {
-  GroupProgram p = masked_row_sum(0);
-  std::vector<GroupOp>& body = p.body[1].bodies[0];
-  body.push_back(body[0]);  // a second staging copy after the consumers
-  GroupProgram before = p;
-  PipelineStats st = pipeline_loops(p, PipelineOptions{2, false});
-  EXPECT_EQ(st.loops_pipelined, 0);
-  EXPECT_EQ(st.loops_skipped, 1);
-  EXPECT_NE(st.skipped_reason.find("not a plain consumer"), std::string::npos) << st.skipped_reason;
-  EXPECT_EQ(print_group_program(p), print_group_program(before));
+  struct Case {
+    const char* what;
+    std::function<void(GroupProgram&, std::vector<GroupOp>&)> spoil;
+    const char* reason;
+  };
+  const Case cases[] = {
+      {"a second copy into the staged buffer after its consumers",
+       [](GroupProgram&, std::vector<GroupOp>& body) { body.push_back(body[0]); },
+       "staging copy #0 follows an op that accesses its buffer: it cannot be issued ahead"},
+      {"a staging copy after a store to global memory",
+       [](GroupProgram& p, std::vector<GroupOp>& body) {
+         GroupOp store = body[2];
+         store.kind = GroupOpKind::FragStore;
+         store.dst = body[0].src;
+         store.frag = p.find_buffer("t");
+         store.id = 90;
+         GroupOp copy = body[0];
+         copy.dst.buffer = p.find_buffer("S2");
+         copy.id = 91;
+         body.push_back(store);
+         body.push_back(copy);
+       },
+       "staging copy #91 follows an op that writes global memory: it cannot be issued ahead"},
+      {"a consumer that writes the staged buffer",
+       [](GroupProgram& p, std::vector<GroupOp>& body) {
+         GroupOp store = body[2];
+         store.kind = GroupOpKind::FragStore;
+         store.dst = body[2].src;
+         store.id = 90;
+         body.push_back(store);
+         (void)p;
+       },
+       "op #90 writes the staged buffer S"},
+      {"a call", [](GroupProgram&, std::vector<GroupOp>& body) {
+         GroupOp call = body[1];
+         call.kind = GroupOpKind::Call;
+         call.callee = "f";
+         call.id = 90;
+         body.push_back(call);
+       },
+       "op #90 in the body is not a plain consumer"},
+  };
+  for (const Case& k : cases) {
+    GroupProgram p = masked_row_sum(0);
+    p.buffers.push_back(p.buffers[p.find_buffer("S")]);
+    p.buffers.back().id = static_cast<int>(p.buffers.size()) - 1;
+    p.buffers.back().name = "S2";
+    p.next_op_id = 100;
+    k.spoil(p, p.body[1].bodies[0]);
+    GroupProgram before = p;
+    PipelineStats st = pipeline_loops(p, PipelineOptions{2, false});
+    EXPECT_EQ(st.loops_pipelined, 0) << k.what;
+    EXPECT_EQ(st.loops_skipped, 1) << k.what;
+    EXPECT_EQ(st.skipped_reason, k.reason) << k.what;
+    EXPECT_EQ(print_group_program(p), print_group_program(before)) << k.what;
+  }
+}
+
+// Every staging copy is pipelined, not only those at the top of the body or those
+// an mma reads: a second tile staged after the first one's consumers moves up
+// (nothing before it touches its buffer or writes global memory).
+TEST(PipelinePass, StagingCopyAfterConsumersMovesUp) {
+  GroupProgram base = masked_row_sum(0);
+  Builder b(4, 2, 2);
+  b.p = base;
+  b.p.next_op_id = 100;
+  int s2 = b.shared("S2", 4, 8), u = b.frag("u", 4, 8);
+  std::vector<GroupOp>& body = b.p.body[1].bodies[0];
+  GroupOp copy = body[0];
+  copy.id = b.p.new_op_id();
+  copy.dst.buffer = s2;
+  copy.src.row = copy.src.row + 2;  // rows 4k + 2 and 4k + 3 this time
+  copy.src_row_bound = s("k") * 4 + 4;
+  body.insert(body.end() - 1, {copy, b.fence(), b.frag_load(u, ref(s2)), b.add(b.p.find_buffer("acc"),
+                                                                                 b.p.find_buffer("acc"), u)});
+  base = b.p;
+  auto sz = sizes(5);
+  sz["X_rows"] = 22;
+  SimRun want = run_on_sim(base, sz, 3);
+  ASSERT_EQ(want.result.race_count, 0);
+  for (int w = 2; w <= 3; ++w)
+    for (bool async : {false, true}) {
+      GroupProgram p = base;
+      PipelineStats st = pipeline_loops(p, PipelineOptions{w, async});
+      EXPECT_EQ(st.loops_pipelined, 1) << st.skipped_reason;
+      EXPECT_EQ(p.buffer(s2).versions, w);
+      plan_barriers(p);
+      SimRun got = run_on_sim(p, sz, 3, 1 + w);
+      EXPECT_EQ(got.result.race_count, 0)
+          << (got.result.races.empty() ? "" : got.result.races[0].message) << print_group_program(p);
+      EXPECT_TRUE(same_bits(got.tensors.at("Y"), want.tensors.at("Y"))) << print_group_program(p);
+    }
 }
 
 }  // namespace

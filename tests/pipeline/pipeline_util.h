@@ -82,7 +82,8 @@ inline Plan with_window(Plan p, int window, bool async) {
 inline Plan sim_plan(int window, bool async, int64_t bm = 16, int64_t bn = 16, int64_t bk = 8,
                      int workers = 4) {
   Plan p = default_gemm_plan(TargetKind::Sim, 64, 64, 64);
-  p.bm = bm, p.bn = bn, p.bk = bk, p.workers = workers;
+  p.tiles = {{"BM", bm}, {"BN", bn}, {"BK", bk}};
+  p.workers = workers;
   p.worker_rows = p.worker_cols = 2;
   return with_window(p, window, async);
 }

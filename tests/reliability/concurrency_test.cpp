@@ -28,7 +28,7 @@ struct Job {
 
 Plan tile(int64_t bm, int64_t bn, int64_t bk) {
   Plan p;
-  p.bm = bm, p.bn = bn, p.bk = bk;
+  p.tiles = {{"BM", bm}, {"BN", bn}, {"BK", bk}};
   return p;
 }
 

@@ -51,10 +51,11 @@ TEST(Limits, TilesLargerThanTheTargetAllows) {
   for (int64_t big : {int64_t{1} << 16, kBig, int64_t{1} << 62, INT64_MAX}) {
     GemmOptions o;
     Plan plan;
-    plan.bm = big, plan.bn = big, plan.bk = 8;
+    plan.tiles = {{"BM", big}, {"BN", big}, {"BK", 8}};
     o.plan = plan;
-    std::string tile = std::to_string(big) + "x" + std::to_string(big) + "x8";
-    expect_error(ErrorKind::Plan, {tile, "does not fit", "4194304"},
+    // Refused with the number and the limit (by the plan's range check, or, for a
+    // tile each of whose sides is in range, by the lowering's buffer limit).
+    expect_error(ErrorKind::Plan, {std::to_string(big), "4194304"},
                  [&] { gemm(4, 4, 4, 1, p, 4, p, 4, 0, p, 4, o); });
   }
 }
@@ -70,7 +71,7 @@ TEST(Limits, AbsurdOptions) {
   auto with_plan = [](auto edit) {
     GemmOptions o;
     Plan plan;
-    plan.bm = 24, plan.bn = 32, plan.bk = 8;
+    plan.tiles = {{"BM", 24}, {"BN", 32}, {"BK", 8}};
     edit(plan);
     o.plan = plan;
     return o;
@@ -113,8 +114,13 @@ class CpuLaunchLimits : public ::testing::Test {
 };
 
 TEST_F(CpuLaunchLimits, TensorBytesThatOverflow) {
-  expect_error(ErrorKind::InvalidArgument, {"tensor 'A'", "1099511627776 rows x ld 1099511627776"},
+  expect_error(ErrorKind::InvalidArgument, {"tensor 'A'", "overflows 64 bits", "extent 1099511627776, stride 1099511627776"},
                [&] { kernel_->run(args(kBig, 1, kBig, kBig, 1, 1), 1); });
+  // The element offsets fit (2^62) but the byte offsets the kernel forms do not.
+  const int64_t h = int64_t{1} << 31;
+  expect_error(ErrorKind::InvalidArgument,
+               {"tensor 'C': 4611686018427387904 elements of f32 overflow 64-bit byte offsets"},
+               [&] { kernel_->run(args(h, h, 1, 1, h, h), 1); });
 }
 
 TEST_F(CpuLaunchLimits, GridThatOverflows) {

@@ -36,6 +36,14 @@ BufferRef ref(int buffer, Expr row, Expr col, Expr version = nullptr) {
   return BufferRef{buffer, std::move(version), std::move(row), std::move(col)};
 }
 
+// A window of a row-major global tensor with leading dimension `ld`.
+BufferRef global_ref(int buffer, Expr row, Expr col, const char* ld) {
+  BufferRef r = ref(buffer, std::move(row), std::move(col));
+  r.row_stride = sym(ld);
+  r.col_stride = cst(1);
+  return r;
+}
+
 struct Ids {
   int ga, gb, gc, as, bs, acc, c;
 };
@@ -44,9 +52,9 @@ struct Ids {
 Ids skeleton(GroupProgram& p, const GemmConfig& cfg, int versions) {
   p.name = "gemm";
   p.size_params = {"M", "N", "K", "lda", "ldb", "ldc"};
-  p.tensors = {{"A", DType::F32, "M", "K", "lda", Access::In},
-               {"B", DType::F32, "K", "N", "ldb", Access::In},
-               {"C", DType::F32, "M", "N", "ldc", Access::InOut}};
+  p.tensors = {{"A", DType::F32, {sym("M"), sym("K")}, {sym("lda"), cst(1)}, Access::In},
+               {"B", DType::F32, {sym("K"), sym("N")}, {sym("ldb"), cst(1)}, Access::In},
+               {"C", DType::F32, {sym("M"), sym("N")}, {sym("ldc"), cst(1)}, Access::InOut}};
   p.scalars = {{"alpha", DType::F32}, {"beta", DType::F32}};
   p.grid = {{"i", ceil_div(sym("M"), cst(cfg.bm))}, {"j", ceil_div(sym("N"), cst(cfg.bn))}};
   p.worker_rows = cfg.worker_rows;
@@ -74,14 +82,14 @@ GroupOp tile_copy(GroupProgram& p, const GemmConfig& cfg, const Ids& ids, bool i
                   Expr version) {
   GroupOp op = make_op(p, GroupOpKind::Copy);
   if (is_a) {
-    op.src = ref(ids.ga, sym("i") * cfg.bm, kt * cfg.bk);
+    op.src = global_ref(ids.ga, sym("i") * cfg.bm, kt * cfg.bk, "lda");
     op.dst = ref(ids.as, cst(0), cst(0), version);
     op.src_row_bound = sym("M");
     op.src_col_bound = sym("K");
     op.rows = cfg.bm;
     op.cols = cfg.bk;
   } else {
-    op.src = ref(ids.gb, kt * cfg.bk, sym("j") * cfg.bn);
+    op.src = global_ref(ids.gb, kt * cfg.bk, sym("j") * cfg.bn, "ldb");
     op.dst = ref(ids.bs, cst(0), cst(0), version);
     op.src_row_bound = sym("K");
     op.src_col_bound = sym("N");
@@ -117,7 +125,7 @@ EwOperand scalar_operand(const char* name) { return {EwOperand::Kind::Scalar, -1
 
 // beta == 0: C = alpha * acc (C is never read); else C = alpha * acc + beta * C.
 GroupOp epilogue(GroupProgram& p, const GemmConfig& cfg, const Ids& ids) {
-  auto c_ref = [&] { return ref(ids.gc, sym("i") * cfg.bm, sym("j") * cfg.bn); };
+  auto c_ref = [&] { return global_ref(ids.gc, sym("i") * cfg.bm, sym("j") * cfg.bn, "ldc"); };
   auto store = [&] {
     GroupOp op = make_op(p, GroupOpKind::FragStore);
     op.frag = ids.acc;

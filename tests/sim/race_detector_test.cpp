@@ -19,7 +19,8 @@ struct Fixture {
     s.rows = s.cols = 2;
     s.versions = 2;
     program.buffers = {s};
-    program.tensors = {{"G", DType::F32, "M", "N", "N", Access::InOut}};
+    program.tensors = {{"G", DType::F32, {expr_sym("M"), expr_sym("N")},
+                        {expr_sym("N"), expr_const(1)}, Access::InOut}};
     for (GroupOpKind kind : {GroupOpKind::Copy, GroupOpKind::Mma}) {
       GroupOp op;
       op.kind = kind;
@@ -29,7 +30,7 @@ struct Fixture {
   }
   const GroupOp& copy() const { return program.body[0]; }
   const GroupOp& mma() const { return program.body[1]; }
-  RaceDetector detector() const { return RaceDetector(program, {{2, 2}}, 4); }
+  RaceDetector detector() const { return RaceDetector(program, {4}, 4); }  // G: 2 x 2
 };
 
 struct Access {
@@ -61,7 +62,7 @@ TEST(RaceDetector, OutcomeDependsOnTheSetOfAccessesNotTheirOrder) {
         shared.shared_access(0, 1, 1, 0, 5, a.worker, a.write ? f.copy() : f.mma(), a.write);
       for (const Access& a : seq) {
         global.begin_group(a.worker);  // groups here stand for workers
-        global.global_access(0, 1, 1, a.write ? f.copy() : f.mma(), a.write);
+        global.global_access(0, 3, 1, 1, 0, a.write ? f.copy() : f.mma(), a.write);
       }
       EXPECT_EQ(shared.result().race_count > 0, truth(seq)) << "sequence code " << code;
       // Global: groups run one after another, so only sorted sequences are real.
@@ -125,6 +126,30 @@ TEST(RaceDetector, AsyncIssueRacesWithEarlierReadInTheSameInterval) {
   d.shared_access(0, 0, 1, 1, 3, 1, f.mma(), false);
   d.async_issue(0, 0, 1, 1, 3, 0, f.copy(), 1);
   EXPECT_EQ(d.result().race_count, 1);
+}
+
+// Within one group, global elements follow the shared rule among workers; across
+// groups, the launch-wide one.
+TEST(RaceDetector, GlobalElementWithinAGroupRacesAmongWorkersUntilAFence) {
+  Fixture f;
+  RaceDetector d = f.detector();
+  d.begin_group(0);
+  d.global_access(0, 2, 1, 0, 0, f.copy(), true);
+  d.global_access(0, 2, 1, 0, 0, f.mma(), false);  // the writer itself
+  EXPECT_EQ(d.result().race_count, 0);
+  d.global_access(0, 2, 1, 0, 3, f.copy(), true);
+  ASSERT_EQ(d.result().race_count, 1);
+  EXPECT_EQ(d.result().races[0].message,
+            "race on G[1, 0]: copy #0 (worker 0) writes, copy #0 (worker 3) writes, with no "
+            "fence between");
+  d.new_interval();
+  d.global_access(0, 2, 1, 0, 1, f.mma(), false);
+  EXPECT_EQ(d.result().race_count, 1);
+  d.begin_group(1);  // another group reading what group 0 wrote
+  d.global_access(0, 2, 1, 0, 1, f.mma(), false);
+  ASSERT_EQ(d.result().race_count, 2);
+  EXPECT_EQ(d.result().races[1].message,
+            "race on G[1, 0]: copy #0 (group 0) writes, mma #1 (group 1) reads, in different groups");
 }
 
 TEST(RaceDetector, KeepsAtMostTheConfiguredNumber) {

@@ -163,7 +163,8 @@ GroupProgram two_group_program(Expr load_row, Expr load_col, Expr store_row) {
   GroupProgram p;
   p.name = "two_groups";
   p.size_params = {"M", "N"};
-  p.tensors = {{"C", DType::F32, "M", "N", "N", Access::InOut}};
+  p.tensors = {{"C", DType::F32, {expr_sym("M"), expr_sym("N")}, {expr_sym("N"), expr_const(1)},
+                Access::InOut}};
   p.grid = {{"i", expr_const(2)}};
   Buffer c{0, "C", Space::Global, DType::F32, 0, 0, 0};
   Buffer x{1, "x", Space::Private, DType::F32, 1, 1, -1};
@@ -172,12 +173,14 @@ GroupProgram two_group_program(Expr load_row, Expr load_col, Expr store_row) {
   load.kind = GroupOpKind::FragLoad;
   load.id = p.new_op_id();
   load.frag = 1;
-  load.src = {0, nullptr, std::move(load_row), std::move(load_col)};
+  load.src = {0, nullptr, std::move(load_row), std::move(load_col), nullptr, expr_sym("N"),
+              expr_const(1)};
   GroupOp store;
   store.kind = GroupOpKind::FragStore;
   store.id = p.new_op_id();
   store.frag = 1;
-  store.dst = {0, nullptr, std::move(store_row), expr_const(0)};
+  store.dst = {0, nullptr, std::move(store_row), expr_const(0), nullptr, expr_sym("N"),
+               expr_const(1)};
   p.body = {load, store};
   return p;
 }

@@ -38,7 +38,7 @@ TEST(WgmmaProgram, EveryWindowRunsRaceFreeOnSim) {
     for (auto [window, async] : {std::pair{1, false}, {2, false}, {2, true}, {3, true}, {4, true}}) {
       Plan plan = default_gemm_plan(TargetKind::Cuda, 4096, 4096, 4096, GemmPrecision::BF16);
       ASSERT_EQ(plan.atom, AtomKind::Wgmma);
-      plan.bm = t.bm, plan.bn = t.bn, plan.workers = t.warpgroups;
+      plan.tiles["BM"] = t.bm, plan.tiles["BN"] = t.bn, plan.workers = t.warpgroups;
       plan.worker_rows = t.warpgroups, plan.worker_cols = 1;
       plan.window = window;
       plan.async_copy = async;
@@ -75,7 +75,7 @@ struct FourStageGemm {
     fill_random(a, rng);
     fill_random(b, rng);
     Plan plan = default_gemm_plan(TargetKind::Cuda, 4096, 4096, 4096, GemmPrecision::BF16);
-    plan.bm = 128, plan.bn = 128, plan.workers = 2, plan.worker_rows = 2, plan.worker_cols = 1;
+    plan.tiles["BM"] = 128, plan.tiles["BN"] = 128, plan.workers = 2, plan.worker_rows = 2, plan.worker_cols = 1;
     plan.window = 4;
     plan.async_copy = true;
     program = compile_to_group(gemm_kernel(DType::BF16), plan, CompileOptions{}).program;

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <map>
 
 #include "target/cpu/cpu_microkernel.h"
@@ -14,6 +15,8 @@ namespace {
 // LP64 targets we compile for; INT64_C is what expr_to_cpp prints for constants.
 const char* kPrelude = R"(// Emitted by tessel (cpu target). Header-free on purpose: it compiles in tens of ms.
 typedef long int64_t;
+typedef unsigned int tsl_u32;
+typedef unsigned short tsl_u16;
 #define INT64_C(c) c##L
 typedef float v16 __attribute__((vector_size(64)));
 typedef float v16u __attribute__((vector_size(64), aligned(4)));
@@ -25,44 +28,122 @@ static inline int64_t tsl_ceildiv(int64_t a, int64_t b) { return -tsl_floordiv(-
 static inline int64_t tsl_mod(int64_t a, int64_t b) { return a - b * tsl_floordiv(a, b); }
 static inline int64_t tsl_min(int64_t a, int64_t b) { return a < b ? a : b; }
 static inline int64_t tsl_max(int64_t a, int64_t b) { return a > b ? a : b; }
+static inline int64_t tsl_clamp(int64_t x, int64_t hi) { return x < 0 ? 0 : x > hi ? hi : x; }
 
-// The guarded (ragged edge) copy, shared by every transfer so that the unit stays
-// small: one call per window instead of a loop nest per op. A window of a buffer:
-// layout 0 row-major (ld), 1 column panels, 2 row panels; (r0, c0) its top-left
-// element; elements at or beyond (rb, cb) are outside.
-struct tsl_win { float* base; int64_t layout, ld, rows, cols, panel, r0, c0, rb, cb; };
+// 16-bit storage types, converted by bit manipulation on the float (round to
+// nearest even; NaN stays NaN, overflow becomes infinity).
+static inline float tsl_bf16_to_f32(tsl_u16 h) { return __builtin_bit_cast(float, (tsl_u32)h << 16); }
+static inline tsl_u16 tsl_f32_to_bf16(float x) {
+  tsl_u32 u = __builtin_bit_cast(tsl_u32, x);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (tsl_u16)((u >> 16) | 0x40);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return (tsl_u16)(u >> 16);
+}
+static inline float tsl_f16_to_f32(tsl_u16 h) {
+  tsl_u32 sign = (tsl_u32)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+  if (e == 0) {  // zero or subnormal: m * 2^-24, exact in fp32
+    float f = (float)m * 5.9604644775390625e-8f;
+    return sign ? -f : f;
+  }
+  tsl_u32 u = sign | (e == 31 ? 0x7f800000u | (m << 13) : ((e - 15 + 127) << 23) | (m << 13));
+  return __builtin_bit_cast(float, u);
+}
+static inline tsl_u16 tsl_f32_to_f16(float x) {
+  tsl_u32 u = __builtin_bit_cast(tsl_u32, x);
+  tsl_u32 sign = (u >> 16) & 0x8000u, m = u & 0x7fffffu;
+  int e = (int)((u >> 23) & 0xffu) - 127 + 15;
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (tsl_u16)(sign | 0x7e00u);
+  if (e >= 31) return (tsl_u16)(sign | 0x7c00u);
+  if (e <= 0) {
+    if (e < -10) return (tsl_u16)sign;
+    m |= 0x800000u;
+    int shift = 14 - e;
+    tsl_u32 half = 1u << (shift - 1), rest = m & ((1u << shift) - 1), v = m >> shift;
+    if (rest > half || (rest == half && (v & 1u))) ++v;
+    return (tsl_u16)(sign | v);
+  }
+  tsl_u32 v = ((tsl_u32)e << 10) | (m >> 13), rest = m & 0x1fffu;
+  if (rest > 0x1000u || (rest == 0x1000u && (v & 1u))) ++v;  // a carry into the exponent is right
+  return (tsl_u16)(sign | v);
+}
+static inline float tsl_round_bf16(float x) { return tsl_bf16_to_f32(tsl_f32_to_bf16(x)); }
+static inline float tsl_round_f16(float x) { return tsl_f16_to_f32(tsl_f32_to_f16(x)); }
+
+// exp and exp2 in fp32 without branches, so that loops over fragments vectorize
+// (calls into libm do not): 2^n * p(r), with n = round(x / ln 2) and r = x - n ln 2
+// (Cody-Waite, two constants), p Cephes' degree-6 polynomial for exp on
+// [-ln2/2, ln2/2]; 2^n is two exponent-field factors, so subnormal results and
+// results near the overflow bound come out right. Within 2 ulp of the true value;
+// +-inf and NaN behave as in libm.
+static inline float tsl_exp_poly(float r, float n) {
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * (r * r) + r + 1.0f;
+  const int k = (int)n, a = k >> 1, b = k - a;
+  return p * __builtin_bit_cast(float, (a + 127) << 23) * __builtin_bit_cast(float, (b + 127) << 23);
+}
+static inline float tsl_expf(float x) {
+  float c = x < -104.0f ? -104.0f : x > 89.0f ? 89.0f : x;
+  c = c != c ? 0.0f : c;
+  const float n = (c * 1.44269504088896341f + 12582912.0f) - 12582912.0f;  // round to nearest
+  float r = c - n * 0.693359375f;
+  r = r - n * -2.12194440e-4f;
+  const float y = tsl_exp_poly(r, n);
+  return x != x ? x : x > 88.7228394f ? __builtin_inff() : x < -103.972084f ? 0.0f : y;
+}
+static inline float tsl_exp2f(float x) {
+  float c = x < -151.0f ? -151.0f : x > 129.0f ? 129.0f : x;
+  c = c != c ? 0.0f : c;
+  const float n = (c + 12582912.0f) - 12582912.0f;
+  const float y = tsl_exp_poly((c - n) * 0.693147180559945309f, n);
+  return x != x ? x : x >= 128.0f ? __builtin_inff() : x < -150.0f ? 0.0f : y;
+}
+
+// The guarded (ragged edge) copy of fp32 windows, shared by every such transfer so
+// that the unit stays small: one call per window instead of a loop nest per op. A
+// window of a buffer: layout 0 strided (element (r, c) at r * ld + c * cs), 1 column
+// panels, 2 row panels; (r0, c0) its top-left element; elements at or beyond
+// (rb, cb) are outside.
+struct tsl_win { float* base; int64_t layout, ld, cs, rows, cols, panel, r0, c0, rb, cb; };
 static inline int64_t tsl_off(const tsl_win* w, int64_t r, int64_t c) {
   r += w->r0;
   c += w->c0;
-  if (w->layout == 0) return r * w->ld + c;
+  if (w->layout == 0) return r * w->ld + c * w->cs;
   if (w->layout == 1) return (c / w->panel * w->rows + r) * w->panel + c % w->panel;
   return (r / w->panel * w->cols + c) * w->panel + r % w->panel;
 }
-static inline int64_t tsl_clamp(int64_t x, int64_t hi) { return x < 0 ? 0 : x > hi ? hi : x; }
-// dst = src over rows x cols: source elements outside read as 0, destination
+static inline void tsl_fill(float* to, float pad, int64_t n) {
+  if (pad == 0.0f) __builtin_memset(to, 0, n * sizeof(float));
+  else for (int64_t i = 0; i < n; ++i) to[i] = pad;
+}
+// dst = src over rows x cols: source elements outside read as `pad`, destination
 // elements outside are left alone.
-__attribute__((noinline)) static void tsl_copy_guarded(tsl_win s, tsl_win d, int64_t rows, int64_t cols) {
+__attribute__((noinline)) static void tsl_copy_guarded(tsl_win s, tsl_win d, int64_t rows, int64_t cols, float pad) {
   const int64_t src_rows = tsl_clamp(s.rb - s.r0, rows), src_cols = tsl_clamp(s.cb - s.c0, cols);
   const int64_t dst_rows = tsl_clamp(d.rb - d.r0, rows), dst_cols = tsl_clamp(d.cb - d.c0, cols);
   for (int64_t r = 0; r < dst_rows; ++r) {
     const int64_t valid = r < src_rows ? (src_cols < dst_cols ? src_cols : dst_cols) : 0;
-    if (s.layout == 0 && d.layout == 0) {
+    if (s.layout == 0 && d.layout == 0 && s.cs == 1 && d.cs == 1) {
       const float* from = s.base + (s.r0 + r) * s.ld + s.c0;
       float* to = d.base + (d.r0 + r) * d.ld + d.c0;
       __builtin_memcpy(to, from, valid * sizeof(float));
-      __builtin_memset(to + valid, 0, (dst_cols - valid) * sizeof(float));
-    } else if (s.layout == 0 && d.layout == 1 && d.c0 % d.panel == 0) {
+      tsl_fill(to + valid, pad, dst_cols - valid);
+    } else if (s.layout == 0 && s.cs == 1 && d.layout == 1 && d.c0 % d.panel == 0) {
       // Packing B at an edge: panel-wide runs are contiguous on both sides.
       const float* from = s.base + (s.r0 + r) * s.ld + s.c0;
       for (int64_t c0 = 0; c0 < dst_cols; c0 += d.panel) {
         float* to = d.base + ((d.c0 + c0) / d.panel * d.rows + d.r0 + r) * d.panel;
         const int64_t n = tsl_clamp(dst_cols - c0, d.panel), v = tsl_clamp(valid - c0, n);
         __builtin_memcpy(to, from + c0, v * sizeof(float));
-        __builtin_memset(to + v, 0, (n - v) * sizeof(float));
+        tsl_fill(to + v, pad, n - v);
       }
     } else {
       for (int64_t c = 0; c < valid; ++c) d.base[tsl_off(&d, r, c)] = s.base[tsl_off(&s, r, c)];
-      for (int64_t c = valid; c < dst_cols; ++c) d.base[tsl_off(&d, r, c)] = 0.0f;
+      for (int64_t c = valid; c < dst_cols; ++c) d.base[tsl_off(&d, r, c)] = pad;
     }
   }
 }
@@ -75,31 +156,58 @@ std::string num(int64_t v) { return std::to_string(v); }
 std::string sym(const std::string& name) { return "v_" + name; }
 std::string ex(const Expr& e) { return expr_to_cpp(e, sym); }
 
-std::string float_literal(double v) {
-  if (std::isnan(v)) return "__builtin_nanf(\"\")";
-  if (std::isinf(v)) return v > 0 ? "__builtin_inff()" : "(-__builtin_inff())";
+// A literal of the compute type: fp32 ("1.5f") or fp64 ("1.5").
+std::string literal(double v, bool f64) {
+  const char* suffix = f64 ? "" : "f";
+  if (std::isnan(v)) return f64 ? "__builtin_nan(\"\")" : "__builtin_nanf(\"\")";
+  if (std::isinf(v)) return std::string(v > 0 ? "" : "(-") + (f64 ? "__builtin_inf()" : "__builtin_inff()") + (v > 0 ? "" : ")");
   char buf[64];
-  std::snprintf(buf, sizeof buf, "%.9g", v);
+  std::snprintf(buf, sizeof buf, f64 ? "%.17g" : "%.9g", v);
   std::string s = buf;
   if (s.find_first_of(".e") == std::string::npos) s += ".0";
-  return s + "f";
+  s += suffix;
+  return v < 0 ? "(" + s + ")" : s;  // "-(-1.0f)" would read as a decrement
+}
+std::string float_literal(double v) { return literal(v, false); }
+
+// Scratch (shared buffers and fragments) holds float, or double for f64 buffers;
+// a 16-bit buffer in scratch holds floats rounded to its precision.
+bool is_f64(DType t) { return t == DType::F64; }
+std::string scratch_ctype(DType t) { return is_f64(t) ? "double" : "float"; }
+// Tensors hold their storage type.
+std::string tensor_ctype(DType t) {
+  switch (t) {
+    case DType::F32: return "float";
+    case DType::F64: return "double";
+    case DType::BF16:
+    case DType::F16: return "tsl_u16";
+  }
+  return "float";
 }
 
-// One side of a transfer (copy, fragment load or store): a window of a buffer whose
-// top-left element sits at (row0, col0) in the buffer's coordinates.
+// One side of a transfer (copy, fragment load or store, reduction scratch): a
+// window of a buffer whose top-left element sits at (row0, col0) in the buffer's
+// coordinates.
 struct Side {
-  std::string base;      // float* to element (0, 0) of the buffer (version applied)
+  std::string base;      // pointer to element (0, 0) of the buffer (version, offset applied)
+  DType dtype = DType::F32;
+  bool in_scratch = true;  // shared or private (float/double) rather than a tensor
   Layout layout = Layout::RowMajor;
   std::string ld;        // RowMajor: row stride
+  std::string cs;        // RowMajor: column stride ("" = 1, the contiguous case)
   int64_t rows = 0, cols = 0, panel = 1;  // panel layouts: static extents
   Expr row0, col0;
   Expr row_bound, col_bound;  // null = unguarded
 
-  // Element (r, c) of the window; r and c are C++ expressions.
+  std::string ctype() const { return in_scratch ? scratch_ctype(dtype) : tensor_ctype(dtype); }
+  bool unit_cols() const { return layout == Layout::RowMajor && cs.empty(); }
+
+  // Element (r, c) of the window, as an lvalue; r and c are C++ expressions.
   std::string at(const std::string& r, const std::string& c) const {
     std::string R = "(" + ex(row0) + " + " + r + ")", C = "(" + ex(col0) + " + " + c + ")";
     switch (layout) {
-      case Layout::RowMajor: return base + "[" + R + " * " + ld + " + " + C + "]";
+      case Layout::RowMajor:
+        return base + "[" + R + " * " + ld + " + " + C + (cs.empty() ? "" : " * " + cs) + "]";
       case Layout::ColPanels:
         return base + "[(" + C + " / " + num(panel) + " * " + num(rows) + " + " + R + ") * " +
                num(panel) + " + " + C + " % " + num(panel) + "]";
@@ -109,8 +217,27 @@ struct Side {
     }
     return "";
   }
+  // Element (r, c) as a value of the compute type (float, or double for f64).
+  std::string read(const std::string& r, const std::string& c) const {
+    if (!in_scratch && dtype == DType::BF16) return "tsl_bf16_to_f32(" + at(r, c) + ")";
+    if (!in_scratch && dtype == DType::F16) return "tsl_f16_to_f32(" + at(r, c) + ")";
+    return at(r, c);
+  }
+  // Stores `v` (a value of dtype `from`) at (r, c), rounding to this side's dtype.
+  std::string write(const std::string& r, const std::string& c, const std::string& v, DType from) const {
+    std::string to = at(r, c) + " = ";
+    if (dtype == DType::BF16 || dtype == DType::F16) {
+      bool bf = dtype == DType::BF16;
+      if (!in_scratch) return to + (bf ? "tsl_f32_to_bf16(" : "tsl_f32_to_f16(") + v + ");";
+      if (from != dtype) return to + (bf ? "tsl_round_bf16(" : "tsl_round_f16(") + v + ");";
+    }
+    return to + v + ";";
+  }
   bool guarded() const { return row_bound || col_bound; }
 };
+
+// Both sides hold the same bytes for the same values: a memcpy is a copy.
+bool raw_copyable(const Side& a, const Side& b) { return a.ctype() == b.ctype() && a.dtype == b.dtype; }
 
 class Emitter {
  public:
@@ -129,17 +256,31 @@ class Emitter {
          "    float* const* tensors, const int64_t* group, float* scratch) {\n";
     for (size_t i = 0; i < p_.size_params.size(); ++i)
       s += "  const int64_t " + sym(p_.size_params[i]) + " = sizes[" + num(i) + "];\n";
-    for (size_t i = 0; i < p_.scalars.size(); ++i)
-      s += "  const float s_" + p_.scalars[i].name + " = (float)scalars[" + num(i) + "];\n";
-    for (size_t i = 0; i < p_.tensors.size(); ++i)
-      s += "  float* const t" + num(i) + " = tensors[" + num(i) + "];  // " +
-           p_.tensors[i].name + "\n";
+    for (size_t i = 0; i < p_.scalars.size(); ++i) {
+      if (is_f64(p_.scalars[i].dtype))
+        s += "  const double s_" + p_.scalars[i].name + " = scalars[" + num(i) + "];\n";
+      else
+        s += "  const float s_" + p_.scalars[i].name + " = (float)scalars[" + num(i) + "];\n";
+    }
+    for (size_t i = 0; i < p_.tensors.size(); ++i) {
+      const TensorParam& t = p_.tensors[i];
+      if (t.dtype == DType::F32)
+        s += "  float* const t" + num(i) + " = tensors[" + num(i) + "];  // " + t.name + "\n";
+      else  // the launch passes every tensor as float*; it points at the storage type
+        s += "  " + tensor_ctype(t.dtype) + "* const t" + num(i) + " = (" + tensor_ctype(t.dtype) +
+             "*)tensors[" + num(i) + "];  // " + t.name + " (" + dtype_name(t.dtype) + ")\n";
+    }
     for (size_t i = 0; i < p_.grid.size(); ++i)
       s += "  const int64_t " + sym(p_.grid[i].iv) + " = group[" + num(i) + "];\n";
     for (const Buffer& b : p_.buffers)
-      if (b.space != Space::Global)
-        s += "  float* const b" + num(b.id) + " = scratch + " + num(offset_[b.id]) + ";  // " +
-             b.name + "\n";
+      if (b.space != Space::Global) {
+        if (is_f64(b.dtype))
+          s += "  double* const b" + num(b.id) + " = (double*)(scratch + " + num(offset_[b.id]) + ");  // " +
+               b.name + "\n";
+        else
+          s += "  float* const b" + num(b.id) + " = scratch + " + num(offset_[b.id]) + ";  // " +
+               b.name + "\n";
+      }
     s += body_;
     s += "}\n";
     return s;
@@ -147,42 +288,39 @@ class Emitter {
 
  private:
   void check_params() {
-    auto known = [&](const std::string& n) {
-      for (const std::string& s : p_.size_params)
-        if (s == n) return true;
-      return false;
-    };
-    for (const TensorParam& t : p_.tensors) {
-      if (t.dtype != DType::F32)
-        user_error(ErrorKind::Unsupported, "cpu target: tensor '" + t.name + "' is " +
-                                               dtype_name(t.dtype) + "; only f32 is supported");
-      if (!known(t.ld))
-        user_error(ErrorKind::Verify, "tensor '" + t.name + "': leading dimension '" + t.ld +
-                                          "' is not a size parameter");
-    }
+    for (const TensorParam& t : p_.tensors)
+      if (t.shape.size() != t.strides.size() || t.shape.empty() || t.rank() > kMaxTensorRank)
+        user_error(ErrorKind::Verify, "tensor '" + t.name + "': " + num(t.shape.size()) + " extents and " +
+                                          num(t.strides.size()) + " strides (rank 1 to " +
+                                          num(kMaxTensorRank) + ", one stride per extent)");
     if (p_.workers < 1) user_error(ErrorKind::Verify, "program needs at least one worker");
+    if (p_.grid.size() > static_cast<size_t>(kMaxGridRank))
+      user_error(ErrorKind::Verify, "grid has " + num(p_.grid.size()) + " dimensions; at most " +
+                                        num(kMaxGridRank));
   }
 
   // Shared buffers: every version, each padded to 64 bytes. Private fragments: one
-  // row-major part per worker, each padded the same way.
+  // row-major part per worker, each padded the same way. Offsets count floats; an
+  // f64 buffer takes two per element.
   void layout_scratch() {
     offset_.assign(p_.buffers.size(), 0);
     slot_.assign(p_.buffers.size(), 0);
     int64_t at = 0;
     for (const Buffer& b : p_.buffers) {
       if (b.space == Space::Global) continue;
+      const int64_t width = is_f64(b.dtype) ? 2 : 1;
       if (b.space == Space::Shared) {
         // A partial last panel still takes a whole panel's room (layout_offset).
         int64_t rows = b.layout == Layout::RowPanels ? round_up(b.rows, b.panel) : b.rows;
         int64_t cols = b.layout == Layout::ColPanels ? round_up(b.cols, b.panel) : b.cols;
         slot_[b.id] = round_up(rows * cols, kAlignFloats);
         offset_[b.id] = at;
-        at += slot_[b.id] * std::max(1, b.versions);
+        at += slot_[b.id] * width * std::max(1, b.versions);
       } else {
         FragPart part = frag_part(p_, b, 0);
         slot_[b.id] = round_up(part.rows * part.cols, kAlignFloats);
         offset_[b.id] = at;
-        at += slot_[b.id] * p_.workers;
+        at += slot_[b.id] * width * p_.workers;
       }
     }
     scratch_floats_ = std::max<int64_t>(at, kAlignFloats);
@@ -192,6 +330,7 @@ class Emitter {
   void open(const std::string& s) { line(s.empty() ? "{" : s + " {"); ++depth_; }
   void close() { --depth_; line("}"); }
 
+  // `slot_` counts elements of the buffer's own type, so version offsets do too.
   std::string base_of(const Buffer& b, const Expr& version) const {
     if (b.space == Space::Global) return "t" + num(b.tensor);
     std::string base = "b" + num(b.id);
@@ -202,67 +341,147 @@ class Emitter {
   }
 
   // A window of a global or shared buffer at (ref.row + dr, ref.col + dc).
-  Side side(const BufferRef& ref, int64_t dr, int64_t dc, Expr rb, Expr cb) const {
-    const Buffer& b = p_.buffer(ref.buffer);
-    TESSEL_ASSERT(b.space != Space::Private, "fragment used as a copy operand");
-    Side s;
-    s.base = base_of(b, ref.version);
-    s.layout = b.space == Space::Global ? Layout::RowMajor : b.layout;
-    s.ld = b.space == Space::Global ? sym(p_.tensors.at(b.tensor).ld) : num(b.cols);
-    s.rows = b.rows;
-    s.cols = b.cols;
-    s.panel = b.panel;
-    s.row0 = ref.row + dr;
-    s.col0 = ref.col + dc;
+  Side side(const BufferRef& ref, int64_t dr, int64_t dc, Expr rb, Expr cb, const GroupOp& op) const {
+    Side s = side_at(ref, expr_const(dr), expr_const(dc), op);
     s.row_bound = rb;
     s.col_bound = cb;
     return s;
   }
+  Side side_at(const BufferRef& ref, const Expr& dr, const Expr& dc, const GroupOp& op) const {
+    const Buffer& b = p_.buffer(ref.buffer);
+    if (b.space == Space::Private)
+      user_error(ErrorKind::Verify, "op #" + num(op.id) + ": fragment '" + b.name + "' used as a window");
+    Side s;
+    s.base = base_of(b, ref.version);
+    s.rows = b.rows;
+    s.cols = b.cols;
+    s.panel = b.panel;
+    if (b.space == Space::Global) {
+      const TensorParam& t = p_.tensors.at(b.tensor);
+      if (!ref.row_stride || !ref.col_stride)
+        user_error(ErrorKind::Verify, "op #" + num(op.id) + ": window of tensor '" + t.name +
+                                          "' has no row or column stride");
+      s.dtype = t.dtype;
+      s.in_scratch = false;
+      s.layout = Layout::RowMajor;
+      s.ld = ex(ref.row_stride);
+      int64_t unit = 0;
+      if (!(expr_is_const(ref.col_stride, &unit) && unit == 1)) s.cs = ex(ref.col_stride);
+      int64_t off = 0;
+      if (ref.offset && !(expr_is_const(ref.offset, &off) && off == 0))
+        s.base = "(" + s.base + " + " + ex(ref.offset) + ")";
+    } else {
+      s.dtype = b.dtype;
+      s.layout = b.layout;
+      s.ld = num(b.cols);
+    }
+    s.row0 = ref.row + dr;
+    s.col0 = ref.col + dc;
+    return s;
+  }
 
   // Worker w's part of a fragment, as a row-major window of its own.
-  Side frag_side(const Buffer& f, int w) const {
-    FragPart part = frag_part(p_, f, w);
+  std::string part_base(const Buffer& f, int w) const {
+    return "(b" + num(f.id) + " + " + num(w * slot_[f.id]) + ")";
+  }
+
+  // The worker an op's code runs for: one worker, unrolled (`w`), or every worker
+  // of the grid in a runtime loop over kWorker (their parts have the same extents;
+  // surplus workers hold nothing and are left out). A loop keeps the unit's size
+  // independent of the worker count for the ops whose parts need no guards.
+  struct Worker {
+    bool loop = false;
+    int w = 0;
+  };
+  static constexpr const char* kWorker = "tsl_w";  // printed by ex() as v_tsl_w
+  Expr worker_sym() const { return expr_sym(kWorker); }
+  // Calls `body` once per worker that holds part of `f`, or once inside a loop.
+  void for_workers(const Buffer& f, const std::function<void(const Worker&)>& body) {
+    const int grid = p_.worker_rows * p_.worker_cols;
+    if (grid <= 1) {
+      for (int w = 0; w < p_.workers; ++w)
+        if (part_elems(f, w) > 0) body(Worker{false, w});
+      return;
+    }
+    open("for (int64_t " + sym(kWorker) + " = 0; " + sym(kWorker) + " < " + num(grid) + "; ++" + sym(kWorker) + ")");
+    body(Worker{true, 0});
+    close();
+  }
+  FragPart part_of(const Buffer& f, const Worker& w) const { return frag_part(p_, f, w.loop ? 0 : w.w); }
+  std::string base(const Buffer& f, const Worker& w) const {
+    if (!w.loop) return part_base(f, w.w);
+    return "(b" + num(f.id) + " + " + sym(kWorker) + " * " + num(slot_[f.id]) + ")";
+  }
+  // Position in the worker grid, and the part's first row and column in the tile.
+  Expr grid_row(const Worker& w) const {
+    return w.loop ? floor_div(worker_sym(), expr_const(p_.worker_cols)) : expr_const(worker_position(p_, w.w).first);
+  }
+  Expr grid_col(const Worker& w) const {
+    return w.loop ? expr_mod(worker_sym(), expr_const(p_.worker_cols)) : expr_const(worker_position(p_, w.w).second);
+  }
+  Expr row0(const Buffer& f, const Worker& w) const {
+    FragPart part = part_of(f, w);
+    return w.loop && f.rows != 1 ? grid_row(w) * part.rows : expr_const(w.loop ? 0 : part.row0);
+  }
+  Expr col0(const Buffer& f, const Worker& w) const {
+    FragPart part = part_of(f, w);
+    return w.loop && f.cols != 1 ? grid_col(w) * part.cols : expr_const(w.loop ? 0 : part.col0);
+  }
+  // C++ condition: the worker owns its part (false for replicas, see frag_part).
+  std::string owner(const Buffer& f, const Worker& w) const {
+    if (!w.loop) return frag_part(p_, f, w.w).owner ? "1" : "0";
+    std::string c;
+    if (f.rows == 1 && p_.worker_rows > 1) c = ex(grid_row(w)) + " == 0";
+    if (f.cols == 1 && p_.worker_cols > 1) c += (c.empty() ? "" : " && ") + ex(grid_col(w)) + " == 0";
+    return c.empty() ? "1" : c;
+  }
+  Side frag_side(const Buffer& f, const Worker& w) const {
+    FragPart part = part_of(f, w);
     Side s;
-    s.base = "(b" + num(f.id) + " + " + num(w * slot_[f.id]) + ")";
+    s.base = base(f, w);
+    s.dtype = f.dtype;
     s.ld = num(part.cols);
     s.row0 = expr_const(0);
     s.col0 = expr_const(0);
     return s;
   }
 
-  static bool row_contiguous(const Side& s) { return s.layout == Layout::RowMajor; }
-
-  // dst window = src window (rows x cols), guarded as each side says.
-  void emit_transfer(const Side& src, const Side& dst, int64_t rows, int64_t cols) {
+  // dst window (rows x cols) = src window, or its transpose (dst (r, c) = src (c, r),
+  // the source window then being cols x rows); guarded as each side says, source
+  // elements outside reading as `pad`.
+  void emit_transfer(const Side& src, const Side& dst, int64_t rows, int64_t cols, double pad = 0,
+                     bool transpose = false) {
     if (rows <= 0 || cols <= 0) return;
+    const int64_t src_rows = transpose ? cols : rows, src_cols = transpose ? rows : cols;
     std::vector<std::string> checks;
-    auto fits = [&](const Side& s) {
-      if (s.row_bound) checks.push_back(ex(s.row0) + " + " + num(rows) + " <= " + ex(s.row_bound));
-      if (s.col_bound) checks.push_back(ex(s.col0) + " + " + num(cols) + " <= " + ex(s.col_bound));
+    auto fits = [&](const Side& s, int64_t r, int64_t c) {
+      if (s.row_bound) checks.push_back(ex(s.row0) + " + " + num(r) + " <= " + ex(s.row_bound));
+      if (s.col_bound) checks.push_back(ex(s.col0) + " + " + num(c) + " <= " + ex(s.col_bound));
     };
-    fits(src);
-    fits(dst);
+    fits(src, src_rows, src_cols);
+    fits(dst, rows, cols);
     if (checks.empty()) {
-      emit_fast_transfer(src, dst, rows, cols);
+      emit_fast_transfer(src, dst, rows, cols, transpose);
       return;
     }
     std::string all;
     for (const std::string& c : checks) all += (all.empty() ? "" : " && ") + ("(" + c + ")");
     open("if (" + all + ")");
-    emit_fast_transfer(src, dst, rows, cols);
+    emit_fast_transfer(src, dst, rows, cols, transpose);
     --depth_;
     open("} else");
-    emit_guarded_transfer(src, dst, rows, cols);
+    emit_guarded_transfer(src, dst, rows, cols, pad, transpose);
     close();
   }
 
-  void emit_fast_transfer(const Side& src, const Side& dst, int64_t rows, int64_t cols) {
+  void emit_fast_transfer(const Side& src, const Side& dst, int64_t rows, int64_t cols, bool transpose) {
     const std::string bytes = " * sizeof(float)";
+    const bool raw = raw_copyable(src, dst) && !transpose && src.ctype() == "float";
     int64_t dc = 0;
     open("for (int64_t r = 0; r < " + num(rows) + "; ++r)");
-    if (row_contiguous(src) && row_contiguous(dst)) {
+    if (raw && src.unit_cols() && dst.unit_cols()) {
       line("__builtin_memcpy(&" + dst.at("r", "0") + ", &" + src.at("r", "0") + ", " + num(cols) + bytes + ");");
-    } else if (row_contiguous(src) && dst.layout == Layout::ColPanels &&
+    } else if (raw && src.unit_cols() && dst.layout == Layout::ColPanels &&
                expr_is_const(dst.col0, &dc) && dc % dst.panel == 0) {
       // Packing B: each row splits into panel-wide runs, contiguous on both sides.
       int64_t p = dst.panel, full = cols / p * p;
@@ -276,7 +495,7 @@ class Emitter {
              num(cols - full) + bytes + ");");
     } else {
       open("for (int64_t c = 0; c < " + num(cols) + "; ++c)");
-      line(dst.at("r", "c") + " = " + src.at("r", "c") + ";");
+      line(dst.write("r", "c", transpose ? src.read("c", "r") : src.read("r", "c"), src.dtype));
       close();
     }
     close();
@@ -296,12 +515,37 @@ class Emitter {
     std::string bound_r = s.row_bound ? ex(s.row_bound) : "INT64_C(0x7fffffffffffffff)";
     std::string bound_c = s.col_bound ? ex(s.col_bound) : "INT64_C(0x7fffffffffffffff)";
     return "(tsl_win){" + s.base + ", " + layout_code(s.layout) + ", " + (s.ld.empty() ? "0" : s.ld) +
-           ", " + num(s.rows) + ", " + num(s.cols) + ", " + num(s.panel) + ", " + ex(s.row0) + ", " +
-           ex(s.col0) + ", " + bound_r + ", " + bound_c + "}";
+           ", " + (s.cs.empty() ? "1" : s.cs) + ", " + num(s.rows) + ", " + num(s.cols) + ", " +
+           num(s.panel) + ", " + ex(s.row0) + ", " + ex(s.col0) + ", " + bound_r + ", " + bound_c + "}";
   }
 
-  void emit_guarded_transfer(const Side& src, const Side& dst, int64_t rows, int64_t cols) {
-    line("tsl_copy_guarded(" + window(src) + ", " + window(dst) + ", " + num(rows) + ", " + num(cols) + ");");
+  void emit_guarded_transfer(const Side& src, const Side& dst, int64_t rows, int64_t cols, double pad,
+                             bool transpose) {
+    if (!transpose && src.ctype() == "float" && raw_copyable(src, dst)) {
+      line("tsl_copy_guarded(" + window(src) + ", " + window(dst) + ", " + num(rows) + ", " + num(cols) +
+           ", " + float_literal(pad) + ");");
+      return;
+    }
+    // Any other pair of types or a transposed read: one loop nest, clamped to the
+    // valid extents (the source's in its own window coordinates).
+    const int64_t src_rows = transpose ? cols : rows, src_cols = transpose ? rows : cols;
+    auto extent = [](const Expr& bound, const Expr& at, int64_t n) {
+      return bound ? "tsl_clamp(" + ex(bound) + " - " + ex(at) + ", " + num(n) + ")" : num(n);
+    };
+    open("");
+    line("const int64_t sr = " + extent(src.row_bound, src.row0, src_rows) +
+         ", sc = " + extent(src.col_bound, src.col0, src_cols) + ";");
+    line("const int64_t dr = " + extent(dst.row_bound, dst.row0, rows) +
+         ", dc = " + extent(dst.col_bound, dst.col0, cols) + ";");
+    open("for (int64_t r = 0; r < dr; ++r)");
+    open("for (int64_t c = 0; c < dc; ++c)");
+    const bool f64 = is_f64(src.dtype) || is_f64(dst.dtype);
+    std::string inside = transpose ? "c < sr && r < sc" : "r < sr && c < sc";
+    std::string v = transpose ? src.read("c", "r") : src.read("r", "c");
+    line(dst.write("r", "c", "(" + inside + ") ? " + v + " : " + literal(pad, f64), src.dtype));
+    close();
+    close();
+    close();
   }
 
   void emit_op(const GroupOp& op) {
@@ -311,8 +555,9 @@ class Emitter {
         // the whole window copied at once is the same as each worker's share in turn.
         line("// copy #" + num(op.id));
         open("");
-        emit_transfer(side(op.src, 0, 0, op.src_row_bound, op.src_col_bound),
-                      side(op.dst, 0, 0, op.dst_row_bound, op.dst_col_bound), op.rows, op.cols);
+        emit_transfer(side(op.src, 0, 0, op.src_row_bound, op.src_col_bound, op),
+                      side(op.dst, 0, 0, op.dst_row_bound, op.dst_col_bound, op), op.rows, op.cols,
+                      op.constant);
         close();
         return;
       }
@@ -333,38 +578,49 @@ class Emitter {
       case GroupOpKind::FragFill: {
         const Buffer& f = frag(op.frag, op);
         line("// frag.fill #" + num(op.id));
-        for (int w = 0; w < p_.workers; ++w) {
-          int64_t n = part_elems(f, w);
-          if (n == 0) continue;
-          open("for (int64_t e = 0; e < " + num(n) + "; ++e)");
-          line(frag_side(f, w).base + "[e] = " + float_literal(op.constant) + ";");
+        for_workers(f, [&](const Worker& w) {
+          FragPart part = part_of(f, w);
+          open("for (int64_t e = 0; e < " + num(part.rows * part.cols) + "; ++e)");
+          line(base(f, w) + "[e] = " + literal(op.constant, is_f64(f.dtype)) + ";");
           close();
-        }
+        });
         return;
       }
       case GroupOpKind::FragLoad:
       case GroupOpKind::FragStore: {
         bool load = op.kind == GroupOpKind::FragLoad;
         const Buffer& f = frag(op.frag, op);
+        if (!load && op.transpose)
+          user_error(ErrorKind::Verify, "frag.store #" + num(op.id) + ": only fragment loads transpose");
         line("// " + std::string(group_op_name(op.kind)) + " #" + num(op.id));
-        for (int w = 0; w < p_.workers; ++w) {
-          FragPart part = frag_part(p_, f, w);
-          if (part.rows * part.cols == 0) continue;
-          open("");
+        for_workers(f, [&](const Worker& w) {
+          FragPart part = part_of(f, w);
+          // Replicas hold the owner's values: only owners store, so no element is
+          // written twice.
+          std::string own = load ? "1" : owner(f, w);
+          if (own == "0") return;
+          open(own == "1" ? "" : "if (" + own + ")");
+          Side mine = frag_side(f, w);
+          const Expr r0 = row0(f, w), c0 = col0(f, w);
           if (load) {
-            emit_transfer(side(op.src, part.row0, part.col0, op.src_row_bound, op.src_col_bound),
-                          frag_side(f, w), part.rows, part.cols);
+            // Transposed, fragment (r, c) comes from window (c, r).
+            Side src = side_at(op.src, op.transpose ? c0 : r0, op.transpose ? r0 : c0, op);
+            src.row_bound = op.src_row_bound;
+            src.col_bound = op.src_col_bound;
+            emit_transfer(src, mine, part.rows, part.cols, op.constant, op.transpose);
           } else {
-            emit_transfer(frag_side(f, w),
-                          side(op.dst, part.row0, part.col0, op.dst_row_bound, op.dst_col_bound),
-                          part.rows, part.cols);
+            Side dst = side_at(op.dst, r0, c0, op);
+            dst.row_bound = op.dst_row_bound;
+            dst.col_bound = op.dst_col_bound;
+            emit_transfer(mine, dst, part.rows, part.cols);
           }
           close();
-        }
+        });
         return;
       }
       case GroupOpKind::Mma: emit_mma(op); return;
       case GroupOpKind::Elementwise: emit_elementwise(op); return;
+      case GroupOpKind::Reduce: emit_reduce(op); return;
       case GroupOpKind::Call:
         user_error(ErrorKind::Unsupported, "cpu target: op #" + num(op.id) + " calls '" + op.callee +
                                                "', and opaque calls are not supported");
@@ -401,6 +657,8 @@ class Emitter {
   }
 
   const Buffer& frag(int id, const GroupOp& op) const {
+    if (id < 0 || id >= static_cast<int>(p_.buffers.size()))
+      user_error(ErrorKind::Verify, "op #" + num(op.id) + ": fragment id " + num(id) + " is not a buffer");
     const Buffer& f = p_.buffer(id);
     if (f.space != Space::Private)
       user_error(ErrorKind::Verify, "op #" + num(op.id) + ": '" + f.name + "' is not a fragment");
@@ -412,50 +670,268 @@ class Emitter {
     return part.rows * part.cols;
   }
 
+  // The index of an operand along one dimension: the destination's own index when
+  // the extents agree, 0 when the operand's extent is 1 (it stretches).
+  std::string broadcast_index(const GroupOp& op, const Buffer& f, const Buffer& dst, int64_t fe,
+                              int64_t de, const std::string& i) const {
+    if (fe == de) return i;
+    if (fe == 1) return "0";
+    user_error(ErrorKind::Verify, std::string(group_op_name(op.kind)) + " #" + num(op.id) + ": operand '" +
+                                      f.name + "' [" + num(f.rows) + ", " + num(f.cols) +
+                                      "] does not broadcast to the result '" + dst.name + "' [" +
+                                      num(dst.rows) + ", " + num(dst.cols) + "]");
+  }
+
   void emit_elementwise(const GroupOp& op) {
     const Buffer& dst = frag(op.frag, op);
-    size_t arity = (op.ew == EwOp::Exp || op.ew == EwOp::Neg || op.ew == EwOp::Copy) ? 1 : 2;
+    const size_t arity = static_cast<size_t>(ew_arity(op.ew));
     if (op.operands.size() != arity)
       user_error(ErrorKind::Verify, "ew #" + num(op.id) + ": " + ew_op_name(op.ew) + " takes " +
                                         num(arity) + " operands, got " + num(op.operands.size()));
-    line("// ew #" + num(op.id) + " " + ew_op_name(op.ew));
-    for (int w = 0; w < p_.workers; ++w) {
-      int64_t n = part_elems(dst, w);
-      if (n == 0) continue;
-      std::vector<std::string> x;
+    if (op.ew == EwOp::Index && op.axis != 0 && op.axis != 1)
+      user_error(ErrorKind::Verify, "ew #" + num(op.id) + ": index axis " + num(op.axis) + " is not 0 or 1");
+    const bool f64 = is_f64(dst.dtype);
+    // Operands of the same shape as the result are read at the same element: one
+    // flat loop (the common case, and what an mma epilogue takes). Broadcast
+    // operands and Index need the row and column.
+    bool flat = op.ew != EwOp::Index;
+    for (const EwOperand& o : op.operands)
+      if (o.kind == EwOperand::Kind::Frag) {
+        const Buffer& f = frag(o.frag, op);
+        broadcast_index(op, f, dst, f.rows, dst.rows, "r");
+        broadcast_index(op, f, dst, f.cols, dst.cols, "c");
+        flat &= f.rows == dst.rows && f.cols == dst.cols;
+      } else if (o.kind == EwOperand::Kind::Scalar) {
+        bool found = false;
+        for (const ScalarParam& s : p_.scalars) found |= s.name == o.scalar;
+        if (!found) user_error(ErrorKind::Verify, "ew #" + num(op.id) + ": unknown scalar '" + o.scalar + "'");
+      }
+    std::string what = ew_op_name(op.ew);
+    if (op.ew == EwOp::Cmp) what += std::string(".") + cmp_op_name(op.cmp);
+    if (op.ew == EwOp::Cast) what += std::string(".") + dtype_name(op.dtype);
+    line("// ew #" + num(op.id) + " " + what);
+    for_workers(dst, [&](const Worker& w) {
+      FragPart part = part_of(dst, w);
+      std::vector<std::string> x, per_row;  // per_row: values read once per row
       for (const EwOperand& o : op.operands) {
         switch (o.kind) {
           case EwOperand::Kind::Frag: {
             const Buffer& f = frag(o.frag, op);
-            if (f.rows != dst.rows || f.cols != dst.cols)
-              user_error(ErrorKind::Unsupported, "ew #" + num(op.id) + ": operand '" + f.name +
-                                                     "' and result '" + dst.name + "' differ in shape");
-            x.push_back(frag_side(f, w).base + "[e]");
+            FragPart fp = part_of(f, w);
+            if (flat) {
+              x.push_back(base(f, w) + "[e]");
+            } else {
+              std::string r = broadcast_index(op, f, dst, f.rows, dst.rows, "r");
+              std::string c = broadcast_index(op, f, dst, f.cols, dst.cols, "c");
+              std::string at = base(f, w) + "[" + (fp.cols == 1 ? r : r + " * " + num(fp.cols)) +
+                               (c == "0" ? "" : " + " + c) + "]";
+              if (c == "0" && dst.cols > 1 && f.id != dst.id) {
+                // A column operand, read once per row: the row's loop then has no
+                // load that might alias its stores, and vectorizes.
+                std::string h = "h" + num(per_row.size());
+                per_row.push_back("const " + scratch_ctype(f.dtype) + " " + h + " = " + at + ";");
+                at = h;
+              }
+              x.push_back(at);
+            }
             break;
           }
-          case EwOperand::Kind::Scalar: {
-            bool found = false;
-            for (const ScalarParam& s : p_.scalars) found |= s.name == o.scalar;
-            if (!found) user_error(ErrorKind::Verify, "ew #" + num(op.id) + ": unknown scalar '" + o.scalar + "'");
-            x.push_back("s_" + o.scalar);
+          case EwOperand::Kind::Scalar: x.push_back("s_" + o.scalar); break;
+          case EwOperand::Kind::Const: x.push_back(literal(o.value, f64)); break;
+          case EwOperand::Kind::Index:
+            if (!o.index) user_error(ErrorKind::Verify, "ew #" + num(op.id) + ": index operand without an expression");
+            x.push_back(std::string(f64 ? "(double)" : "(float)") + "(" + ex(o.index) + ")");
             break;
-          }
-          case EwOperand::Kind::Const: x.push_back(float_literal(o.value)); break;
         }
       }
-      std::string v;
-      switch (op.ew) {
-        case EwOp::Add: v = x[0] + " + " + x[1]; break;
-        case EwOp::Sub: v = x[0] + " - " + x[1]; break;
-        case EwOp::Mul: v = x[0] + " * " + x[1]; break;
-        case EwOp::Max: v = "(" + x[0] + " > " + x[1] + " ? " + x[0] + " : " + x[1] + ")"; break;
-        case EwOp::Exp: v = "__builtin_expf(" + x[0] + ")"; break;
-        case EwOp::Neg: v = "-" + x[0]; break;
-        case EwOp::Copy: v = x[0]; break;
+      std::string v = ew_value(op, x, f64, ex(op.axis == 0 ? row0(dst, w) : col0(dst, w)));
+      std::string d = base(dst, w);
+      if (flat) {
+        open("for (int64_t e = 0; e < " + num(part.rows * part.cols) + "; ++e)");
+        line(d + "[e] = " + v + ";");
+        close();
+      } else {
+        open("for (int64_t r = 0; r < " + num(part.rows) + "; ++r)");
+        for (const std::string& h : per_row) line(h);
+        open("for (int64_t c = 0; c < " + num(part.cols) + "; ++c)");
+        line(d + "[r * " + num(part.cols) + " + c] = " + v + ";");
+        close();
+        close();
       }
-      open("for (int64_t e = 0; e < " + num(n) + "; ++e)");
-      line(frag_side(dst, w).base + "[e] = " + v + ";");
+    });
+  }
+
+  // The value of one element; x holds the operands' element expressions (array
+  // reads, scalars or literals: cheap to repeat).
+  // `first` is the part's first row (Index axis 0) or column (axis 1) in the tile.
+  std::string ew_value(const GroupOp& op, const std::vector<std::string>& x, bool f64,
+                       const std::string& first) const {
+    auto fn = [&](const char* name) { return std::string("__builtin_") + name + (f64 ? "" : "f") + "(" + x[0] + ")"; };
+    const std::string one = f64 ? "1.0" : "1.0f", zero = f64 ? "0.0" : "0.0f";
+    switch (op.ew) {
+      case EwOp::Add: return x[0] + " + " + x[1];
+      case EwOp::Sub: return x[0] + " - " + x[1];
+      case EwOp::Mul: return x[0] + " * " + x[1];
+      case EwOp::Div: return x[0] + " / " + x[1];
+      // Max and min propagate NaN (as the sim does), so a poisoned element stays visible.
+      case EwOp::Max: return "(" + x[0] + " != " + x[0] + " || " + x[0] + " > " + x[1] + " ? " + x[0] + " : " + x[1] + ")";
+      case EwOp::Min: return "(" + x[0] + " != " + x[0] + " || " + x[0] + " < " + x[1] + " ? " + x[0] + " : " + x[1] + ")";
+      // fp32 exp and exp2 inline and vectorize (the prelude); fp64 ones call libm.
+      case EwOp::Exp: return f64 ? fn("exp") : "tsl_expf(" + x[0] + ")";
+      case EwOp::Exp2: return f64 ? fn("exp2") : "tsl_exp2f(" + x[0] + ")";
+      case EwOp::Log: return fn("log");
+      case EwOp::Neg: return "-" + x[0];
+      case EwOp::Abs: return fn("fabs");
+      case EwOp::Sqrt: return fn("sqrt");
+      case EwOp::Rsqrt: return one + " / " + fn("sqrt");
+      case EwOp::Recip: return one + " / " + x[0];
+      case EwOp::Tanh: return fn("tanh");
+      case EwOp::Cmp:
+        return "(" + x[0] + " " + cmp_op_name(op.cmp) + " " + x[1] + " ? " + one + " : " + zero + ")";
+      case EwOp::Select: return "(" + x[0] + " != 0 ? " + x[1] + " : " + x[2] + ")";
+      case EwOp::Cast:
+        switch (op.dtype) {
+          case DType::F32: return "(float)" + x[0];
+          case DType::F64: return "(double)" + x[0];
+          case DType::BF16: return "tsl_round_bf16((float)" + x[0] + ")";
+          case DType::F16: return "tsl_round_f16((float)" + x[0] + ")";
+        }
+        return x[0];
+      case EwOp::Index:
+        // The element's row or column in the logical tile.
+        return std::string(f64 ? "(double)" : "(float)") + "(" + first + " + " + (op.axis == 0 ? "r" : "c") + ")";
+      case EwOp::Copy: return x[0];
+    }
+    return x[0];
+  }
+
+  // acc = acc (op) x, as a statement; max and min keep a NaN, like Max and Min.
+  static std::string reduce_step(ReduceOp r, const std::string& acc, const std::string& x) {
+    switch (r) {
+      case ReduceOp::Sum: return acc + " += " + x + ";";
+      case ReduceOp::Max:
+        return "{ const auto y = " + x + "; " + acc + " = " + acc + " != " + acc + " || " + acc + " > y ? " + acc + " : y; }";
+      case ReduceOp::Min:
+        return "{ const auto y = " + x + "; " + acc + " = " + acc + " != " + acc + " || " + acc + " < y ? " + acc + " : y; }";
+    }
+    return "";
+  }
+
+  // Reduce along op.axis (ReduceMode says where the partials go); see group_ir.h.
+  void emit_reduce(const GroupOp& op) {
+    const bool rows = op.axis == 1;  // axis 1 reduces each row; axis 0 each column
+    if (op.axis != 0 && op.axis != 1)
+      user_error(ErrorKind::Verify, "reduce #" + num(op.id) + ": axis " + num(op.axis) + " is not 0 or 1");
+    line("// reduce." + std::string(reduce_op_name(op.reduce)) + " #" + num(op.id) + " axis " + num(op.axis) +
+         " " + reduce_mode_name(op.reduce_mode));
+    const Buffer* src = nullptr;
+    if (op.reduce_mode != ReduceMode::Combine) {
+      if (op.operands.size() != 1 || op.operands[0].kind != EwOperand::Kind::Frag)
+        user_error(ErrorKind::Verify, "reduce #" + num(op.id) + ": the source must be one fragment");
+      src = &frag(op.operands[0].frag, op);
+    }
+    const Buffer* dst = op.reduce_mode == ReduceMode::Partial ? nullptr : &frag(op.frag, op);
+    if (src && dst) {
+      bool ok = rows ? dst->cols == 1 && dst->rows == src->rows : dst->rows == 1 && dst->cols == src->cols;
+      if (!ok)
+        user_error(ErrorKind::Verify, "reduce #" + num(op.id) + ": result '" + dst->name + "' [" +
+                                          num(dst->rows) + ", " + num(dst->cols) + "] is not '" + src->name +
+                                          "' [" + num(src->rows) + ", " + num(src->cols) +
+                                          "] reduced along axis " + num(op.axis));
+    }
+    const Buffer& elem = dst ? *dst : *src;
+    const bool f64 = is_f64(elem.dtype) || (src && is_f64(src->dtype));
+    const std::string T = f64 ? "double" : "float", init = literal(reduce_identity(op.reduce), f64);
+    // One worker's reduction of its part of the source: line i (a row when `rows`)
+    // reduces to a value that `store(i, value)` puts away. Sequential chains of adds
+    // or compares would bound the speed, so the lines are reduced in independent
+    // lanes that vectorize: 16 partial results per row (axis 1, when the row length
+    // divides by 16), or all columns at once (axis 0, the rows streaming past).
+    auto reduce_part = [&](const Worker& w, const std::function<void(const std::string&, const std::string&)>& store) {
+      FragPart sp = part_of(*src, w);
+      const int64_t outer = rows ? sp.rows : sp.cols, inner = rows ? sp.cols : sp.rows;
+      const std::string in = base(*src, w);
+      constexpr int64_t kLanes = 16;
+      if (rows && inner % kLanes == 0 && inner >= 2 * kLanes) {
+        open("for (int64_t i = 0; i < " + num(outer) + "; ++i)");
+        line(T + " v[" + num(kLanes) + "];");
+        line("for (int64_t l = 0; l < " + num(kLanes) + "; ++l) v[l] = " + init + ";");
+        open("for (int64_t j = 0; j < " + num(inner) + "; j += " + num(kLanes) + ")");
+        open("for (int64_t l = 0; l < " + num(kLanes) + "; ++l)");
+        line(reduce_step(op.reduce, "v[l]", in + "[i * " + num(sp.cols) + " + j + l]"));
+        close();
+        close();
+        line(T + " a = v[0];");
+        open("for (int64_t l = 1; l < " + num(kLanes) + "; ++l)");
+        line(reduce_step(op.reduce, "a", "v[l]"));
+        close();
+        store("i", "a");
+        close();
+        return;
+      }
+      if (!rows && outer > 1 && outer <= 4096) {
+        open("");
+        line(T + " v[" + num(outer) + "];");
+        line("for (int64_t i = 0; i < " + num(outer) + "; ++i) v[i] = " + init + ";");
+        open("for (int64_t j = 0; j < " + num(inner) + "; ++j)");
+        open("for (int64_t i = 0; i < " + num(outer) + "; ++i)");
+        line(reduce_step(op.reduce, "v[i]", in + "[j * " + num(sp.cols) + " + i]"));
+        close();
+        close();
+        open("for (int64_t i = 0; i < " + num(outer) + "; ++i)");
+        store("i", "v[i]");
+        close();
+        close();
+        return;
+      }
+      open("for (int64_t i = 0; i < " + num(outer) + "; ++i)");
+      line(T + " a = " + init + ";");
+      open("for (int64_t j = 0; j < " + num(inner) + "; ++j)");
+      line(reduce_step(op.reduce, "a", in + "[" + (rows ? "i * " + num(sp.cols) + " + j" : "j * " + num(sp.cols) + " + i") + "]"));
       close();
+      store("i", "a");
+      close();
+    };
+    switch (op.reduce_mode) {
+      case ReduceMode::Local:
+        for_workers(*src, [&](const Worker& w) {
+          FragPart dp = part_of(*dst, w);
+          const std::string out = base(*dst, w);
+          reduce_part(w, [&](const std::string& i, const std::string& v) {
+            line(out + "[" + (rows ? i + " * " + num(dp.cols) : i) + "] = " + v + ";");
+          });
+        });
+        return;
+      case ReduceMode::Partial:
+        // Element (line, s) of the scratch window for the worker at position s along
+        // the axis; a replica's owner writes the same partial, so replicas skip it.
+        for_workers(*src, [&](const Worker& w) {
+          if (!w.loop && !frag_part(p_, *src, w.w).owner) return;
+          std::string own = owner(*src, w);
+          if (own != "1") open("if (" + own + ")");
+          Expr s = rows ? grid_col(w) : grid_row(w);
+          Side scratch = side_at(op.dst, rows ? row0(*src, w) : s, rows ? s : col0(*src, w), op);
+          reduce_part(w, [&](const std::string& i, const std::string& v) {
+            line(rows ? scratch.write(i, "0", v, elem.dtype) : scratch.write("0", i, v, elem.dtype));
+          });
+          if (own != "1") close();
+        });
+        return;
+      case ReduceMode::Combine: {
+        const int64_t S = rows ? p_.worker_cols : p_.worker_rows;  // one partial per worker along the axis
+        for_workers(*dst, [&](const Worker& w) {
+          FragPart dp = part_of(*dst, w);
+          Side scratch = side_at(op.src, rows ? row0(*dst, w) : expr_const(0), rows ? expr_const(0) : col0(*dst, w), op);
+          open("for (int64_t i = 0; i < " + num(rows ? dp.rows : dp.cols) + "; ++i)");
+          line(T + " a = " + init + ";");
+          open("for (int64_t s = 0; s < " + num(S) + "; ++s)");
+          line(reduce_step(op.reduce, "a", rows ? scratch.read("i", "s") : scratch.read("s", "i")));
+          close();
+          line(base(*dst, w) + "[" + (rows ? "i * " + num(dp.cols) : "i") + "] = a;");
+          close();
+        });
+        return;
+      }
     }
   }
 
@@ -465,13 +941,15 @@ class Emitter {
     const Buffer& acc = frag(op.frag, op);
     const Buffer& A = p_.buffer(op.a.buffer);
     const Buffer& B = p_.buffer(op.b.buffer);
+    if (A.space != Space::Shared || B.space != Space::Shared)
+      user_error(ErrorKind::Verify, "mma #" + num(op.id) + ": operands must be shared buffers");
     const int64_t mr = p_.atom_m, nr = p_.atom_n;
     int64_t b_col = -1;
-    bool fast = cpu_microkernel_fits(mr, nr) && A.space == Space::Shared && A.layout == Layout::RowMajor &&
-                B.space == Space::Shared && B.layout == Layout::ColPanels && B.panel == nr &&
-                expr_is_const(op.b.col, &b_col) && b_col % nr == 0;
+    bool fast = cpu_microkernel_fits(mr, nr) && A.layout == Layout::RowMajor && B.layout == Layout::ColPanels &&
+                B.panel == nr && expr_is_const(op.b.col, &b_col) && b_col % nr == 0 && !is_f64(A.dtype) &&
+                !is_f64(B.dtype) && !is_f64(acc.dtype);
     line("// mma #" + num(op.id) + " (" + num(op.m) + "x" + num(op.n) + "x" + num(op.k) + ")");
-    Side a = side(op.a, 0, 0, nullptr, nullptr), b = side(op.b, 0, 0, nullptr, nullptr);
+    Side a = side(op.a, 0, 0, nullptr, nullptr, op), b = side(op.b, 0, 0, nullptr, nullptr, op);
     // The valid part of the tile (GroupOp::m_valid): work outside it is skipped.
     open("");
     line("const int64_t mv = " + (op.m_valid ? ex(op.m_valid) : num(op.m)) + ";");
@@ -481,7 +959,7 @@ class Emitter {
     for (int w = 0; w < p_.workers; ++w) {
       FragPart part = frag_part(p_, acc, w);
       if (part.rows * part.cols == 0) continue;
-      std::string c = frag_side(acc, w).base;
+      std::string c = part_base(acc, w);
       int64_t rows_fast = 0, cols_fast = 0;
       if (fast) {
         rows_fast = part.rows / mr * mr;
@@ -504,20 +982,20 @@ class Emitter {
       }
       // Leftovers: rows below the blocked ones (all columns), then the columns to
       // the right of the blocked ones (blocked rows only).
-      emit_scalar_mma(op, a, b, c, part, rows_fast, part.rows, 0, part.cols);
-      if (rows_fast > 0) emit_scalar_mma(op, a, b, c, part, 0, rows_fast, cols_fast, part.cols);
+      emit_scalar_mma(acc, a, b, c, part, rows_fast, part.rows, 0, part.cols);
+      if (rows_fast > 0) emit_scalar_mma(acc, a, b, c, part, 0, rows_fast, cols_fast, part.cols);
     }
     close();
   }
 
-  void emit_scalar_mma(const GroupOp& op, const Side& a, const Side& b, const std::string& c,
+  void emit_scalar_mma(const Buffer& acc, const Side& a, const Side& b, const std::string& c,
                        const FragPart& part, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
     if (r0 >= r1 || c0 >= c1) return;
     open("for (int64_t r = " + num(r0) + "; r < " + num(r1) + " && " + num(part.row0) +
          " + r < mv; ++r)");
     open("for (int64_t c = " + num(c0) + "; c < " + num(c1) + " && " + num(part.col0) +
          " + c < nv; ++c)");
-    line("float s = " + c + "[r * " + num(part.cols) + " + c];");
+    line(scratch_ctype(acc.dtype) + " s = " + c + "[r * " + num(part.cols) + " + c];");
     open("for (int64_t kk = 0; kk < kv; ++kk)");
     line("s += " + a.at(num(part.row0) + " + r", "kk") + " * " + b.at("kk", num(part.col0) + " + c") + ";");
     close();

@@ -8,15 +8,29 @@
 //   extern "C" int64_t tessel_scratch_floats(void);
 // `sizes` follows GroupProgram::size_params, `scalars` GroupProgram::scalars,
 // `tensors` GroupProgram::tensors, `group` the coordinates of GroupProgram::grid.
-// `scratch` holds every shared buffer (all versions) and every worker's fragments:
-// one group runs on one thread, which runs the workers' parts of each barrier
-// interval one after another, so a fence needs no instruction. The CPU has no copy
-// engine: async copies complete when issued, and async.commit / async.wait emit
-// nothing. Opaque calls are rejected (ErrorKind::Unsupported), as are non-f32
-// tensors. Copies run as whole windows (the workers' shares are disjoint, so the
-// order does not matter); a window wholly in bounds takes an unguarded fast path
-// (row memcpy, or panel-wide runs when packing ColPanels), an edge window one
-// shared guarded helper. Mma uses the micro-kernel of cpu_microkernel.h.
+// `scratch` holds every shared buffer (all versions) and every worker's fragments
+// (f64 buffers take two floats an element): one group runs on one thread, which
+// runs the workers' parts of each barrier interval one after another, so a fence
+// needs no instruction. With several workers, each op over fragments loops over
+// them at run time (their parts have equal extents), so the unit's size does not
+// grow with the worker count. The CPU
+// has no copy engine: async copies complete when issued, and async.commit /
+// async.wait emit nothing. Opaque calls are rejected (ErrorKind::Unsupported).
+//
+// Tensors are passed as float* and hold their storage type: f32, f64, or the bits
+// of bf16 / f16, converted to and from fp32 (round to nearest even) by bit
+// manipulation in the unit. Shared buffers and fragments hold float (double for
+// f64); a 16-bit shared buffer holds values rounded to its precision. A global
+// window is addressed through its ref's offset and strides: a column stride of
+// constant 1 keeps the contiguous paths (row memcpy, or panel-wide runs when
+// packing ColPanels), any other stride an element loop. A window wholly in bounds
+// takes the unguarded path; an edge window a guarded one whose source elements
+// outside read as the op's padding. Elementwise operands broadcast (extent 1
+// stretches); exp and exp2 in fp32 are the unit's own branch-free versions (they
+// vectorize), other math goes through __builtin_*; max and min propagate NaN as
+// the sim does. Reductions run in independent lanes so that they vectorize. Mma
+// uses the micro-kernel of cpu_microkernel.h where the layouts allow it (A
+// row-major, B in column panels of the atom's width), a scalar loop otherwise.
 #pragma once
 #include <string>
 

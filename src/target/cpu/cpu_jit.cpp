@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "runtime/kernel_cache.h"
+#include "runtime/tensor_check.h"
 #include "runtime/thread_pool.h"
 #include "target/cpu/cpu_emit.h"
 #include "tessel/error.h"
@@ -24,9 +25,11 @@ namespace {
 
 // -march=native: the kernel is built for this very CPU (the cache key names it).
 // -ffp-contract=fast: a * b + c becomes one FMA.
+// -fno-math-errno: sqrt and friends need not set errno (nothing reads it), so they
+// inline and vectorize.
 // A sanitized tessel (TESSEL_SANITIZE) sanitizes its kernels too: they are loaded
 // into a process that already carries the sanitizer runtimes.
-const char* kFlags = "-O2 -march=native -ffp-contract=fast -fPIC -shared"
+const char* kFlags = "-O2 -march=native -ffp-contract=fast -fno-math-errno -fPIC -shared"
 #ifdef TESSEL_SANITIZE
                      " -fsanitize=address,undefined -fno-sanitize-recover=all"
 #endif
@@ -159,36 +162,12 @@ class LoadedKernel : public CpuKernel {
                                                    std::to_string(it->second) + ")");
       sizes.push_back(it->second);
     }
-    auto size_of = [&](const std::string& name) {
-      for (size_t i = 0; i < sig_.size_params.size(); ++i)
-        if (sig_.size_params[i] == name) return sizes[i];
-      user_error(ErrorKind::InvalidArgument, "unknown size parameter '" + name + "'");
-    };
     std::vector<double> scalars;
     for (const ScalarParam& s : sig_.scalars) {
       auto it = args.scalars.find(s.name);
       if (it == args.scalars.end())
         user_error(ErrorKind::InvalidArgument, "missing scalar parameter '" + s.name + "'");
       scalars.push_back(it->second);
-    }
-    std::vector<float*> tensors;
-    for (const TensorParam& t : sig_.tensors) {
-      auto it = args.tensors.find(t.name);
-      if (it == args.tensors.end())
-        user_error(ErrorKind::InvalidArgument, "missing tensor '" + t.name + "'");
-      if (!it->second) user_error(ErrorKind::InvalidArgument, "tensor '" + t.name + "' is null");
-      int64_t rows = size_of(t.rows), cols = size_of(t.cols), ld = size_of(t.ld);
-      if (rows > 1 && ld < cols)
-        user_error(ErrorKind::InvalidArgument, "tensor '" + t.name + "': leading dimension " + t.ld +
-                                                   " = " + std::to_string(ld) + " is less than its " +
-                                                   std::to_string(cols) + " columns");
-      // The kernel computes element offsets row * ld + col in 64 bits.
-      int64_t bytes = 0;
-      if (__builtin_mul_overflow(rows, ld, &bytes) || __builtin_mul_overflow(bytes, int64_t{4}, &bytes))
-        user_error(ErrorKind::InvalidArgument, "tensor '" + t.name + "': " + std::to_string(rows) +
-                                                   " rows x ld " + std::to_string(ld) +
-                                                   " overflows 64-bit byte offsets");
-      tensors.push_back(it->second);
     }
     SymbolLookup lookup = [&](const std::string& name, int64_t* v) {
       for (size_t i = 0; i < sig_.size_params.size(); ++i)
@@ -198,6 +177,22 @@ class LoadedKernel : public CpuKernel {
         }
       return false;
     };
+    std::vector<float*> tensors;
+    for (const TensorParam& t : sig_.tensors) {
+      auto it = args.tensors.find(t.name);
+      if (it == args.tensors.end())
+        user_error(ErrorKind::InvalidArgument, "missing tensor '" + t.name + "'");
+      if (!it->second) user_error(ErrorKind::InvalidArgument, "tensor '" + t.name + "' is null");
+      // Shapes and strides (runtime/tensor_check.h); the emitted code also forms
+      // byte addresses from element offsets, so those must fit in 64 bits too.
+      TensorLayout layout = check_tensor(t, args.sizes);
+      int64_t bytes = 0;
+      if (__builtin_mul_overflow(layout.elements, int64_t{dtype_bytes(t.dtype)}, &bytes))
+        user_error(ErrorKind::InvalidArgument, "tensor '" + t.name + "': " + std::to_string(layout.elements) +
+                                                   " elements of " + dtype_name(t.dtype) +
+                                                   " overflow 64-bit byte offsets");
+      tensors.push_back(it->second);
+    }
     std::vector<int64_t> extents;
     int64_t groups = 1;
     bool overflow = false;
@@ -295,9 +290,15 @@ void check_scratch(const GroupProgram& program) {
   bool overflow = false;
   for (const Buffer& b : program.buffers) {
     if (b.space == Space::Global) continue;
-    int64_t n = 0;
-    overflow |= __builtin_mul_overflow(b.rows, b.cols, &n) ||
-                __builtin_mul_overflow(n, std::max<int64_t>(1, b.versions), &n) ||
+    // Shared: every version; private: every worker's part (replicated parts repeat).
+    int64_t n = 0, rows = b.rows, cols = b.cols, copies = std::max<int64_t>(1, b.versions);
+    if (b.space == Space::Private && program.workers >= 1 && program.worker_rows >= 1 &&
+        program.worker_cols >= 1) {
+      FragPart part = frag_part(program, b, 0);
+      rows = part.rows, cols = part.cols, copies = program.workers;
+    }
+    overflow |= __builtin_mul_overflow(rows, cols, &n) || __builtin_mul_overflow(n, copies, &n) ||
+                __builtin_mul_overflow(n, int64_t{b.dtype == DType::F64 ? 2 : 1}, &n) ||
                 __builtin_add_overflow(floats, n, &floats);
   }
   if (overflow || floats > kMaxScratchBytes / 4)

@@ -1,7 +1,10 @@
 #include "target/cuda/cuda_emit.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <set>
 
 #include "tessel/error.h"
@@ -30,6 +33,22 @@ static __device__ __forceinline__ unsigned tsl_smem(const void* p) {
 // 16 bytes global -> shared, asynchronously; bytes past src_bytes are zero-filled.
 static __device__ __forceinline__ void tsl_cp_async16(void* dst, const void* src, int src_bytes) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(tsl_smem(dst)), "l"(src), "r"(src_bytes));
+}
+// max and min that keep a NaN operand (as the sim does), so poison stays visible:
+// one instruction from sm_80 on.
+static __device__ __forceinline__ float tsl_max(float x, float y) {
+#if __CUDA_ARCH__ >= 800
+  float r; asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(x), "f"(y)); return r;
+#else
+  return (x != x || x > y) ? x : y;
+#endif
+}
+static __device__ __forceinline__ float tsl_min(float x, float y) {
+#if __CUDA_ARCH__ >= 800
+  float r; asm("min.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(x), "f"(y)); return r;
+#else
+  return (x != x || x < y) ? x : y;
+#endif
 }
 static __device__ __forceinline__ float tsl_bf16_to_f32(unsigned short x) { return __uint_as_float((unsigned)x << 16); }
 static __device__ __forceinline__ float tsl_f16_to_f32(unsigned short x) {
@@ -101,6 +120,7 @@ std::string to_f32(DType t, const std::string& x) {
     case DType::F32: return x;
     case DType::BF16: return "tsl_bf16_to_f32(" + x + ")";
     case DType::F16: return "tsl_f16_to_f32(" + x + ")";
+    case DType::F64: break;  // refused in check_program
   }
   return x;
 }
@@ -109,10 +129,15 @@ std::string from_f32(DType t, const std::string& x) {
     case DType::F32: return x;
     case DType::BF16: return "tsl_f32_to_bf16(" + x + ")";
     case DType::F16: return "tsl_f32_to_f16(" + x + ")";
+    case DType::F64: break;  // refused in check_program
   }
   return x;
 }
-std::string zero_of(DType t) { return t == DType::F32 ? "0.0f" : "(unsigned short)0"; }
+// The padding value `v` as an element of type t.
+std::string pad_of(DType t, double v) {
+  if (v == 0) return t == DType::F32 ? "0.0f" : "(unsigned short)0";
+  return from_f32(t, float_literal(v));
+}
 
 class Emitter {
  public:
@@ -147,6 +172,7 @@ class Emitter {
       bool in = p_.tensors[i].access == Access::In;
       param(std::string(in ? "const " : "") + ctype(p_.tensors[i].dtype) + "* __restrict__ t" + num(i));
     }
+    if (p_.grid.size() > 1) param("int tsl_folded");
     s += params + ") {\n";
     if (swizzled_any_) {
       // Swizzled operands repeat every 1024 bytes of shared address: align the base.
@@ -163,9 +189,7 @@ class Emitter {
     s += "  (void)wr; (void)wc; (void)owns;\n";
     for (const ScalarParam& sc : p_.scalars)
       s += "  const float s_" + sc.name + " = (float)d_" + sc.name + "; (void)s_" + sc.name + ";\n";
-    static const char* dims[] = {"blockIdx.x", "blockIdx.y", "blockIdx.z"};
-    for (size_t i = 0; i < p_.grid.size(); ++i)
-      s += "  const int64_t " + sym(p_.grid[i].iv) + " = " + dims[p_.grid.size() - 1 - i] + ";\n";
+    s += group_coordinates();
     for (const Buffer& b : p_.buffers) {
       if (b.space == Space::Shared)
         s += "  " + std::string(ctype(b.dtype)) + "* const b" + num(b.id) + " = (" + ctype(b.dtype) +
@@ -195,19 +219,143 @@ class Emitter {
       user_error(ErrorKind::Plan, "cuda target: " + num(threads_) + " threads per block (" +
                                       num(p_.workers) + " workers x " + num(p_.lanes) +
                                       " lanes); a block holds at most 1024");
-    for (const Buffer& b : p_.buffers) {
-      if (b.space != Space::Private) continue;
-      if (b.rows % p_.worker_rows || b.cols % p_.worker_cols)
-        user_error(ErrorKind::Verify, "fragment " + b.name + " does not divide over the worker grid");
-      int64_t pr = b.rows / p_.worker_rows, pc = b.cols / p_.worker_cols;
-      if (p_.lanes == 32 && (pr % 16 || pc % 8))
-        user_error(ErrorKind::Plan, "fragment " + b.name + ": a warp's part " + num(pr) + "x" + num(pc) +
-                                        " is not a grid of 16x8 mma tiles");
-      if (p_.lanes == 128 && (pr % 64 || pc % 64 || pc > 256))
-        user_error(ErrorKind::Plan, "fragment " + b.name + ": a warpgroup's part " + num(pr) + "x" + num(pc) +
-                                        " is not a column of 64xN wgmma tiles (N a multiple of 64, at most 256)");
-    }
+    for (const TensorParam& t : p_.tensors)
+      if (t.dtype == DType::F64)
+        user_error(ErrorKind::Unsupported, "cuda target: tensor " + t.name + " is f64 (the sim and cpu targets take f64)");
+    for (const Buffer& b : p_.buffers)
+      if (b.dtype == DType::F64)
+        user_error(ErrorKind::Unsupported, "cuda target: buffer " + b.name + " is f64 (the sim and cpu targets take f64)");
+    check_ops(p_.body);
+    for (const Buffer& b : p_.buffers)
+      if (b.space == Space::Private) check_frag(b);
     if (p_.atom == AtomKind::Wgmma) mark_wgmma_operands(p_.body);
+  }
+
+  // Group coordinates: the last grid dimension is blockIdx.x, the ones before it y
+  // and z. A launch whose y or z would pass the device's 65535 folds the whole
+  // grid into x (cuda_grid) and says so in the kernel's last parameter; only then
+  // does the kernel divide (a per-block division showed in small GEMMs).
+  std::string group_coordinates() const {
+    const size_t n = p_.grid.size();
+    static const char* dims[] = {"blockIdx.x", "blockIdx.y", "blockIdx.z"};
+    if (n == 1) return "  const int64_t " + sym(p_.grid[0].iv) + " = blockIdx.x;\n";
+    // Decoded in 32 bits (a folded grid has fewer than 2^31 blocks), so that the
+    // coordinates stay known 32-bit values: 64-bit ones cost mma kernels registers.
+    auto u = [&](size_t i) { return "u_" + p_.grid[i].iv; };
+    std::string s = "  unsigned";
+    for (size_t i = 0; i < n; ++i) s += std::string(i ? ", " : " ") + u(i);
+    s += ";\n  if (!tsl_folded) {\n";
+    for (size_t i = 0; i < n; ++i) s += "    " + u(i) + " = " + dims[n - 1 - i] + ";\n";
+    s += "  } else {\n    unsigned g = blockIdx.x;\n";
+    for (size_t i = n; i-- > 0;) {
+      if (i == 0) {
+        s += "    " + u(i) + " = g;\n";
+      } else {
+        std::string e = "(unsigned)(" + ex(p_.grid[i].extent) + ")";
+        s += "    " + u(i) + " = g % " + e + ";\n    g /= " + e + ";\n";
+      }
+    }
+    s += "  }\n";
+    for (size_t i = 0; i < n; ++i) s += "  const int64_t " + sym(p_.grid[i].iv) + " = " + u(i) + ";\n";
+    return s;
+  }
+
+  // What the atom supports, op by op. The fma atom (a worker is a thread) takes
+  // every op; the mma atoms keep to what a matrix product needs: elementwise ops on fragments
+  // of one shape (the accumulator's), loads and stores of them.
+  void check_ops(const std::vector<GroupOp>& ops) {
+    const bool fma = p_.lanes == 1;
+    auto unsupported = [&](const GroupOp& op, const std::string& what) {
+      user_error(ErrorKind::Unsupported, std::string(group_op_name(op.kind)) + " #" + num(op.id) + ": " + what +
+                                             " is not supported on the " + atom_name(p_.atom) +
+                                             " atom (plan the fma atom)");
+    };
+    for (const GroupOp& op : ops) {
+      for (const auto& body : op.bodies) check_ops(body);
+      switch (op.kind) {
+        case GroupOpKind::Elementwise: {
+          const Buffer& d = frag(op.frag, op);
+          if (static_cast<int>(op.operands.size()) != ew_arity(op.ew))
+            user_error(ErrorKind::Verify, "ew #" + num(op.id) + ": " + ew_op_name(op.ew) + " takes " +
+                                              num(ew_arity(op.ew)) + " operands, got " + num(op.operands.size()));
+          if (op.ew == EwOp::Cast && op.dtype == DType::F64)
+            user_error(ErrorKind::Unsupported, "ew #" + num(op.id) + ": cast to f64 on the cuda target (sim and cpu only)");
+          if (op.ew == EwOp::Index && op.axis != 0 && op.axis != 1)
+            user_error(ErrorKind::Verify, "ew #" + num(op.id) + ": index axis " + num(op.axis) + " (0 or 1)");
+          for (const EwOperand& o : op.operands) {
+            if (o.kind == EwOperand::Kind::Scalar) {
+              bool found = false;
+              for (const ScalarParam& sc : p_.scalars) found |= sc.name == o.scalar;
+              if (!found) user_error(ErrorKind::Verify, "ew #" + num(op.id) + ": unknown scalar '" + o.scalar + "'");
+            }
+            if (o.kind != EwOperand::Kind::Frag) continue;
+            const Buffer& x = frag(o.frag, op);
+            if (x.rows == d.rows && x.cols == d.cols) continue;
+            if ((x.rows != d.rows && x.rows != 1) || (x.cols != d.cols && x.cols != 1))
+              user_error(ErrorKind::Verify, "ew #" + num(op.id) + ": operand '" + x.name + "' (" + num(x.rows) + "x" +
+                                                num(x.cols) + ") does not broadcast to '" + d.name + "' (" +
+                                                num(d.rows) + "x" + num(d.cols) + ")");
+            if (!fma) unsupported(op, "a broadcast operand ('" + x.name + "' to '" + d.name + "')");
+          }
+          break;
+        }
+        case GroupOpKind::Reduce: {
+          if (!fma) unsupported(op, std::string("reduce.") + reduce_op_name(op.reduce));
+          if (op.axis != 0 && op.axis != 1)
+            user_error(ErrorKind::Verify, "reduce #" + num(op.id) + ": axis " + num(op.axis) + " (0 or 1)");
+          const bool combine = op.reduce_mode == ReduceMode::Combine;
+          if (!combine && (op.operands.size() != 1 || op.operands[0].kind != EwOperand::Kind::Frag))
+            user_error(ErrorKind::Verify, "reduce #" + num(op.id) + ": the source must be one fragment");
+          const BufferRef* scratch = op.reduce_mode == ReduceMode::Partial ? &op.dst : combine ? &op.src : nullptr;
+          if (scratch && p_.buffer(scratch->buffer).space != Space::Shared)
+            user_error(ErrorKind::Verify, "reduce #" + num(op.id) + ": the scratch window must be shared memory");
+          if (op.reduce_mode != ReduceMode::Partial) {
+            const Buffer& d = frag(op.frag, op);
+            int64_t want_r = op.axis == 0 ? 1 : combine ? op.rows : frag(op.operands[0].frag, op).rows;
+            int64_t want_c = op.axis == 1 ? 1 : combine ? op.cols : frag(op.operands[0].frag, op).cols;
+            if (d.rows != want_r || d.cols != want_c)
+              user_error(ErrorKind::Verify, "reduce #" + num(op.id) + ": destination '" + d.name + "' is " +
+                                                num(d.rows) + "x" + num(d.cols) + ", not " + num(want_r) + "x" +
+                                                num(want_c));
+          }
+          break;
+        }
+        case GroupOpKind::FragStore:
+          if (op.transpose) user_error(ErrorKind::Verify, "frag.store #" + num(op.id) + ": stores are not transposed");
+          [[fallthrough]];
+        case GroupOpKind::FragLoad:
+          if (p_.buffer(window(op).buffer).space == Space::Private)
+            user_error(ErrorKind::Verify, std::string(group_op_name(op.kind)) + " #" + num(op.id) +
+                                              ": fragment to fragment");
+          frag(op.frag, op);
+          break;
+        default: break;
+      }
+    }
+  }
+
+  // A fragment's extents against the worker grid and the atom's register blocks.
+  void check_frag(const Buffer& b) {
+    const std::string grid = num(p_.worker_rows) + "x" + num(p_.worker_cols);
+    if (p_.lanes == 1) {
+      // Extents of 1 are replicated; others split evenly (frag_part).
+      if ((b.rows != 1 && b.rows % p_.worker_rows) || (b.cols != 1 && b.cols % p_.worker_cols))
+        user_error(ErrorKind::Plan, "fragment " + b.name + " (" + num(b.rows) + "x" + num(b.cols) +
+                                        ") does not divide over the " + grid + " worker grid");
+      return;
+    }
+    if ((b.rows == 1 && p_.worker_rows > 1) || (b.cols == 1 && p_.worker_cols > 1) || b.rows % p_.worker_rows ||
+        b.cols % p_.worker_cols)
+      user_error(ErrorKind::Unsupported, "fragment " + b.name + " (" + num(b.rows) + "x" + num(b.cols) + ") over the " +
+                                             grid + " worker grid is not supported on the " + atom_name(p_.atom) +
+                                             " atom (plan the fma atom)");
+    int64_t pr = b.rows / p_.worker_rows, pc = b.cols / p_.worker_cols;
+    if (p_.lanes == 32 && (pr % 16 || pc % 8))
+      user_error(ErrorKind::Plan, "fragment " + b.name + ": a warp's part " + num(pr) + "x" + num(pc) +
+                                      " is not a grid of 16x8 mma tiles");
+    if (p_.lanes == 128 && (pr % 64 || pc % 64 || pc > 256))
+      user_error(ErrorKind::Plan, "fragment " + b.name + ": a warpgroup's part " + num(pr) + "x" + num(pc) +
+                                      " is not a column of 64xN wgmma tiles (N a multiple of 64, at most 256)");
   }
 
   // wgmma reads its operands from shared memory in the 128-byte-swizzled layouts
@@ -314,9 +462,6 @@ class Emitter {
     shared_bytes_ = at;
   }
 
-  int64_t regs(const Buffer& f) const {
-    return f.rows / p_.worker_rows * (f.cols / p_.worker_cols) / p_.lanes;
-  }
 
   void line(const std::string& s) { body_ += std::string(2 * depth_, ' ') + s + "\n"; }
   void open(const std::string& s) { line(s.empty() ? "{" : s + " {"); ++depth_; }
@@ -333,10 +478,29 @@ class Emitter {
     return "(" + base + " + (int)(" + ex(ref.version) + ") * " + num(elems) + ")";
   }
 
-  // Index of element (r, c) (C++ expressions, absolute in the buffer).
+  // Index of element (r, c) (C++ expressions, absolute in the buffer): global
+  // buffers through the ref's strides and offset, others through their layout.
+  std::string index(const BufferRef& ref, const std::string& r, const std::string& c) const {
+    const Buffer& b = p_.buffer(ref.buffer);
+    if (b.space != Space::Global) return index(b, r, c);
+    TESSEL_ASSERT(ref.row_stride && ref.col_stride, "global ref without strides");
+    std::string s = "(int64_t)(" + r + ") * (" + ex(ref.row_stride) + ")";
+    s += unit(ref.col_stride) ? " + (" + c + ")" : " + (int64_t)(" + c + ") * (" + ex(ref.col_stride) + ")";
+    if (ref.offset && !is_zero(ref.offset)) s = "(" + ex(ref.offset) + ") + " + s;
+    return s;
+  }
+  static bool unit(const Expr& e) {
+    int64_t v = 0;
+    return e && expr_is_const(e, &v) && v == 1;
+  }
+  static bool is_zero(const Expr& e) {
+    int64_t v = 0;
+    return expr_is_const(e, &v) && v == 0;
+  }
+
+  // Index of element (r, c) of a shared or private buffer, by its layout.
   std::string index(const Buffer& b, const std::string& r, const std::string& c) const {
-    if (b.space == Space::Global)
-      return "(int64_t)(" + r + ") * " + sym(p_.tensors.at(b.tensor).ld) + " + (" + c + ")";
+    TESSEL_ASSERT(b.space != Space::Global, "global buffers are indexed through their refs");
     std::string R = "(int)(" + r + ")", C = "(int)(" + c + ")", P = num(b.panel), L = num(line_[b.id]);
     if (swizzled(b)) {
       // Element x of a 128-byte row r (64 16-bit elements): chunk x/8 moves to
@@ -354,12 +518,17 @@ class Emitter {
   }
 
   std::string at(const BufferRef& ref, const std::string& r, const std::string& c) const {
-    return base(ref) + "[" + index(p_.buffer(ref.buffer), r, c) + "]";
+    return base(ref) + "[" + index(ref, r, c) + "]";
   }
 
   // Are `v` consecutive columns starting at a multiple of v contiguous in memory?
+  bool columns_contiguous(const BufferRef& ref, int64_t v) const {
+    const Buffer& b = p_.buffer(ref.buffer);
+    if (b.space == Space::Global) return unit(ref.col_stride);  // alignment checked at run time
+    return columns_contiguous(b, v);
+  }
   bool columns_contiguous(const Buffer& b, int64_t v) const {
-    if (b.space == Space::Global) return true;  // row-major; alignment checked at run time
+    TESSEL_ASSERT(b.space != Space::Global, "global buffers are judged through their refs");
     if (swizzled(b)) return 8 % v == 0;         // 16-byte chunks stay whole
     if (b.layout == Layout::RowMajor) return line_[b.id] % v == 0;
     if (b.layout == Layout::ColPanels) return b.panel % v == 0 && line_[b.id] % v == 0;
@@ -370,183 +539,21 @@ class Emitter {
   std::string global_aligned(const BufferRef& ref, int64_t v) const {
     const Buffer& b = p_.buffer(ref.buffer);
     if (b.space != Space::Global) return "";
-    std::string ld = sym(p_.tensors.at(b.tensor).ld);
-    return "(((unsigned long long)t" + num(b.tensor) + ") % 16 == 0 && " + ld + " % " + num(v) +
-           " == 0 && (" + ex(ref.col) + ") % " + num(v) + " == 0)";
+    return "(" + global_aligned(ref, v, ex(ref.col), 16) + ")";
+  }
+  // Run-time condition that vectors of `v` elements (`bytes` bytes) starting at
+  // column `col` of every row of a unit-col-stride global ref are aligned.
+  std::string global_aligned(const BufferRef& ref, int64_t v, const std::string& col, int64_t bytes) const {
+    const Buffer& b = p_.buffer(ref.buffer);
+    std::string s = "((unsigned long long)t" + num(b.tensor) + ") % " + num(bytes) + " == 0 && (" +
+                    ex(ref.row_stride) + ") % " + num(v) + " == 0 && (" + col + ") % " + num(v) + " == 0";
+    if (ref.offset && !is_zero(ref.offset)) s += " && (" + ex(ref.offset) + ") % " + num(v) + " == 0";
+    return s;
   }
 
   static bool const_multiple(const Expr& e, int64_t v) {
     int64_t x = 0;
     return expr_is_const(e, &x) && x % v == 0;
-  }
-
-  // ---- runs of per-register ops ----
-  // Fragment loads, stores, fills and elementwise ops on fragments of one shape
-  // touch register i of each fragment and the element (r(i), c(i)) of their
-  // windows only. A run of them is emitted as one loop over i (each register goes
-  // through the whole run before the next), so a fragment that lives only inside
-  // the run needs no registers of its own at once, when no memory effect of the
-  // run can reach another register's element (see fusable).
-  static bool per_register(const GroupOp& op) {
-    return op.kind == GroupOpKind::FragLoad || op.kind == GroupOpKind::FragStore ||
-           op.kind == GroupOpKind::FragFill || op.kind == GroupOpKind::Elementwise;
-  }
-
-  // Can `op` join `run` (all per-register)?
-  bool fusable(const std::vector<const GroupOp*>& run, const GroupOp& op) const {
-    const Buffer& f = p_.buffer(op.frag);
-    const Buffer& first = p_.buffer(run.front()->frag);
-    if (f.space != Space::Private || f.rows != first.rows || f.cols != first.cols) return false;
-    if (op.kind == GroupOpKind::Elementwise)
-      for (const EwOperand& o : op.operands)
-        if (o.kind == EwOperand::Kind::Frag) {
-          const Buffer& x = p_.buffer(o.frag);
-          if (x.space != Space::Private || x.rows != first.rows || x.cols != first.cols) return false;
-        }
-    if (op.kind == GroupOpKind::FragLoad || op.kind == GroupOpKind::FragStore) {
-      const BufferRef& r = op.kind == GroupOpKind::FragLoad ? op.src : op.dst;
-      const Buffer& b = p_.buffer(r.buffer);
-      if (b.space == Space::Private) return false;
-      // Memory effects: two transfers that may alias (global buffers are one class,
-      // a shared buffer is its own) where either writes must name the same window,
-      // so that register i of both is the same element.
-      for (const GroupOp* q : run) {
-        if (q->kind != GroupOpKind::FragLoad && q->kind != GroupOpKind::FragStore) continue;
-        if (q->kind == GroupOpKind::FragLoad && op.kind == GroupOpKind::FragLoad) continue;
-        const BufferRef& s = q->kind == GroupOpKind::FragLoad ? q->src : q->dst;
-        const Buffer& c = p_.buffer(s.buffer);
-        bool alias = (c.space == Space::Global && b.space == Space::Global) || c.id == b.id;
-        if (!alias) continue;
-        bool same = c.id == b.id && expr_equal(s.row, r.row) && expr_equal(s.col, r.col) &&
-                    ((!s.version && !r.version) || (s.version && r.version && expr_equal(s.version, r.version)));
-        if (!same) return false;
-      }
-    }
-    return true;
-  }
-
-  void emit_ops(const std::vector<GroupOp>& ops) {
-    for (size_t i = 0; i < ops.size();) {
-      if (!per_register(ops[i])) {
-        emit_op(ops[i++]);
-        continue;
-      }
-      std::vector<const GroupOp*> run = {&ops[i]};
-      size_t j = i + 1;
-      while (j < ops.size() && per_register(ops[j]) && fusable(run, ops[j])) run.push_back(&ops[j++]);
-      if (run.size() == 1 || !fusable_start(*run.front())) emit_op(ops[i]), j = i + 1;
-      else emit_run(run);
-      i = j;
-    }
-  }
-
-  bool fusable_start(const GroupOp& op) const {
-    std::vector<const GroupOp*> none = {&op};
-    return p_.buffer(op.frag).space == Space::Private && fusable(none, op);
-  }
-
-  void emit_run(const std::vector<const GroupOp*>& run) {
-    const Buffer& f0 = p_.buffer(run.front()->frag);
-    const int64_t pr = f0.rows / p_.worker_rows, pc = f0.cols / p_.worker_cols, n = regs(f0);
-    std::string ids;
-    for (const GroupOp* op : run) ids += (ids.empty() ? "#" : ", #") + num(op->id);
-    line("// per-register run " + ids);
-    open("if (owns)");
-    // Per transfer: its part's origin, the condition that the part lies inside its
-    // bounds, and whether it can move pairs / quads of fp32 as vectors.
-    int64_t vw = p_.lanes == 1 ? 4 : 2;
-    std::vector<std::string> fits_all, vec_all;
-    bool vec = pc % vw == 0;
-    for (const GroupOp* op : run) {
-      if (op->kind != GroupOpKind::FragLoad && op->kind != GroupOpKind::FragStore) continue;
-      bool load = op->kind == GroupOpKind::FragLoad;
-      const BufferRef& ref = load ? op->src : op->dst;
-      const Buffer& b = p_.buffer(ref.buffer);
-      std::string o = num(op->id);
-      line("const int64_t r0_" + o + " = " + ex(ref.row) + " + wr * " + num(pr) + ", c0_" + o + " = " + ex(ref.col) +
-           " + wc * " + num(pc) + ";");
-      Expr rb = load ? op->src_row_bound : op->dst_row_bound, cb = load ? op->src_col_bound : op->dst_col_bound;
-      if (rb) fits_all.push_back("r0_" + o + " + " + num(pr) + " <= " + ex(rb));
-      if (cb) fits_all.push_back("c0_" + o + " + " + num(pc) + " <= " + ex(cb));
-      if (b.dtype != DType::F32 || b.space != Space::Global) vec = false;
-      else
-        vec_all.push_back("((unsigned long long)t" + num(b.tensor) + ") % " + num(4 * vw) + " == 0 && " +
-                          sym(p_.tensors.at(b.tensor).ld) + " % " + num(vw) + " == 0 && c0_" + o + " % " + num(vw) +
-                          " == 0");
-    }
-    if (!vec) vw = 1;
-    auto join = [](const std::vector<std::string>& v) {
-      std::string s;
-      for (const std::string& x : v) s += (s.empty() ? "" : " && ") + x;
-      return s;
-    };
-    std::string fast = join(fits_all);
-    if (vw > 1) fast += (fast.empty() ? "" : " && ") + join(vec_all);
-    auto body = [&](int64_t width, bool guarded) {
-      line("#pragma unroll");
-      open("for (int i = 0; i < " + num(n) + "; i += " + num(width) + ")");
-      auto [rr, cc] = reg_rc(f0, "i");
-      line("const int64_t ri = " + rr + ", ci = " + cc + ";");
-      line("(void)ri; (void)ci;");
-      for (const GroupOp* op : run) emit_run_step(*op, width, guarded);
-      close();
-    };
-    if (fast.empty()) {
-      body(vw, false);
-    } else {
-      open("if (" + fast + ")");
-      body(vw, false);
-      --depth_;
-      open("} else");
-      body(1, true);
-      close();
-    }
-    close();
-  }
-
-  // One op of a run for registers i .. i + width - 1 (ri, ci: register i's place).
-  void emit_run_step(const GroupOp& op, int64_t width, bool guarded) {
-    std::string f = "f" + num(op.frag);
-    switch (op.kind) {
-      case GroupOpKind::FragFill:
-        for (int64_t x = 0; x < width; ++x) line(f + "[i + " + num(x) + "] = " + float_literal(op.constant) + ";");
-        return;
-      case GroupOpKind::Elementwise:
-        for (int64_t x = 0; x < width; ++x) line(f + "[i + " + num(x) + "] = " + ew_value(op, "i + " + num(x)) + ";");
-        return;
-      default: break;
-    }
-    bool load = op.kind == GroupOpKind::FragLoad;
-    const BufferRef& ref = load ? op.src : op.dst;
-    const Buffer& b = p_.buffer(ref.buffer);
-    std::string o = num(op.id), r = "r0_" + o + " + ri", c = "c0_" + o + " + ci";
-    if (width > 1) {
-      std::string vt = width == 4 ? "float4" : "float2";
-      std::string ptr = "(" + std::string(load ? "const " : "") + vt + "*)&" + base(ref) + "[" + index(b, r, c) + "]";
-      const char* comp[] = {".x", ".y", ".z", ".w"};
-      if (load) {
-        line("{ const " + vt + " v = *" + ptr + ";");
-        for (int64_t x = 0; x < width; ++x) line("  " + f + "[i + " + num(x) + "] = v" + comp[x] + ";");
-        line("}");
-      } else {
-        std::string v = "make_" + vt + "(";
-        for (int64_t x = 0; x < width; ++x) v += (x ? ", " : "") + f + "[i + " + num(x) + "]";
-        line("*" + ptr + " = " + v + ");");
-      }
-      return;
-    }
-    Expr rb = load ? op.src_row_bound : op.dst_row_bound, cb = load ? op.src_col_bound : op.dst_col_bound;
-    std::string g;
-    if (guarded && rb) g += "(" + r + ") < " + ex(rb);
-    if (guarded && cb) g += (g.empty() ? "" : " && ") + ("(" + c + ") < " + ex(cb));
-    std::string x = base(ref) + "[" + index(b, r, c) + "]";
-    if (load) {
-      std::string v = to_f32(b.dtype, x);
-      line(f + "[i] = " + (g.empty() ? v : "(" + g + ") ? " + v + " : 0.0f") + ";");
-    } else {
-      std::string st = x + " = " + from_f32(b.dtype, f + "[i]") + ";";
-      line(g.empty() ? st : "if (" + g + ") " + st);
-    }
   }
 
   void emit_op(const GroupOp& op) {
@@ -575,17 +582,12 @@ class Emitter {
         if (p_.atom == AtomKind::Wgmma) line("asm volatile(\"fence.proxy.async.shared::cta;\\n\" ::: \"memory\");");
         line("__syncthreads();  // " + std::string(group_op_name(op.kind)) + " #" + num(op.id));
         return;
-      case GroupOpKind::FragFill: {
-        const Buffer& f = frag(op.frag, op);
-        line("// frag.fill #" + num(op.id));
-        line("#pragma unroll");
-        line("for (int i = 0; i < " + num(regs(f)) + "; ++i) f" + num(f.id) + "[i] = " + float_literal(op.constant) + ";");
-        return;
-      }
+      case GroupOpKind::FragFill:
       case GroupOpKind::FragLoad:
-      case GroupOpKind::FragStore: emit_frag_transfer(op); return;
+      case GroupOpKind::FragStore:
+      case GroupOpKind::Elementwise: emit_run({&op}); return;
       case GroupOpKind::Mma: emit_mma(op); return;
-      case GroupOpKind::Elementwise: emit_elementwise(op); return;
+      case GroupOpKind::Reduce: emit_reduce(op); return;
       case GroupOpKind::Call:
         user_error(ErrorKind::Unsupported, "cuda target: op #" + num(op.id) + " calls '" + op.callee +
                                                "', and opaque calls are not supported");
@@ -620,32 +622,6 @@ class Emitter {
     user_error(ErrorKind::Verify, "if: unknown scalar '" + c.scalar + "'");
   }
 
-  const Buffer& frag(int id, const GroupOp& op) const {
-    const Buffer& f = p_.buffer(id);
-    if (f.space != Space::Private)
-      user_error(ErrorKind::Verify, "op #" + num(op.id) + ": '" + f.name + "' is not a fragment");
-    return f;
-  }
-
-  // Row and column (within the worker's part) of register i of a fragment, as C++
-  // expressions; i must be a compile-time constant after unrolling.
-  std::pair<std::string, std::string> reg_rc(const Buffer& f, const std::string& i) const {
-    int64_t pc = f.cols / p_.worker_cols;
-    if (p_.lanes == 1) return {"(" + i + " / " + num(pc) + ")", "(" + i + " % " + num(pc) + ")"};
-    if (p_.lanes == 128) {
-      // wgmma accumulator: m tile t = i / (pc/2) of 64 rows; warp w = lane/32 holds
-      // its rows 16w..16w+15 in the mma.sync m16n8 layout, n tile j/4 for j = i % (pc/2).
-      std::string h = num(pc / 2), j = "(" + i + " % " + h + ")";
-      return {"((" + i + " / " + h + ") * 64 + (lane / 32) * 16 + (lane % 32) / 4 + (" + j + " / 2 % 2) * 8)",
-              "((" + j + " / 4) * 8 + (lane % 4) * 2 + " + j + " % 2)"};
-    }
-    // mma.sync accumulator: tile t = i / 4 of a (pr/16) x (pc/8) grid; within it,
-    // q = i % 4 sits at row lane/4 + 8*(q/2), column 2*(lane%4) + q%2.
-    std::string nt = num(pc / 8);
-    return {"((" + i + " / 4) / " + nt + " * 16 + (" + i + " % 4) / 2 * 8 + lane / 4)",
-            "((" + i + " / 4) % " + nt + " * 8 + (lane % 4) * 2 + " + i + " % 2)"};
-  }
-
   // ---- copies ----
 
   // dst window = src window, rows x cols, cooperatively over every thread.
@@ -663,7 +639,7 @@ class Emitter {
     line("// copy #" + num(op.id) + (op.async ? " (async)" : ""));
     open("");
     const int64_t v = 16 / dtype_bytes(sb.dtype);
-    bool vec = op.cols % v == 0 && columns_contiguous(sb, v) && columns_contiguous(db, v) &&
+    bool vec = op.cols % v == 0 && columns_contiguous(op.src, v) && columns_contiguous(op.dst, v) &&
                (sb.space == Space::Global || const_multiple(op.src.col, v)) &&
                (db.space == Space::Global || const_multiple(op.dst.col, v)) &&
                !(db.space == Space::Global && op.dst_col_bound && sb.space == Space::Global);
@@ -695,7 +671,7 @@ class Emitter {
     if (op.src_row_bound) guard += R + " < " + ex(op.src_row_bound);
     if (op.src_col_bound) guard += (guard.empty() ? "" : " && ") + C + " < " + ex(op.src_col_bound);
     std::string x = at(op.src, R, C);
-    return guard.empty() ? x : "((" + guard + ") ? " + x + " : " + zero_of(sb.dtype) + ")";
+    return guard.empty() ? x : "((" + guard + ") ? " + x + " : " + pad_of(sb.dtype, op.constant) + ")";
   }
 
   std::string dst_guard(const GroupOp& op, const std::string& r, const std::string& c) const {
@@ -727,12 +703,17 @@ class Emitter {
     const Buffer& sb = p_.buffer(op.src.buffer);
     const int64_t items = op.rows * op.cols, per = (items + threads_ - 1) / threads_;
     const int64_t batch = std::min<int64_t>(per, 8);
+    // Consecutive threads take consecutive elements of a row, or of a column where
+    // the source's rows are its unit stride (a transposed view), so that a warp's
+    // global reads are contiguous either way.
+    const bool by_columns = sb.space == Space::Global && unit(op.src.row_stride) && !unit(op.src.col_stride);
     auto element = [&](const std::function<void()>& body) {
       line("#pragma unroll");
       open("for (int jj = 0; jj < " + num(batch) + "; ++jj)");
       line("const int j = j0 + jj, e = tid + j * " + num(threads_) + ";");
       open("if (j < " + num(per) + " && e < " + num(items) + ")");
-      line("const int r = e / " + num(op.cols) + ", c = e % " + num(op.cols) + ";");
+      if (by_columns) line("const int r = e % " + num(op.rows) + ", c = e / " + num(op.rows) + ";");
+      else line("const int r = e / " + num(op.cols) + ", c = e % " + num(op.cols) + ";");
       body();
       close();
       close();
@@ -758,7 +739,9 @@ class Emitter {
     const std::string DR = "(" + ex(op.dst.row) + " + r)", DC = "(" + ex(op.dst.col) + " + c)";
     std::string row_in = op.src_row_bound ? SR + " < " + ex(op.src_row_bound) : "true";
     std::string col_full = op.src_col_bound ? SC + " + " + num(v) + " <= " + ex(op.src_col_bound) : "true";
-    std::string col_none = op.src_col_bound ? SC + " >= " + ex(op.src_col_bound) : "false";
+    // A chunk wholly outside the source is zero-filled as a vector; a nonzero
+    // padding goes element by element (partial), like a straddling chunk.
+    std::string col_none = op.src_col_bound && op.constant == 0 ? SC + " >= " + ex(op.src_col_bound) : "false";
     std::string dguard = dst_guard(op, "r", "c");
     auto decode = [&] {
       line("const int r = e / " + num(chunks_per_row) + ", c = (e % " + num(chunks_per_row) + ") * " + num(v) + ";");
@@ -775,8 +758,8 @@ class Emitter {
     // so no chunk needs a guard; each thread's chunks are one row stride apart.
     std::string inside = window_inside(op);
     bool fast = threads_ % chunks_per_row == 0 && !inside.empty() &&
-                !row_step(p_.buffer(op.src.buffer), threads_ / chunks_per_row).empty() &&
-                !row_step(p_.buffer(op.dst.buffer), threads_ / chunks_per_row).empty();
+                !row_step(op.src, threads_ / chunks_per_row).empty() &&
+                !row_step(op.dst, threads_ / chunks_per_row).empty();
     if (fast) {
       open("if (" + inside + ")");
       emit_strided_chunks(op, v);
@@ -800,8 +783,9 @@ class Emitter {
 
   // Element offset of a buffer's (r, c) when r grows by `dr`: constant for every
   // layout as long as c stays put (the caller keeps it fixed).
-  std::string row_step(const Buffer& b, int64_t dr) const {
-    if (b.space == Space::Global) return "(int64_t)" + num(dr) + " * " + sym(p_.tensors.at(b.tensor).ld);
+  std::string row_step(const BufferRef& ref, int64_t dr) const {
+    const Buffer& b = p_.buffer(ref.buffer);
+    if (b.space == Space::Global) return "(int64_t)" + num(dr) + " * (" + ex(ref.row_stride) + ")";
     if (swizzled(b)) return dr % 8 == 0 ? num(dr * 64) : "";  // the chunk permutation repeats every 8 rows
     switch (b.layout) {
       case Layout::RowMajor: return num(dr * line_[b.id]);
@@ -822,7 +806,7 @@ class Emitter {
     std::string ct_s = ctype(sb.dtype), ct_d = ctype(db.dtype);
     line("const " + ct_s + "* s = &" + at(op.src, "(" + ex(op.src.row) + " + r)", "(" + ex(op.src.col) + " + c)") + ";");
     line(ct_d + "* d = &" + at(op.dst, "(" + ex(op.dst.row) + " + r)", "(" + ex(op.dst.col) + " + c)") + ";");
-    std::string ss = row_step(sb, rows_per_pass), ds = row_step(db, rows_per_pass);
+    std::string ss = row_step(op.src, rows_per_pass), ds = row_step(op.dst, rows_per_pass);
     bool ragged = op.rows % rows_per_pass != 0;
     if (op.async) {
       line("#pragma unroll");
@@ -846,13 +830,15 @@ class Emitter {
   }
 
   template <class Decode, class Partial>
-  void emit_guarded_chunks(const GroupOp& op, int64_t v, int64_t chunks_per_row, const std::string& row_in,
+  void emit_guarded_chunks(const GroupOp& op, int64_t /*v*/, int64_t chunks_per_row, const std::string& row_in,
                            const std::string& col_full, const std::string& col_none, const std::string& dguard,
                            const std::string& dst_ptr, const std::string& src_ptr, Decode decode, Partial partial) {
     if (op.async) {
       for_each_share(op.rows * chunks_per_row, [&] {
         decode();
-        open("if (!(" + row_in + ") || " + col_none + " || " + col_full + ")");
+        // Padding other than zero cannot come from cp.async's zero fill.
+        open(op.constant == 0 ? "if (!(" + row_in + ") || " + col_none + " || " + col_full + ")"
+                              : "if ((" + row_in + ") && " + col_full + ")");
         line("const bool in = (" + row_in + ") && !(" + col_none + ");");
         // Nothing is read when the chunk lies outside: point at the tensor's base.
         // Nothing is written outside the destination bound (a copy past the end).
@@ -883,7 +869,7 @@ class Emitter {
     line("const int e = tid + j * " + num(threads_) + ";");
     if (items % threads_ != 0) line("if (e >= " + num(items) + ") break;");
     decode();
-    open("if (" + col_full + " || !(" + row_in + "))");
+    open(op.constant == 0 ? "if (" + col_full + " || !(" + row_in + "))" : "if ((" + row_in + ") && " + col_full + ")");
     std::string store = "*(uint4*)(" + dst_ptr + ") = tmp[j];";
     line(dguard.empty() ? store : "if (" + dguard + ") " + store);
     --depth_;
@@ -894,131 +880,536 @@ class Emitter {
   }
 
   // ---- fragments ----
+  // A fragment's part on one worker (frag_part): pr x pc elements at (row0, col0)
+  // of the logical tile. Under the fma atom an extent of 1 is replicated along its
+  // worker-grid axis: every worker there holds the element, the first owns it
+  // (only owners store). The mma atoms split every extent (check_frags refuses
+  // vectors there). Registers: row-major over the part (fma), the m16n8 or wgmma
+  // accumulator layout (mma atoms; see reg_rc).
+  struct Part {
+    int64_t pr = 0, pc = 0;
+    bool rep_r = false, rep_c = false;
+  };
+  Part part(const Buffer& f) const {
+    Part q;
+    q.rep_r = f.rows == 1 && p_.lanes == 1;
+    q.rep_c = f.cols == 1 && p_.lanes == 1;
+    q.pr = q.rep_r ? 1 : f.rows / p_.worker_rows;
+    q.pc = q.rep_c ? 1 : f.cols / p_.worker_cols;
+    return q;
+  }
+  int64_t regs(const Buffer& f) const {
+    Part q = part(f);
+    return q.pr * q.pc / p_.lanes;
+  }
+  std::string row0(const Buffer& f) const {
+    Part q = part(f);
+    return q.rep_r ? "(int64_t)0" : "(int64_t)wr * " + num(q.pr);
+  }
+  std::string col0(const Buffer& f) const {
+    Part q = part(f);
+    return q.rep_c ? "(int64_t)0" : "(int64_t)wc * " + num(q.pc);
+  }
+  // The condition that this worker owns its part ("" = every holder does).
+  std::string owner(const Buffer& f) const {
+    Part q = part(f);
+    std::string s;
+    if (q.rep_r && p_.worker_rows > 1) s = "wr == 0";
+    if (q.rep_c && p_.worker_cols > 1) s += (s.empty() ? "" : " && ") + std::string("wc == 0");
+    return s;
+  }
 
-  void emit_frag_transfer(const GroupOp& op) {
-    bool load = op.kind == GroupOpKind::FragLoad;
-    const Buffer& f = frag(op.frag, op);
-    const BufferRef& ref = load ? op.src : op.dst;
-    const Buffer& b = p_.buffer(ref.buffer);
-    if (b.space == Space::Private)
-      user_error(ErrorKind::Verify, std::string(group_op_name(op.kind)) + " #" + num(op.id) + ": fragment to fragment");
-    int64_t pr = f.rows / p_.worker_rows, pc = f.cols / p_.worker_cols;
-    Expr rb = load ? op.src_row_bound : op.dst_row_bound, cb = load ? op.src_col_bound : op.dst_col_bound;
-    line("// " + std::string(group_op_name(op.kind)) + " #" + num(op.id));
-    open("if (owns)");
-    line("const int64_t r0 = " + ex(ref.row) + " + wr * " + num(pr) + ", c0 = " + ex(ref.col) + " + wc * " + num(pc) + ";");
-    std::string fits;
-    if (rb) fits += "r0 + " + num(pr) + " <= " + ex(rb);
-    if (cb) fits += (fits.empty() ? "" : " && ") + ("c0 + " + num(pc) + " <= " + ex(cb));
-    auto element = [&](bool guarded) {
-      line("#pragma unroll");
-      open("for (int i = 0; i < " + num(regs(f)) + "; ++i)");
-      auto [r, c] = reg_rc(f, "i");
-      line("const int64_t r = r0 + " + r + ", c = c0 + " + c + ";");
-      std::string g;
-      if (guarded && rb) g += "r < " + ex(rb);
-      if (guarded && cb) g += (g.empty() ? "" : " && ") + ("c < " + ex(cb));
-      std::string x = base(ref) + "[" + index(b, "r", "c") + "]";
-      std::string fi = "f" + num(f.id) + "[i]";
-      if (load) {
-        std::string v = to_f32(b.dtype, x);
-        line(fi + " = " + (g.empty() ? v : "(" + g + ") ? " + v + " : 0.0f") + ";");
-      } else {
-        std::string s = x + " = " + from_f32(b.dtype, fi) + ";";
-        line(g.empty() ? s : "if (" + g + ") " + s);
-      }
-      close();
-    };
-    // Whole rows of 4 (Fma) or pairs (mma layout) of fp32 go as vectors when the
-    // part lies inside the tensor and the addresses are aligned.
-    int64_t vw = p_.lanes == 1 ? 4 : 2;
-    bool vec = b.dtype == DType::F32 && b.space == Space::Global && pc % vw == 0;
-    if (vec) {
-      std::string cond = fits.empty() ? "" : fits + " && ";
-      cond += "((unsigned long long)t" + num(b.tensor) + ") % " + num(4 * vw) + " == 0 && " +
-              sym(p_.tensors.at(b.tensor).ld) + " % " + num(vw) + " == 0 && c0 % " + num(vw) + " == 0";
-      open("if (" + cond + ")");
-      line("#pragma unroll");
-      open("for (int i = 0; i < " + num(regs(f)) + "; i += " + num(vw) + ")");
-      auto [r, c] = reg_rc(f, "i");
-      line("const int64_t r = r0 + " + r + ", c = c0 + " + c + ";");
-      std::string vt = vw == 4 ? "float4" : "float2";
-      std::string ptr = "(" + std::string(load ? "const " : "") + vt + "*)&" + base(ref) + "[" + index(b, "r", "c") + "]";
-      std::string fi = "f" + num(f.id) + "[i";
-      const char* comp[] = {".x", ".y", ".z", ".w"};
-      if (load) {
-        line("const " + vt + " v = *" + ptr + ";");
-        for (int x = 0; x < vw; ++x) line(fi + " + " + num(x) + "] = v" + comp[x] + ";");
-      } else {
-        std::string v = "make_" + vt + "(";
-        for (int x = 0; x < vw; ++x) v += (x ? ", " : "") + fi + " + " + num(x) + "]";
-        line("*" + ptr + " = " + v + ");");
-      }
-      close();
-      --depth_;
-      open("} else");
-      element(true);
-      close();
-    } else if (!fits.empty()) {
-      open("if (" + fits + ")");
-      element(false);
-      --depth_;
-      open("} else");
-      element(true);
-      close();
-    } else {
-      element(false);
+  const Buffer& frag(int id, const GroupOp& op) const {
+    const Buffer& f = p_.buffer(id);
+    if (f.space != Space::Private)
+      user_error(ErrorKind::Verify, "op #" + num(op.id) + ": '" + f.name + "' is not a fragment");
+    return f;
+  }
+
+  // Row and column (within the worker's part) of register i of a fragment, as C++
+  // expressions; i must be a compile-time constant after unrolling.
+  std::pair<std::string, std::string> reg_rc(const Buffer& f, const std::string& i_expr) const {
+    const std::string i = "(" + i_expr + ")";  // callers pass sums such as "i + 3"
+    int64_t pc = part(f).pc;
+    if (p_.lanes == 1) return {"(" + i + " / " + num(pc) + ")", "(" + i + " % " + num(pc) + ")"};
+    if (p_.lanes == 128) {
+      // wgmma accumulator: m tile t = i / (pc/2) of 64 rows; warp w = lane/32 holds
+      // its rows 16w..16w+15 in the mma.sync m16n8 layout, n tile j/4 for j = i % (pc/2).
+      std::string h = num(pc / 2), j = "(" + i + " % " + h + ")";
+      return {"((" + i + " / " + h + ") * 64 + (lane / 32) * 16 + (lane % 32) / 4 + (" + j + " / 2 % 2) * 8)",
+              "((" + j + " / 4) * 8 + (lane % 4) * 2 + " + j + " % 2)"};
     }
-    close();
+    // mma.sync accumulator: tile t = i / 4 of a (pr/16) x (pc/8) grid; within it,
+    // q = i % 4 sits at row lane/4 + 8*(q/2), column 2*(lane%4) + q%2.
+    std::string nt = num(pc / 8);
+    return {"((" + i + " / 4) / " + nt + " * 16 + (" + i + " % 4) / 2 * 8 + lane / 4)",
+            "((" + i + " / 4) % " + nt + " * 8 + (lane % 4) * 2 + " + i + " % 2)"};
+  }
+
+  // Register of operand fragment x that serves register `i` of fragment d
+  // (broadcast by identity: x's extent of 1 stretches over d's; check_ops keeps
+  // that to the fma atom, whose registers are row-major over the part).
+  std::string operand_reg(const Buffer& x, const Buffer& d, const std::string& i) const {
+    if (x.rows == d.rows && x.cols == d.cols) return "f" + num(x.id) + "[" + i + "]";
+    Part pd = part(d), px = part(x);
+    std::string r = x.rows == d.rows ? "(" + i + ") / " + num(pd.pc) : "0";
+    std::string c = x.cols == d.cols ? "(" + i + ") % " + num(pd.pc) : "0";
+    return "f" + num(x.id) + "[(" + r + ") * " + num(px.pc) + " + " + c + "]";
   }
 
   // The value of an elementwise op at register `i` (a C++ expression).
   std::string ew_value(const GroupOp& op, const std::string& i) const {
     const Buffer& dst = frag(op.frag, op);
-    size_t arity = (op.ew == EwOp::Exp || op.ew == EwOp::Neg || op.ew == EwOp::Copy) ? 1 : 2;
-    if (op.operands.size() != arity)
-      user_error(ErrorKind::Verify, "ew #" + num(op.id) + ": " + ew_op_name(op.ew) + " takes " +
-                                        num(arity) + " operands, got " + num(op.operands.size()));
     std::vector<std::string> x;
     for (const EwOperand& o : op.operands) {
       switch (o.kind) {
-        case EwOperand::Kind::Frag: {
-          const Buffer& f = frag(o.frag, op);
-          if (f.rows != dst.rows || f.cols != dst.cols)
-            user_error(ErrorKind::Unsupported, "ew #" + num(op.id) + ": operand '" + f.name +
-                                                   "' and result '" + dst.name + "' differ in shape");
-          x.push_back("f" + num(f.id) + "[" + i + "]");
-          break;
-        }
-        case EwOperand::Kind::Scalar: {
-          bool found = false;
-          for (const ScalarParam& s : p_.scalars) found |= s.name == o.scalar;
-          if (!found) user_error(ErrorKind::Verify, "ew #" + num(op.id) + ": unknown scalar '" + o.scalar + "'");
-          x.push_back("s_" + o.scalar);
-          break;
-        }
+        case EwOperand::Kind::Frag: x.push_back(operand_reg(frag(o.frag, op), dst, i)); break;
+        case EwOperand::Kind::Scalar: x.push_back("s_" + o.scalar); break;
         case EwOperand::Kind::Const: x.push_back(float_literal(o.value)); break;
+        case EwOperand::Kind::Index: x.push_back("(float)(" + ex(o.index) + ")"); break;
       }
     }
+    auto call = [&](const char* f) { return std::string(f) + "(" + x[0] + ")"; };
     switch (op.ew) {
       case EwOp::Add: return x[0] + " + " + x[1];
       case EwOp::Sub: return x[0] + " - " + x[1];
       case EwOp::Mul: return x[0] + " * " + x[1];
-      case EwOp::Max: return "(" + x[0] + " > " + x[1] + " ? " + x[0] + " : " + x[1] + ")";
-      case EwOp::Exp: return "expf(" + x[0] + ")";
+      case EwOp::Div: return x[0] + " / " + x[1];
+      case EwOp::Max: return "tsl_max(" + x[0] + ", " + x[1] + ")";
+      case EwOp::Min: return "tsl_min(" + x[0] + ", " + x[1] + ")";
+      case EwOp::Exp: return call("expf");
+      case EwOp::Exp2: return call("exp2f");
+      case EwOp::Log: return call("logf");
       case EwOp::Neg: return "-" + x[0];
+      case EwOp::Abs: return call("fabsf");
+      case EwOp::Sqrt: return call("sqrtf");
+      case EwOp::Rsqrt: return call("rsqrtf");
+      case EwOp::Recip: return call("__frcp_rn");
+      case EwOp::Tanh: return call("tanhf");
+      case EwOp::Cmp: return "((" + x[0] + " " + cmp_op_name(op.cmp) + " " + x[1] + ") ? 1.0f : 0.0f)";
+      case EwOp::Select: return "((" + x[0] + " != 0.0f) ? " + x[1] + " : " + x[2] + ")";
+      case EwOp::Cast: return to_f32(op.dtype, from_f32(op.dtype, x[0]));  // rounds; F64 refused in check_ops
+      case EwOp::Index: {
+        auto [r, c] = reg_rc(dst, i);
+        return op.axis == 0 ? "(float)(" + row0(dst) + " + " + r + ")" : "(float)(" + col0(dst) + " + " + c + ")";
+      }
       case EwOp::Copy: return x[0];
     }
     return x[0];
   }
 
-  void emit_elementwise(const GroupOp& op) {
-    const Buffer& dst = frag(op.frag, op);
-    std::string v = ew_value(op, "i");
-    line("// ew #" + num(op.id) + " " + ew_op_name(op.ew));
-    line("#pragma unroll");
-    line("for (int i = 0; i < " + num(regs(dst)) + "; ++i) f" + num(dst.id) + "[i] = " + v + ";");
+  // ---- runs of per-register ops ----
+  // Fragment loads, stores, fills and elementwise ops on fragments of one shape
+  // touch register i of each fragment (and the register of a broadcast operand
+  // that serves it) and the element (r(i), c(i)) of their windows only. Every
+  // sequence of them is emitted as one loop over i (each register goes through the
+  // whole run before the next), so a fragment that lives only inside the run needs
+  // no registers of its own at once, when no memory effect of the run can reach
+  // another register's element (see fusable).
+  static bool per_register(const GroupOp& op) {
+    return op.kind == GroupOpKind::FragLoad || op.kind == GroupOpKind::FragStore ||
+           op.kind == GroupOpKind::FragFill || op.kind == GroupOpKind::Elementwise;
   }
+  static bool transfer(const GroupOp& op) {
+    return op.kind == GroupOpKind::FragLoad || op.kind == GroupOpKind::FragStore;
+  }
+  static const BufferRef& window(const GroupOp& op) { return op.kind == GroupOpKind::FragLoad ? op.src : op.dst; }
+
+  // Can `op` join `run` (all per-register, on fragments of the run's shape)?
+  bool fusable(const std::vector<const GroupOp*>& run, const GroupOp& op) const {
+    const Buffer& f = p_.buffer(op.frag);
+    const Buffer& first = p_.buffer(run.front()->frag);
+    if (f.rows != first.rows || f.cols != first.cols) return false;
+    if (!transfer(op)) return true;
+    const BufferRef& r = window(op);
+    const Buffer& b = p_.buffer(r.buffer);
+    // Memory effects: two transfers that may alias (global buffers are one class,
+    // a shared buffer is its own) where either writes must name the same window
+    // the same way, so that register i of both is the same element.
+    for (const GroupOp* q : run) {
+      if (!transfer(*q) || (q->kind == GroupOpKind::FragLoad && op.kind == GroupOpKind::FragLoad)) continue;
+      const BufferRef& s = window(*q);
+      const Buffer& c = p_.buffer(s.buffer);
+      bool alias = (c.space == Space::Global && b.space == Space::Global) || c.id == b.id;
+      if (!alias) continue;
+      bool same = c.id == b.id && expr_equal(s.row, r.row) && expr_equal(s.col, r.col) &&
+                  q->transpose == op.transpose && same_expr(s.version, r.version) &&
+                  same_expr(s.offset, r.offset) && same_expr(s.row_stride, r.row_stride) &&
+                  same_expr(s.col_stride, r.col_stride);
+      if (!same) return false;
+    }
+    return true;
+  }
+  static bool same_expr(const Expr& a, const Expr& b) { return (!a && !b) || (a && b && expr_equal(a, b)); }
+
+  void emit_ops(const std::vector<GroupOp>& ops) {
+    for (size_t i = 0; i < ops.size();) {
+      if (!per_register(ops[i])) {
+        emit_op(ops[i++]);
+        continue;
+      }
+      std::vector<const GroupOp*> run = {&ops[i]};
+      size_t j = i + 1;
+      while (j < ops.size() && per_register(ops[j]) && fusable(run, ops[j])) run.push_back(&ops[j++]);
+      emit_run(run);
+      i = j;
+    }
+  }
+
+  // Elements per vector access of a run: the fma atom moves up to 16 bytes of a
+  // part's row at once, the mma atoms pairs (adjacent registers are adjacent
+  // columns in their layouts); 1 when some transfer cannot.
+  int64_t run_vector_width(const std::vector<const GroupOp*>& run, const Part& q) const {
+    int64_t vw = p_.lanes == 1 ? 8 : 2;
+    while (vw > 1 && q.pc % vw != 0) vw /= 2;
+    for (const GroupOp* op : run) {
+      if (!transfer(*op)) continue;
+      const BufferRef& ref = window(*op);
+      const Buffer& b = p_.buffer(ref.buffer);
+      if (op->transpose) return 1;
+      // The mma atoms keep to fp32 global transfers (their epilogues).
+      if (p_.lanes != 1 && (b.dtype != DType::F32 || b.space != Space::Global)) return 1;
+      vw = std::min<int64_t>(vw, 16 / dtype_bytes(b.dtype));
+      if (vw > 1 && !columns_contiguous(ref, vw)) return 1;
+    }
+    return vw;
+  }
+
+  void emit_run(const std::vector<const GroupOp*>& run) {
+    const Buffer& f0 = p_.buffer(run.front()->frag);
+    const Part q = part(f0);
+    const int64_t n = regs(f0);
+    std::string ids;
+    for (const GroupOp* op : run) ids += (ids.empty() ? "" : ", ") + std::string(group_op_name(op->kind)) + " #" + num(op->id);
+    line("// " + ids);
+    open("if (owns)");
+    // Per transfer: its window origin for this worker's part, the condition that
+    // the part lies inside its bounds, and (vector runs) that its vectors align.
+    int64_t vw = run_vector_width(run, q);
+    std::vector<std::string> fits_all, vec_all;
+    for (const GroupOp* op : run) {
+      if (!transfer(*op)) continue;
+      bool load = op->kind == GroupOpKind::FragLoad;
+      const BufferRef& ref = window(*op);
+      const Buffer& b = p_.buffer(ref.buffer);
+      std::string o = num(op->id);
+      // A transposed load reads window (c, r) for fragment element (r, c).
+      std::string r0 = op->transpose ? col0(f0) : row0(f0), c0 = op->transpose ? row0(f0) : col0(f0);
+      int64_t er = op->transpose ? q.pc : q.pr, ec = op->transpose ? q.pr : q.pc;
+      line("const int64_t r0_" + o + " = " + ex(ref.row) + " + " + r0 + ", c0_" + o + " = " + ex(ref.col) + " + " +
+           c0 + ";");
+      Expr rb = load ? op->src_row_bound : op->dst_row_bound, cb = load ? op->src_col_bound : op->dst_col_bound;
+      if (rb) fits_all.push_back("r0_" + o + " + " + num(er) + " <= " + ex(rb));
+      if (cb) fits_all.push_back("c0_" + o + " + " + num(ec) + " <= " + ex(cb));
+      if (vw > 1) {
+        if (b.space == Space::Global)
+          vec_all.push_back(global_aligned(ref, vw, "c0_" + o, vw * dtype_bytes(b.dtype)));
+        else
+          vec_all.push_back("c0_" + o + " % " + num(vw) + " == 0");
+      }
+    }
+    std::string own = owner(f0);
+    if (!own.empty()) line("const bool own = " + own + ";");
+    auto join = [](const std::vector<std::string>& v) {
+      std::string s;
+      for (const std::string& x : v) s += (s.empty() ? "" : " && ") + x;
+      return s;
+    };
+    const std::string fits = join(fits_all);
+    std::string fast = fits;
+    if (vw > 1 && !vec_all.empty()) fast += (fast.empty() ? "" : " && ") + join(vec_all);
+    auto body = [&](int64_t width, bool guarded) {
+      line("#pragma unroll");
+      open("for (int i = 0; i < " + num(n) + "; i += " + num(width) + ")");
+      auto [rr, cc] = reg_rc(f0, "i");
+      line("const int64_t ri = " + rr + ", ci = " + cc + ";");
+      line("(void)ri; (void)ci;");
+      for (const GroupOp* op : run) emit_run_step(*op, width, guarded, !own.empty());
+      close();
+    };
+    // Parts inside their bounds whose global rows are not aligned for vectors (a
+    // leading dimension or offset that is no multiple of the vector) still move
+    // whole 16-byte vectors (realigned_row); only the fma atom's row-major parts.
+    bool realign = false;
+    if (p_.lanes == 1 && vw > 1)
+      for (const GroupOp* op : run) realign |= transfer(*op) && p_.buffer(window(*op).buffer).space == Space::Global;
+    if (fast.empty()) {
+      body(vw, false);
+    } else {
+      open("if (" + fast + ")");
+      body(vw, false);
+      if (realign) {
+        --depth_;
+        open(fits.empty() ? "} else" : "} else if (" + fits + ")");
+        line("#pragma unroll");
+        open("for (int rr = 0; rr < " + num(q.pr) + "; ++rr)");
+        for (const GroupOp* op : run) realigned_row(*op, q, !own.empty());
+        close();
+      }
+      if (!realign || !fits.empty()) {
+        --depth_;
+        open("} else");
+        body(1, true);
+      }
+      close();
+    }
+    close();
+  }
+
+  // One op of a run on part row rr (all of its pc registers), the part inside its
+  // bounds. A global load reads the aligned 16-byte vectors that cover the row
+  // (never one without an element of the row, so never past a valid page) and
+  // shifts the row out of them; a global store writes the elements before the
+  // first aligned vector one by one, then whole vectors, then the rest. The shift
+  // is the row's misalignment, known at run time: one case per value.
+  void realigned_row(const GroupOp& op, const Part& q, bool replicas) {
+    const std::string pc = num(q.pc), f = "f" + num(op.frag);
+    if (!transfer(op)) {
+      line("#pragma unroll");
+      open("for (int c = 0; c < " + pc + "; ++c)");
+      line("const int i = rr * " + pc + " + c;");
+      line(f + "[i] = " + (op.kind == GroupOpKind::FragFill ? float_literal(op.constant) : ew_value(op, "i")) + ";");
+      close();
+      return;
+    }
+    const bool load = op.kind == GroupOpKind::FragLoad;
+    const BufferRef& ref = window(op);
+    const Buffer& b = p_.buffer(ref.buffer);
+    const std::string o = num(op.id);
+    const std::string at_c = base(ref) + "[" + index(ref, "r0_" + o + " + rr", "c0_" + o + " + c") + "]";
+    if (b.space != Space::Global) {  // shared: element by element
+      line("#pragma unroll");
+      open("for (int c = 0; c < " + pc + "; ++c)");
+      if (load) line(f + "[rr * " + pc + " + c] = " + to_f32(b.dtype, at_c) + ";");
+      else line(std::string(replicas ? "if (own) " : "") + at_c + " = " + from_f32(b.dtype, f + "[rr * " + pc + " + c]") + ";");
+      close();
+      return;
+    }
+    const int64_t eb = dtype_bytes(b.dtype), V = 16 / eb;
+    const std::string ct = std::string(load ? "const " : "") + ctype(b.dtype);
+    open(replicas && !load ? "if (own)" : "");
+    line(ct + "* p = &" + base(ref) + "[" + index(ref, "r0_" + o + " + rr", "c0_" + o) + "];");
+    line("const int s = (int)(((unsigned long long)p / " + num(eb) + ") % " + num(V) + ");");
+    static const char* comp[] = {".x", ".y", ".z", ".w"};
+    auto reg = [&](int64_t c) { return f + "[rr * " + pc + " + " + num(c) + "]"; };
+    if (load) {
+      const int64_t nv = (V - 1 + q.pc + V - 1) / V;
+      line("const uint4* v = (const uint4*)((unsigned long long)p & ~15ull);");
+      line("uint4 w[" + num(nv) + "];");
+      line("#pragma unroll");
+      line("for (int j = 0; j < " + num(nv) + "; ++j) w[j] = j * " + num(V) + " < s + " + pc +
+           " ? v[j] : make_uint4(0, 0, 0, 0);");
+      open("switch (s)");
+      for (int64_t k = 0; k < V; ++k) {
+        line("case " + num(k) + ":");
+        for (int64_t c = 0; c < q.pc; ++c) {
+          int64_t x = k + c;
+          std::string word;
+          if (eb == 4) {
+            word = "__uint_as_float(w[" + num(x / 4) + "]" + comp[x % 4] + ")";
+          } else {
+            word = to_f32(b.dtype, "(unsigned short)(w[" + num(x / 8) + "]" + comp[(x % 8) / 2] + (x % 2 ? " >> 16" : "") + ")");
+          }
+          line("  " + reg(c) + " = " + word + ";");
+        }
+        line("  break;");
+      }
+      close();
+    } else {
+      open("switch (s)");
+      for (int64_t k = 0; k < V; ++k) {
+        line("case " + num(k) + ":");
+        int64_t head = std::min<int64_t>((V - k) % V, q.pc), c = 0;
+        for (; c < head; ++c) line("  p[" + num(c) + "] = " + from_f32(b.dtype, reg(c)) + ";");
+        for (; c + V <= q.pc; c += V) {
+          std::vector<std::string> xs;
+          for (int64_t x = 0; x < V; ++x) xs.push_back(reg(c + x));
+          line("  *(" + vector_type(b.dtype, V) + "*)(p + " + num(c) + ") = " + vector_make(b.dtype, V, xs) + ";");
+        }
+        for (; c < q.pc; ++c) line("  p[" + num(c) + "] = " + from_f32(b.dtype, reg(c)) + ";");
+        line("  break;");
+      }
+      close();
+    }
+    close();
+  }
+
+  // The C++ type of a vector of `w` elements of type t (4, 8 or 16 bytes).
+  static std::string vector_type(DType t, int64_t w) {
+    int64_t bytes = w * dtype_bytes(t);
+    if (t == DType::F32) return bytes == 8 ? "float2" : bytes == 16 ? "float4" : "float";
+    return bytes == 4 ? "unsigned" : bytes == 8 ? "uint2" : "uint4";
+  }
+  // Component k of vector v (vector_type(t, w)), as a float.
+  static std::string vector_element(DType t, int64_t w, const std::string& v, int64_t k) {
+    static const char* comp[] = {".x", ".y", ".z", ".w"};
+    if (t == DType::F32) return w == 1 ? v : v + comp[k];
+    int64_t words = w / 2;
+    std::string word = words == 1 ? v : v + comp[k / 2];
+    return to_f32(t, "(unsigned short)(" + word + (k % 2 ? " >> 16" : "") + ")");
+  }
+  // A vector (vector_type(t, w)) holding the registers `x[k]` rounded to type t.
+  static std::string vector_make(DType t, int64_t w, const std::vector<std::string>& x) {
+    std::vector<std::string> parts;
+    if (t == DType::F32) {
+      parts = x;
+    } else {
+      for (int64_t k = 0; k < w; k += 2) parts.push_back("tsl_pack16(" + from_f32(t, x[k]) + ", " + from_f32(t, x[k + 1]) + ")");
+    }
+    if (parts.size() == 1) return parts[0];
+    std::string s = (t == DType::F32 ? "make_float" : "make_uint") + num(parts.size()) + "(";
+    for (size_t k = 0; k < parts.size(); ++k) s += (k ? ", " : "") + parts[k];
+    return s + ")";
+  }
+
+  // One op of a run for registers i .. i + width - 1 (ri, ci: register i's place).
+  void emit_run_step(const GroupOp& op, int64_t width, bool guarded, bool replicas) {
+    std::string f = "f" + num(op.frag);
+    auto reg = [&](int64_t x) { return f + "[i + " + num(x) + "]"; };
+    switch (op.kind) {
+      case GroupOpKind::FragFill:
+        for (int64_t x = 0; x < width; ++x) line(reg(x) + " = " + float_literal(op.constant) + ";");
+        return;
+      case GroupOpKind::Elementwise:
+        for (int64_t x = 0; x < width; ++x) line(reg(x) + " = " + ew_value(op, "i + " + num(x)) + ";");
+        return;
+      default: break;
+    }
+    bool load = op.kind == GroupOpKind::FragLoad;
+    const BufferRef& ref = window(op);
+    const Buffer& b = p_.buffer(ref.buffer);
+    std::string o = num(op.id);
+    std::string r = "r0_" + o + " + " + (op.transpose ? "ci" : "ri"), c = "c0_" + o + " + " + (op.transpose ? "ri" : "ci");
+    // Only owners store: replicas of a vector fragment hold the same elements.
+    std::string store_if = !load && replicas ? "if (own) " : "";
+    if (width > 1) {
+      std::string vt = vector_type(b.dtype, width);
+      std::string ptr = "(" + std::string(load ? "const " : "") + vt + "*)&" + base(ref) + "[" + index(ref, r, c) + "]";
+      if (load) {
+        line("{ const " + vt + " v = *" + ptr + ";");
+        for (int64_t x = 0; x < width; ++x) line("  " + reg(x) + " = " + vector_element(b.dtype, width, "v", x) + ";");
+        line("}");
+      } else {
+        std::vector<std::string> xs;
+        for (int64_t x = 0; x < width; ++x) xs.push_back(reg(x));
+        line(store_if + "*" + ptr + " = " + vector_make(b.dtype, width, xs) + ";");
+      }
+      return;
+    }
+    Expr rb = load ? op.src_row_bound : op.dst_row_bound, cb = load ? op.src_col_bound : op.dst_col_bound;
+    std::string g;
+    if (guarded && rb) g += "(" + r + ") < " + ex(rb);
+    if (guarded && cb) g += (g.empty() ? "" : " && ") + ("(" + c + ") < " + ex(cb));
+    std::string x = base(ref) + "[" + index(ref, r, c) + "]";
+    if (load) {
+      std::string v = to_f32(b.dtype, x);
+      line(f + "[i] = " + (g.empty() ? v : "(" + g + ") ? " + v + " : " + float_literal(op.constant)) + ";");
+    } else {
+      std::string st = x + " = " + from_f32(b.dtype, f + "[i]") + ";";
+      if (!g.empty()) st = "if (" + g + ") " + st;
+      line(store_if + st);
+    }
+  }
+
+  // ---- reductions (fma atom) ----
+
+  std::string reduce_step(ReduceOp r, const std::string& a, const std::string& b) const {
+    switch (r) {
+      case ReduceOp::Sum: return a + " + " + b;
+      case ReduceOp::Max: return "tsl_max(" + a + ", " + b + ")";
+      case ReduceOp::Min: return "tsl_min(" + a + ", " + b + ")";
+    }
+    return a;
+  }
+
+  // Local and Partial: each worker reduces its part of the source along the axis
+  // (a = the reduced value of part line `l`), then keeps it in its part of the
+  // destination (Local) or writes it to the scratch window at the worker's
+  // position along the axis (Partial). Combine: each worker reduces the S partials
+  // of its part's lines from the scratch window.
+  void emit_reduce(const GroupOp& op) {
+    const bool rows = op.axis == 1;  // reduce along columns: one value per row
+    line("// reduce." + std::string(reduce_op_name(op.reduce)) + " #" + num(op.id) + " axis " + num(op.axis) + " " +
+         reduce_mode_name(op.reduce_mode));
+    open("if (owns)");
+    if (op.reduce_mode == ReduceMode::Combine) {
+      emit_combine(op);
+      close();
+      return;
+    }
+    const Buffer& x = frag(op.operands.at(0).frag, op);
+    const Part q = part(x);
+    const int64_t lines = rows ? q.pr : q.pc, len = rows ? q.pc : q.pr;
+    auto elem = [&](const std::string& l, const std::string& k) {
+      return "f" + num(x.id) + "[" + (rows ? l + " * " + num(q.pc) + " + " + k : k + " * " + num(q.pc) + " + " + l) + "]";
+    };
+    std::string own;
+    if (op.reduce_mode == ReduceMode::Partial) {
+      // Replicas hold the same partials: only owners write them (as frag.store).
+      own = owner(x);
+      if (!own.empty()) open("if (" + own + ")");
+    }
+    line("#pragma unroll");
+    open("for (int l = 0; l < " + num(lines) + "; ++l)");
+    line("float a = " + elem("l", "0") + ";");
+    line("#pragma unroll");
+    line("for (int k = 1; k < " + num(len) + "; ++k) a = " + reduce_step(op.reduce, "a", elem("l", "k")) + ";");
+    if (op.reduce_mode == ReduceMode::Local) {
+      line("f" + num(op.frag) + "[l] = a;");
+    } else {
+      const Buffer& s = p_.buffer(op.dst.buffer);
+      std::string r = rows ? "(" + ex(op.dst.row) + ") + " + row0(x) + " + l" : "(" + ex(op.dst.row) + ") + wr";
+      std::string c = rows ? "(" + ex(op.dst.col) + ") + wc" : "(" + ex(op.dst.col) + ") + " + col0(x) + " + l";
+      line(at(op.dst, r, c) + " = " + from_f32(s.dtype, "a") + ";");
+    }
+    close();
+    if (!own.empty()) close();
+    close();
+  }
+
+  // Combine: the partials of line l sit at scratch (line, s) for s < S (axis 1;
+  // (s, line) for axis 0). Where the workers along the axis fill whole warps or
+  // aligned lane groups (S a power of two), each thread reads S / G of them and
+  // G lanes finish with xor shuffles; otherwise each thread reads all S.
+  void emit_combine(const GroupOp& op) {
+    const bool rows = op.axis == 1;
+    const Buffer& d = frag(op.frag, op);
+    const Buffer& s = p_.buffer(op.src.buffer);
+    const Part q = part(d);
+    // The partials of every worker along the axis (the window's S extent).
+    const int64_t lines = rows ? q.pr : q.pc, S = rows ? p_.worker_cols : p_.worker_rows;
+    auto partial = [&](const std::string& l, const std::string& k) {
+      std::string r = rows ? "(" + ex(op.src.row) + ") + " + row0(d) + " + " + l : "(" + ex(op.src.row) + ") + " + k;
+      std::string c = rows ? "(" + ex(op.src.col) + ") + " + k : "(" + ex(op.src.col) + ") + " + col0(d) + " + " + l;
+      return to_f32(s.dtype, at(op.src, r, c));
+    };
+    // Lanes holding the other positions along the axis: `stride` apart, G of them.
+    const int64_t stride = rows ? 1 : p_.worker_cols;
+    int64_t G = 1;
+    auto pow2 = [](int64_t v) { return v > 0 && (v & (v - 1)) == 0; };
+    if (pow2(S) && pow2(stride) && stride < 32 && threads_ % 32 == 0 &&
+        p_.workers == p_.worker_rows * p_.worker_cols)
+      G = std::min<int64_t>(S, 32 / stride);
+    line("#pragma unroll");
+    open("for (int l = 0; l < " + num(lines) + "; ++l)");
+    if (G == 1) {
+      line("float a = " + partial("l", "0") + ";");
+      line("#pragma unroll");
+      line("for (int k = 1; k < " + num(S) + "; ++k) a = " + reduce_step(op.reduce, "a", partial("l", "k")) + ";");
+    } else {
+      std::string pos = rows ? "wc" : "wr";
+      line("const int k0 = " + pos + " % " + num(G) + ";");
+      line("float a = " + partial("l", "k0") + ";");
+      line("#pragma unroll");
+      line("for (int k = " + num(G) + "; k < " + num(S) + "; k += " + num(G) + ") a = " +
+           reduce_step(op.reduce, "a", partial("l", "k0 + k")) + ";");
+      for (int64_t m = G / 2; m >= 1; m /= 2)
+        line("a = " + reduce_step(op.reduce, "a", "__shfl_xor_sync(0xffffffffu, a, " + num(m * stride) + ")") + ";");
+    }
+    line("f" + num(d.id) + "[l] = a;");
+    close();
+  }
+
 
   // ---- mma ----
 
@@ -1266,6 +1657,21 @@ CudaGrid cuda_grid(const GroupProgram& program, const SymbolLookup& lookup) {
   int64_t* dims[] = {&g.x, &g.y, &g.z};
   size_t n = program.grid.size();
   for (size_t i = 0; i < n && i < 3; ++i) *dims[n - 1 - i] = expr_eval(program.grid[i].extent, lookup);
+  if (g.x <= 0 || g.y <= 0 || g.z <= 0) return g;  // an empty grid runs nothing
+  if (g.y > 65535 || g.z > 65535) {
+    // The device takes at most 65535 blocks along y and z: fold the grid into x.
+    if (g.x > INT64_MAX / g.y || g.x * g.y > INT64_MAX / g.z || g.x * g.y * g.z > 2147483647)
+      user_error(ErrorKind::InvalidArgument, "cuda grid " + std::to_string(g.x) + " x " + std::to_string(g.y) +
+                                                 " x " + std::to_string(g.z) +
+                                                 " blocks: y or z exceeds 65535 and the whole grid (folded into x) "
+                                                 "exceeds 2^31-1 blocks");
+    g.x *= g.y * g.z;
+    g.y = g.z = 1;
+    g.folded = true;
+  }
+  if (g.x > 2147483647)
+    user_error(ErrorKind::InvalidArgument, "cuda grid " + std::to_string(g.x) + " x " + std::to_string(g.y) + " x " +
+                                               std::to_string(g.z) + " blocks: x exceeds 2^31-1");
   return g;
 }
 

@@ -7,9 +7,10 @@
 // one thread for the Fma atom, one warp for MmaSync, one warpgroup for Wgmma.
 //
 //   extern "C" __global__ void tessel_kernel(
-//       int64_t <size params...>, double <scalars...>, T* <tensors...>)
+//       int64_t <size params...>, double <scalars...>, T* <tensors...>[, int folded])
 //
-// in GroupProgram order (T per tensor dtype: float, or unsigned short for bf16/f16).
+// in GroupProgram order (T per tensor dtype: float, or unsigned short for bf16/f16);
+// `folded` (grids of 2 or 3 dimensions only) is CudaGrid::folded.
 //
 // Shared buffers live in dynamic shared memory. Their physical layout pads each
 // line (a row of a RowMajor buffer, a panel of a panel layout) to an odd number of
@@ -49,8 +50,12 @@ CudaSource emit_cuda(const GroupProgram& program);
 std::string cuda_compile_arch(const CudaSource& source, const std::string& arch);
 
 // Blocks per grid dimension (x, y, z) for one launch; sizes come from `lookup`.
+// Where y or z would exceed the device's 65535, the whole grid is folded into x
+// (`folded`; the kernel decodes it). A grid beyond the device's limits even so is
+// an InvalidArgument error with the numbers.
 struct CudaGrid {
   int64_t x = 1, y = 1, z = 1;
+  bool folded = false;
 };
 CudaGrid cuda_grid(const GroupProgram& program, const SymbolLookup& lookup);
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "runtime/kernel_cache.h"
+#include "runtime/tensor_check.h"
 #include "target/cuda/cuda_driver.h"
 #include "tessel/error.h"
 
@@ -23,9 +24,12 @@ class Kernel final : public CudaKernel {
   const CudaCompileInfo& info() const override { return info_; }
 
   void launch(const LaunchArgs& args) const override {
+    // Tensor layouts first: a bad one is refused before anything touches the device.
+    for (const TensorParam& t : program_.tensors) check_tensor(t, args.sizes);
     const CudaDriver& d = cuda_driver();
     CUfunction fn = function(d);
-    // Parameters in the emitted order: sizes, scalars (as double), tensors.
+    // Parameters in the emitted order: sizes, scalars (as double), tensors, and
+    // for grids of 2 or 3 dimensions whether the launch folds them into x.
     std::vector<int64_t> sizes(program_.size_params.size());
     std::vector<double> scalars(program_.scalars.size());
     std::vector<CUdeviceptr> tensors(program_.tensors.size());
@@ -58,9 +62,8 @@ class Kernel final : public CudaKernel {
       return true;
     });
     if (g.x <= 0 || g.y <= 0 || g.z <= 0) return;  // an empty grid runs nothing
-    if (g.x > 2147483647 || g.y > 65535 || g.z > 65535)
-      user_error(ErrorKind::Plan, "cuda grid " + num(g.x) + " x " + num(g.y) + " x " + num(g.z) +
-                                      " exceeds the device's limits (2^31-1 x 65535 x 65535)");
+    int folded = g.folded;
+    if (program_.grid.size() > 1) params.push_back(&folded);
     cuda_check(d.cuLaunchKernel(fn, unsigned(g.x), unsigned(g.y), unsigned(g.z), unsigned(info_.source.threads),
                                 1, 1, unsigned(info_.source.shared_bytes), nullptr, params.data(), nullptr),
                "cuLaunchKernel");

@@ -20,17 +20,14 @@ void index_ops(const std::vector<GroupOp>& ops, std::vector<const GroupOp*>& by_
 }  // namespace
 
 RaceDetector::RaceDetector(const GroupProgram& program,
-                           const std::vector<std::pair<int64_t, int64_t>>& tensor_shape,
+                           const std::vector<int64_t>& tensor_elements,
                            int max_races_recorded)
     : program_(program), max_recorded_(max_races_recorded) {
   index_ops(program.body, ops_by_id_);
   shared_.resize(program.buffers.size());
   for (const Buffer& b : program.buffers)
     if (b.space == Space::Shared) shared_[b.id].resize(static_cast<size_t>(b.versions * b.rows * b.cols));
-  for (const auto& [rows, cols] : tensor_shape) {
-    global_.emplace_back(static_cast<size_t>(rows * cols));
-    global_cols_.push_back(cols);
-  }
+  for (int64_t elements : tensor_elements) global_.emplace_back(static_cast<size_t>(elements));
 }
 
 void RaceDetector::begin_group(int group) {
@@ -145,12 +142,20 @@ void RaceDetector::accumulator_race(int mma_op, int second_op, int worker, const
   result_.races.push_back(std::move(race));
 }
 
-void RaceDetector::global_access(int tensor, int64_t row, int64_t col, const GroupOp& op,
-                                 bool write) {
-  GlobalCell& cell = global_[tensor][row * global_cols_[tensor] + col];
-  Prior prior = check(cell, group_, op.id, write);
-  if (prior.actor < 0) return;
+void RaceDetector::global_access(int tensor, int64_t address, int64_t row, int64_t col,
+                                 int worker, const GroupOp& op, bool write) {
+  GlobalCell& cell = global_[tensor][address];
   Site site{program_.tensors[tensor].name, -1, row, col};
+  if (cell.epoch != epoch_) {  // a new interval (or group): the workers' record is stale
+    cell.workers = Record{};
+    cell.epoch = epoch_;
+  }
+  Prior inside = check(cell.workers, worker, op.id, write);
+  if (inside.actor >= 0)
+    report(site, inside, "", inside.write ? "writes" : "reads", worker, op, write, "worker",
+           "with no fence between");
+  Prior prior = check(static_cast<Record&>(cell), group_, op.id, write);
+  if (prior.actor < 0) return;
   report(site, prior, "", prior.write ? "writes" : "reads", group_, op, write, "group",
          "in different groups");
 }

@@ -14,7 +14,11 @@
 // its readers in flight; a write to it by anyone until their mma.wait is a race.
 //
 // Global memory: the same writer / two-reader record, over the whole launch, with
-// groups in place of workers.
+// groups in place of workers, one record per element of the tensor's storage (its
+// address), so strided and offset windows of one tensor meet where they overlap.
+// Within a group, a second record per element works like shared memory's: two
+// workers touching one element in one interval, one writing, race (so a
+// replicated fragment stored by more than its owner shows).
 #pragma once
 #include <cstdint>
 #include <string>
@@ -27,8 +31,8 @@ namespace tessel {
 
 class RaceDetector {
  public:
-  // `tensor_shape[t]` = {rows, cols} of program.tensors[t] for this launch.
-  RaceDetector(const GroupProgram& program, const std::vector<std::pair<int64_t, int64_t>>& tensor_shape,
+  // `tensor_elements[t]` = the elements program.tensors[t] holds for this launch.
+  RaceDetector(const GroupProgram& program, const std::vector<int64_t>& tensor_elements,
                int max_races_recorded);
 
   // Starts a group: its shared memory is fresh, so no earlier access counts.
@@ -55,8 +59,10 @@ class RaceDetector {
   // `second_op` before its mma.wait (second_op -1: still in flight at group end).
   void accumulator_race(int mma_op, int second_op, int worker, const std::string& fragment);
 
-  // One access by the current group of element (row, col) of tensor `tensor`.
-  void global_access(int tensor, int64_t row, int64_t col, const GroupOp& op, bool write);
+  // One access by `worker` of the current group of the element at `address` in
+  // tensor `tensor`, which the op names as window element (row, col) (for the message).
+  void global_access(int tensor, int64_t address, int64_t row, int64_t col, int worker,
+                     const GroupOp& op, bool write);
 
   SimResult result() const { return result_; }
 
@@ -71,10 +77,14 @@ class RaceDetector {
     int32_t async_readers = 0;    // async mma reads in flight
     int32_t async_reader = -1, async_reader_op = -1;
   };
-  struct GlobalCell {
+  struct Record {
     int32_t writer = -1, writer_op = -1;
     int32_t reader1 = -1, reader1_op = -1;
     int32_t reader2 = -1, reader2_op = -1;
+  };
+  struct GlobalCell : Record {  // groups, over the launch
+    uint32_t epoch = 0;
+    Record workers;  // workers of the current group, in interval `epoch`
   };
   // An access already recorded that conflicts with the current one.
   struct Prior {
@@ -99,8 +109,7 @@ class RaceDetector {
   const GroupProgram& program_;
   std::vector<const GroupOp*> ops_by_id_;
   std::vector<std::vector<SharedCell>> shared_;  // by buffer id (empty unless shared)
-  std::vector<std::vector<GlobalCell>> global_;  // by tensor index
-  std::vector<int64_t> global_cols_;
+  std::vector<std::vector<GlobalCell>> global_;  // by tensor index, by address
   uint32_t epoch_ = 0;
   int group_ = 0;
   int max_recorded_;

@@ -2,7 +2,8 @@
 // program.workers simulated workers. An op that workers share (copy, fragment ops,
 // mma, elementwise) runs worker by worker in an order shuffled per op, so that a
 // program whose result depends on that order shows it; every shared and global
-// access goes through the race detector.
+// access goes through the race detector. Fragments hold fp32 values (a Cast
+// rounds them to a narrower type's values); global tensors are read as float.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -14,6 +15,8 @@
 #include <utility>
 #include <vector>
 
+#include "runtime/tensor_check.h"
+#include "target/sim/float_round.h"
 #include "target/sim/race_detector.h"
 #include "target/sim/sim.h"
 #include "tessel/error.h"
@@ -26,14 +29,15 @@ const float kPoison = std::numeric_limits<float>::quiet_NaN();
 
 struct Tensor {
   float* data = nullptr;
-  int64_t rows = 0, cols = 0, ld = 0;
+  int64_t elements = 0;  // what `data` holds (tensor_check)
 };
 
-// A BufferRef with its expressions evaluated.
+// A BufferRef with its expressions evaluated (offset and strides: global only).
 struct Window {
   const Buffer* buffer = nullptr;
   int version = 0;
   int64_t row = 0, col = 0;
+  int64_t offset = 0, row_stride = 0, col_stride = 0;
 };
 
 // An element written by an async copy that has not landed yet.
@@ -68,14 +72,7 @@ std::vector<Tensor> validate_args(const GroupProgram& p, const LaunchArgs& args)
       user_error(ErrorKind::InvalidArgument, "missing tensor '" + t.name + "'");
     if (it->second == nullptr)
       user_error(ErrorKind::InvalidArgument, "tensor '" + t.name + "' is a null pointer");
-    std::string of = " (of tensor '" + t.name + "')";
-    Tensor x{it->second, size_arg(args, t.rows, of), size_arg(args, t.cols, of),
-             size_arg(args, t.ld, of)};
-    if (x.rows > 1 && x.ld < x.cols)
-      user_error(ErrorKind::InvalidArgument, "tensor '" + t.name + "': ld " + t.ld + " = " +
-                                                 std::to_string(x.ld) + " is less than cols " +
-                                                 t.cols + " = " + std::to_string(x.cols));
-    tensors.push_back(x);
+    tensors.push_back(Tensor{it->second, check_tensor(t, args.sizes).elements});
   }
   return tensors;
 }
@@ -102,7 +99,7 @@ class Interpreter {
       : p_(program),
         args_(args),
         tensors_(validate_args(program, args)),
-        detector_(program, tensor_shapes(), options.max_races_recorded),
+        detector_(program, tensor_elements(), options.max_races_recorded),
         rng_(options.seed) {
     TESSEL_ASSERT(p_.workers >= 1, "a group program needs at least one worker");
     order_.resize(p_.workers);
@@ -148,10 +145,10 @@ class Interpreter {
   }
 
  private:
-  std::vector<std::pair<int64_t, int64_t>> tensor_shapes() const {
-    std::vector<std::pair<int64_t, int64_t>> shapes;
-    for (const Tensor& t : tensors_) shapes.emplace_back(t.rows, t.cols);
-    return shapes;
+  std::vector<int64_t> tensor_elements() const {
+    std::vector<int64_t> elements;
+    for (const Tensor& t : tensors_) elements.push_back(t.elements);
+    return elements;
   }
 
   void run_group(int group) {
@@ -182,9 +179,10 @@ class Interpreter {
   void check_accumulators(const GroupOp& op) {
     std::vector<int> frags;
     if (op.kind == GroupOpKind::FragFill || op.kind == GroupOpKind::FragLoad ||
-        op.kind == GroupOpKind::FragStore || op.kind == GroupOpKind::Elementwise)
+        op.kind == GroupOpKind::FragStore || op.kind == GroupOpKind::Elementwise ||
+        op.kind == GroupOpKind::Reduce)
       frags.push_back(op.frag);
-    if (op.kind == GroupOpKind::Elementwise)
+    if (op.kind == GroupOpKind::Elementwise || op.kind == GroupOpKind::Reduce)
       for (const EwOperand& o : op.operands)
         if (o.kind == EwOperand::Kind::Frag) frags.push_back(o.frag);
     for (int w = 0; w < p_.workers; ++w)
@@ -220,6 +218,7 @@ class Interpreter {
       case GroupOpKind::Mma: return mma(op);
       case GroupOpKind::MmaWait: return mma_wait(op);
       case GroupOpKind::Elementwise: return elementwise(op);
+      case GroupOpKind::Reduce: return reduce(op);
       case GroupOpKind::Fence:
       case GroupOpKind::Barrier: return detector_.new_interval();
       case GroupOpKind::Call:
@@ -266,6 +265,13 @@ class Interpreter {
     const Buffer& b = p_.buffer(ref.buffer);
     Window w{&b, ref.version ? static_cast<int>(eval(ref.version)) : 0, eval(ref.row),
              eval(ref.col)};
+    if (b.space == Space::Global) {
+      if (!ref.row_stride || !ref.col_stride)
+        user_error(ErrorKind::Verify, op_name(op) + ": global window " + b.name + " has no strides");
+      w.offset = ref.offset ? eval(ref.offset) : 0;
+      w.row_stride = eval(ref.row_stride);
+      w.col_stride = eval(ref.col_stride);
+    }
     int versions = b.space == Space::Shared ? b.versions : 1;
     if (w.version < 0 || w.version >= versions)
       user_error(ErrorKind::Runtime, op_name(op) + ": version " + std::to_string(w.version) +
@@ -292,16 +298,30 @@ class Interpreter {
     return w.version * b.rows * b.cols + layout_offset(b, r, c);
   }
 
-  float* global_element(const Window& w, int64_t r, int64_t c, const GroupOp& op, bool write) {
+  // Element (r, c), absolute: data[offset + r * row_stride + c * col_stride], which
+  // must lie inside what the pointer holds (tensor_check's element count).
+  float* global_element(const Window& w, int64_t r, int64_t c, int worker, const GroupOp& op,
+                        bool write) {
     const Tensor& t = tensors_[w.buffer->tensor];
-    if (r < 0 || c < 0 || r >= t.rows || c >= t.cols) outside(op, *w.buffer, r, c, write, t.rows, t.cols);
-    detector_.global_access(w.buffer->tensor, r, c, op, write);
-    return t.data + r * t.ld + c;
+    __int128 address = static_cast<__int128>(w.offset) + static_cast<__int128>(r) * w.row_stride +
+                       static_cast<__int128>(c) * w.col_stride;
+    if (r < 0 || c < 0 || address < 0 || address >= t.elements)
+      user_error(ErrorKind::Runtime,
+                 op_name(op) + (write ? " writes " : " reads ") + w.buffer->name + "[" +
+                     std::to_string(r) + ", " + std::to_string(c) + "] at element " +
+                     (address < 0 ? "-" : "") +
+                     std::to_string(static_cast<uint64_t>(address < 0 ? -address : address)) +
+                     " (offset " + std::to_string(w.offset) + ", strides " +
+                     std::to_string(w.row_stride) + ", " + std::to_string(w.col_stride) +
+                     "), outside the tensor's " + std::to_string(t.elements) + " elements");
+    detector_.global_access(w.buffer->tensor, static_cast<int64_t>(address), r, c, worker, op,
+                            write);
+    return t.data + static_cast<int64_t>(address);
   }
 
   // Element (r, c), absolute in the buffer.
   float read(const Window& w, int64_t r, int64_t c, int worker, const GroupOp& op) {
-    if (w.buffer->space == Space::Global) return *global_element(w, r, c, op, false);
+    if (w.buffer->space == Space::Global) return *global_element(w, r, c, worker, op, false);
     int64_t i = shared_index(w, r, c, op, false);
     detector_.shared_access(w.buffer->id, w.version, r, c, i, worker, op, false);
     return shared_[w.buffer->id][i];
@@ -309,7 +329,7 @@ class Interpreter {
 
   void write(const Window& w, int64_t r, int64_t c, float value, int worker, const GroupOp& op) {
     if (w.buffer->space == Space::Global) {
-      *global_element(w, r, c, op, true) = value;
+      *global_element(w, r, c, worker, op, true) = value;
       return;
     }
     int64_t i = shared_index(w, r, c, op, true);
@@ -347,7 +367,8 @@ class Interpreter {
           int64_t i = e / op.cols, j = e % op.cols;
           int64_t dr = dst.row + i, dc = dst.col + j, sr = src.row + i, sc = src.col + j;
           if (dr >= dst_rows || dc >= dst_cols) continue;
-          float v = sr < src_rows && sc < src_cols ? read(src, sr, sc, w, op) : 0.0f;
+          float v = sr < src_rows && sc < src_cols ? read(src, sr, sc, w, op)
+                                                   : static_cast<float>(op.constant);
           if (!op.async) {
             write(dst, dr, dc, v, w, op);
             continue;
@@ -373,27 +394,32 @@ class Interpreter {
     }
   }
 
+  // Transposed, fragment element (r, c) is window element (c, r).
   void frag_load(const GroupOp& op) {
     private_buffer(op.frag, op);
     Window src = resolve(op.src, op);
     int64_t rows = bound(op.src_row_bound), cols = bound(op.src_col_bound);
+    const float pad = static_cast<float>(op.constant);
     for (int w : shuffled()) {
       const FragPart& part = parts_[op.frag][w];
       float* f = frag(op.frag, w);
       for (int64_t i = 0; i < part.rows; ++i)
         for (int64_t j = 0; j < part.cols; ++j) {
-          int64_t r = src.row + part.row0 + i, c = src.col + part.col0 + j;
-          f[i * part.cols + j] = r < rows && c < cols ? read(src, r, c, w, op) : 0.0f;
+          int64_t fr = part.row0 + i, fc = part.col0 + j;
+          int64_t r = src.row + (op.transpose ? fc : fr), c = src.col + (op.transpose ? fr : fc);
+          f[i * part.cols + j] = r < rows && c < cols ? read(src, r, c, w, op) : pad;
         }
     }
   }
 
+  // Only owners store: a replicated element is written once.
   void frag_store(const GroupOp& op) {
     private_buffer(op.frag, op);
     Window dst = resolve(op.dst, op);
     int64_t rows = bound(op.dst_row_bound), cols = bound(op.dst_col_bound);
     for (int w : shuffled()) {
       const FragPart& part = parts_[op.frag][w];
+      if (!part.owner) continue;
       const float* f = frag(op.frag, w);
       for (int64_t i = 0; i < part.rows; ++i)
         for (int64_t j = 0; j < part.cols; ++j) {
@@ -459,55 +485,182 @@ class Interpreter {
       }
   }
 
-  static float apply(EwOp op, float x, float y) {
-    switch (op) {
+  // Max and min propagate NaN, so that a poisoned element stays visible.
+  static float max_of(float x, float y) { return std::isnan(x) || x > y ? x : y; }
+  static float min_of(float x, float y) { return std::isnan(x) || x < y ? x : y; }
+
+  static float apply(const GroupOp& op, const float* v) {
+    const float x = v[0], y = v[1];
+    switch (op.ew) {
       case EwOp::Add: return x + y;
       case EwOp::Sub: return x - y;
       case EwOp::Mul: return x * y;
-      case EwOp::Max: return x < y ? y : x;
+      case EwOp::Div: return x / y;
+      case EwOp::Max: return max_of(x, y);
+      case EwOp::Min: return min_of(x, y);
       case EwOp::Exp: return std::exp(x);
+      case EwOp::Exp2: return std::exp2(x);
+      case EwOp::Log: return std::log(x);
       case EwOp::Neg: return -x;
+      case EwOp::Abs: return std::fabs(x);
+      case EwOp::Sqrt: return std::sqrt(x);
+      case EwOp::Rsqrt: return 1.0f / std::sqrt(x);
+      case EwOp::Recip: return 1.0f / x;
+      case EwOp::Tanh: return std::tanh(x);
+      case EwOp::Cmp: return compare(op.cmp, x, y) ? 1.0f : 0.0f;
+      case EwOp::Select: return x != 0 ? y : v[2];
+      case EwOp::Cast: return round_to(op.dtype, x);
       case EwOp::Copy: return x;
+      case EwOp::Index: break;  // no operands: elementwise() writes the position
     }
+    TESSEL_ASSERT(false, "apply() of an op without operands");
     return x;
   }
 
+  // Operands broadcast: a fragment of extent 1 along a dimension serves every
+  // element along it (its part there is the replicated element 0), others have
+  // the destination's extent and so the same part.
   void elementwise(const GroupOp& op) {
     const Buffer& dst = private_buffer(op.frag, op);
-    size_t arity = op.ew == EwOp::Exp || op.ew == EwOp::Neg || op.ew == EwOp::Copy ? 1 : 2;
+    const size_t arity = static_cast<size_t>(ew_arity(op.ew));
     if (op.operands.size() != arity)
       user_error(ErrorKind::Verify, op_name(op) + ": " + ew_op_name(op.ew) + " takes " +
                                         std::to_string(arity) + " operands, not " +
                                         std::to_string(op.operands.size()));
-    // Scalars and constants are resolved once; fragments per worker.
-    float value[2] = {0, 0};
+    // Scalars, constants and index values are resolved once; fragments per worker.
+    float value[3] = {0, 0, 0};
+    const Buffer* operand_frag[3] = {nullptr, nullptr, nullptr};
     for (size_t n = 0; n < arity; ++n) {
       const EwOperand& o = op.operands[n];
-      if (o.kind == EwOperand::Kind::Const) value[n] = static_cast<float>(o.value);
-      if (o.kind == EwOperand::Kind::Scalar) {
-        auto it = args_.scalars.find(o.scalar);
-        if (it == args_.scalars.end())
-          user_error(ErrorKind::InvalidArgument, "missing scalar parameter '" + o.scalar + "'");
-        value[n] = static_cast<float>(it->second);
-      }
-      if (o.kind == EwOperand::Kind::Frag) {
-        const Buffer& f = private_buffer(o.frag, op);
-        if (f.rows != dst.rows || f.cols != dst.cols)
-          user_error(ErrorKind::Verify, op_name(op) + ": operand " + f.name + " is not " +
-                                            std::to_string(dst.rows) + " x " +
-                                            std::to_string(dst.cols) + " like " + dst.name);
+      switch (o.kind) {
+        case EwOperand::Kind::Const: value[n] = static_cast<float>(o.value); break;
+        case EwOperand::Kind::Scalar: value[n] = static_cast<float>(scalar(o.scalar)); break;
+        case EwOperand::Kind::Index: value[n] = static_cast<float>(eval(o.index)); break;
+        case EwOperand::Kind::Frag: {
+          const Buffer& f = private_buffer(o.frag, op);
+          if ((f.rows != dst.rows && f.rows != 1) || (f.cols != dst.cols && f.cols != 1))
+            user_error(ErrorKind::Verify, op_name(op) + ": operand " + f.name + " " +
+                                              std::to_string(f.rows) + " x " + std::to_string(f.cols) +
+                                              " does not broadcast to " + dst.name + " " +
+                                              std::to_string(dst.rows) + " x " +
+                                              std::to_string(dst.cols));
+          operand_frag[n] = &f;
+          break;
+        }
       }
     }
+    if (op.ew == EwOp::Index && op.axis != 0 && op.axis != 1)
+      user_error(ErrorKind::Verify, op_name(op) + ": index axis " + std::to_string(op.axis));
     for (int w : shuffled()) {
-      int64_t size = part_elements(op.frag, w);
-      const float* in[2] = {nullptr, nullptr};
-      for (size_t n = 0; n < arity; ++n)
-        if (op.operands[n].kind == EwOperand::Kind::Frag) in[n] = frag(op.operands[n].frag, w);
+      const FragPart& part = parts_[op.frag][w];
+      const float* in[3] = {nullptr, nullptr, nullptr};
+      int64_t row_step[3] = {0, 0, 0}, col_step[3] = {0, 0, 0}, width[3] = {0, 0, 0};
+      for (size_t n = 0; n < arity; ++n) {
+        if (!operand_frag[n]) continue;
+        const Buffer& f = *operand_frag[n];
+        in[n] = frag(f.id, w);
+        width[n] = parts_[f.id][w].cols;
+        row_step[n] = f.rows == 1 && dst.rows != 1 ? 0 : 1;
+        col_step[n] = f.cols == 1 && dst.cols != 1 ? 0 : 1;
+      }
       float* out = frag(op.frag, w);
-      for (int64_t e = 0; e < size; ++e) {
-        float x = in[0] ? in[0][e] : value[0];
-        float y = arity == 2 ? (in[1] ? in[1][e] : value[1]) : 0.0f;
-        out[e] = apply(op.ew, x, y);
+      for (int64_t i = 0; i < part.rows; ++i)
+        for (int64_t j = 0; j < part.cols; ++j) {
+          float v[3] = {0, 0, 0};
+          for (size_t n = 0; n < arity; ++n)
+            v[n] = in[n] ? in[n][i * row_step[n] * width[n] + j * col_step[n]] : value[n];
+          out[i * part.cols + j] =
+              op.ew == EwOp::Index ? static_cast<float>(op.axis == 0 ? part.row0 + i : part.col0 + j)
+                                   : apply(op, v);
+        }
+    }
+  }
+
+  double scalar(const std::string& name) const {
+    auto it = args_.scalars.find(name);
+    if (it == args_.scalars.end())
+      user_error(ErrorKind::InvalidArgument, "missing scalar parameter '" + name + "'");
+    return it->second;
+  }
+
+  static float reduce_step(ReduceOp r, float acc, float x) {
+    switch (r) {
+      case ReduceOp::Sum: return acc + x;
+      case ReduceOp::Max: return max_of(acc, x);
+      case ReduceOp::Min: return min_of(acc, x);
+    }
+    return acc;
+  }
+
+  // The three modes of group_ir.h's ReduceMode. Along axis 1 a worker reduces each
+  // row of its part (axis 0: each column), in order, from the identity.
+  void reduce(const GroupOp& op) {
+    if (op.axis != 0 && op.axis != 1)
+      user_error(ErrorKind::Verify, op_name(op) + ": axis " + std::to_string(op.axis));
+    const bool rows = op.axis == 1;  // one result per row of the part
+    const float identity = static_cast<float>(reduce_identity(op.reduce));
+    // Reduces line `l` of worker w's part of `source` (a row when `rows`).
+    auto line = [&](int source, int w, int64_t l) {
+      const FragPart& sp = parts_[source][w];
+      const float* s = frag(source, w);
+      float acc = identity;
+      for (int64_t k = 0; k < (rows ? sp.cols : sp.rows); ++k)
+        acc = reduce_step(op.reduce, acc, rows ? s[l * sp.cols + k] : s[k * sp.cols + l]);
+      return acc;
+    };
+    if (op.reduce_mode != ReduceMode::Combine &&
+        (op.operands.size() != 1 || op.operands[0].kind != EwOperand::Kind::Frag))
+      user_error(ErrorKind::Verify, op_name(op) + ": the source must be one fragment");
+    switch (op.reduce_mode) {
+      case ReduceMode::Local: {
+        int source = op.operands[0].frag;
+        const Buffer& s = private_buffer(source, op);
+        const Buffer& d = private_buffer(op.frag, op);
+        if ((rows ? d.rows != s.rows || d.cols != 1 : d.cols != s.cols || d.rows != 1))
+          user_error(ErrorKind::Verify, op_name(op) + ": " + d.name + " is not " + s.name +
+                                            " reduced along axis " + std::to_string(op.axis));
+        for (int w : shuffled()) {
+          const FragPart& dp = parts_[op.frag][w];
+          float* out = frag(op.frag, w);
+          for (int64_t l = 0; l < (rows ? dp.rows : dp.cols); ++l)
+            out[rows ? l * dp.cols : l] = line(source, w, l);
+        }
+        return;
+      }
+      case ReduceMode::Partial: {
+        int source = op.operands[0].frag;
+        private_buffer(source, op);
+        Window scratch = resolve(op.dst, op);
+        for (int w : shuffled()) {
+          const FragPart& sp = parts_[source][w];
+          if (!sp.owner) continue;  // a replica: its owner writes the same partial
+          auto [wr, wc] = worker_position(p_, w);
+          int64_t s = rows ? wc : wr;
+          for (int64_t l = 0; l < (rows ? sp.rows : sp.cols); ++l) {
+            float partial = line(source, w, l);
+            if (rows) write(scratch, scratch.row + sp.row0 + l, scratch.col + s, partial, w, op);
+            else write(scratch, scratch.row + s, scratch.col + sp.col0 + l, partial, w, op);
+          }
+        }
+        return;
+      }
+      case ReduceMode::Combine: {
+        private_buffer(op.frag, op);
+        Window scratch = resolve(op.src, op);
+        const int workers_along = rows ? p_.worker_cols : p_.worker_rows;
+        for (int w : shuffled()) {
+          const FragPart& dp = parts_[op.frag][w];
+          float* out = frag(op.frag, w);
+          for (int64_t l = 0; l < (rows ? dp.rows : dp.cols); ++l) {
+            float acc = identity;
+            for (int64_t s = 0; s < workers_along; ++s)
+              acc = reduce_step(op.reduce, acc,
+                                rows ? read(scratch, scratch.row + dp.row0 + l, scratch.col + s, w, op)
+                                     : read(scratch, scratch.row + s, scratch.col + dp.col0 + l, w, op));
+            out[rows ? l * dp.cols : l] = acc;
+          }
+        }
+        return;
       }
     }
   }

@@ -11,8 +11,14 @@
 // a race. An async mma reads its operands over the span from issue to the
 // mma.wait that completes it: a write to them in that span by any worker is a race,
 // and so is any other op touching its accumulator, or the group ending first.
-// Global memory: two different groups touching one element, at least one writing,
-// is a race.
+// Global memory: two different groups touching one element (one address of the
+// tensor's storage), at least one writing, is a race; so is, within a group, two
+// workers doing so in one barrier interval (e.g. a replicated fragment stored by a
+// replica as well as its owner).
+//
+// Launch arguments are checked first (runtime/tensor_check.h): shapes and strides
+// evaluated, negative ones and overlapping writable tensors refused; every global
+// access must land inside the elements that check says the pointer holds.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -42,7 +48,8 @@ struct SimResult {
 };
 
 // Runs every group of the program. Validates args (missing size/scalar/tensor,
-// null tensor: user errors, ErrorKind::InvalidArgument).
+// null tensor, a tensor layout tensor_check refuses: user errors,
+// ErrorKind::InvalidArgument).
 SimResult run_sim(const GroupProgram& program, const LaunchArgs& args,
                   const SimOptions& options = {});
 

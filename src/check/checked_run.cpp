@@ -1,0 +1,107 @@
+#include "check/checked_run.h"
+
+#include <algorithm>
+#include <limits>
+#include <random>
+#include <span>
+
+#include "eval/evaluate.h"
+#include "tessel/error.h"
+
+namespace tessel {
+
+void default_strides(const std::vector<TensorParam>& tensors, std::map<std::string, int64_t>& sizes) {
+  auto lookup = [&](const std::string& n, int64_t* v) {
+    auto it = sizes.find(n);
+    if (it == sizes.end()) return false;
+    *v = it->second;
+    return true;
+  };
+  for (const TensorParam& t : tensors) {
+    int64_t inner = 1;
+    for (int d = t.rank() - 1; d >= 0; --d) {
+      const Expr& s = t.strides[d];
+      if (s->kind == ExprKind::Sym && !sizes.count(s->name)) sizes[s->name] = inner;
+      inner *= std::max<int64_t>(1, expr_eval(t.shape[d], lookup));
+    }
+  }
+}
+
+std::map<std::string, HostTensor> random_tensors(const std::vector<TensorParam>& tensors,
+                                                 const std::map<std::string, int64_t>& sizes,
+                                                 uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::map<std::string, HostTensor> out;
+  for (const TensorParam& t : tensors) {
+    HostTensor h;
+    h.layout = check_tensor(t, sizes);
+    size_t n = std::max<int64_t>(1, h.layout.elements);
+    h.data.resize(n);
+    for (float& x : h.data)
+      x = t.access == Access::Out ? std::numeric_limits<float>::quiet_NaN() : dist(rng);
+    h.oracle.assign(h.data.begin(), h.data.end());
+    out[t.name] = std::move(h);
+  }
+  return out;
+}
+
+std::map<std::string, double> random_scalars(const std::vector<ScalarParam>& scalars,
+                                             std::map<std::string, double> given, uint64_t seed) {
+  std::mt19937_64 rng(seed ^ 0x5ca1a7);
+  std::uniform_real_distribution<double> dist(0.5, 1.5);
+  for (const auto& [n, v] : given) {
+    bool known = false;
+    for (const ScalarParam& s : scalars) known |= s.name == n;
+    if (!known) user_error(ErrorKind::InvalidArgument, "the kernel has no scalar parameter " + n);
+  }
+  for (const ScalarParam& s : scalars)
+    if (!given.count(s.name)) given[s.name] = dist(rng);
+  return given;
+}
+
+CheckedRun run_checked(const Kernel& kernel, std::map<std::string, int64_t> sizes,
+                       const std::map<std::string, double>& scalars, uint64_t seed,
+                       const LaunchOptions& options) {
+  const TileKernel& k = kernel.tile_kernel();
+  default_strides(k.tensors, sizes);
+  auto tensors = random_tensors(k.tensors, sizes, seed);
+  KernelArgs args;
+  args.sizes = sizes;
+  args.scalars = random_scalars(k.scalars, scalars, seed);
+  for (const TensorParam& t : k.tensors) {
+    HostTensor& h = tensors[t.name];
+    TensorArg a;
+    a.data = h.data.data();
+    a.dtype = t.dtype;
+    a.shape = h.layout.shape;
+    a.strides = h.layout.strides;
+    args.tensors[t.name] = a;
+  }
+  // Sizes the tensors bind are given twice; the launch checks that they agree.
+  CheckedRun out;
+  out.launch = kernel.launch(args, options);
+
+  EvalArgs ea;
+  ea.sizes = sizes;
+  ea.tiles = kernel.plan().tiles;
+  ea.scalars = args.scalars;
+  for (auto& [name, h] : tensors) ea.tensors[name] = std::span<double>(h.oracle);
+  evaluate(k, ea);
+  int64_t depth = 1;
+  for (const auto& [n, v] : sizes) depth = std::max(depth, v);
+  out.ok = out.launch.races == 0;
+  for (const TensorParam& t : k.tensors) {
+    if (t.access == Access::In) continue;
+    const HostTensor& h = tensors[t.name];
+    double e = relative_error(std::span<const float>(h.data), std::span<const double>(h.oracle));
+    double b = error_bound(DType::F32, t.dtype, depth);
+    out.rel_err[t.name] = e;
+    out.worst = std::max(out.worst, e);
+    out.bound = std::max(out.bound, b);
+    out.ok &= e <= b;
+  }
+  return out;
+}
+
+}  // namespace tessel

@@ -1,0 +1,50 @@
+// One launch of a compiled kernel on fresh random inputs, checked against the FP64
+// evaluator of its TileIR (src/eval/evaluate.h): the oracle for every kernel, shared
+// by `tessel run --check` and the tests.
+//   - inputs: uniform in [-1, 1]; scalars not given: uniform in [0.5, 1.5];
+//   - tensors the kernel only writes (Access::Out) are poisoned with NaN, so an
+//     element it fails to write fails the check;
+//   - a stride named by a symbol no size gives defaults to contiguous row-major;
+//   - every tensor the kernel writes is compared over its whole span (relative
+//     Frobenius error), against error_bound(F32, its dtype, depth) where depth is
+//     the largest size (a bound on any accumulation's length).
+#pragma once
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "ir/tile_ir.h"
+#include "runtime/tensor_check.h"
+#include "tessel/tessel.h"
+
+namespace tessel {
+
+struct CheckedRun {
+  LaunchReport launch;
+  std::map<std::string, double> rel_err;  // per written tensor
+  double worst = 0, bound = 0;
+  bool ok = false;  // every written tensor within its bound, and no race
+};
+
+// Fills in defaulted strides (see above) in `sizes`.
+void default_strides(const std::vector<TensorParam>& tensors, std::map<std::string, int64_t>& sizes);
+
+// Random tensors for a launch: data (float) and the same values in double.
+struct HostTensor {
+  TensorLayout layout;
+  std::vector<float> data;
+  std::vector<double> oracle;
+};
+std::map<std::string, HostTensor> random_tensors(const std::vector<TensorParam>& tensors,
+                                                 const std::map<std::string, int64_t>& sizes,
+                                                 uint64_t seed);
+// The given scalars plus random ones for the rest; an unknown name is an error.
+std::map<std::string, double> random_scalars(const std::vector<ScalarParam>& scalars,
+                                             std::map<std::string, double> given, uint64_t seed);
+
+CheckedRun run_checked(const Kernel& kernel, std::map<std::string, int64_t> sizes,
+                       const std::map<std::string, double>& scalars, uint64_t seed,
+                       const LaunchOptions& options = {});
+
+}  // namespace tessel

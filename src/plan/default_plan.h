@@ -1,0 +1,29 @@
+// A default plan for any kernel: a plain heuristic, no cost model (the planner
+// refines it). It reads only the kernel's structure and the sizes of one launch:
+//   - a tile parameter T that appears in a loop extent ceildiv(S, T) covers S: it
+//     takes the power of two >= S, capped per target (sim 16, cpu 64, cuda 64 for
+//     tiles that an mma reads, else 256 along columns and 8 along rows); a tile
+//     parameter seen nowhere like that takes the cap;
+//   - workers: sim 4, cpu 1 (one thread runs a group), cuda 128 threads; the worker
+//     grid is the largest that divides every tile extent > 1 of the kernel (extent-1
+//     dimensions are replicated), preferring columns (contiguous in memory);
+//   - the fma atom, no pipelining, copy batch 4.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "ir/tile_ir.h"
+#include "plan/plan.h"
+
+namespace tessel {
+
+Plan default_plan(const TileKernel& kernel, TargetKind target,
+                  const std::map<std::string, int64_t>& sizes);
+
+// The largest worker grid (rows x cols, rows * cols <= plan.workers) that divides
+// every tile extent > 1 of the kernel once the plan's tiles bind it; sets
+// plan.worker_rows / worker_cols / workers.
+void fit_worker_grid(const TileKernel& kernel, Plan& plan);
+
+}  // namespace tessel

@@ -1,0 +1,270 @@
+// The public API (include/tessel/tessel.h): compile any TileIR kernel for a target,
+// cache it, bind launch arguments by name, and run it on sim, cpu or cuda.
+#include <chrono>
+#include <cstring>
+#include <mutex>
+#include <sstream>
+
+#include "compiler/compile.h"
+#include "ir/group_text.h"
+#include "ir/tile_text.h"
+#include "plan/default_plan.h"
+#include "runtime/tensor_check.h"
+#include "target/cpu/cpu_jit.h"
+#include "target/sim/sim.h"
+#include "tessel/tessel.h"
+#ifdef TESSEL_WITH_CUDA
+#include "target/cuda/cuda_kernel.h"
+#include "target/cuda/cuda_memory.h"
+#endif
+
+namespace tessel {
+
+class CompiledKernelImpl {
+ public:
+  TileKernel kernel;
+  Plan plan;
+  CompiledGroup group;
+  std::shared_ptr<const CpuKernel> cpu;
+#ifdef TESSEL_WITH_CUDA
+  std::shared_ptr<const CudaKernel> cuda;
+#endif
+  double compile_ms = 0;
+};
+
+namespace {
+
+[[noreturn]] void bad_argument(const std::string& message) {
+  user_error(ErrorKind::InvalidArgument, message);
+}
+
+std::string dims_text(const std::vector<int64_t>& v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+  return s + "]";
+}
+
+// Binds the sizes a tensor names by a bare symbol from its argument's shape and
+// strides; checks everything else once all tensors have bound what they can.
+void bind_tensor_sizes(const TensorParam& t, const TensorArg& a,
+                       std::map<std::string, int64_t>& sizes) {
+  if (static_cast<int>(a.shape.size()) != t.rank())
+    bad_argument("tensor " + t.name + " has rank " + std::to_string(t.rank()) +
+                 ", the argument's shape " + dims_text(a.shape) + " has " +
+                 std::to_string(a.shape.size()) + " extents");
+  std::vector<int64_t> strides = a.strides;
+  if (strides.empty()) {  // contiguous row-major
+    strides.assign(a.shape.size(), 1);
+    for (int d = t.rank() - 2; d >= 0; --d) strides[d] = strides[d + 1] * std::max<int64_t>(1, a.shape[d + 1]);
+  }
+  if (strides.size() != a.shape.size())
+    bad_argument("tensor " + t.name + ": " + std::to_string(strides.size()) + " strides for " +
+                 std::to_string(a.shape.size()) + " extents");
+  auto bind = [&](const Expr& e, int64_t value, const std::string& what) {
+    if (e->kind != ExprKind::Sym) return;
+    auto [it, fresh] = sizes.emplace(e->name, value);
+    if (!fresh && it->second != value)
+      bad_argument("size " + e->name + " is " + std::to_string(it->second) + ", but tensor " +
+                   t.name + "'s " + what + " makes it " + std::to_string(value));
+  };
+  for (int d = 0; d < t.rank(); ++d) {
+    bind(t.shape[d], a.shape[d], "extent " + std::to_string(d));
+    bind(t.strides[d], strides[d], "stride " + std::to_string(d));
+  }
+}
+
+void check_tensor_matches(const TensorParam& t, const TensorArg& a, const TensorLayout& layout) {
+  std::vector<int64_t> strides = a.strides;
+  if (strides.empty()) {
+    strides.assign(a.shape.size(), 1);
+    for (int d = t.rank() - 2; d >= 0; --d) strides[d] = strides[d + 1] * std::max<int64_t>(1, a.shape[d + 1]);
+  }
+  for (int d = 0; d < t.rank(); ++d) {
+    if (layout.shape[d] != a.shape[d] || (layout.strides[d] != strides[d] && a.shape[d] > 1))
+      bad_argument("tensor " + t.name + " is " + dims_text(layout.shape) + " with strides " +
+                   dims_text(layout.strides) + " by the kernel's sizes, but the argument is " +
+                   dims_text(a.shape) + " with strides " + dims_text(strides));
+  }
+  if (a.dtype != t.dtype)
+    bad_argument("tensor " + t.name + " is " + dtype_name(t.dtype) + ", the argument is " +
+                 dtype_name(a.dtype));
+  if (!a.data && layout.elements > 0) bad_argument("tensor " + t.name + " is a null pointer");
+}
+
+struct BoundArgs {
+  LaunchArgs args;
+  std::vector<TensorLayout> layouts;  // per kernel tensor
+};
+
+BoundArgs bind_args(const TileKernel& k, const KernelArgs& in) {
+  BoundArgs out;
+  out.args.sizes = in.sizes;
+  for (const auto& [name, a] : in.tensors)
+    if (!k.find_tensor(name)) bad_argument("kernel " + k.name + " has no tensor " + name);
+  for (const TensorParam& t : k.tensors) {
+    auto it = in.tensors.find(t.name);
+    if (it == in.tensors.end()) bad_argument("missing tensor argument " + t.name);
+    bind_tensor_sizes(t, it->second, out.args.sizes);
+  }
+  for (const std::string& s : k.size_params)
+    if (!out.args.sizes.count(s)) bad_argument("missing size argument " + s);
+  for (const auto& [name, v] : in.sizes) {
+    bool known = false;
+    for (const std::string& s : k.size_params) known |= s == name;
+    if (!known) bad_argument("kernel " + k.name + " has no size parameter " + name);
+  }
+  for (const ScalarParam& s : k.scalars)
+    if (!in.scalars.count(s.name)) bad_argument("missing scalar argument " + s.name);
+  for (const auto& [name, v] : in.scalars) {
+    bool known = false;
+    for (const ScalarParam& s : k.scalars) known |= s.name == name;
+    if (!known) bad_argument("kernel " + k.name + " has no scalar parameter " + name);
+  }
+  out.args.scalars = in.scalars;
+  for (const TensorParam& t : k.tensors) {
+    const TensorArg& a = in.tensors.at(t.name);
+    TensorLayout layout = check_tensor(t, out.args.sizes);
+    check_tensor_matches(t, a, layout);
+    out.layouts.push_back(layout);
+    static float empty = 0;
+    out.args.tensors[t.name] = a.data ? static_cast<float*>(a.data) : &empty;
+  }
+  return out;
+}
+
+std::string cache_key(const TileKernel& k, const Plan& plan) {
+  return std::string(version()) + "\n" + plan.to_string() + " target=" + target_name(plan.target) +
+         "\n" + print_tile_kernel(k);
+}
+
+#ifdef TESSEL_WITH_CUDA
+// Host tensors travel to the device as their whole span (strides kept), and the
+// ones the kernel writes come back.
+void launch_cuda(const CompiledKernelImpl& c, const TileKernel& k, const KernelArgs& in,
+                 BoundArgs& bound) {
+  std::vector<DeviceBuffer> buffers;
+  std::vector<std::pair<size_t, size_t>> writeback;  // (tensor index, buffer index)
+  for (size_t i = 0; i < k.tensors.size(); ++i) {
+    const TensorParam& t = k.tensors[i];
+    const TensorArg& a = in.tensors.at(t.name);
+    if (a.on_device) continue;
+    size_t bytes = std::max<int64_t>(1, bound.layouts[i].elements) * dtype_bytes(t.dtype);
+    buffers.emplace_back(bytes);
+    if (bound.layouts[i].elements > 0) buffers.back().upload(a.data, bytes);
+    bound.args.tensors[t.name] = static_cast<float*>(buffers.back().get());
+    if (t.access != Access::In) writeback.emplace_back(i, buffers.size() - 1);
+  }
+  c.cuda->launch(bound.args);
+  cuda_synchronize();
+  for (auto [i, b] : writeback) {
+    const TensorParam& t = k.tensors[i];
+    if (bound.layouts[i].elements > 0)
+      buffers[b].download(in.tensors.at(t.name).data, bound.layouts[i].elements * dtype_bytes(t.dtype));
+  }
+}
+#endif
+
+}  // namespace
+
+TensorArg TensorArg::host(float* data, std::vector<int64_t> shape, std::vector<int64_t> strides) {
+  TensorArg a;
+  a.data = data;
+  a.dtype = DType::F32;
+  a.shape = std::move(shape);
+  a.strides = std::move(strides);
+  return a;
+}
+
+const TileKernel& Kernel::tile_kernel() const { return impl_->kernel; }
+const Plan& Kernel::plan() const { return impl_->plan; }
+const GroupProgram& Kernel::program() const { return impl_->group.program; }
+double Kernel::compile_ms() const { return impl_->compile_ms; }
+
+std::string Kernel::explain() const {
+  CompileOptions co;
+  co.keep_stages = true;
+  CompiledGroup g = compile_to_group(impl_->kernel, impl_->plan, co);
+  std::ostringstream out;
+  for (const CompileStage& s : g.stages) {
+    out << "// ---- " << s.name << " ----\n" << s.ir;
+    if (s.name == "tile-ir") out << "// ---- plan ----\n" << impl_->plan.to_string() << "\n";
+  }
+  out << "// ---- barrier statistics ----\n" << print_barrier_stats(g.barriers);
+  return out.str();
+}
+
+LaunchReport Kernel::launch(const KernelArgs& args, const LaunchOptions& options) const {
+  const CompiledKernelImpl& c = *impl_;
+  BoundArgs bound = bind_args(c.kernel, args);
+  if (c.plan.target != TargetKind::Cuda)
+    for (const TensorParam& t : c.kernel.tensors)
+      if (t.dtype != DType::F32)
+        user_error(ErrorKind::Unsupported, std::string("the ") + target_name(c.plan.target) +
+                                               " target reads f32 tensors; tensor " + t.name +
+                                               " is " + dtype_name(t.dtype));
+  for (const auto& [name, a] : args.tensors)
+    if (a.on_device && c.plan.target != TargetKind::Cuda)
+      bad_argument("tensor " + name + " is in device memory, but the target is " +
+                   target_name(c.plan.target));
+  LaunchReport report;
+  auto start = std::chrono::steady_clock::now();
+  switch (c.plan.target) {
+    case TargetKind::Sim: {
+      SimOptions so;
+      so.seed = options.sim_seed;
+      SimResult r = run_sim(c.group.program, bound.args, so);
+      report.races = r.race_count;
+      for (const Race& race : r.races) report.race_messages.push_back(race.message);
+      break;
+    }
+    case TargetKind::Cpu: c.cpu->run(bound.args, options.threads); break;
+    case TargetKind::Cuda:
+#ifdef TESSEL_WITH_CUDA
+      launch_cuda(c, c.kernel, args, bound);
+#endif
+      break;
+  }
+  report.run_us =
+      std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
+  return report;
+}
+
+Kernel compile(const TileKernel& kernel, const Plan& plan) {
+#ifndef TESSEL_WITH_CUDA
+  if (plan.target == TargetKind::Cuda)
+    user_error(ErrorKind::Unsupported, "the cuda target is not built: tessel was built without the CUDA toolkit");
+#endif
+  static std::mutex mutex;
+  static std::map<std::string, std::shared_ptr<const CompiledKernelImpl>> cache;
+  std::string key = cache_key(kernel, plan);
+  Kernel out;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = cache.find(key);
+    if (it != cache.end()) {
+      out.impl_ = it->second;
+      return out;
+    }
+  }
+  auto start = std::chrono::steady_clock::now();
+  auto c = std::make_shared<CompiledKernelImpl>();
+  c->kernel = kernel;
+  c->plan = plan;
+  c->group = compile_to_group(kernel, plan, CompileOptions{});
+  if (plan.target == TargetKind::Cpu) c->cpu = compile_cpu(c->group.program);
+#ifdef TESSEL_WITH_CUDA
+  if (plan.target == TargetKind::Cuda) c->cuda = compile_cuda(c->group.program);
+#endif
+  c->compile_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  std::lock_guard<std::mutex> lock(mutex);
+  out.impl_ = cache.emplace(key, c).first->second;
+  return out;
+}
+
+Kernel compile(const TileKernel& kernel, TargetKind target,
+               const std::map<std::string, int64_t>& sizes) {
+  return compile(kernel, default_plan(kernel, target, sizes));
+}
+
+}  // namespace tessel

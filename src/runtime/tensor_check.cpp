@@ -1,0 +1,86 @@
+#include "runtime/tensor_check.h"
+
+#include <algorithm>
+
+#include "tessel/error.h"
+
+namespace tessel {
+namespace {
+
+[[noreturn]] void bad(const TensorParam& t, const std::string& message) {
+  user_error(ErrorKind::InvalidArgument, "tensor '" + t.name + "': " + message);
+}
+
+std::string dim_text(int d, const char* what, const Expr& e, int64_t v) {
+  return std::string(what) + " of dim " + std::to_string(d) + " (" + expr_to_string(e) + ") is " +
+         std::to_string(v);
+}
+
+}  // namespace
+
+TensorLayout check_tensor(const TensorParam& t, const std::map<std::string, int64_t>& sizes) {
+  if (t.shape.empty() || t.shape.size() != t.strides.size())
+    bad(t, "rank " + std::to_string(t.shape.size()) + " with " + std::to_string(t.strides.size()) +
+               " strides");
+  SymbolLookup lookup = [&](const std::string& name, int64_t* v) {
+    auto it = sizes.find(name);
+    if (it == sizes.end()) return false;
+    *v = it->second;
+    return true;
+  };
+  auto eval = [&](const Expr& e, int d, const char* what) {
+    expr_symbols(e, [&](const std::string& s) {
+      if (!sizes.count(s))
+        bad(t, "missing size parameter '" + s + "' (in the " + what + " of dim " +
+                   std::to_string(d) + ": " + expr_to_string(e) + ")");
+    });
+    return expr_eval(e, lookup);
+  };
+  TensorLayout out;
+  const int rank = t.rank();
+  for (int d = 0; d < rank; ++d) {
+    int64_t extent = eval(t.shape[d], d, "extent"), stride = eval(t.strides[d], d, "stride");
+    if (extent < 0) bad(t, dim_text(d, "extent", t.shape[d], extent) + ", negative");
+    if (stride < 0) bad(t, dim_text(d, "stride", t.strides[d], stride) + ", negative");
+    out.shape.push_back(extent);
+    out.strides.push_back(stride);
+  }
+  if (std::count(out.shape.begin(), out.shape.end(), 0)) return out;  // no element
+  // The last element's offset, checked for overflow.
+  int64_t last = 0;
+  for (int d = 0; d < rank; ++d) {
+    int64_t step = 0;
+    if (__builtin_mul_overflow(out.shape[d] - 1, out.strides[d], &step) ||
+        __builtin_add_overflow(last, step, &last) || last == INT64_MAX)
+      bad(t, "the offset of its last element overflows 64 bits (dim " + std::to_string(d) +
+                 ": extent " + std::to_string(out.shape[d]) + ", stride " +
+                 std::to_string(out.strides[d]) + ")");
+  }
+  out.elements = last + 1;
+  if (t.access == Access::In) return out;
+  // A written tensor: no two index tuples at one address (the header's test).
+  std::vector<int> dims;
+  for (int d = 0; d < rank; ++d)
+    if (out.shape[d] > 1) dims.push_back(d);
+  std::stable_sort(dims.begin(), dims.end(),
+                   [&](int a, int b) { return out.strides[a] < out.strides[b]; });
+  for (size_t i = 0; i < dims.size(); ++i) {
+    int d = dims[i];
+    if (out.strides[d] == 0)
+      bad(t, "it is written (" + std::string(access_name(t.access)) + ") but " +
+                 dim_text(d, "stride", t.strides[d], 0) + " with extent " +
+                 std::to_string(out.shape[d]) + ": its elements would share addresses");
+    if (i == 0) continue;
+    int p = dims[i - 1];
+    // stride(d) >= stride(p) * extent(p), divided through so that it cannot overflow.
+    if (out.strides[d] / out.shape[p] < out.strides[p])
+      bad(t, "it is written (" + std::string(access_name(t.access)) + ") but its elements " +
+                 "overlap: " + dim_text(d, "stride", t.strides[d], out.strides[d]) +
+                 ", less than dim " + std::to_string(p) + "'s stride " +
+                 std::to_string(out.strides[p]) + " times its extent " +
+                 std::to_string(out.shape[p]));
+  }
+  return out;
+}
+
+}  // namespace tessel

@@ -1,0 +1,236 @@
+#include "kernel_commands.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <limits>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "check/checked_run.h"
+#include "ir/group_text.h"
+#include "ir/tile_text.h"
+#include "passes/pipeline.h"
+#include "plan/default_plan.h"
+#include "passes/plan_barriers.h"
+#include "runtime/tensor_check.h"
+#include "target/sim/sim.h"
+#include "tessel/tessel.h"
+
+namespace tessel {
+namespace {
+
+[[noreturn]] void bad(const std::string& message) { user_error(ErrorKind::InvalidArgument, message); }
+
+int64_t to_int(const std::string& what, const std::string& s) {
+  errno = 0;
+  char* end = nullptr;
+  long long v = std::strtoll(s.c_str(), &end, 10);
+  if (s.empty() || *end != '\0' || errno == ERANGE) bad(what + ": '" + s + "' is not an integer");
+  return v;
+}
+
+double to_double(const std::string& what, const std::string& s) {
+  char* end = nullptr;
+  double v = std::strtod(s.c_str(), &end);
+  if (s.empty() || *end != '\0' || !std::isfinite(v)) bad(what + ": '" + s + "' is not a finite number");
+  return v;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) bad("cannot read " + path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// NAME=V
+std::pair<std::string, std::string> name_value(const std::string& option, const std::string& s) {
+  size_t eq = s.find('=');
+  if (eq == std::string::npos || eq == 0) bad(option + " takes NAME=VALUE, got '" + s + "'");
+  return {s.substr(0, eq), s.substr(eq + 1)};
+}
+
+struct Options {
+  std::string file;
+  std::map<std::string, int64_t> sizes, tiles;
+  std::map<std::string, double> scalars;
+  TargetKind target = TargetKind::Cpu;
+  int workers = -1, threads = 0, window = 1;
+  bool async_copy = false, check = false, json = false;
+  uint64_t seed = 42;
+  std::vector<std::string> passes;
+};
+
+Options parse(int argc, char** argv, int first) {
+  Options o;
+  for (int i = first; i < argc; ++i) {
+    std::string s = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) bad(s + " needs a value");
+      return argv[++i];
+    };
+    if (s == "--size") {
+      auto [n, v] = name_value(s, value());
+      o.sizes[n] = to_int("--size " + n, v);
+    } else if (s == "--tile") {
+      auto [n, v] = name_value(s, value());
+      o.tiles[n] = to_int("--tile " + n, v);
+    } else if (s == "--scalar") {
+      auto [n, v] = name_value(s, value());
+      o.scalars[n] = to_double("--scalar " + n, v);
+    } else if (s == "--target") {
+      o.target = parse_target(value());
+    } else if (s == "--workers") {
+      o.workers = static_cast<int>(to_int(s, value()));
+    } else if (s == "--threads") {
+      o.threads = static_cast<int>(to_int(s, value()));
+    } else if (s == "--window") {
+      o.window = static_cast<int>(to_int(s, value()));
+    } else if (s == "--copy") {
+      std::string c = value();
+      if (c != "sync" && c != "async") bad("--copy takes sync or async, got '" + c + "'");
+      o.async_copy = c == "async";
+    } else if (s == "--seed") {
+      o.seed = static_cast<uint64_t>(to_int(s, value()));
+    } else if (s == "--pass") {
+      o.passes.push_back(value());
+    } else if (s == "--check") {
+      o.check = true;
+    } else if (s == "--json") {
+      o.json = true;
+    } else if (!s.empty() && s[0] == '-') {
+      bad("unknown option " + s);
+    } else if (o.file.empty()) {
+      o.file = s;
+    } else {
+      bad("unexpected argument '" + s + "'");
+    }
+  }
+  if (o.file.empty()) bad("no input file");
+  return o;
+}
+
+TileKernel load_kernel(const Options& o) { return parse_tile_kernel(read_file(o.file)); }
+
+// The default plan for these sizes, with the user's tiles and workers over it.
+Plan plan_for(const TileKernel& k, const Options& o) {
+  Plan p = default_plan(k, o.target, o.sizes);
+  for (const auto& [n, v] : o.tiles) p.tiles[n] = v;  // the lowering refuses unknown names
+  p.window = o.window;
+  p.async_copy = o.async_copy;
+  if (o.workers > 0) p.workers = o.workers;
+  if (!o.tiles.empty() || o.workers > 0) fit_worker_grid(k, p);
+  return p;
+}
+
+std::string json_number(double v) {
+  if (!std::isfinite(v)) return "null";
+  std::ostringstream s;
+  s.precision(9);
+  s << v;
+  return s.str();
+}
+
+std::string json_string(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (c == '\n') { out += "\\n"; continue; }
+    out += c;
+  }
+  return out + "\"";
+}
+
+}  // namespace
+
+int run_command(int argc, char** argv) {
+  Options o = parse(argc, argv, 2);
+  TileKernel k = load_kernel(o);
+  Plan plan = plan_for(k, o);
+  Kernel compiled = compile(k, plan);
+  LaunchOptions lo;
+  lo.threads = o.threads;
+  lo.sim_seed = o.seed;
+  CheckedRun r = run_checked(compiled, o.sizes, o.scalars, o.seed, lo);
+  bool ok = o.check ? r.ok : r.launch.races == 0;
+  std::string per_tensor;
+  for (const auto& [name, e] : r.rel_err)
+    per_tensor += (per_tensor.empty() ? "" : ", ") + json_string(name) + ": " + json_number(e);
+  if (o.json) {
+    std::cout << "{\"kernel\": " << json_string(k.name) << ", \"version\": " << json_string(version())
+              << ", \"target\": " << json_string(target_name(plan.target))
+              << ", \"plan\": " << json_string(plan.to_string()) << ", \"sizes\": {";
+    bool first = true;
+    for (const auto& [n, v] : o.sizes) {
+      std::cout << (first ? "" : ", ") << json_string(n) << ": " << v;
+      first = false;
+    }
+    std::cout << "}, \"checked\": " << (o.check ? "true" : "false")
+              << ", \"rel_err\": " << (o.check ? json_number(r.worst) : "null")
+              << ", \"bound\": " << (o.check ? json_number(r.bound) : "null")
+              << ", \"rel_err_by_tensor\": {" << (o.check ? per_tensor : "") << "}"
+              << ", \"ok\": " << (ok ? "true" : "false") << ", \"races\": " << r.launch.races
+              << ", \"compile_ms\": " << json_number(compiled.compile_ms())
+              << ", \"run_us\": " << json_number(r.launch.run_us) << "}\n";
+  } else {
+    std::cout << k.name << " on " << target_name(plan.target) << " (" << plan.to_string() << "): "
+              << json_number(r.launch.run_us) << " us";
+    if (o.check) std::cout << ", rel_err " << json_number(r.worst) << " (bound " << json_number(r.bound) << ")";
+    if (plan.target == TargetKind::Sim) std::cout << ", races " << r.launch.races;
+    std::cout << (ok ? ", ok" : ", FAILED") << "\n";
+    for (const std::string& m : r.launch.race_messages) std::cout << "  " << m << "\n";
+  }
+  return ok ? 0 : 1;
+}
+
+int explain_file_command(int argc, char** argv) {
+  Options o = parse(argc, argv, 2);
+  TileKernel k = load_kernel(o);
+  std::cout << compile(k, plan_for(k, o)).explain();
+  return 0;
+}
+
+int opt_command(int argc, char** argv) {
+  Options o = parse(argc, argv, 2);
+  GroupProgram p = parse_group_program(read_file(o.file));
+  for (const std::string& pass : o.passes) {
+    if (pass == "plan-barriers") {
+      plan_barriers(p, BarrierPlanOptions{});
+    } else if (pass.rfind("pipeline=", 0) == 0 || pass.rfind("pipeline-async=", 0) == 0) {
+      PipelineOptions po;
+      po.async = pass.rfind("pipeline-async=", 0) == 0;
+      po.window = static_cast<int>(to_int("--pass " + pass, pass.substr(pass.find('=') + 1)));
+      pipeline_loops(p, po);
+    } else {
+      bad("unknown pass '" + pass + "' (expected plan-barriers, pipeline=W or pipeline-async=W)");
+    }
+  }
+  std::cout << print_group_program(p);
+  return 0;
+}
+
+int sim_command(int argc, char** argv) {
+  Options o = parse(argc, argv, 2);
+  GroupProgram p = parse_group_program(read_file(o.file));
+  default_strides(p.tensors, o.sizes);
+  auto tensors = random_tensors(p.tensors, o.sizes, o.seed);
+  LaunchArgs args;
+  args.sizes = o.sizes;
+  args.scalars = random_scalars(p.scalars, o.scalars, o.seed);
+  for (auto& [name, h] : tensors) args.tensors[name] = h.data.data();
+  SimOptions so;
+  so.seed = o.seed;
+  SimResult r = run_sim(p, args, so);
+  std::cout << p.name << ": " << r.race_count << " race" << (r.race_count == 1 ? "" : "s") << "\n";
+  for (const Race& race : r.races) std::cout << "  " << race.message << "\n";
+  return r.race_count == 0 ? 0 : 1;
+}
+
+}  // namespace tessel
