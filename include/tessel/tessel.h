@@ -69,7 +69,10 @@ class Kernel {
  public:
   const TileKernel& tile_kernel() const;
   const Plan& plan() const;
-  const GroupProgram& program() const;  // after every GroupIR pass
+  // A kernel with several parallel nests runs them in order, one launch (phase)
+  // each (compiler/phases.h); program(i) is phase i's GroupIR after every pass.
+  size_t phases() const;
+  const GroupProgram& program(size_t phase = 0) const;
   double compile_ms() const;            // the first compile's wall time (later ones hit the cache)
   // Runs the kernel on `args` (see the top of this file for how sizes bind).
   LaunchReport launch(const KernelArgs& args, const LaunchOptions& options = {}) const;

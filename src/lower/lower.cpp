@@ -305,11 +305,15 @@ class Lowering {
     out.push_back(g);
   }
 
-  // A fragment the op may update in place: a copy when the value is used again.
+  // A fragment the op may update in place: a copy unless the value dies here (its
+  // only use, defined in the region being lowered: a value from an enclosing region
+  // is read again on the next trip of an outer loop).
   int owned_frag(const TileOp& op, int value, std::vector<GroupOp>& out) {
     const TileType& type = k_.values.at(value).type;
     int f = frag_of(op, value, out, type);
-    if (uses_[value] <= 1 && lowered(op, value).kind == Lowered::Kind::Frag) return f;
+    auto def = defined_in_.find(value);
+    bool dies = uses_[value] <= 1 && def != defined_in_.end() && def->second == region_;
+    if (dies && lowered(op, value).kind == Lowered::Kind::Frag) return f;
     int copy = new_frag(op, type);
     copy_frag(copy, f, out);
     return copy;
@@ -502,6 +506,7 @@ class Lowering {
       g.src_col_bound = w.col_bound;
       g.constant = op.constant;
       out.push_back(g);
+      loaded_[t].push_back(g);
       lowered_[op.results[0]] = frag_value(g.frag);
       return;
     }
@@ -523,6 +528,7 @@ class Lowering {
     g.cols = cols;
     g.batch = plan_.copy_batch;
     out.push_back(g);
+    loaded_[t].push_back(g);
     staging_copy_[s] = g;
     Lowered l;
     l.kind = Lowered::Kind::Staged;
@@ -547,8 +553,29 @@ class Lowering {
     g.dst = w.ref;
     g.dst_row_bound = w.row_bound;
     g.dst_col_bound = w.col_bound;
+    // Another worker may still read (a replica of a vector, a tile of another shape
+    // or place) what this store overwrites: a fence, unless every earlier access
+    // of the tensor moved this very window with this fragment's distribution, so
+    // that each element was read by the worker that now writes it.
+    bool same_owner = true;
+    for (const GroupOp& earlier : loaded_[w.ref.buffer]) same_owner &= same_elements_per_worker(earlier, g);
+    if (!same_owner || stored_.count(w.ref.buffer)) fence(out);
     out.push_back(g);
     stored_.insert(w.ref.buffer);
+  }
+
+  // True when `a` (a frag.load or a copy) and the frag.store `b` touch the same
+  // global elements through the same worker: one window, one unreplicated fragment
+  // shape (a copy spreads elements by its batch, not by fragment parts: never).
+  bool same_elements_per_worker(const GroupOp& a, const GroupOp& b) const {
+    if (a.kind != GroupOpKind::FragLoad) return false;
+    const Buffer& fa = p_.buffer(a.frag);
+    const Buffer& fb = p_.buffer(b.frag);
+    bool replicated = (fb.rows == 1 && plan_.worker_rows > 1) || (fb.cols == 1 && plan_.worker_cols > 1);
+    auto same = [](const Expr& x, const Expr& y) { return (!x && !y) || (x && y && expr_equal(x, y)); };
+    return !replicated && fa.rows == fb.rows && fa.cols == fb.cols && same(a.src.row, b.dst.row) &&
+           same(a.src.col, b.dst.col) && same(a.src.offset, b.dst.offset) &&
+           same(a.src.row_stride, b.dst.row_stride) && same(a.src.col_stride, b.dst.col_stride);
   }
 
   // An mma operand in shared memory: a staged load as it is, a computed tile stored
@@ -772,6 +799,7 @@ class Lowering {
   std::map<int, Lowered> lowered_;
   std::map<int, GroupOp> staging_copy_;  // shared buffer -> the copy that fills it
   std::set<int> stored_;   // global buffers this group has stored
+  std::map<int, std::vector<GroupOp>> loaded_;  // global buffer -> this group's loads of it
   std::map<int, const Region*> defined_in_;  // value -> the region whose op (or arg) defines it
   const Region* region_ = nullptr;           // the region being lowered
 };

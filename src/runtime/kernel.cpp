@@ -6,6 +6,8 @@
 #include <sstream>
 
 #include "compiler/compile.h"
+#include "compiler/phases.h"
+#include "ir/tile_verify.h"
 #include "ir/group_text.h"
 #include "ir/tile_text.h"
 #include "plan/default_plan.h"
@@ -20,15 +22,21 @@
 
 namespace tessel {
 
-class CompiledKernelImpl {
- public:
+// One parallel nest of the kernel, compiled (compiler/phases.h).
+struct CompiledPhase {
   TileKernel kernel;
-  Plan plan;
   CompiledGroup group;
   std::shared_ptr<const CpuKernel> cpu;
 #ifdef TESSEL_WITH_CUDA
   std::shared_ptr<const CudaKernel> cuda;
 #endif
+};
+
+class CompiledKernelImpl {
+ public:
+  TileKernel kernel;
+  Plan plan;
+  std::vector<CompiledPhase> phases;  // run in order
   double compile_ms = 0;
 };
 
@@ -154,7 +162,7 @@ void launch_cuda(const CompiledKernelImpl& c, const TileKernel& k, const KernelA
     bound.args.tensors[t.name] = static_cast<float*>(buffers.back().get());
     if (t.access != Access::In) writeback.emplace_back(i, buffers.size() - 1);
   }
-  c.cuda->launch(bound.args);
+  for (const CompiledPhase& phase : c.phases) phase.cuda->launch(bound.args);
   cuda_synchronize();
   for (auto [i, b] : writeback) {
     const TensorParam& t = k.tensors[i];
@@ -177,19 +185,27 @@ TensorArg TensorArg::host(float* data, std::vector<int64_t> shape, std::vector<i
 
 const TileKernel& Kernel::tile_kernel() const { return impl_->kernel; }
 const Plan& Kernel::plan() const { return impl_->plan; }
-const GroupProgram& Kernel::program() const { return impl_->group.program; }
+const GroupProgram& Kernel::program(size_t phase) const {
+  TESSEL_ASSERT(phase < impl_->phases.size(), "no such phase");
+  return impl_->phases[phase].group.program;
+}
+size_t Kernel::phases() const { return impl_->phases.size(); }
 double Kernel::compile_ms() const { return impl_->compile_ms; }
 
 std::string Kernel::explain() const {
   CompileOptions co;
   co.keep_stages = true;
-  CompiledGroup g = compile_to_group(impl_->kernel, impl_->plan, co);
   std::ostringstream out;
-  for (const CompileStage& s : g.stages) {
-    out << "// ---- " << s.name << " ----\n" << s.ir;
-    if (s.name == "tile-ir") out << "// ---- plan ----\n" << impl_->plan.to_string() << "\n";
+  const auto& phases = impl_->phases;
+  for (size_t i = 0; i < phases.size(); ++i) {
+    if (phases.size() > 1) out << "// ==== phase " << i << " of " << phases.size() << " ====\n";
+    CompiledGroup g = compile_to_group(phases[i].kernel, impl_->plan, co);
+    for (const CompileStage& s : g.stages) {
+      out << "// ---- " << s.name << " ----\n" << s.ir;
+      if (s.name == "tile-ir") out << "// ---- plan ----\n" << impl_->plan.to_string() << "\n";
+    }
+    out << "// ---- barrier statistics ----\n" << print_barrier_stats(g.barriers);
   }
-  out << "// ---- barrier statistics ----\n" << print_barrier_stats(g.barriers);
   return out.str();
 }
 
@@ -209,15 +225,18 @@ LaunchReport Kernel::launch(const KernelArgs& args, const LaunchOptions& options
   LaunchReport report;
   auto start = std::chrono::steady_clock::now();
   switch (c.plan.target) {
-    case TargetKind::Sim: {
-      SimOptions so;
-      so.seed = options.sim_seed;
-      SimResult r = run_sim(c.group.program, bound.args, so);
-      report.races = r.race_count;
-      for (const Race& race : r.races) report.race_messages.push_back(race.message);
+    case TargetKind::Sim:
+      for (const CompiledPhase& phase : c.phases) {
+        SimOptions so;
+        so.seed = options.sim_seed;
+        SimResult r = run_sim(phase.group.program, bound.args, so);
+        report.races += r.race_count;
+        for (const Race& race : r.races) report.race_messages.push_back(race.message);
+      }
       break;
-    }
-    case TargetKind::Cpu: c.cpu->run(bound.args, options.threads); break;
+    case TargetKind::Cpu:
+      for (const CompiledPhase& phase : c.phases) phase.cpu->run(bound.args, options.threads);
+      break;
     case TargetKind::Cuda:
 #ifdef TESSEL_WITH_CUDA
       launch_cuda(c, c.kernel, args, bound);
@@ -250,11 +269,17 @@ Kernel compile(const TileKernel& kernel, const Plan& plan) {
   auto c = std::make_shared<CompiledKernelImpl>();
   c->kernel = kernel;
   c->plan = plan;
-  c->group = compile_to_group(kernel, plan, CompileOptions{});
-  if (plan.target == TargetKind::Cpu) c->cpu = compile_cpu(c->group.program);
+  verify_tile_kernel(kernel);
+  for (TileKernel& phase_kernel : split_phases(kernel)) {
+    CompiledPhase phase;
+    phase.kernel = std::move(phase_kernel);
+    phase.group = compile_to_group(phase.kernel, plan, CompileOptions{});
+    if (plan.target == TargetKind::Cpu) phase.cpu = compile_cpu(phase.group.program);
 #ifdef TESSEL_WITH_CUDA
-  if (plan.target == TargetKind::Cuda) c->cuda = compile_cuda(c->group.program);
+    if (plan.target == TargetKind::Cuda) phase.cuda = compile_cuda(phase.group.program);
 #endif
+    c->phases.push_back(std::move(phase));
+  }
   c->compile_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   std::lock_guard<std::mutex> lock(mutex);
