@@ -7,6 +7,7 @@
 // group is the library's kernel (kernels/*.tir) with its default cuda plan. Every
 // run checks 64 rows of its output against an FP64 computation first.
 //   bench_cuda_ops [--rounds N] [--shapes 8192x8192,32768x1024,4096x50257] [--compile-only]
+//                  [--library-only]   (only the library's kernels with their default plans)
 // (--compile-only: NVRTC for sm_90 and the register counts, no GPU needed.)
 #include <algorithm>
 #include <cmath>
@@ -92,7 +93,8 @@ std::string softmax_gir(const Variant& v) {
     s += row_reduce(v, "sum", "s", "x", &id);
     s += ew("x = div x, s") + with_id(store);
   } else {
-    s += "  frag.fill #" + num(id++) + " m = -inf\n  frag.fill #" + num(id++) + " s = 0\n";
+    s += "  frag.fill #" + num(id++) + " m = -inf\n";
+    s += "  frag.fill #" + num(id++) + " s = 0\n";
     s += "  for #" + num(id++) + " k = 0 to ceildiv(N, " + num(v.bc) + ") {\n";
     s += with_id(load + " pad -inf guard src(M, N)\n");
     s += row_reduce(v, "max", "t", "x", &id);
@@ -255,7 +257,7 @@ void run(const Variant& v, const Shape& s, int rounds, bool compile_only) {
   db.upload(b.data(), b.size() * 4);
   dy.fill32(0x7fc07fc0u);  // NaN in either dtype
   LaunchArgs args;
-  args.sizes = {{"M", s.m}, {"N", s.n}, {"ld", s.n}};
+  args.sizes = {{"M", s.m}, {"N", s.n}, {"ld", s.n}, {"ldx", s.n}, {"ldy", s.n}};
   args.scalars = {{"eps", 1e-5}};
   args.tensors = {{"X", static_cast<float*>(dx.get())}, {"Y", static_cast<float*>(dy.get())},
                   {"G", static_cast<float*>(dg.get())}, {"Bt", static_cast<float*>(db.get())}};
@@ -296,21 +298,27 @@ void run(const Variant& v, const Shape& s, int rounds, bool compile_only) {
 int main(int argc, char** argv) {
   using namespace tessel;
   int rounds = 5;
-  bool compile_only = false;
+  bool compile_only = false, library_only = false;
   std::vector<Shape> shapes = {{8192, 8192}, {32768, 1024}, {4096, 50257}};
-  for (int i = 1; i < argc; ++i)
-    if (std::string(argv[i]) == "--compile-only") compile_only = true;
-  for (int i = 1; i + 1 < argc; i += 2) {
+  for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
-    if (a == "--rounds") rounds = std::atoi(argv[i + 1]);
-    if (a == "--shapes") {
+    if (a == "--compile-only") {
+      compile_only = true;
+    } else if (a == "--library-only") {
+      library_only = true;
+    } else if (a == "--rounds" && i + 1 < argc) {
+      rounds = std::atoi(argv[++i]);
+    } else if (a == "--shapes" && i + 1 < argc) {
       shapes.clear();
-      for (std::string list = argv[i + 1]; !list.empty();) {
+      for (std::string list = argv[++i]; !list.empty();) {
         size_t comma = list.find(',');
         std::string one = list.substr(0, comma);
         shapes.push_back({std::atoll(one.c_str()), std::atoll(one.substr(one.find('x') + 1).c_str())});
         list = comma == std::string::npos ? "" : list.substr(comma + 1);
       }
+    } else {
+      std::fprintf(stderr, "usage: bench_cuda_ops [--rounds N] [--shapes MxN,...] [--compile-only] [--library-only]\n");
+      return 2;
     }
   }
   std::string why;
@@ -323,6 +331,10 @@ int main(int argc, char** argv) {
     for (const char* kernel : {"softmax", "layernorm"})
       for (const char* dtype : {"f32", "bf16"}) {
         std::vector<Variant> vs = {{kernel, dtype, 0, 0, 0, 0, false, true}};
+        if (library_only) {
+          run(vs[0], s, rounds, compile_only);
+          continue;
+        }
         auto add = [&](int64_t br, int64_t bc, int wr, int wc, bool online) {
           vs.push_back({kernel, dtype, br, bc, wr, wc, online});
         };

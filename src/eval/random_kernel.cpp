@@ -647,6 +647,8 @@ class Gen {
       } else {
         b = load(b_view, kc, col0_, dt, {BK_, C_});
       }
+      if (dt == DType::F32 && chance(0.25))  // a computed b operand
+        b = emit(make(TileOpKind::Tanh, {b}), DType::F32, {BK_, C_});
       TileOp y = make(TileOpKind::Yield);
       y.operands.push_back(emit(make(TileOpKind::Mma, {a, b, acc}), DType::F32, shape(Kind::Full)));
       for (size_t i = 0; i < extras.size(); ++i) {
@@ -721,6 +723,13 @@ class Gen {
         case 10: transpose_op(); break;
         case 11: if_op(); break;
         case 12: loop_op(); break;
+        case 13:
+          if (chance(0.25)) {  // a user barrier, rarely
+            cur_->ops.push_back(make(TileOpKind::Barrier));
+            break;
+          }
+          leaf();
+          break;
         default: leaf(); break;
       }
     }
@@ -755,6 +764,12 @@ class Gen {
     note_storage(dt, x);
     store(v, row0_, col0_, dt == DType::F32 ? x.id : cast(x, dt).id);
     if (dt == DType::F32) phase_inputs_.push_back({v, x.bound});
+    // Read back what the group just stored (a round trip through global memory,
+    // maybe spread over the workers differently): the value stored, padding outside.
+    if (dt == DType::F32 && chance(0.2)) {
+      Kind kd = chance(0.6) ? Kind::Full : chance(0.5) ? Kind::Row : Kind::Col;
+      keep(Node{load(v, row0_, col0_, DType::F32, shape(kd)), kd, x.bound, x.exact});
+    }
   }
 
   // A second grid, after the first: it reads an f32 tile output of the first (so that
@@ -839,7 +854,16 @@ class Gen {
     in_region(body, [&] {
       col0_ = expr_sym("j") * C_;
       grid_ivs_.push_back("j");
+      // Feedback through global memory: read the tile that the previous trip stored
+      // (the first trip reads its own tile's inputs), store this trip's at the end.
+      std::optional<View> feedback;
+      if (chance(0.25)) {
+        feedback = matrix(fresh("F"), DType::F32, Access::InOut, M_, m_, N_, n_);
+        Expr prev = expr_max(expr_sym("j") - expr_const(1), expr_const(0)) * C_;
+        keep(Node{load(*feedback, row0_, prev, DType::F32, shape(Kind::Full)), Kind::Full, 1, false});
+      }
       block();
+      if (feedback) store(*feedback, row0_, col0_, unary(TileOpKind::Tanh, full(pick()), 1).id);
       row_output(true);
       TileOp y = make(TileOpKind::Yield);
       for (const Acc& a : accs) {

@@ -13,12 +13,16 @@
 // rounding cannot flip a comparison); casts of exact values through bf16/f16;
 // explicit and implicit broadcasts (row, column, scalar); reductions along either
 // axis; transposes (square tiles); mma over a serial or pipeline K loop carrying the
-// accumulator and 0-2 running reductions, with bf16/f16 operands or computed ones;
+// accumulator and 0-2 running reductions, with bf16/f16 operands or computed ones (a
+// and b);
 // a stable softmax block (padding -inf); serial/pipeline loops carrying 1-3 values;
-// `if` on grid indices and on a scalar; outputs: 1-2 tiles (f32, bf16 or f16, some
-// in place: inout), a column vector and a row vector (their stores guarded by an
-// `if` so that one grid point writes each element). With a 1-D grid the columns are a
-// serial loop inside, carrying row reductions across column blocks. Sometimes a second
+// `if` on grid indices and on a scalar; user barriers; outputs: 1-2 tiles (f32, bf16
+// or f16, some in place: inout; an f32 one sometimes read back right after its
+// store, as a tile, a row or a column), a column vector and a row vector (their
+// stores guarded by an `if` so that one grid point writes each element). With a 1-D
+// grid the columns are a serial loop inside, carrying row reductions across column
+// blocks, sometimes with feedback through global memory (each trip reads the tile the
+// previous trip stored in an inout tensor). Sometimes a second
 // grid (a phase) follows, reading a tile output of the first, transposed or not.
 //
 // Everything is built as TileIR directly and passes verify_tile_kernel.

@@ -6,25 +6,54 @@
 
 #include <algorithm>
 #include <set>
+#include <string>
 
 #include "tessel/error.h"
 
 namespace tessel {
 namespace {
 
+std::string num(int64_t v) { return std::to_string(v); }
+
+// a * b, or -1 when either is negative or the product passes `limit`.
+int64_t bounded_product(int64_t a, int64_t b, int64_t limit) {
+  int64_t r = 0;
+  if (a < 0 || b < 0 || __builtin_mul_overflow(a, b, &r) || r > limit) return -1;
+  return r;
+}
+
+// The program-wide numbers every later check multiplies: workers, the worker grid,
+// lanes. Shared by the verifier and verify_group_limits.
+void check_workers(const GroupProgram& p, ErrorKind kind) {
+  if (p.workers < 1 || p.workers > kMaxGroupWorkers)
+    user_error(kind, "workers " + num(p.workers) + " out of range [1, " + num(kMaxGroupWorkers) + "]");
+  if (p.worker_rows < 1 || p.worker_cols < 1 || int64_t{p.worker_rows} * p.worker_cols > p.workers)
+    user_error(kind, "worker grid " + num(p.worker_rows) + "x" + num(p.worker_cols) + " does not fit " +
+                         num(p.workers) + " workers");
+  if (p.lanes < 1 || p.lanes > kMaxGroupLanes)
+    user_error(kind, "lanes " + num(p.lanes) + " out of range [1, " + num(kMaxGroupLanes) + "]");
+}
+
+// Elements of a shared or private buffer, every version: -1 past kMaxGroupBufferBytes.
+int64_t buffer_elements(const Buffer& b) {
+  int64_t n = bounded_product(b.rows, b.cols, kMaxGroupBufferBytes);
+  if (n >= 0) n = bounded_product(n, std::max(1, b.versions), kMaxGroupBufferBytes);
+  if (n >= 0 && bounded_product(n, dtype_bytes(b.dtype), kMaxGroupBufferBytes) < 0) n = -1;
+  return n;
+}
+
 class Verifier {
  public:
   explicit Verifier(const GroupProgram& p) : p_(p) {}
 
   void run() {
-    if (p_.workers < 1 || p_.worker_rows < 1 || p_.worker_cols < 1 ||
-        int64_t{p_.worker_rows} * p_.worker_cols > p_.workers)
-      program_error("worker grid " + std::to_string(p_.worker_rows) + "x" +
-                    std::to_string(p_.worker_cols) + " does not fit " + std::to_string(p_.workers) +
-                    " workers");
-    if (p_.atom_m < 1 || p_.atom_n < 1 || p_.lanes < 1)
-      program_error("atom " + std::to_string(p_.atom_m) + "x" + std::to_string(p_.atom_n) +
-                    " with " + std::to_string(p_.lanes) + " lanes: all must be positive");
+    check_workers(p_, ErrorKind::Verify);
+    if (p_.atom_m < 1 || p_.atom_n < 1 || p_.atom_m > kMaxGroupExtent || p_.atom_n > kMaxGroupExtent)
+      program_error("atom " + num(p_.atom_m) + "x" + num(p_.atom_n) + ": each extent in [1, " +
+                    num(kMaxGroupExtent) + "]");
+    if (p_.next_op_id < 0 || p_.next_op_id > kMaxGroupOps)
+      program_error("next_op_id " + num(p_.next_op_id) + " out of range [0, " + num(kMaxGroupOps) +
+                    "]: a program has at most " + num(kMaxGroupOps) + " op ids");
     if (p_.frag_buffers != 1 && p_.frag_buffers != 2)
       program_error("frag_buffers " + std::to_string(p_.frag_buffers) + ": 1 or 2");
     if (p_.grid.size() > static_cast<size_t>(kMaxGridRank))
@@ -32,6 +61,10 @@ class Verifier {
                     std::to_string(kMaxGridRank));
     for (const LoopDim& d : p_.grid) {
       if (!d.extent) program_error("grid dimension " + d.iv + " has no extent");
+      int64_t extent = 0;
+      if (expr_is_const(d.extent, &extent) && extent > kMaxStaticGridExtent)
+        program_error("grid dimension " + d.iv + " has extent " + num(extent) + "; at most " +
+                      num(kMaxStaticGridExtent));
       expr_symbols(d.extent, [&](const std::string& s) {
         if (!std::count(p_.size_params.begin(), p_.size_params.end(), s))
           program_error("grid extent " + expr_to_string(d.extent) + " uses '" + s +
@@ -68,12 +101,15 @@ class Verifier {
       return;
     }
     if (b.tensor != -1) program_error(name + "only global buffers name a tensor");
-    if (b.rows < 1 || b.cols < 1)
+    if (b.rows < 1 || b.cols < 1 || b.rows > kMaxGroupExtent || b.cols > kMaxGroupExtent)
       program_error(name + "extents " + std::to_string(b.rows) + "x" + std::to_string(b.cols) +
-                    " must be positive");
+                    ": each must be in [1, " + num(kMaxGroupExtent) + "]");
     if (b.versions < 1 || (b.space == Space::Private && b.versions != 1))
       program_error(name + std::to_string(b.versions) +
                     " versions; shared buffers have 1 or more, private ones 1");
+    if (buffer_elements(b) < 0)
+      program_error(name + shape(b) + " " + dtype_name(b.dtype) + " x " + num(b.versions) +
+                    " versions is more than " + num(kMaxGroupBufferBytes) + " bytes");
     if (b.layout == Layout::RowMajor && b.panel != 1)
       program_error(name + "a row-major buffer has panel 1, not " + std::to_string(b.panel));
     int64_t across = b.layout == Layout::ColPanels ? b.cols : b.rows;
@@ -176,6 +212,9 @@ class Verifier {
         if (op.rows < 1 || op.cols < 1 || op.batch < 1)
           fail(op, "copy of " + std::to_string(op.rows) + "x" + std::to_string(op.cols) +
                        " in batches of " + std::to_string(op.batch) + ": all must be positive");
+        if (bounded_product(op.rows, op.cols, kMaxGroupCopyElements) < 0)
+          fail(op, "copy of " + shape(op.rows, op.cols) + " is more than " +
+                       num(kMaxGroupCopyElements) + " elements");
         window(op, op.src, op.rows, op.cols, "source", {Space::Global, Space::Shared});
         window(op, op.dst, op.rows, op.cols, "destination", {Space::Global, Space::Shared});
         break;
@@ -197,9 +236,10 @@ class Verifier {
         break;
       }
       case GroupOpKind::Mma: {
-        if (op.m < 1 || op.n < 1 || op.k < 1)
+        if (op.m < 1 || op.n < 1 || op.k < 1 || op.m > kMaxGroupExtent || op.n > kMaxGroupExtent ||
+            op.k > kMaxGroupExtent)
           fail(op, "extents " + std::to_string(op.m) + "x" + std::to_string(op.n) + "x" +
-                       std::to_string(op.k) + " must be positive");
+                       std::to_string(op.k) + ": each must be in [1, " + num(kMaxGroupExtent) + "]");
         const Buffer& acc = fragment(op, op.frag, "accumulator");
         if (acc.rows != op.m || acc.cols != op.n)
           fail(op, "accumulator " + acc.name + " is " + std::to_string(acc.rows) + "x" +
@@ -247,6 +287,11 @@ class Verifier {
         if (op.iv.empty()) fail(op, "for without an induction variable");
         expr(op, op.lo, "the lower bound");
         expr(op, op.hi, "the upper bound");
+        if (int64_t lo = 0, hi = 0; expr_is_const(op.lo, &lo) && expr_is_const(op.hi, &hi) &&
+                                    static_cast<__int128>(hi) - lo > kMaxStaticTripCount)
+          fail(op, "runs " + std::to_string(static_cast<__int128>(hi) - lo > INT64_MAX ? INT64_MAX : hi - lo) +
+                       " iterations (" + num(lo) + " to " + num(hi) + "); at most " +
+                       num(kMaxStaticTripCount));
         break;
       case GroupOpKind::If:
         if (op.cond.on_scalar && !has_scalar(op.cond.scalar))
@@ -351,5 +396,74 @@ class Verifier {
 }  // namespace
 
 void verify_group_program(const GroupProgram& program) { Verifier(program).run(); }
+
+namespace {
+// Op ids index tables (the sim's race detector keeps one entry per id).
+void check_op_ids(const GroupProgram& p, const std::vector<GroupOp>& ops) {
+  for (const GroupOp& op : ops) {
+    if (op.id < -1 || op.id >= kMaxGroupOps)
+      user_error(ErrorKind::Verify, "op #" + num(op.id) + " (" + group_op_name(op.kind) +
+                                        "): id out of range [0, " + num(kMaxGroupOps) + ")");
+    for (const auto& body : op.bodies) check_op_ids(p, body);
+  }
+}
+}  // namespace
+
+void verify_group_limits(const GroupProgram& p, TargetKind target) {
+  // The numbers every sum below multiplies, as the verifier checks them.
+  check_workers(p, ErrorKind::Verify);
+  check_op_ids(p, p.body);
+  const std::string who = "program " + p.name + " on the " + target_name(target) + " target: ";
+  int64_t shared_elements = 0, shared_bytes = 0, fragment_elements = 0, fragment_bytes = 0;
+  bool over = false;  // some sum passed 2^62
+  constexpr int64_t kHuge = int64_t{1} << 62;
+  for (const Buffer& b : p.buffers) {
+    if (b.space == Space::Global) continue;
+    int64_t n = b.rows >= 1 && b.cols >= 1 && b.versions >= 1 ? buffer_elements(b) : -1;
+    if (n < 0)
+      user_error(ErrorKind::Plan, who + "buffer " + b.name + " " + num(b.rows) + "x" + num(b.cols) +
+                                      " x " + num(b.versions) + " versions is not a buffer of at most " +
+                                      num(kMaxGroupBufferBytes) + " bytes");
+    if (b.space == Space::Shared) {
+      shared_elements += n;
+      shared_bytes += n * dtype_bytes(b.dtype);
+    } else {
+      // Every worker's part; surplus workers hold none, replicas repeat theirs.
+      FragPart part = frag_part(p, b, 0);
+      int64_t parts = bounded_product(bounded_product(part.rows, part.cols, kHuge), p.workers, kHuge);
+      over |= parts < 0;
+      fragment_elements += parts;
+      fragment_bytes += parts * (b.dtype == DType::F64 ? 8 : 4);
+    }
+    over |= shared_bytes > kHuge || fragment_bytes > kHuge;
+    if (over) break;
+  }
+  auto refuse = [&](const std::string& what, int64_t have, int64_t limit, const char* unit) {
+    user_error(ErrorKind::Plan, who + what + " " + (over ? std::string("more than 2^62") : num(have)) +
+                                    " " + unit + "; at most " + num(limit));
+  };
+  switch (target) {
+    case TargetKind::Sim:
+      if (over || shared_elements > kSimMaxSharedElements)
+        refuse("shared buffers (every version) hold", shared_elements, kSimMaxSharedElements, "elements");
+      if (fragment_elements > kSimMaxFragmentElements)
+        refuse("fragments (every worker's part) hold", fragment_elements, kSimMaxFragmentElements,
+               "elements");
+      break;
+    case TargetKind::Cpu:
+      if (over || shared_bytes + fragment_bytes > kCpuMaxScratchBytes)
+        refuse("staging buffers and fragments need", shared_bytes + fragment_bytes,
+               kCpuMaxScratchBytes, "bytes of scratch per group");
+      break;
+    case TargetKind::Cuda:
+      if (over || shared_bytes > kCudaMaxSharedBytes)
+        refuse("shared buffers need", shared_bytes, kCudaMaxSharedBytes,
+               "bytes of shared memory per block (227 KiB on the H200)");
+      if (int64_t{p.workers} * p.lanes > kCudaMaxThreads)
+        refuse("workers x lanes = " + num(p.workers) + " x " + num(p.lanes) + " =",
+               int64_t{p.workers} * p.lanes, kCudaMaxThreads, "threads per block");
+      break;
+  }
+}
 
 }  // namespace tessel

@@ -1,7 +1,9 @@
 #include "lower/lower.h"
 
+#include <functional>
 #include <map>
 #include <set>
+#include <string>
 
 #include "tessel/error.h"
 
@@ -181,8 +183,13 @@ class Lowering {
   }
 
   // ---- consumers ---------------------------------------------------------------
+  // A load inside a pipelined loop is staged, so that the pipeline pass can issue it
+  // iterations ahead; not when the loop body stores the same tensor, since a load
+  // issued ahead would read it before an earlier iteration's store (feedback through
+  // global memory). Such a load stays a plain fragment load, in program order.
   void analyze_consumers() {
-    std::function<void(const Region&, bool)> visit = [&](const Region& r, bool pipelined) {
+    std::function<void(const Region&, bool, const std::set<std::string>&)> visit =
+        [&](const Region& r, bool pipelined, const std::set<std::string>& stored) {
       for (const TileOp& op : r.ops) {
         if (op.kind == TileOpKind::Mma) {
           consumers_[op.operands[0]].mma_a = true;
@@ -192,12 +199,19 @@ class Lowering {
           for (int v : op.operands) consumers_[v].other = true;
         }
         for (int v : op.operands) ++uses_[v];
-        if (op.kind == TileOpKind::Load && pipelined) in_pipeline_.insert(op.results[0]);
+        if (op.kind == TileOpKind::Load && pipelined && !stored.count(op.param))
+          in_pipeline_.insert(op.results[0]);
         bool inner = pipelined || op.kind == TileOpKind::Pipeline;
-        for (const Region& sub : op.regions) visit(sub, inner);
+        std::set<std::string> inner_stored = stored;
+        if (op.kind == TileOpKind::Pipeline)
+          for (const Region& sub : op.regions)
+            walk(sub, [&](const TileOp& o) {
+              if (o.kind == TileOpKind::Store) inner_stored.insert(o.param);
+            });
+        for (const Region& sub : op.regions) visit(sub, inner, inner_stored);
       }
     };
-    visit(k_.body, false);
+    visit(k_.body, false, {});
     // A loop's carried value is consumed by the loop body's uses of its argument.
   }
 
@@ -602,7 +616,9 @@ class Lowering {
   void lower_mma(const TileOp& op, std::vector<GroupOp>& out) {
     int acc = owned_frag(op, op.operands[2], out);
     const Buffer& accb = p_.buffer(acc);
-    int64_t part_m = accb.rows / plan_.worker_rows, part_n = accb.cols / plan_.worker_cols;
+    // An extent of 1 is replicated, not split: every worker holds it whole.
+    int64_t part_m = accb.rows > 1 ? accb.rows / plan_.worker_rows : accb.rows;
+    int64_t part_n = accb.cols > 1 ? accb.cols / plan_.worker_cols : accb.cols;
     if (part_m % plan_.atom_m || part_n % plan_.atom_n)
       fail(ErrorKind::Plan, op, "a worker's accumulator part " + std::to_string(part_m) + "x" +
                                     std::to_string(part_n) + " is not a multiple of the atom " +

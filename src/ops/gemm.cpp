@@ -11,6 +11,7 @@
 #include "compiler/compile.h"
 #include "ir/group_text.h"
 #include "ops/gemm_kernel.h"
+#include "target/cpu/cpu_emit.h"
 #include "target/cpu/cpu_jit.h"
 #include "tessel/error.h"
 #ifdef TESSEL_WITH_CUDA
@@ -381,6 +382,7 @@ std::string explain_gemm(int64_t m, int64_t n, int64_t k, const GemmOptions& opt
     if (s.name == "tile-ir") out << "// ---- plan ----\n" << plan.to_string() << "\n";
   }
   out << "// ---- barrier statistics ----\n" << print_barrier_stats(g.barriers);
+  if (plan.target == TargetKind::Cpu) out << "// ---- cpu (emitted C++) ----\n" << emit_cpu(g.program);
   if (plan.target == TargetKind::Cuda) {
 #ifdef TESSEL_WITH_CUDA
     auto kernel = compile_cuda(g.program, options.arch);

@@ -64,8 +64,8 @@ GemmReport gemm(int64_t m, int64_t n, int64_t k, float alpha, const float* a, in
                 const GemmOptions& options = {});
 
 // TileIR, plan, and GroupIR after every compile step, with barrier statistics;
-// for the cuda target also the CUDA source, the PTX and ptxas's report (no GPU
-// needed).
+// for the cpu target also the emitted C++, for the cuda target the CUDA source,
+// the PTX and ptxas's report (no GPU needed).
 std::string explain_gemm(int64_t m, int64_t n, int64_t k, const GemmOptions& options);
 
 }  // namespace tessel

@@ -60,6 +60,17 @@ bool split_body(const GroupProgram& p, const std::vector<GroupOp>& body, Split* 
     split->consumers.push_back(op);
   }
   if (split->copies.empty()) return *why = "no staging copies in the body", false;
+  // A copy issued iterations ahead reads its tensor before the stores of the
+  // iterations in between: a body that stores a tensor it stages (feedback through
+  // global memory) keeps its order.
+  std::set<int> sources;
+  for (const GroupOp& c : split->copies) sources.insert(c.src.buffer);
+  for (const GroupOp& op : split->consumers)
+    for (const MemEffect& e : op_effects(p, op))
+      if (e.write && e.space == Space::Global && sources.count(e.buffer))
+        return *why = "op #" + std::to_string(op.id) + " writes " + p.buffer(e.buffer).name +
+                      ", which a staging copy reads: a copy issued ahead would read it first",
+               false;
   std::set<int> staged;
   for (const GroupOp& c : split->copies) staged.insert(c.dst.buffer);
   for (const GroupOp& op : split->consumers)

@@ -1,5 +1,6 @@
 #include "plan/default_plan.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <functional>
 #include <set>
@@ -46,6 +47,32 @@ void tile_extents(const TileKernel& k, const Plan& plan, std::set<int64_t>* rows
   }
 }
 
+// Memory-bound kernels on the GPU (no mma): a thread owns 8 consecutive columns (16-
+// to 32-byte vectors), a group spans up to 2048 columns with 1 to 8 rows, so that a
+// group moves 8-16 KiB per step and a row's reductions stay inside the group. Long
+// rows walk 2048-column steps with one row per group; rows up to 1024 take one step
+// with 2 to 8 rows. (Measured on the H200 against other shapes of the same kernels:
+// parts of 1-4 columns or 1024 threads were slower, parts over 32 columns spilled.)
+void cuda_rows_and_columns(const TileKernel& kernel, const std::map<std::string, int64_t>& covers,
+                           const std::set<std::string>& col_params, Plan& plan) {
+  constexpr int64_t kMaxColumns = 2048, kColumnsPerThread = 8, kRowElements = 2048;
+  int64_t columns = 1;
+  for (const std::string& t : kernel.tile_params) {
+    if (!col_params.count(t)) continue;
+    auto it = covers.find(t);
+    int64_t c = std::min(kMaxColumns, it == covers.end() ? kMaxColumns : pow2_at_least(it->second));
+    plan.tiles[t] = c;
+    columns = std::max(columns, c);
+  }
+  int64_t rows = std::clamp<int64_t>(kRowElements / columns, 1, 8);
+  for (const std::string& t : kernel.tile_params)
+    if (!col_params.count(t)) plan.tiles[t] = rows;
+  int wc = static_cast<int>(std::clamp<int64_t>(columns / kColumnsPerThread, 1, 256));
+  int wr = static_cast<int>(std::min<int64_t>(rows, 512 / wc));
+  plan.workers = std::max(1, wr) * wc;
+  fit_worker_grid(kernel, plan);  // the largest grid within that count that divides every tile
+}
+
 }  // namespace
 
 void fit_worker_grid(const TileKernel& kernel, Plan& plan) {
@@ -56,10 +83,12 @@ void fit_worker_grid(const TileKernel& kernel, Plan& plan) {
       if (e > 1 && e % w) return false;
     return true;
   };
+  // More workers along an axis than its largest extent would only add replicas.
+  int64_t max_rows = rows.empty() ? 1 : *rows.rbegin(), max_cols = cols.empty() ? 1 : *cols.rbegin();
   int best_r = 1, best_c = 1;
-  for (int r = 1; r <= plan.workers; ++r) {
+  for (int r = 1; r <= plan.workers && r <= max_rows; ++r) {
     if (!divides(r, rows)) continue;
-    for (int c = 1; r * c <= plan.workers; ++c) {
+    for (int c = 1; r * c <= plan.workers && c <= max_cols; ++c) {
       if (!divides(c, cols)) continue;
       int prod = r * c, best = best_r * best_c;
       bool balanced = std::abs(r - c) < std::abs(best_r - best_c);
@@ -124,6 +153,10 @@ Plan default_plan(const TileKernel& kernel, TargetKind target,
     auto it = covers.find(t);
     int64_t want = it == covers.end() ? cap(t) : pow2_at_least(std::max<int64_t>(1, it->second));
     plan.tiles[t] = std::min(want, cap(t));
+  }
+  if (target == TargetKind::Cuda && mma_params.empty()) {
+    cuda_rows_and_columns(kernel, covers, col_params, plan);
+    return plan;
   }
   fit_worker_grid(kernel, plan);
   return plan;

@@ -2,11 +2,13 @@
 // refines it). It reads only the kernel's structure and the sizes of one launch:
 //   - a tile parameter T that appears in a loop extent ceildiv(S, T) covers S: it
 //     takes the power of two >= S, capped per target (sim 16, cpu 64, cuda 64 for
-//     tiles that an mma reads, else 256 along columns and 8 along rows); a tile
-//     parameter seen nowhere like that takes the cap;
-//   - workers: sim 4, cpu 1 (one thread runs a group), cuda 128 threads; the worker
-//     grid is the largest that divides every tile extent > 1 of the kernel (extent-1
-//     dimensions are replicated), preferring columns (contiguous in memory);
+//     tiles that an mma reads); a tile parameter seen nowhere like that takes the cap;
+//   - cuda without an mma (memory-bound kernels): column tiles (parameters that name
+//     a tile's column extent) up to 2048, rows 1 to 8 so that a group holds about
+//     2048 elements, a thread 8 consecutive columns (see cuda_rows_and_columns);
+//   - workers: sim 4, cpu 1 (one thread runs a group), cuda 128 threads with an mma;
+//     the worker grid is the largest that divides every tile extent > 1 of the
+//     kernel (extent-1 dimensions are replicated), balanced between rows and columns;
 //   - the fma atom, no pipelining, copy batch 4.
 #pragma once
 #include <cstdint>

@@ -57,11 +57,12 @@ int64_t Plan::tile(const std::string& name) const {
 }
 
 namespace {
-// Target limits. The sim interprets every element, so it keeps tiles small; the CPU
-// keeps one group's staging and fragments in a thread's scratch, bounded to stay
-// in cache-sized territory.
+// Target limits. What one group's buffers need depends on the kernel too, so it is
+// checked on the GroupIR (verify_group_limits, ir/group_verify.h: sim elements,
+// cpu scratch, cuda shared memory per block); here, what the plan alone decides.
 constexpr int64_t kMaxTileElems = int64_t{1} << 22;  // per staging buffer or fragment
 constexpr int kMaxWorkers = 1024;
+constexpr int kCudaMaxThreadsPerBlock = 1024;
 constexpr int kMaxWindow = 8;
 constexpr int kMaxCopyBatch = 1 << 16;  // elements a worker copies per turn
 
@@ -78,7 +79,7 @@ void validate_plan(const Plan& p) {
     bad_plan("workers " + std::to_string(p.workers) + " out of range [1, " +
             std::to_string(kMaxWorkers) + "]");
   if (!(p.worker_rows >= 1 && p.worker_cols >= 1 &&
-            p.worker_rows * p.worker_cols <= p.workers))
+        int64_t{p.worker_rows} * p.worker_cols <= p.workers))
     bad_plan("worker grid " + std::to_string(p.worker_rows) + "x" + std::to_string(p.worker_cols) +
             " does not fit in " + std::to_string(p.workers) + " workers");
   if (!(p.copy_batch >= 1 && p.copy_batch <= kMaxCopyBatch))
@@ -87,8 +88,9 @@ void validate_plan(const Plan& p) {
   if (!(p.window >= 1 && p.window <= kMaxWindow))
     bad_plan("window " + std::to_string(p.window) + " out of range [1, " +
             std::to_string(kMaxWindow) + "]");
-  if (!(p.atom_m >= 1 && p.atom_n >= 1))
-    bad_plan("atom extents must be positive");
+  if (!(p.atom_m >= 1 && p.atom_n >= 1 && p.atom_m <= kMaxTileElems && p.atom_n <= kMaxTileElems))
+    bad_plan("atom " + std::to_string(p.atom_m) + "x" + std::to_string(p.atom_n) +
+             ": each extent in [1, " + std::to_string(kMaxTileElems) + "]");
   if (p.atom == AtomKind::MmaSync && !(p.atom_m == 16 && p.atom_n == 8))
     bad_plan("the mma.sync atom is 16x8, got atom " + std::to_string(p.atom_m) + "x" +
             std::to_string(p.atom_n));
@@ -103,6 +105,14 @@ void validate_plan(const Plan& p) {
              " atom reads its operands where they are");
   if (p.atom != AtomKind::Fma && p.target != TargetKind::Cuda)
     bad_plan(std::string("the ") + atom_name(p.atom) + " atom runs on the cuda target only");
+  // A cuda worker is atom_lanes threads (a warp for mma.sync, a warpgroup for wgmma).
+  if (p.target == TargetKind::Cuda &&
+      int64_t{p.workers} * atom_lanes(p.atom) > kCudaMaxThreadsPerBlock)
+    bad_plan("workers " + std::to_string(p.workers) + " x " + std::to_string(atom_lanes(p.atom)) +
+             " threads (" + atom_name(p.atom) + " atom) = " +
+             std::to_string(int64_t{p.workers} * atom_lanes(p.atom)) +
+             " threads per block; the cuda target allows at most " +
+             std::to_string(kCudaMaxThreadsPerBlock));
 }
 
 }  // namespace tessel

@@ -1,8 +1,10 @@
 #include "runtime/kernel_cache.h"
 
+#include <fcntl.h>
+#include <sys/random.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cerrno>
 #include <charconv>
 #include <cstdio>
@@ -12,12 +14,19 @@
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <random>
 #include <set>
 #include <sstream>
 
 #include "tessel/error.h"
 
 namespace tessel {
+
+namespace {
+// An exclusively created temporary file beside `path` (its name in *name), open
+// for writing: the descriptor, or -1 with errno set.
+int open_exclusive(const std::string& path, std::string* name);
+}  // namespace
 
 std::string kernel_cache_dir() {
   std::string dir;
@@ -31,10 +40,66 @@ std::string kernel_cache_dir() {
     user_error(ErrorKind::Runtime,
                "no kernel cache directory: set TESSEL_CACHE_DIR, XDG_CACHE_HOME or HOME");
   }
+  // The parents as usual; the cache directory itself private to this user.
   std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
+  std::filesystem::path parent = std::filesystem::path(dir).lexically_normal().parent_path();
+  if (!parent.empty()) std::filesystem::create_directories(parent, ec);
   if (ec) user_error(ErrorKind::Runtime, "cannot create kernel cache directory " + dir + ": " + ec.message());
+  if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
+    user_error(ErrorKind::Runtime, "cannot create kernel cache directory " + dir + ": " + std::strerror(errno));
+  if (!std::filesystem::is_directory(dir, ec))
+    user_error(ErrorKind::Runtime, "kernel cache directory " + dir + " is not a directory");
   return dir;
+}
+
+std::string cache_path_distrust(const std::string& path) {
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0) return std::string("cannot be examined (") + std::strerror(errno) + ")";
+  if (st.st_uid != geteuid())
+    return "is owned by uid " + std::to_string(st.st_uid) + ", not by this user (uid " +
+           std::to_string(geteuid()) + ")";
+  if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+    return std::string("is writable by group or others (mode ") + mode + ")";
+  }
+  return "";
+}
+
+CacheRead read_cache_entry(const std::string& path, std::string* contents, std::string* why) {
+  why->clear();
+  // O_NOFOLLOW: a symlink is refused, not followed; O_NONBLOCK: a FIFO cannot stall us.
+  int fd = open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ELOOP) {
+      *why = "is a symbolic link";
+      return CacheRead::Refused;
+    }
+    return CacheRead::Missing;  // absent or unreadable: rebuilt and replaced
+  }
+  struct stat st;
+  CacheRead result = CacheRead::Refused;
+  if (fstat(fd, &st) != 0) {
+    *why = std::string("cannot be examined (") + std::strerror(errno) + ")";
+  } else if (!S_ISREG(st.st_mode)) {
+    *why = "is not a regular file";
+  } else if (st.st_uid != geteuid()) {
+    *why = "is owned by uid " + std::to_string(st.st_uid) + ", not by this user (uid " +
+           std::to_string(geteuid()) + ")";
+  } else if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+    *why = std::string("is writable by group or others (mode ") + mode + ")";
+  } else {
+    contents->clear();
+    char buf[1 << 16];
+    ssize_t n;
+    while ((n = read(fd, buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR))
+      if (n > 0) contents->append(buf, static_cast<size_t>(n));
+    result = n == 0 ? CacheRead::Ok : CacheRead::Missing;
+  }
+  close(fd);
+  return result;
 }
 
 std::string writable_kernel_cache_dir() {
@@ -46,16 +111,19 @@ std::string writable_kernel_cache_dir() {
     warn_once(e.what() + fallback);
     return "";
   }
+  // Nobody else may write where kernels are loaded from.
+  if (std::string why = cache_path_distrust(dir); !why.empty()) {
+    warn_once("kernel cache directory " + dir + " " + why + "; it is not used" + fallback);
+    return "";
+  }
   // Creating a file is the only reliable test (permissions, read-only mounts,
   // quotas, and root ignoring the mode bits).
-  std::string probe = temp_path_for(dir + "/.probe");
-  FILE* f = std::fopen(probe.c_str(), "wb");
-  if (!f) {
+  std::string probe;
+  if (open_exclusive(dir + "/.probe", &probe) < 0) {
     warn_once("kernel cache directory " + dir + " is not writable (" + std::strerror(errno) + ")" +
               fallback);
     return "";
   }
-  std::fclose(f);
   std::remove(probe.c_str());
   return dir;
 }
@@ -85,16 +153,49 @@ bool read_file(const std::string& path, std::string* contents) {
 }
 
 std::string temp_path_for(const std::string& path) {
-  static std::atomic<uint64_t> counter{0};
-  return path + ".tmp." + std::to_string(getpid()) + "." + std::to_string(counter++);
+  uint64_t bits = 0;
+  if (getrandom(&bits, sizeof bits, 0) != static_cast<ssize_t>(sizeof bits)) {
+    static std::random_device device;
+    static std::mutex mu;
+    std::lock_guard<std::mutex> lock(mu);
+    bits = (uint64_t{device()} << 32) ^ device();
+  }
+  return path + ".tmp." + hex64(bits);
+}
+
+namespace {
+int open_exclusive(const std::string& path, std::string* name) {
+  for (int attempt = 0; attempt < 16; ++attempt) {
+    *name = temp_path_for(path);
+    int fd = open(name->c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd >= 0 || errno != EEXIST) return fd;
+  }
+  return -1;  // errno EEXIST
+}
+}  // namespace
+
+std::string create_temp_file(const std::string& path) {
+  std::string name;
+  int fd = open_exclusive(path, &name);
+  if (fd < 0) user_error(ErrorKind::Runtime, "cannot create " + name + ": " + std::strerror(errno));
+  close(fd);
+  return name;
 }
 
 void write_file_atomic(const std::string& path, const std::string& contents) {
-  std::string tmp = temp_path_for(path);
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << contents;
-    if (!out.flush()) user_error(ErrorKind::Runtime, "cannot write " + tmp);
+  std::string tmp;
+  int fd = open_exclusive(path, &tmp);
+  if (fd < 0) user_error(ErrorKind::Runtime, "cannot create " + tmp + ": " + std::strerror(errno));
+  size_t done = 0;
+  while (done < contents.size()) {
+    ssize_t n = write(fd, contents.data() + done, contents.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    done += static_cast<size_t>(n);
+  }
+  if (close(fd) != 0 || done != contents.size()) {
+    std::remove(tmp.c_str());
+    user_error(ErrorKind::Runtime, "cannot write " + tmp);
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
     std::remove(tmp.c_str());

@@ -1,6 +1,7 @@
 #include "runtime/tensor_check.h"
 
 #include <algorithm>
+#include <cstdio>
 
 #include "tessel/error.h"
 
@@ -81,6 +82,46 @@ TensorLayout check_tensor(const TensorParam& t, const std::map<std::string, int6
                  std::to_string(out.shape[p]));
   }
   return out;
+}
+
+void check_tensor_overlap(const std::vector<TensorSpan>& tensors) {
+  struct Range {
+    const TensorSpan* t;
+    unsigned __int128 begin, end;  // bytes, end exclusive
+  };
+  std::vector<Range> ranges;
+  for (const TensorSpan& t : tensors) {
+    TESSEL_ASSERT(t.param, "a tensor span without its parameter");
+    if (t.layout.elements <= 0) continue;  // no element, no memory
+    int bytes = t.element_bytes > 0 ? t.element_bytes : dtype_bytes(t.param->dtype);
+    unsigned __int128 begin = t.base;
+    ranges.push_back({&t, begin, begin + static_cast<unsigned __int128>(t.layout.elements) * bytes});
+  }
+  // Sorted by start, each range is checked against the ones before it that have
+  // not ended; with no written overlap they are few (read-only ones may pile up).
+  std::sort(ranges.begin(), ranges.end(),
+            [](const Range& a, const Range& b) { return a.begin < b.begin; });
+  auto text = [](const Range& r) {
+    auto hex = [](unsigned __int128 v) {
+      char buf[40];
+      std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
+      return v >> 64 ? std::string("past 2^64") : std::string(buf);
+    };
+    return "tensor '" + r.t->param->name + "' (" + access_name(r.t->param->access) + ", bytes [" +
+           hex(r.begin) + ", " + hex(r.end) + "))";
+  };
+  for (size_t i = 0; i < ranges.size(); ++i)
+    for (size_t j = i; j-- > 0;) {
+      const Range &a = ranges[j], &b = ranges[i];
+      if (a.end <= b.begin) continue;
+      if (a.t->param->access == Access::In && b.t->param->access == Access::In) continue;
+      user_error(ErrorKind::InvalidArgument,
+                 text(a) + " and " + text(b) + " overlap in memory, and " +
+                     (a.t->param->access != Access::In ? "'" + a.t->param->name + "'"
+                                                       : "'" + b.t->param->name + "'") +
+                     " is written; a kernel's written tensors may not share memory with any other "
+                     "tensor argument");
+    }
 }
 
 }  // namespace tessel

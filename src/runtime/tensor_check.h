@@ -12,6 +12,15 @@
 //     previous extent, and none of them stride 0. (Broadcast views, stride 0, are
 //     for read-only tensors.)
 //   - a layout whose last element's offset does not fit in 64 bits.
+//
+// check_tensor_overlap, on all of a launch's tensors together: two tensors whose
+// byte ranges ([base, base + elements * element size)) overlap where either is
+// written (Out or InOut) are refused (InvalidArgument, naming both, with their
+// ranges). The ranges are the tensors' hulls, so two written views that interleave
+// without sharing an element (the even and odd columns of one buffer) are refused
+// too; read-only tensors may overlap freely. Tensors without elements take no
+// memory. There is no way yet for a kernel to declare an overlap legal (an
+// in-place update passes one InOut tensor, not an In and an Out on one pointer).
 #pragma once
 #include <cstdint>
 #include <map>
@@ -31,5 +40,18 @@ struct TensorLayout {
 
 // Evaluates and checks `tensor` with the launch's size parameters.
 TensorLayout check_tensor(const TensorParam& tensor, const std::map<std::string, int64_t>& sizes);
+
+// One tensor argument's memory: parameter, base address (host or device: only the
+// numbers are compared) and layout (check_tensor's). `element_bytes` 0 means
+// dtype_bytes(param->dtype); the sim, which stores every tensor as float, says 4.
+struct TensorSpan {
+  const TensorParam* param = nullptr;
+  uintptr_t base = 0;
+  TensorLayout layout;
+  int element_bytes = 0;
+};
+
+// Refuses written tensors that overlap another tensor (the header's rule).
+void check_tensor_overlap(const std::vector<TensorSpan>& tensors);
 
 }  // namespace tessel

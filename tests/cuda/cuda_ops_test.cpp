@@ -65,9 +65,14 @@ TEST(CudaOpsCompile, OpsLowerToTheirInstructions) {
   std::string ln = emit_cuda(parse_group_program(test::layernorm_case(8, 8, 8, 8).gir)).code;
   EXPECT_NE(ln.find("rsqrtf("), std::string::npos);
   EXPECT_NE(ln.find("*(uint4*)&t3["), std::string::npos);  // 8 bf16 stored as one 16-byte vector
-  std::string fold = emit_cuda(parse_group_program(test::fold_case(2, 2).gir)).code;
-  EXPECT_NE(fold.find("int tsl_folded)"), std::string::npos);
-  EXPECT_NE(fold.find("if (!tsl_folded)"), std::string::npos);
+  // Grids: blockIdx.y and .x directly, or, in the variant for folded launches, a
+  // decode of blockIdx.x.
+  GroupProgram fold = parse_group_program(test::fold_case(2, 2).gir);
+  std::string plain = emit_cuda(fold).code, folded = emit_cuda(fold, true).code;
+  EXPECT_NE(plain.find("const int64_t v_b = blockIdx.y;"), std::string::npos);
+  EXPECT_EQ(plain.find("unsigned g = blockIdx.x;"), std::string::npos);
+  EXPECT_NE(folded.find("unsigned g = blockIdx.x;"), std::string::npos);
+  EXPECT_TRUE(emit_cuda(fold, true).folded_grid);
 }
 
 TEST(CudaOpsCompile, GridsBeyond65535InYOrZAreFoldedIntoX) {

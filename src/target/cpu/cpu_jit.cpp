@@ -178,6 +178,7 @@ class LoadedKernel : public CpuKernel {
       return false;
     };
     std::vector<float*> tensors;
+    std::vector<TensorSpan> spans;
     for (const TensorParam& t : sig_.tensors) {
       auto it = args.tensors.find(t.name);
       if (it == args.tensors.end())
@@ -192,7 +193,9 @@ class LoadedKernel : public CpuKernel {
                                                    " elements of " + dtype_name(t.dtype) +
                                                    " overflow 64-bit byte offsets");
       tensors.push_back(it->second);
+      spans.push_back({&t, reinterpret_cast<uintptr_t>(it->second), std::move(layout)});
     }
+    check_tensor_overlap(spans);  // a written tensor shares memory with no other
     std::vector<int64_t> extents;
     int64_t groups = 1;
     bool overflow = false;
@@ -240,7 +243,8 @@ std::map<uint64_t, std::shared_ptr<Library>>& memory_cache() {
 // whole entry. Returns the compiler's wall time in ms.
 double compile_to(const std::string& cxx, const std::string& src_path, const std::string& so_path,
                   const std::string& stamp) {
-  std::string tmp = temp_path_for(so_path), err = temp_path_for(so_path + ".err");
+  // Both made exclusively (unpredictable names, mode 0600) before the tools write them.
+  std::string tmp = create_temp_file(so_path), err = create_temp_file(so_path + ".err");
   std::string command = cxx + " " + kFlags + " -o " + shell_quote(tmp) + " " + shell_quote(src_path);
   auto t0 = std::chrono::steady_clock::now();
   int rc = std::system((command + " 2> " + shell_quote(err)).c_str());
@@ -332,23 +336,35 @@ std::shared_ptr<const CpuKernel> compile_cpu(const GroupProgram& program) {
     info.cache_path = it->second->path;
     return std::make_shared<LoadedKernel>(it->second, std::move(sig), std::move(info));
   }
+  // An unsafe cache directory reads as none (writable_kernel_cache_dir).
   std::string dir = writable_kernel_cache_dir();
   bool memory_only = dir.empty();
-  if (memory_only) dir = private_build_dir();
-  std::string stem = dir + "/" + file_stem(program.name) + "-" + hex64(hash);
-  std::string so_path = stem + ".so", src_path = stem + ".cpp";
-  info.cache_path = so_path;
+  const std::string name = "/" + file_stem(program.name) + "-" + hex64(hash);
+  std::string so_path = dir + name + ".so", src_path = dir + name + ".cpp";
   std::string why, entry;
   std::shared_ptr<Library> lib;
   // Never dlopen an entry before checking it: loading a damaged or foreign .so can
-  // crash the process or run the wrong code.
-  if (!memory_only && read_file(so_path, &entry)) {
-    if (!check_cache_entry(entry, stamp, &why))
-      warn_once("kernel cache entry " + so_path + " " + why + "; rebuilding it");
-    else if (!(lib = load(so_path, &why)))
-      warn_once("kernel cache entry " + so_path + " does not load (" + why + "); rebuilding it");
-    info.from_disk = lib != nullptr;
+  // crash the process or run the wrong code, and one that someone else owns or
+  // could have written is not ours to run at all (kept in memory only, left alone).
+  if (!memory_only) {
+    CacheRead read = read_cache_entry(so_path, &entry, &why);
+    if (read == CacheRead::Refused) {
+      warn_once("kernel cache entry " + so_path + " " + why +
+                "; it is not loaded, and this kernel is kept in memory only");
+      memory_only = true;
+    } else if (read == CacheRead::Ok) {
+      if (!check_cache_entry(entry, stamp, &why))
+        warn_once("kernel cache entry " + so_path + " " + why + "; rebuilding it");
+      else if (!(lib = load(so_path, &why)))
+        warn_once("kernel cache entry " + so_path + " does not load (" + why + "); rebuilding it");
+      info.from_disk = lib != nullptr;
+    }
   }
+  if (memory_only) {
+    dir = private_build_dir();
+    so_path = dir + name + ".so", src_path = dir + name + ".cpp";
+  }
+  info.cache_path = so_path;
   if (!lib) {
     write_file_atomic(src_path, source);
     info.compile_ms = compile_to(cxx, src_path, so_path, stamp);
@@ -360,6 +376,7 @@ std::shared_ptr<const CpuKernel> compile_cpu(const GroupProgram& program) {
     std::error_code ec;
     std::filesystem::remove_all(dir, ec);
     info.cache_path.clear();
+    lib->path.clear();  // a later memory hit names no file either
   }
   cache[hash] = lib;
   return std::make_shared<LoadedKernel>(lib, std::move(sig), std::move(info));

@@ -141,7 +141,7 @@ std::string pad_of(DType t, double v) {
 
 class Emitter {
  public:
-  explicit Emitter(const GroupProgram& p) : p_(p) {}
+  Emitter(const GroupProgram& p, bool folded_grid) : p_(p), folded_grid_(folded_grid) {}
 
   CudaSource run() {
     check_program();
@@ -172,7 +172,6 @@ class Emitter {
       bool in = p_.tensors[i].access == Access::In;
       param(std::string(in ? "const " : "") + ctype(p_.tensors[i].dtype) + "* __restrict__ t" + num(i));
     }
-    if (p_.grid.size() > 1) param("int tsl_folded");
     s += params + ") {\n";
     if (swizzled_any_) {
       // Swizzled operands repeat every 1024 bytes of shared address: align the base.
@@ -233,30 +232,27 @@ class Emitter {
 
   // Group coordinates: the last grid dimension is blockIdx.x, the ones before it y
   // and z. A launch whose y or z would pass the device's 65535 folds the whole
-  // grid into x (cuda_grid) and says so in the kernel's last parameter; only then
-  // does the kernel divide (a per-block division showed in small GEMMs).
+  // grid into x (cuda_grid) and runs the variant emitted with folded_grid, which
+  // decodes blockIdx.x; the plain variant pays nothing for it (a decode behind a
+  // run-time flag cost small GEMMs 5%).
   std::string group_coordinates() const {
     const size_t n = p_.grid.size();
     static const char* dims[] = {"blockIdx.x", "blockIdx.y", "blockIdx.z"};
-    if (n == 1) return "  const int64_t " + sym(p_.grid[0].iv) + " = blockIdx.x;\n";
-    // Decoded in 32 bits (a folded grid has fewer than 2^31 blocks), so that the
-    // coordinates stay known 32-bit values: 64-bit ones cost mma kernels registers.
-    auto u = [&](size_t i) { return "u_" + p_.grid[i].iv; };
-    std::string s = "  unsigned";
-    for (size_t i = 0; i < n; ++i) s += std::string(i ? ", " : " ") + u(i);
-    s += ";\n  if (!tsl_folded) {\n";
-    for (size_t i = 0; i < n; ++i) s += "    " + u(i) + " = " + dims[n - 1 - i] + ";\n";
-    s += "  } else {\n    unsigned g = blockIdx.x;\n";
+    std::string s;
+    if (!folded_grid_ || n == 1) {
+      for (size_t i = 0; i < n; ++i) s += "  const int64_t " + sym(p_.grid[i].iv) + " = " + dims[n - 1 - i] + ";\n";
+      return s;
+    }
+    // 32-bit arithmetic: a folded grid has fewer than 2^31 blocks.
+    s = "  unsigned g = blockIdx.x;\n";
     for (size_t i = n; i-- > 0;) {
       if (i == 0) {
-        s += "    " + u(i) + " = g;\n";
+        s += "  const int64_t " + sym(p_.grid[i].iv) + " = g;\n";
       } else {
         std::string e = "(unsigned)(" + ex(p_.grid[i].extent) + ")";
-        s += "    " + u(i) + " = g % " + e + ";\n    g /= " + e + ";\n";
+        s += "  const int64_t " + sym(p_.grid[i].iv) + " = g % " + e + ";\n  g /= " + e + ";\n";
       }
     }
-    s += "  }\n";
-    for (size_t i = 0; i < n; ++i) s += "  const int64_t " + sym(p_.grid[i].iv) + " = " + u(i) + ";\n";
     return s;
   }
 
@@ -1082,7 +1078,11 @@ class Emitter {
     std::string ids;
     for (const GroupOp* op : run) ids += (ids.empty() ? "" : ", ") + std::string(group_op_name(op->kind)) + " #" + num(op->id);
     line("// " + ids);
-    open("if (owns)");
+    // Surplus workers (beyond the worker grid) hold no part: they skip transfers.
+    // Runs of register math alone need no guard (their registers are unused).
+    bool transfers = false;
+    for (const GroupOp* op : run) transfers |= transfer(*op);
+    open(transfers ? "if (owns)" : "");
     // Per transfer: its window origin for this worker's part, the condition that
     // the part lies inside its bounds, and (vector runs) that its vectors align.
     int64_t vw = run_vector_width(run, q);
@@ -1629,6 +1629,7 @@ class Emitter {
 
 
   const GroupProgram& p_;
+  const bool folded_grid_;
   std::vector<bool> swizzled_;  // shared buffers in the wgmma operand layout
   bool swizzled_any_ = false;
   std::set<int> async_accumulators_;  // fragments async wgmmas accumulate into
@@ -1643,7 +1644,11 @@ class Emitter {
 
 }  // namespace
 
-CudaSource emit_cuda(const GroupProgram& program) { return Emitter(program).run(); }
+CudaSource emit_cuda(const GroupProgram& program, bool folded_grid) {
+  CudaSource s = Emitter(program, folded_grid).run();
+  s.folded_grid = folded_grid && program.grid.size() > 1;
+  return s;
+}
 
 std::string cuda_compile_arch(const CudaSource& source, const std::string& arch) {
   if (!source.sm90a) return arch;

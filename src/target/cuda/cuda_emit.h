@@ -7,10 +7,9 @@
 // one thread for the Fma atom, one warp for MmaSync, one warpgroup for Wgmma.
 //
 //   extern "C" __global__ void tessel_kernel(
-//       int64_t <size params...>, double <scalars...>, T* <tensors...>[, int folded])
+//       int64_t <size params...>, double <scalars...>, T* <tensors...>)
 //
-// in GroupProgram order (T per tensor dtype: float, or unsigned short for bf16/f16);
-// `folded` (grids of 2 or 3 dimensions only) is CudaGrid::folded.
+// in GroupProgram order (T per tensor dtype: float, or unsigned short for bf16/f16).
 //
 // Shared buffers live in dynamic shared memory. Their physical layout pads each
 // line (a row of a RowMajor buffer, a panel of a panel layout) to an odd number of
@@ -41,9 +40,12 @@ struct CudaSource {
   int threads = 0;           // per block: workers * lanes
   int64_t shared_bytes = 0;  // dynamic shared memory per block
   bool sm90a = false;        // uses sm_90a-only instructions (wgmma): compile for sm_90a
+  bool folded_grid = false;  // takes the whole grid in blockIdx.x (CudaGrid::folded)
 };
 
-CudaSource emit_cuda(const GroupProgram& program);
+// folded_grid: the variant for launches whose grid is folded into x (CudaGrid);
+// only grids of 2 or 3 dimensions differ.
+CudaSource emit_cuda(const GroupProgram& program, bool folded_grid = false);
 
 // The architecture to compile `source` for, given the device's ("sm_90"): sm_90a
 // when the source uses wgmma; a wgmma source for any other device is a Plan error.

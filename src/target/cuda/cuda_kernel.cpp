@@ -24,12 +24,19 @@ class Kernel final : public CudaKernel {
   const CudaCompileInfo& info() const override { return info_; }
 
   void launch(const LaunchArgs& args) const override {
-    // Tensor layouts first: a bad one is refused before anything touches the device.
-    for (const TensorParam& t : program_.tensors) check_tensor(t, args.sizes);
+    // Tensor layouts first: a bad one is refused before anything touches the device;
+    // so are written tensors that share device memory with another tensor.
+    std::vector<TensorSpan> spans;
+    for (const TensorParam& t : program_.tensors) {
+      TensorLayout layout = check_tensor(t, args.sizes);
+      auto it = args.tensors.find(t.name);  // missing or null: refused below
+      if (it != args.tensors.end() && it->second)
+        spans.push_back({&t, reinterpret_cast<uintptr_t>(it->second), std::move(layout)});
+    }
+    check_tensor_overlap(spans);
     const CudaDriver& d = cuda_driver();
     CUfunction fn = function(d);
-    // Parameters in the emitted order: sizes, scalars (as double), tensors, and
-    // for grids of 2 or 3 dimensions whether the launch folds them into x.
+    // Parameters in the emitted order: sizes, scalars (as double), tensors.
     std::vector<int64_t> sizes(program_.size_params.size());
     std::vector<double> scalars(program_.scalars.size());
     std::vector<CUdeviceptr> tensors(program_.tensors.size());
@@ -62,14 +69,20 @@ class Kernel final : public CudaKernel {
       return true;
     });
     if (g.x <= 0 || g.y <= 0 || g.z <= 0) return;  // an empty grid runs nothing
-    int folded = g.folded;
-    if (program_.grid.size() > 1) params.push_back(&folded);
+    if (g.folded && !info_.source.folded_grid) return folded_variant()->launch(args);
     cuda_check(d.cuLaunchKernel(fn, unsigned(g.x), unsigned(g.y), unsigned(g.z), unsigned(info_.source.threads),
                                 1, 1, unsigned(info_.source.shared_bytes), nullptr, params.data(), nullptr),
                "cuLaunchKernel");
   }
 
  private:
+  // The variant for grids folded into x (compiled on the first launch that needs it).
+  std::shared_ptr<const CudaKernel> folded_variant() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!folded_) folded_ = compile_cuda(program_, info_.nvrtc.arch, /*folded_grid=*/true);
+    return folded_;
+  }
+
   // Loads the module on first use and checks the block against the device.
   CUfunction function(const CudaDriver& d) const {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -99,6 +112,7 @@ class Kernel final : public CudaKernel {
   mutable std::mutex mutex_;
   mutable CUmodule module_ = nullptr;
   mutable CUfunction fn_ = nullptr;
+  mutable std::shared_ptr<const CudaKernel> folded_;
 };
 
 std::mutex& cache_mutex() {
@@ -177,10 +191,11 @@ std::string default_cuda_arch() {
   return "sm_" + std::to_string(major) + std::to_string(minor);
 }
 
-std::shared_ptr<const CudaKernel> compile_cuda(const GroupProgram& program, const std::string& arch_in) {
+std::shared_ptr<const CudaKernel> compile_cuda(const GroupProgram& program, const std::string& arch_in,
+                                               bool folded_grid) {
   std::string arch = arch_in.empty() ? default_cuda_arch() : arch_in;
   CudaCompileInfo info;
-  info.source = emit_cuda(program);
+  info.source = emit_cuda(program, folded_grid);
   arch = cuda_compile_arch(info.source, arch);  // sm_90a for wgmma
   std::string stamp = cuda_cache_stamp(arch);
   std::string key = hex64(fnv1a64(info.source.code + "\n--\n" + stamp));

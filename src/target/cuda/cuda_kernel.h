@@ -37,8 +37,10 @@ class CudaKernel {
 // else sm_90 where there is no GPU.
 std::string default_cuda_arch();
 
-// arch "" = default_cuda_arch().
-std::shared_ptr<const CudaKernel> compile_cuda(const GroupProgram& program, const std::string& arch = "");
+// arch "" = default_cuda_arch(). folded_grid: see emit_cuda (launch() compiles that
+// variant itself when a grid needs it).
+std::shared_ptr<const CudaKernel> compile_cuda(const GroupProgram& program, const std::string& arch = "",
+                                               bool folded_grid = false);
 
 // Forgets the kernels compiled in this process (the disk cache stays): the next
 // compile_cuda looks on disk, as a new process would.

@@ -27,7 +27,20 @@ RaceDetector::RaceDetector(const GroupProgram& program,
   shared_.resize(program.buffers.size());
   for (const Buffer& b : program.buffers)
     if (b.space == Space::Shared) shared_[b.id].resize(static_cast<size_t>(b.versions * b.rows * b.cols));
-  for (int64_t elements : tensor_elements) global_.emplace_back(static_cast<size_t>(elements));
+  for (int64_t elements : tensor_elements) global_.push_back(GlobalShadow{elements, {}, -1, nullptr});
+}
+
+RaceDetector::GlobalCell& RaceDetector::global_cell(int tensor, int64_t address) {
+  GlobalShadow& g = global_[tensor];
+  TESSEL_ASSERT(address >= 0 && address < g.elements, "global shadow access outside the tensor");
+  int64_t page = address / kPageCells;
+  if (page != g.last_page) {
+    auto& cells = g.pages[page];
+    if (!cells) cells = std::make_unique<GlobalCell[]>(kPageCells);
+    g.last_page = page;
+    g.last = cells.get();
+  }
+  return g.last[address % kPageCells];
 }
 
 void RaceDetector::begin_group(int group) {
@@ -78,13 +91,17 @@ void RaceDetector::shared_access(int buffer, int version, int64_t row, int64_t c
     return;
   }
   if (write && cell.async_readers > 0) {
-    Prior mma{cell.async_reader, cell.async_reader_op, false};
-    report(site, mma, "async ", "reads", worker, op, write, "worker",
-           "before the mma.wait that completes the mma");
+    Prior reader{cell.async_reader, cell.async_reader_op, false};
+    report(site, reader, "async ", "reads", worker, op, write, "worker", until_wait(reader.op));
     return;
   }
+  interval_access(cell, site, worker, op, write);
+}
+
+void RaceDetector::interval_access(SharedCell& cell, const Site& site, int worker, const GroupOp& op,
+                                   bool write) {
   if (cell.epoch != epoch_) {
-    SharedCell fresh;  // a new interval; reads in flight outlive it
+    SharedCell fresh;  // a new interval; what is in flight outlives it
     fresh.async_instance = cell.async_instance, fresh.async_worker = cell.async_worker;
     fresh.async_op = cell.async_op;
     fresh.async_readers = cell.async_readers, fresh.async_reader = cell.async_reader;
@@ -93,9 +110,20 @@ void RaceDetector::shared_access(int buffer, int version, int64_t row, int64_t c
     cell.epoch = epoch_;
   }
   Prior prior = check(cell, worker, op.id, write);
-  if (prior.actor >= 0)
-    report(site, prior, "", prior.write ? "writes" : "reads", worker, op, write, "worker",
-           "with no fence between");
+  if (prior.actor >= 0) report_interval(site, prior, worker, op, write);
+}
+
+void RaceDetector::report_interval(const Site& site, const Prior& prior, int worker, const GroupOp& op,
+                                   bool write) {
+  // A read that an async op's wait recorded in this interval: say so (the op was
+  // issued before some fence, which did not order it).
+  const GroupOp* by =
+      prior.op >= 0 && prior.op < static_cast<int>(ops_by_id_.size()) ? ops_by_id_[prior.op] : nullptr;
+  bool async_read = !prior.write && by && by->async;
+  report(site, prior, async_read ? "async " : "", prior.write ? "writes" : "reads", worker, op, write,
+         "worker",
+         async_read ? "with no fence between (its read lasts until its wait, in this interval)"
+                    : "with no fence between");
 }
 
 void RaceDetector::async_issue(int buffer, int version, int64_t row, int64_t col, int64_t index,
@@ -122,9 +150,13 @@ void RaceDetector::async_read_begin(int buffer, int version, int64_t row, int64_
   cell.async_reader_op = op.id;
 }
 
-void RaceDetector::async_read_end(int buffer, int64_t index) {
+void RaceDetector::async_read_end(int buffer, int version, int64_t row, int64_t col, int64_t index,
+                                  int worker, const GroupOp& op, bool record) {
   SharedCell& cell = shared_[buffer][index];
   if (cell.async_readers > 0) --cell.async_readers;
+  // The read lasts until here: it belongs to this interval too. Only the interval
+  // record: a copy in flight on the element was reported when it was issued.
+  if (record) interval_access(cell, Site{program_.buffers[buffer].name, version, row, col}, worker, op, false);
 }
 
 void RaceDetector::accumulator_race(int mma_op, int second_op, int worker, const std::string& fragment) {
@@ -142,22 +174,64 @@ void RaceDetector::accumulator_race(int mma_op, int second_op, int worker, const
   result_.races.push_back(std::move(race));
 }
 
+void RaceDetector::never_waited(const GroupOp& copy, int worker) {
+  ++result_.race_count;
+  if (static_cast<int>(result_.races.size()) >= max_recorded_) return;
+  Race race;
+  race.first_op = copy.id;
+  race.first_worker = worker;
+  race.buffer = copy.dst.buffer >= 0 && copy.dst.buffer < static_cast<int>(program_.buffers.size())
+                    ? program_.buffers[copy.dst.buffer].name
+                    : "";
+  race.message = "async " + describe(copy.id) +
+                 (worker >= 0 ? " (worker " + std::to_string(worker) + ")" : std::string()) + " into " +
+                 race.buffer + " is never waited for: no async.wait completes it before the group ends";
+  result_.races.push_back(std::move(race));
+}
+
 void RaceDetector::global_access(int tensor, int64_t address, int64_t row, int64_t col,
                                  int worker, const GroupOp& op, bool write) {
-  GlobalCell& cell = global_[tensor][address];
+  GlobalCell& cell = global_cell(tensor, address);
   Site site{program_.tensors[tensor].name, -1, row, col};
+  if (write && cell.async_readers > 0) {  // an async copy still reads it
+    Prior reader{cell.async_reader, cell.async_reader_op, false};
+    report(site, reader, "async ", "reads", worker, op, write, "worker", until_wait(reader.op));
+    return;
+  }
   if (cell.epoch != epoch_) {  // a new interval (or group): the workers' record is stale
     cell.workers = Record{};
     cell.epoch = epoch_;
   }
   Prior inside = check(cell.workers, worker, op.id, write);
-  if (inside.actor >= 0)
-    report(site, inside, "", inside.write ? "writes" : "reads", worker, op, write, "worker",
-           "with no fence between");
+  if (inside.actor >= 0) report_interval(site, inside, worker, op, write);
   Prior prior = check(static_cast<Record&>(cell), group_, op.id, write);
   if (prior.actor < 0) return;
   report(site, prior, "", prior.write ? "writes" : "reads", group_, op, write, "group",
          "in different groups");
+}
+
+void RaceDetector::global_async_read_begin(int tensor, int64_t address, int64_t row, int64_t col,
+                                           int worker, const GroupOp& op) {
+  global_access(tensor, address, row, col, worker, op, false);
+  GlobalCell& cell = global_cell(tensor, address);
+  ++cell.async_readers;
+  cell.async_reader = worker;
+  cell.async_reader_op = op.id;
+}
+
+void RaceDetector::global_async_read_end(int tensor, int64_t address, int64_t row, int64_t col,
+                                         int worker, const GroupOp& op, bool record) {
+  GlobalCell& cell = global_cell(tensor, address);
+  if (cell.async_readers > 0) --cell.async_readers;
+  if (!record) return;
+  // As async_read_end: the read belongs to the wait's interval too (workers only:
+  // across groups it was recorded at issue).
+  if (cell.epoch != epoch_) {
+    cell.workers = Record{};
+    cell.epoch = epoch_;
+  }
+  Prior inside = check(cell.workers, worker, op.id, false);
+  if (inside.actor >= 0) report_interval(Site{program_.tensors[tensor].name, -1, row, col}, inside, worker, op, false);
 }
 
 // Message: "race on As[3, 5] (v0): copy #4 (worker 1) writes, mma #7 (worker 0)
@@ -182,6 +256,13 @@ void RaceDetector::report(const Site& site, const Prior& prior, const char* prio
   race.message = where + ": " + prior_prefix + describe(prior.op) + who(prior.actor) + prior_verb +
                  ", " + describe(op.id) + who(actor) + (write ? "writes" : "reads") + ", " + tail;
   result_.races.push_back(std::move(race));
+}
+
+const char* RaceDetector::until_wait(int op_id) const {
+  const GroupOp* op =
+      op_id >= 0 && op_id < static_cast<int>(ops_by_id_.size()) ? ops_by_id_[op_id] : nullptr;
+  return op && op->kind == GroupOpKind::Mma ? "before the mma.wait that completes the mma"
+                                            : "before the async.wait that completes the copy";
 }
 
 std::string RaceDetector::describe(int op_id) const {

@@ -10,8 +10,13 @@
 //
 // Async copies: an element written by an issued, not yet completed, async copy is
 // marked in flight; any access to it until the copy lands is a race with the copy.
-// Async mmas: an element read by an issued, not yet waited-for, async mma counts
-// its readers in flight; a write to it by anyone until their mma.wait is a race.
+// Async reads (an async mma's operands until its mma.wait, an async copy's source
+// until the async.wait that completes the copy; shared or global): the element
+// counts its readers in flight, and a write to it by anyone, the reader included,
+// until the wait is a race whatever fences lie between. The wait is where the read
+// ends, so it is recorded again there, as a read by the issuing worker in the
+// wait's interval: another worker that writes the element after the wait with no
+// fence between races with it (a fence before the wait orders nothing).
 //
 // Global memory: the same writer / two-reader record, over the whole launch, with
 // groups in place of workers, one record per element of the tensor's storage (its
@@ -21,7 +26,9 @@
 // replicated fragment stored by more than its owner shows).
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "ir/group_ir.h"
@@ -50,19 +57,30 @@ class RaceDetector {
   void async_issue(int buffer, int version, int64_t row, int64_t col, int64_t index, int worker,
                    const GroupOp& op, uint32_t instance);
   void async_land(int buffer, int64_t index, uint32_t instance);
-  // An async mma's read of an element: recorded as a read now, and in flight until
-  // async_read_end (its mma.wait).
+  // An async read of a shared element (an async mma's operand, an async copy's
+  // source): recorded as a read now, and in flight until async_read_end (the wait
+  // that completes the op), which records it again as a read in the current
+  // interval; `record` false (the group is ending) only ends it.
   void async_read_begin(int buffer, int version, int64_t row, int64_t col, int64_t index, int worker,
                         const GroupOp& op);
-  void async_read_end(int buffer, int64_t index);
+  void async_read_end(int buffer, int version, int64_t row, int64_t col, int64_t index, int worker,
+                      const GroupOp& op, bool record = true);
   // A race that is not on a memory element: an async mma's accumulator touched by
   // `second_op` before its mma.wait (second_op -1: still in flight at group end).
   void accumulator_race(int mma_op, int second_op, int worker, const std::string& fragment);
+  // An async copy still in flight (issued, not completed by any async.wait) when the
+  // group ends; `worker` is one that issued part of it (-1: the copy had no element).
+  void never_waited(const GroupOp& copy, int worker);
 
   // One access by `worker` of the current group of the element at `address` in
   // tensor `tensor`, which the op names as window element (row, col) (for the message).
   void global_access(int tensor, int64_t address, int64_t row, int64_t col, int worker,
                      const GroupOp& op, bool write);
+  // The async read of a global element (an async copy's source): as async_read_*.
+  void global_async_read_begin(int tensor, int64_t address, int64_t row, int64_t col, int worker,
+                               const GroupOp& op);
+  void global_async_read_end(int tensor, int64_t address, int64_t row, int64_t col, int worker,
+                             const GroupOp& op, bool record = true);
 
   SimResult result() const { return result_; }
 
@@ -74,8 +92,8 @@ class RaceDetector {
     int32_t reader2 = -1, reader2_op = -1;
     uint32_t async_instance = 0;  // 0: not in flight
     int32_t async_worker = -1, async_op = -1;
-    int32_t async_readers = 0;    // async mma reads in flight
-    int32_t async_reader = -1, async_reader_op = -1;
+    int32_t async_readers = 0;    // async reads in flight (mma operands, copy sources)
+    int32_t async_reader = -1, async_reader_op = -1;  // the latest of them
   };
   struct Record {
     int32_t writer = -1, writer_op = -1;
@@ -85,6 +103,8 @@ class RaceDetector {
   struct GlobalCell : Record {  // groups, over the launch
     uint32_t epoch = 0;
     Record workers;  // workers of the current group, in interval `epoch`
+    int32_t async_readers = 0;  // async copy source reads of the current group in flight
+    int32_t async_reader = -1, async_reader_op = -1;
   };
   // An access already recorded that conflicts with the current one.
   struct Prior {
@@ -105,11 +125,27 @@ class RaceDetector {
               const char* prior_verb, int actor, const GroupOp& op, bool write,
               const char* actor_word, const char* tail);
   std::string describe(int op_id) const;
+  // The tail of a race with an async read in flight: which wait ends the read.
+  const char* until_wait(int op_id) const;
+  // Records an access by `worker` in the current interval of a shared element's record.
+  void interval_access(SharedCell& cell, const Site& site, int worker, const GroupOp& op, bool write);
+  // Reports a conflict within one interval ("... with no fence between").
+  void report_interval(const Site& site, const Prior& prior, int worker, const GroupOp& op, bool write);
 
   const GroupProgram& program_;
   std::vector<const GroupOp*> ops_by_id_;
   std::vector<std::vector<SharedCell>> shared_;  // by buffer id (empty unless shared)
-  std::vector<std::vector<GlobalCell>> global_;  // by tensor index, by address
+  // Global shadow, by tensor index: pages of cells, made on first touch, so a
+  // tensor's size costs nothing until its elements are accessed.
+  static constexpr int64_t kPageCells = 1024;
+  struct GlobalShadow {
+    int64_t elements = 0;
+    std::unordered_map<int64_t, std::unique_ptr<GlobalCell[]>> pages;
+    int64_t last_page = -1;
+    GlobalCell* last = nullptr;
+  };
+  GlobalCell& global_cell(int tensor, int64_t address);
+  std::vector<GlobalShadow> global_;
   uint32_t epoch_ = 0;
   int group_ = 0;
   int max_recorded_;

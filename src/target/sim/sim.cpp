@@ -10,11 +10,14 @@
 #include <deque>
 #include <limits>
 #include <numeric>
+#include <new>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "ir/group_verify.h"
 #include "runtime/tensor_check.h"
 #include "target/sim/float_round.h"
 #include "target/sim/race_detector.h"
@@ -25,6 +28,9 @@ namespace tessel {
 namespace {
 
 constexpr int64_t kUnbounded = std::numeric_limits<int64_t>::max();
+// The sim interprets every element: work it could never finish is refused up front.
+constexpr int64_t kSimMaxGroups = int64_t{1} << 24;       // groups per launch
+constexpr int64_t kSimMaxIterations = int64_t{1} << 28;   // loop iterations per launch
 const float kPoison = std::numeric_limits<float>::quiet_NaN();
 
 struct Tensor {
@@ -40,7 +46,8 @@ struct Window {
   int64_t offset = 0, row_stride = 0, col_stride = 0;
 };
 
-// An element written by an async copy that has not landed yet.
+// An element written by an async copy that has not landed yet, and the source
+// element the copy reads until then (none where the source was padding).
 struct PendingWrite {
   const GroupOp* op;
   int worker;
@@ -48,6 +55,17 @@ struct PendingWrite {
   int buffer, version;
   int64_t row, col, index;
   float value;
+  enum class From { Padding, Shared, Global } from = From::Padding;
+  int src = -1;  // Shared: buffer id; Global: tensor index
+  int src_version = 0;
+  int64_t src_row = 0, src_col = 0, src_index = 0;  // Global: src_index is the address
+};
+
+// The async copies of one commit group (AsyncCommit closes it): each element they
+// write, and each copy issued, element or not (for the never-waited check).
+struct CommitGroup {
+  std::vector<PendingWrite> writes;
+  std::vector<std::pair<const GroupOp*, int>> copies;  // op, a worker that issued part (-1: none)
 };
 
 int64_t size_arg(const LaunchArgs& args, const std::string& name, const std::string& what) {
@@ -66,14 +84,19 @@ std::vector<Tensor> validate_args(const GroupProgram& p, const LaunchArgs& args)
     if (!args.scalars.count(s.name))
       user_error(ErrorKind::InvalidArgument, "missing scalar parameter '" + s.name + "'");
   std::vector<Tensor> tensors;
+  std::vector<TensorSpan> spans;
   for (const TensorParam& t : p.tensors) {
     auto it = args.tensors.find(t.name);
     if (it == args.tensors.end())
       user_error(ErrorKind::InvalidArgument, "missing tensor '" + t.name + "'");
     if (it->second == nullptr)
       user_error(ErrorKind::InvalidArgument, "tensor '" + t.name + "' is a null pointer");
-    tensors.push_back(Tensor{it->second, check_tensor(t, args.sizes).elements});
+    TensorLayout layout = check_tensor(t, args.sizes);
+    tensors.push_back(Tensor{it->second, layout.elements});
+    // The sim stores every tensor as float, whatever its dtype.
+    spans.push_back({&t, reinterpret_cast<uintptr_t>(it->second), std::move(layout), sizeof(float)});
   }
+  check_tensor_overlap(spans);
   return tensors;
 }
 
@@ -131,6 +154,16 @@ class Interpreter {
     for (const LoopDim& d : p_.grid) extent.push_back(eval(d.extent));
     for (int64_t e : extent)
       if (e <= 0) return detector_.result();
+    __int128 groups = 1;
+    std::string shape;
+    for (int64_t e : extent) {
+      groups = std::min<__int128>(groups * e, __int128{1} << 64);
+      shape += (shape.empty() ? "" : " x ") + std::to_string(e);
+    }
+    if (groups > kSimMaxGroups)
+      user_error(ErrorKind::Unsupported, "program " + p_.name + ": the grid " + shape +
+                                             " has more groups than the sim runs in one launch (" +
+                                             std::to_string(kSimMaxGroups) + ")");
     std::vector<int64_t> point(extent.size(), 0);
     for (int group = 0;; ++group) {
       for (size_t d = 0; d < point.size(); ++d) scope_.emplace_back(p_.grid[d].iv, point[d]);
@@ -157,15 +190,18 @@ class Interpreter {
     for (auto& s : shared_) std::fill(s.begin(), s.end(), kPoison);
     for (auto& f : frags_) std::fill(f.begin(), f.end(), kPoison);
     run_ops(p_.body);
-    // Copies never waited for still land, so the group's results stay complete;
-    // any access to them was already reported.
+    // Copies never waited for are reported, one race per copy issued; they still
+    // land, so the group's results stay complete.
     committed_.push_back(std::move(open_));
-    open_.clear();
-    for (auto& writes : committed_)
-      for (const PendingWrite& pw : writes) {
+    open_ = CommitGroup{};
+    for (CommitGroup& g : committed_) {
+      for (const auto& [op, worker] : g.copies) detector_.never_waited(*op, worker);
+      for (const PendingWrite& pw : g.writes) {
         detector_.async_land(pw.buffer, pw.index, pw.instance);
+        end_source_read(pw, false);
         shared_[pw.buffer][pw.index] = pw.value;
       }
+    }
     committed_.clear();
     for (int w = 0; w < p_.workers; ++w)
       for (const InFlightMma& m : mma_groups_[w]) detector_.accumulator_race(m.op, -1, w, p_.buffer(m.frag).name);
@@ -203,7 +239,7 @@ class Interpreter {
       case GroupOpKind::Copy: return copy(op);
       case GroupOpKind::AsyncCommit:
         committed_.push_back(std::move(open_));
-        open_.clear();
+        open_ = CommitGroup{};
         return;
       case GroupOpKind::AsyncWait: return async_wait(op);
       case GroupOpKind::FragFill:
@@ -226,6 +262,14 @@ class Interpreter {
                                                op.callee + "'");
       case GroupOpKind::For: {
         int64_t lo = eval(op.lo), hi = eval(op.hi);
+        __int128 trips = std::max<__int128>(0, static_cast<__int128>(hi) - lo);
+        if (trips > kSimMaxIterations - iterations_)
+          user_error(ErrorKind::Unsupported,
+                     op_name(op) + " runs from " + std::to_string(lo) + " to " + std::to_string(hi) +
+                         ": more loop iterations than the sim runs in one launch (" +
+                         std::to_string(kSimMaxIterations) + ", " + std::to_string(iterations_) +
+                         " run so far)");
+        iterations_ += static_cast<int64_t>(trips);
         scope_.emplace_back(op.iv, lo);
         for (int64_t i = lo; i < hi; ++i) {
           scope_.back().second = i;
@@ -300,8 +344,9 @@ class Interpreter {
 
   // Element (r, c), absolute: data[offset + r * row_stride + c * col_stride], which
   // must lie inside what the pointer holds (tensor_check's element count).
+  // `address_out` set: an async copy's source read, in flight until its wait.
   float* global_element(const Window& w, int64_t r, int64_t c, int worker, const GroupOp& op,
-                        bool write) {
+                        bool write, int64_t* address_out = nullptr) {
     const Tensor& t = tensors_[w.buffer->tensor];
     __int128 address = static_cast<__int128>(w.offset) + static_cast<__int128>(r) * w.row_stride +
                        static_cast<__int128>(c) * w.col_stride;
@@ -314,8 +359,13 @@ class Interpreter {
                      " (offset " + std::to_string(w.offset) + ", strides " +
                      std::to_string(w.row_stride) + ", " + std::to_string(w.col_stride) +
                      "), outside the tensor's " + std::to_string(t.elements) + " elements");
-    detector_.global_access(w.buffer->tensor, static_cast<int64_t>(address), r, c, worker, op,
-                            write);
+    if (address_out) {
+      *address_out = static_cast<int64_t>(address);
+      detector_.global_async_read_begin(w.buffer->tensor, *address_out, r, c, worker, op);
+    } else {
+      detector_.global_access(w.buffer->tensor, static_cast<int64_t>(address), r, c, worker, op,
+                              write);
+    }
     return t.data + static_cast<int64_t>(address);
   }
 
@@ -361,22 +411,55 @@ class Interpreter {
     TESSEL_ASSERT(op.batch >= 1, "copy batch must be positive");
     int64_t total = op.rows * op.cols, batch = op.batch, stride = batch * p_.workers;
     uint32_t instance = op.async ? ++async_instances_ : 0;
+    int issuer = -1;  // async: the first worker that issued an element
     for (int w : shuffled())
       for (int64_t start = w * batch; start < total; start += stride)
         for (int64_t e = start; e < std::min(total, start + batch); ++e) {
           int64_t i = e / op.cols, j = e % op.cols;
           int64_t dr = dst.row + i, dc = dst.col + j, sr = src.row + i, sc = src.col + j;
           if (dr >= dst_rows || dc >= dst_cols) continue;
-          float v = sr < src_rows && sc < src_cols ? read(src, sr, sc, w, op)
-                                                   : static_cast<float>(op.constant);
+          bool padding = !(sr < src_rows && sc < src_cols);
           if (!op.async) {
-            write(dst, dr, dc, v, w, op);
+            write(dst, dr, dc, padding ? static_cast<float>(op.constant) : read(src, sr, sc, w, op), w, op);
             continue;
           }
-          int64_t index = shared_index(dst, dr, dc, op, true);
-          detector_.async_issue(dst.buffer->id, dst.version, dr, dc, index, w, op, instance);
-          open_.push_back({&op, w, instance, dst.buffer->id, dst.version, dr, dc, index, v});
+          // Async: the source is read until the async.wait that completes the copy.
+          PendingWrite pw{&op, w, instance, dst.buffer->id, dst.version, dr, dc, 0,
+                          static_cast<float>(op.constant)};
+          if (!padding) pw.value = async_source_read(src, sr, sc, w, op, &pw);
+          pw.index = shared_index(dst, dr, dc, op, true);
+          detector_.async_issue(dst.buffer->id, dst.version, dr, dc, pw.index, w, op, instance);
+          open_.writes.push_back(pw);
+          if (issuer < 0) issuer = w;
         }
+    if (op.async) open_.copies.emplace_back(&op, issuer);
+  }
+
+  // An async copy's read of source element (r, c): recorded now and kept in flight.
+  float async_source_read(const Window& src, int64_t r, int64_t c, int w, const GroupOp& op,
+                          PendingWrite* pw) {
+    pw->src_row = r, pw->src_col = c, pw->src_version = src.version;
+    if (src.buffer->space == Space::Global) {
+      pw->from = PendingWrite::From::Global;
+      pw->src = src.buffer->tensor;
+      return *global_element(src, r, c, w, op, false, &pw->src_index);
+    }
+    pw->from = PendingWrite::From::Shared;
+    pw->src = src.buffer->id;
+    pw->src_index = shared_index(src, r, c, op, false);
+    detector_.async_read_begin(pw->src, src.version, r, c, pw->src_index, w, op);
+    return shared_[pw->src][pw->src_index];
+  }
+
+  // The copy's source read ends (at its wait: recorded there too, unless the group
+  // is ending).
+  void end_source_read(const PendingWrite& pw, bool record) {
+    if (pw.from == PendingWrite::From::Shared)
+      detector_.async_read_end(pw.src, pw.src_version, pw.src_row, pw.src_col, pw.src_index, pw.worker,
+                               *pw.op, record);
+    else if (pw.from == PendingWrite::From::Global)
+      detector_.global_async_read_end(pw.src, pw.src_index, pw.src_row, pw.src_col, pw.worker, *pw.op,
+                                      record);
   }
 
   // Retires the oldest committed groups until at most `pending` are in flight. The
@@ -384,10 +467,11 @@ class Interpreter {
   void async_wait(const GroupOp& op) {
     TESSEL_ASSERT(op.pending >= 0, "async.wait pending must be non-negative");
     while (committed_.size() > static_cast<size_t>(op.pending)) {
-      for (const PendingWrite& pw : committed_.front()) {
+      for (const PendingWrite& pw : committed_.front().writes) {
         detector_.async_land(pw.buffer, pw.index, pw.instance);
         detector_.shared_access(pw.buffer, pw.version, pw.row, pw.col, pw.index, pw.worker, *pw.op,
                                 true);
+        end_source_read(pw, true);
         shared_[pw.buffer][pw.index] = pw.value;
       }
       committed_.pop_front();
@@ -445,12 +529,12 @@ class Interpreter {
       if (part.rows == 0 || part.cols == 0) continue;
       a_.resize(part.rows * k);
       b_.resize(k * part.cols);
-      if (op.async) mma_groups_[w].push_back(InFlightMma{op.frag, op.id, {}});
+      if (op.async) mma_groups_[w].push_back(InFlightMma{op.frag, op.id, &op, {}});
       auto get = [&](const Window& x, int64_t r, int64_t c) {
         if (!op.async || x.buffer->space != Space::Shared) return read(x, r, c, w, op);
         int64_t i = shared_index(x, r, c, op, false);
         detector_.async_read_begin(x.buffer->id, x.version, r, c, i, w, op);
-        mma_groups_[w].back().reads.emplace_back(x.buffer->id, i);
+        mma_groups_[w].back().reads.push_back({x.buffer->id, x.version, r, c, i});
         return shared_[x.buffer->id][i];
       };
       for (int64_t i = 0; i < part.rows; ++i)
@@ -474,15 +558,20 @@ class Interpreter {
   }
 
   // Completes each worker's oldest async mmas until at most `pending` are in
-  // flight: their operand reads end. (The sum itself was formed at issue; the
-  // detector is what tells whether the operands stayed put until here.)
+  // flight: their operand reads end here, in this interval (so a fence before the
+  // wait does not order them). (The sum itself was formed at issue; the detector
+  // is what tells whether the operands stayed put until here.)
   void mma_wait(const GroupOp& op) {
     TESSEL_ASSERT(op.pending >= 0, "mma.wait pending must be non-negative");
-    for (auto& groups : mma_groups_)
+    for (int w = 0; w < p_.workers; ++w) {
+      auto& groups = mma_groups_[w];
       while (groups.size() > static_cast<size_t>(op.pending)) {
-        for (const auto& [buffer, index] : groups.front().reads) detector_.async_read_end(buffer, index);
+        const InFlightMma& m = groups.front();
+        for (const SharedRead& r : m.reads)
+          detector_.async_read_end(r.buffer, r.version, r.row, r.col, r.index, w, *m.mma);
         groups.pop_front();
       }
+    }
   }
 
   // Max and min propagate NaN, so that a poisoned element stays visible.
@@ -677,22 +766,39 @@ class Interpreter {
   std::vector<std::vector<float>> frags_;    // by buffer id: workers x part, row-major
   std::vector<std::vector<FragPart>> parts_; // by buffer id, by worker
   std::vector<float> a_, b_;                 // mma gather scratch
-  std::vector<PendingWrite> open_;           // async copies not committed yet
+  CommitGroup open_;                         // async copies not committed yet
   // Per worker: async mmas in flight, oldest first: the accumulator each writes and
   // the shared elements it reads.
+  struct SharedRead {
+    int buffer, version;
+    int64_t row, col, index;
+  };
   struct InFlightMma {
     int frag, op;
-    std::vector<std::pair<int, int64_t>> reads;
+    const GroupOp* mma;
+    std::vector<SharedRead> reads;
   };
   std::vector<std::deque<InFlightMma>> mma_groups_;
-  std::deque<std::vector<PendingWrite>> committed_;
+  std::deque<CommitGroup> committed_;
   uint32_t async_instances_ = 0;
+  int64_t iterations_ = 0;  // loop iterations run in this launch (kSimMaxIterations)
 };
 
 }  // namespace
 
 SimResult run_sim(const GroupProgram& program, const LaunchArgs& args, const SimOptions& options) {
-  return Interpreter(program, args, options).run();
+  // The program is verified and what the interpreter allocates bounded first, so
+  // running out of memory is our bug; still, the caller gets an Error.
+  verify_group_program(program);
+  verify_group_limits(program, TargetKind::Sim);
+  try {
+    return Interpreter(program, args, options).run();
+  } catch (const std::bad_alloc&) {
+    user_error(ErrorKind::Runtime, "the sim ran out of memory running program " + program.name);
+  } catch (const std::length_error& e) {
+    user_error(ErrorKind::Runtime, "the sim ran out of memory running program " + program.name +
+                                       " (" + e.what() + ")");
+  }
 }
 
 }  // namespace tessel

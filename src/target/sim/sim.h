@@ -8,17 +8,30 @@
 // simulator runs workers (which it shuffles anyway). An async copy writes its
 // destination over the whole span from issue to the AsyncWait that completes it;
 // any access in that span by another worker, or any read by the issuing worker, is
-// a race. An async mma reads its operands over the span from issue to the
-// mma.wait that completes it: a write to them in that span by any worker is a race,
-// and so is any other op touching its accumulator, or the group ending first.
+// a race. It reads its source over the same span: a write to the source in that
+// span by any worker is a race, fences or not. An async mma reads its operands
+// over the span from issue to the mma.wait that completes it: a write to them in
+// that span by any worker is a race, and so is any other op touching its
+// accumulator, or the group ending first. The wait is where such a read ends, so
+// it also counts as a read by the issuing worker in the wait's interval: a fence
+// before the wait orders nothing after it. An async copy that no async.wait
+// completes before the group ends is reported too (one race per copy issued).
 // Global memory: two different groups touching one element (one address of the
 // tensor's storage), at least one writing, is a race; so is, within a group, two
-// workers doing so in one barrier interval (e.g. a replicated fragment stored by a
-// replica as well as its owner).
+// workers doing so in one barrier interval (a store by one worker and a copy of
+// the same elements by another, or a replicated fragment stored by a replica as
+// well as its owner).
 //
-// Launch arguments are checked first (runtime/tensor_check.h): shapes and strides
-// evaluated, negative ones and overlapping writable tensors refused; every global
-// access must land inside the elements that check says the pointer holds.
+// run_sim verifies the program (group_verify.h) and checks it against the sim's
+// limits (verify_group_limits: what its buffers hold) first. Launch arguments are checked next
+// (runtime/tensor_check.h): shapes and strides evaluated, negative ones refused,
+// and tensors that overlap in memory where either is written refused
+// (check_tensor_overlap: one shadow per tensor could not see such a race); every
+// global access must land inside the elements that check says the pointer holds.
+// Only tessel::Error leaves run_sim for bad input (running out of memory, too).
+// Work the sim could never finish is refused (ErrorKind::Unsupported, with the
+// numbers): a grid of more than 2^24 groups, more than 2^28 loop iterations in one
+// launch.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -48,8 +61,8 @@ struct SimResult {
 };
 
 // Runs every group of the program. Validates args (missing size/scalar/tensor,
-// null tensor, a tensor layout tensor_check refuses: user errors,
-// ErrorKind::InvalidArgument).
+// null tensor, a tensor layout tensor_check refuses, overlapping written tensors:
+// user errors, ErrorKind::InvalidArgument).
 SimResult run_sim(const GroupProgram& program, const LaunchArgs& args,
                   const SimOptions& options = {});
 
