@@ -196,7 +196,7 @@ int run_gemm(const Args& a) {
   const Plan& p = r.plan;
   if (a.json) {
     std::printf(
-        "{\"m\": %lld, \"n\": %lld, \"k\": %lld, \"target\": \"%s\", \"alpha\": %s, \"beta\": %s, "
+        "{\"version\": \"%s\", \"m\": %lld, \"n\": %lld, \"k\": %lld, \"target\": \"%s\", \"alpha\": %s, \"beta\": %s, "
         "\"threads\": %d, \"plan\": {\"tile\": [%lld, %lld, %lld], \"workers\": %d, "
         "\"worker_grid\": [%d, %d], \"window\": %d, \"copy\": \"%s\", \"copy_batch\": %d, \"atom\": [%lld, %lld], \"atom_kind\": \"%s\", \"frag_buffers\": %d}, "
         "\"rel_err\": %s, \"bound\": %s, \"ok\": %s, \"races\": %lld, \"compile_ms\": %s, "
@@ -204,7 +204,7 @@ int run_gemm(const Args& a) {
         "\"loop_before\": %d, \"loop_after\": %d, \"dynamic_before\": %lld, "
         "\"dynamic_after\": %lld, \"dynamic_before_formula\": \"%s\", "
         "\"dynamic_after_formula\": \"%s\"}}\n",
-        (long long)a.m, (long long)a.n, (long long)a.k, target_name(p.target),
+        version(), (long long)a.m, (long long)a.n, (long long)a.k, target_name(p.target),
         json_number(a.alpha).c_str(), json_number(a.beta).c_str(), a.options.threads,
         (long long)p.tile("BM"), (long long)p.tile("BN"), (long long)p.tile("BK"), p.workers, p.worker_rows,
         p.worker_cols, p.window, p.async_copy ? "async" : "sync", p.copy_batch, (long long)p.atom_m, (long long)p.atom_n,

@@ -6,6 +6,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "tessel/version.h"
+
 namespace tessel::bench {
 namespace {
 
@@ -52,6 +54,7 @@ std::string results_json(const BenchResults& r) {
   const BenchConfig& c = r.config;
   Json j;
   j["tool"] = "tessel bench";
+  j["tessel_version"] = version();
   j["command"] = c.command;
   j["started"] = r.started;
   j["finished"] = r.finished;

@@ -1,8 +1,9 @@
 // A default plan for any kernel: a plain heuristic, no cost model (the planner
 // refines it). It reads only the kernel's structure and the sizes of one launch:
 //   - a tile parameter T that appears in a loop extent ceildiv(S, T) covers S: it
-//     takes the power of two >= S, capped per target (sim 16, cpu 64, cuda 64 for
-//     tiles that an mma reads); a tile parameter seen nowhere like that takes the cap;
+//     takes the power of two >= S, capped per target (sim 16; cpu 64 with an mma,
+//     else 1024 for column tiles and 8 for row tiles; cuda 64 for tiles that an mma
+//     reads); a tile parameter seen nowhere like that takes the cap;
 //   - cuda without an mma (memory-bound kernels): column tiles (parameters that name
 //     a tile's column extent) up to 2048, rows 1 to 8 so that a group holds about
 //     2048 elements, a thread 8 consecutive columns (see cuda_rows_and_columns);
