@@ -18,12 +18,15 @@
 //     missing bytes read 0. TESSEL_DIFFFUZZ_NO_CPU=1 skips the cpu JIT.
 //   - tessel_difffuzz (always built; no clang needed): a loop over seeds,
 //       tessel_difffuzz --seeds A:B [--plans P] [--seconds S] [--no-cpu] [--strict]
-//                       [--out DIR] [--log-every N]
-//     runs P plans (default 1) for each kernel seed in [A, B) (B empty: no end; stop
+//                       [--out DIR] [--log-every N] [--resume FILE]
+//     runs P plans (default 1; plans after the first draw from wider choices: 1-16
+//     workers, window 1-4) for each kernel seed in [A, B) (B empty: no end; stop
 //     after S seconds), prints a progress line every N programs and a summary, and
 //     writes each failing kernel's report to DIR/fail-SEED-PLAN.txt. Exit status 1
 //     when anything failed. `--seeds S:S+1` reruns seed S exactly as the property
-//     test ran it (plan 0 is the property test's plan).
+//     test ran it (plan 0 is the property test's plan). With --resume, the first
+//     seed is the one FILE holds (when it exists), and the next one untried is
+//     written there at the end, so that successive runs go on where the last stopped.
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -138,7 +141,7 @@ namespace {
 [[noreturn]] void usage(const std::string& why) {
   std::fprintf(stderr,
                "tessel_difffuzz: %s\nusage: tessel_difffuzz --seeds A:B [--plans P] [--seconds S] "
-               "[--no-cpu] [--strict] [--out DIR] [--log-every N]\n",
+               "[--no-cpu] [--strict] [--out DIR] [--log-every N] [--resume FILE]\n",
                why.c_str());
   std::exit(2);
 }
@@ -150,7 +153,7 @@ int main(int argc, char** argv) {
   int plans = 1;
   double seconds = 0;
   int64_t log_every = 100;
-  std::string out_dir;
+  std::string out_dir, resume;
   Options o;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -175,6 +178,8 @@ int main(int argc, char** argv) {
       o.strict = true;
     } else if (a == "--out") {
       out_dir = value();
+    } else if (a == "--resume") {
+      resume = value();
     } else if (a == "--log-every") {
       log_every = std::max<int64_t>(1, std::atoll(value().c_str()));
     } else {
@@ -182,6 +187,12 @@ int main(int argc, char** argv) {
     }
   }
   if (hi == UINT64_MAX && seconds <= 0) usage("an open seed range needs --seconds");
+  if (!resume.empty()) {
+    std::ifstream in(resume);
+    uint64_t next = 0;
+    if (in >> next) lo = next;
+    if (lo >= hi) usage("--resume " + resume + " starts at " + std::to_string(lo) + ", past the range");
+  }
   set_cpu_scratch_poison(true);
   if (!out_dir.empty()) std::filesystem::create_directories(out_dir);
   Totals t;
@@ -202,8 +213,9 @@ int main(int argc, char** argv) {
       std::string report;
       try {
         RandomKernel rk = kernel_for(seed);
-        // Plan 0 is the property test's plan for this seed.
-        PlanChoice c = random_plan(rk, p == 0 ? seed : seed ^ (static_cast<uint64_t>(p) << 40));
+        // Plan 0 is the property test's plan for this seed; the others draw wider.
+        PlanChoice c = p == 0 ? random_plan(rk, seed)
+                              : random_plan(rk, seed ^ (static_cast<uint64_t>(p) << 40), true);
         report = check(rk, c, o, t);
       } catch (const std::exception& e) {
         report = "kernel seed " + std::to_string(seed) + ": an exception escaped: " + e.what() + "\n";
@@ -219,6 +231,7 @@ int main(int argc, char** argv) {
     }
   }
   progress(seed);
+  if (!resume.empty()) std::ofstream(resume) << seed << "\n";
   for (const auto& [msg, n] : t.error_kinds) std::printf("  tessel::Error x%lld: %s\n", static_cast<long long>(n), msg.c_str());
   std::printf("%lld programs in %.1f s: %lld failed\n", static_cast<long long>(t.programs), elapsed(),
               static_cast<long long>(t.failures));

@@ -70,6 +70,7 @@ CompiledGroup compile_to_group(const TileKernel& kernel, const Plan& plan,
   {
     StepTimer t("verify-group");
     verify_group_program(out.program);
+    verify_group_limits(out.program, plan.target);  // the target's bounds (shared memory, scratch)
   }
   return out;
 }

@@ -711,9 +711,41 @@ class Gen {
     keep(sc);
   }
 
+  // acc = mma(a, b, acc0) of values in the pool, no K loop (attention's P x V): a is a
+  // pool tile [R, C] and b a [C, C] tile loaded from an [N, N] tensor, or, when the
+  // tiles are square, both are pool tiles. A loaded tile never feeds the a side of
+  // one mma and the b side of another (the lowering stages it for one of them).
+  void pool_mma_op() {
+    auto for_side = [&](char side) {
+      return pick_if([&](const Node& n) {
+        auto it = mma_side_.find(n.id);
+        return n.kind == Kind::Full && (it == mma_side_.end() || it->second == side);
+      });
+    };
+    std::optional<Node> a = for_side('a');
+    if (!a) return binary_op();
+    Node b;
+    if (square_ && chance(0.5)) {
+      std::optional<Node> pb = for_side('b');
+      if (!pb || pb->id == a->id) return binary_op();
+      b = *pb;
+    } else {
+      View w = matrix(fresh("W"), DType::F32, Access::In, N_, n_, N_, n_);
+      b = Node{load(w, col0_, col0_, DType::F32, {C_, C_}), Kind::Full, 1, true};
+    }
+    mma_side_[a->id] = 'a';
+    mma_side_[b.id] = 'b';
+    std::optional<Node> acc = chance(0.5) ? pick_if([&](const Node& n) { return n.kind == Kind::Full; })
+                                          : std::nullopt;
+    if (!acc) acc = constant(0, Kind::Full);
+    depth_ = std::max(depth_, c_);
+    int id = emit(make(TileOpKind::Mma, {a->id, b.id, acc->id}), DType::F32, shape(Kind::Full));
+    keep(Node{id, Kind::Full, acc->bound + static_cast<double>(c_) * a->bound * b.bound, false});
+  }
+
   void grow(int n) {
     for (int i = 0; i < n; ++i) {
-      switch (rnd(0, 15)) {
+      switch (rnd(0, 16)) {
         case 0: case 1: case 2: unary_op(); break;
         case 3: case 4: case 5: binary_op(); break;
         case 6: select_op(); break;
@@ -730,6 +762,7 @@ class Gen {
           }
           leaf();
           break;
+        case 14: pool_mma_op(); break;
         default: leaf(); break;
       }
     }
@@ -903,6 +936,8 @@ class Gen {
   std::vector<View> f32_matrices_;
   std::vector<std::pair<View, double>> phase_inputs_;  // f32 tile outputs and their bounds
   std::vector<std::string> scalars_, grid_ivs_;
+  std::map<int, char> mma_side_;  // pool values an mma read: 'a' or 'b'
+
   bool square_ = false;
   Expr R_, C_, BK_, M_, N_, K_, Bt_, steps_;  // tile extents and sizes (null: absent)
   int64_t r_ = 1, c_ = 1, bk_ = 1, m_ = 1, n_ = 1, k_size_ = 1, bt_ = 1;

@@ -15,6 +15,7 @@
 // axis; transposes (square tiles); mma over a serial or pipeline K loop carrying the
 // accumulator and 0-2 running reductions, with bf16/f16 operands or computed ones (a
 // and b);
+// mma of pool values with no K loop (a computed a, b loaded or computed too);
 // a stable softmax block (padding -inf); serial/pipeline loops carrying 1-3 values;
 // `if` on grid indices and on a scalar; user barriers; outputs: 1-2 tiles (f32, bf16
 // or f16, some in place: inout; an f32 one sometimes read back right after its

@@ -15,24 +15,42 @@ Expr make(ExprKind kind, int64_t value, std::string name, Expr lhs, Expr rhs) {
   return n;
 }
 
+[[noreturn]] void overflow(const char* op, int64_t a, int64_t b) {
+  user_error(ErrorKind::InvalidArgument, "index expression overflows 64 bits: " + std::to_string(a) + " " +
+                                             op + " " + std::to_string(b));
+}
+
 int64_t floor_div_i(int64_t a, int64_t b) {
+  if (a == INT64_MIN && b == -1) overflow("/", a, b);
   int64_t q = a / b;
   if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
   return q;
 }
 
 int64_t apply(ExprKind kind, int64_t a, int64_t b) {
+  int64_t r = 0;
   switch (kind) {
-    case ExprKind::Add: return a + b;
-    case ExprKind::Sub: return a - b;
-    case ExprKind::Mul: return a * b;
+    case ExprKind::Add:
+      if (__builtin_add_overflow(a, b, &r)) overflow("+", a, b);
+      return r;
+    case ExprKind::Sub:
+      if (__builtin_sub_overflow(a, b, &r)) overflow("-", a, b);
+      return r;
+    case ExprKind::Mul:
+      if (__builtin_mul_overflow(a, b, &r)) overflow("*", a, b);
+      return r;
     case ExprKind::FloorDiv:
     case ExprKind::CeilDiv:
     case ExprKind::Mod:
       if (b == 0) user_error(ErrorKind::InvalidArgument, "index expression divides by zero");
       if (kind == ExprKind::FloorDiv) return floor_div_i(a, b);
-      if (kind == ExprKind::CeilDiv) return -floor_div_i(-a, b);
-      return a - b * floor_div_i(a, b);
+      if (kind == ExprKind::CeilDiv) {
+        if (a == INT64_MIN) overflow("ceildiv", a, b);
+        return -floor_div_i(-a, b);
+      }
+      if (b == -1) return 0;  // every integer is a multiple of -1 (and INT64_MIN / -1 overflows)
+      // The result lies in (b, 0] or [0, b), but b * q alone may not fit.
+      return static_cast<int64_t>(static_cast<__int128>(a) - static_cast<__int128>(b) * floor_div_i(a, b));
     case ExprKind::Min: return a < b ? a : b;
     case ExprKind::Max: return a > b ? a : b;
     default: TESSEL_ASSERT(false, "not a binary expression kind");

@@ -292,7 +292,10 @@ class Parser {
     ops(p_.body, 0);
     in_.expect("}");
     if (!in_.at_end()) in_.expected("end of input");
-    if (!explicit_next) p_.next_op_id = max_op_id(p_.body) + 1;
+    // One past the largest id, as a 64-bit sum: an id of INT_MAX leaves next_op_id at
+    // INT_MAX, which the verifier refuses.
+    if (!explicit_next)
+      p_.next_op_id = static_cast<int>(std::min<int64_t>(int64_t{max_op_id(p_.body)} + 1, INT_MAX));
     return std::move(p_);
   }
 

@@ -183,7 +183,8 @@ class Verifier {
     }
     int64_t row = 0, col = 0;
     if (b.space != Space::Global && expr_is_const(r.row, &row) && expr_is_const(r.col, &col) &&
-        (row < 0 || col < 0 || row + rows > b.rows || col + cols > b.cols))
+        (row < 0 || col < 0 || static_cast<__int128>(row) + rows > b.rows ||
+         static_cast<__int128>(col) + cols > b.cols))
       fail(op, std::string(what) + " window " + std::to_string(rows) + "x" + std::to_string(cols) +
                    " at (" + std::to_string(row) + ", " + std::to_string(col) + ") does not fit " +
                    b.name + " " + std::to_string(b.rows) + "x" + std::to_string(b.cols));

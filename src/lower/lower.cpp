@@ -635,9 +635,13 @@ class Lowering {
     lowered_[op.results[0]] = frag_value(acc);
   }
 
-  // Where the staging copies hit the tensors' edges, the mma skips what can only be
-  // zeros (k) or is never stored (rows, cols): a ragged tile costs its data, not
-  // the whole tile. Operands computed in the kernel hold data everywhere.
+  // Where the staging copies hit the tensors' edges with zero padding, the mma skips
+  // what is only zeros: a ragged tile costs its data, not the whole tile. Rows of a
+  // beyond the edge add nothing to the accumulator's rows (m_valid), columns of b
+  // nothing to its columns (n_valid), and one zero-padded operand suffices for k.
+  // Other padding takes part like data: the accumulator's rows and columns outside
+  // the tensor are not stored, but a reduction or a transpose may read them.
+  // Operands computed in the kernel hold data everywhere.
   void set_valid_extents(GroupOp& mma) const {
     auto extent = [](int64_t full, const Expr& bound, const Expr& origin) -> Expr {
       return bound ? expr_min(expr_const(full), bound - origin) : nullptr;
@@ -646,10 +650,8 @@ class Lowering {
     auto b = staging_copy_.find(mma.b.buffer);
     bool a_zero = a != staging_copy_.end() && a->second.constant == 0;
     bool b_zero = b != staging_copy_.end() && b->second.constant == 0;
-    if (a != staging_copy_.end()) mma.m_valid = extent(mma.m, a->second.src_row_bound, a->second.src.row);
-    if (b != staging_copy_.end()) mma.n_valid = extent(mma.n, b->second.src_col_bound, b->second.src.col);
-    // k: only zeros beyond the edge may be skipped, and one zero-padded operand
-    // suffices (the product is zero whatever the other holds).
+    if (a_zero) mma.m_valid = extent(mma.m, a->second.src_row_bound, a->second.src.row);
+    if (b_zero) mma.n_valid = extent(mma.n, b->second.src_col_bound, b->second.src.col);
     Expr ka = a_zero ? extent(mma.k, a->second.src_col_bound, a->second.src.col) : nullptr;
     Expr kb = b_zero ? extent(mma.k, b->second.src_row_bound, b->second.src.row) : nullptr;
     mma.k_valid = ka && kb && !expr_equal(ka, kb) ? expr_min(ka, kb) : (ka ? ka : kb);

@@ -120,7 +120,7 @@ Plan default_plan(const TileKernel& kernel, TargetKind target,
   for (const Value& v : kernel.values)
     if (!v.type.is_scalar()) note(v.type.shape[1], col_params);
   // On the cpu, kernels without an mma stream rows: long column tiles (vectorized
-  // inner loops) and a few rows (measured: 8x1024 ran softmax about 1.5x faster than
+  // inner loops) and a few rows (measured: 8x1024 ran a row-wise kernel 1.5x faster than
   // 64x64 on one core).
   bool streaming = mma_params.empty();
   auto cap = [&](const std::string& t) -> int64_t {

@@ -2,7 +2,8 @@
 // program is race free on the sim and leaves exactly the same bits in every
 // tensor as the unplanned one. Some loop bodies have their fence at the top
 // instead of the bottom, and async copies have other work in flight. Programs use 1-2 groups (each on its own 8 rows of
-// the two global tensors), 4-8 workers, three 8x8 shared buffers (two of them
+// the two global tensors; an async copy's source is not written while it is in
+// flight), 4-8 workers, three 8x8 shared buffers (two of them
 // with two versions), two 8x8 fragments, loops with small trip counts and
 // branches on the group or the loop variable.
 #include <gtest/gtest.h>
@@ -68,6 +69,11 @@ class Generator {
     return b == avoid_ ? shared_[(b - shared_[0] + 1) % 3] : b;
   }
   int any_global() { return global_[pick(0, 1)]; }
+  // A global to write: not the one an async copy in flight reads (its source).
+  int global_to_write() {
+    int b = any_global();
+    return b == avoid_global_ ? global_[0] + global_[1] - b : b;
+  }
   int any_frag() { return frags_[pick(0, 1)]; }
 
   // A rows x cols window inside an 8x8 block that starts at (row0, 0).
@@ -105,11 +111,11 @@ class Generator {
       }
       case 3: {  // shared -> global
         Window w = window();
-        return b_.copy(at(any_shared(), w.r, w.c), at(any_global(), w.r, w.c), w.rows, w.cols, pick(1, 4));
+        return b_.copy(at(any_shared(), w.r, w.c), at(global_to_write(), w.r, w.c), w.rows, w.cols, pick(1, 4));
       }
       case 4: return b_.frag_load(any_frag(), at(any_shared(), 0, 0));
       case 5: return b_.frag_store(any_frag(), at(any_shared(), 0, 0));
-      case 6: return b_.frag_store(any_frag(), at(any_global(), 0, 0));
+      case 6: return b_.frag_store(any_frag(), at(global_to_write(), 0, 0));
       case 7: {
         int k = pick(1, 8);
         return b_.mma(frags_[0], at(any_shared(), 0, 0), at(any_shared(), 0, 0), 8, 8, k);
@@ -146,6 +152,7 @@ class Generator {
         GroupOp o = b_.copy(at(any_global(), w.r, w.c), at(any_shared(), w.r, w.c), w.rows, w.cols, pick(1, 4));
         o.async = true;
         avoid_ = o.dst.buffer;
+        avoid_global_ = o.src.buffer;
         ops.push_back(o);
         ops.push_back(b_.fence());
         ops.push_back(b_.op(GroupOpKind::AsyncCommit));
@@ -156,6 +163,7 @@ class Generator {
         ops.push_back(b_.fence());
         ops.push_back(b_.op(GroupOpKind::AsyncWait));
         avoid_ = -1;
+        avoid_global_ = -1;
       } else {
         ops.push_back(memory_op());
       }
@@ -170,6 +178,7 @@ class Generator {
   std::vector<int> global_, shared_, frags_;
   std::vector<std::string> ivs_;
   int avoid_ = -1;  // a shared buffer an async copy is writing
+  int avoid_global_ = -1;  // the global buffer it reads (until its async.wait)
 };
 
 TEST(PlanBarriersProperty, RandomProgramsStayRaceFreeAndExact) {

@@ -204,24 +204,35 @@ std::shared_ptr<const CudaKernel> compile_cuda(const GroupProgram& program, cons
     auto it = memory_cache().find(key);
     if (it != memory_cache().end()) return it->second;
   }
-  std::string dir = kernel_cache_dir();
-  info.cache_path = dir + "/cuda-" + key + "-" + arch + ".entry";
+  // An unsafe or unwritable cache directory reads as none (one warning): the
+  // kernel is then kept in memory only (runtime/kernel_cache.h).
+  std::string dir = writable_kernel_cache_dir();
+  if (!dir.empty()) info.cache_path = dir + "/cuda-" + key + "-" + arch + ".entry";
   info.nvrtc.arch = arch;
   // Never hand the driver a cubin from an entry that has not been checked: a
-  // damaged or foreign one is reported once and rebuilt.
+  // damaged or foreign one is reported once and rebuilt; one that someone else
+  // owns or could have written is not loaded (nor replaced), memory only.
   std::string entry, why;
   std::string_view payload;
-  if (read_file(info.cache_path, &entry)) {
-    if (!check_cache_entry(entry, stamp, &why, &payload) || !unpack_entry(payload, &info.nvrtc, &why))
-      warn_once("kernel cache entry " + info.cache_path + " " + why + "; rebuilding it");
-    else
-      info.from_disk = true;
+  if (!info.cache_path.empty()) {
+    CacheRead read = read_cache_entry(info.cache_path, &entry, &why);
+    if (read == CacheRead::Refused) {
+      warn_once("kernel cache entry " + info.cache_path + " " + why +
+                "; it is not loaded, and this kernel is kept in memory only");
+      info.cache_path.clear();
+    } else if (read == CacheRead::Ok) {
+      if (!check_cache_entry(entry, stamp, &why, &payload) || !unpack_entry(payload, &info.nvrtc, &why))
+        warn_once("kernel cache entry " + info.cache_path + " " + why + "; rebuilding it");
+      else
+        info.from_disk = true;
+    }
   }
   if (info.from_disk) {
     read_ptxas_report(&info.nvrtc);
   } else {
     info.nvrtc = nvrtc_compile(info.source.code, arch);
-    write_file_atomic(info.cache_path, seal_cache_entry(pack_entry(info.nvrtc), stamp));
+    if (!info.cache_path.empty())
+      write_file_atomic(info.cache_path, seal_cache_entry(pack_entry(info.nvrtc), stamp));
   }
   auto kernel = std::make_shared<Kernel>(program, std::move(info));
   std::lock_guard<std::mutex> lock(cache_mutex());

@@ -307,8 +307,15 @@ class Interpreter {
 
   Window resolve(const BufferRef& ref, const GroupOp& op) {
     const Buffer& b = p_.buffer(ref.buffer);
-    Window w{&b, ref.version ? static_cast<int>(eval(ref.version)) : 0, eval(ref.row),
-             eval(ref.col)};
+    int64_t version = ref.version ? eval(ref.version) : 0;
+    Window w{&b, 0, eval(ref.row), eval(ref.col)};
+    // No buffer reaches this far, and window coordinates plus an op's extents (at
+    // most 2^31, the verifier's bounds) stay inside 64 bits below it.
+    constexpr int64_t kFar = int64_t{1} << 62;
+    if (w.row < -kFar || w.row > kFar || w.col < -kFar || w.col > kFar)
+      user_error(ErrorKind::Runtime, op_name(op) + ": window of " + b.name + " at (" +
+                                         std::to_string(w.row) + ", " + std::to_string(w.col) +
+                                         ") lies beyond any buffer (2^62)");
     if (b.space == Space::Global) {
       if (!ref.row_stride || !ref.col_stride)
         user_error(ErrorKind::Verify, op_name(op) + ": global window " + b.name + " has no strides");
@@ -317,10 +324,11 @@ class Interpreter {
       w.col_stride = eval(ref.col_stride);
     }
     int versions = b.space == Space::Shared ? b.versions : 1;
-    if (w.version < 0 || w.version >= versions)
-      user_error(ErrorKind::Runtime, op_name(op) + ": version " + std::to_string(w.version) +
+    if (version < 0 || version >= versions)
+      user_error(ErrorKind::Runtime, op_name(op) + ": version " + std::to_string(version) +
                                          " of " + b.name + " is outside [0, " +
                                          std::to_string(versions) + ")");
+    w.version = static_cast<int>(version);
     if (b.space == Space::Private)
       user_error(ErrorKind::Verify, op_name(op) + ": " + b.name + " is a private fragment, " +
                                         "not a shared or global buffer");
