@@ -2,7 +2,8 @@
 // It knows ops by their kind and values by who consumes them, never by a name.
 //
 // - The kernel body is scalar parameters and one `parallel` nest (1 to 3 loops);
-//   its loops become the grid. Serial and pipeline nests inside it (any number, one
+//   its loops become the grid. (A kernel with several nests is split into phases
+//   first, one lowering each: src/compiler/phases.h.) Serial and pipeline nests inside it (any number, one
 //   after another: phases) become `for` loops carrying any number of values.
 // - Tile parameters are bound by name from Plan::tiles; a name the kernel does not
 //   declare, or a tile parameter the plan leaves unbound, is a Plan error naming it.
