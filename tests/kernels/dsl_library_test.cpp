@@ -4,25 +4,15 @@
 // gives both the same outputs on the same inputs.
 #include <gtest/gtest.h>
 
-#include <fstream>
 #include <functional>
-#include <sstream>
 
 #include "check/checked_run.h"
 #include "eval/evaluate.h"
-#include "ir/tile_text.h"
+#include "kernel_files.h"
 #include "ops/library.h"
 
 namespace tessel {
 namespace {
-
-TileKernel load_text(const std::string& name) {
-  std::ifstream in(std::string(TESSEL_SOURCE_DIR) + "/kernels/" + name + ".tir");
-  EXPECT_TRUE(in) << name;
-  std::stringstream s;
-  s << in.rdbuf();
-  return parse_tile_kernel(s.str());
-}
 
 struct Case {
   const char* name;
@@ -90,7 +80,7 @@ TEST_P(DslLibrary, Cpu) {
 TEST_P(DslLibrary, SameAsTextTwin) {
   const Case& c = GetParam();
   if (std::string(c.text_twin).empty()) GTEST_SKIP() << c.name << " has no text twin";
-  TileKernel dsl = c.build(), text = load_text(c.text_twin);
+  TileKernel dsl = c.build(), text = load_kernel_file(c.text_twin);
   std::map<std::string, int64_t> sizes = c.sizes;
   default_strides(dsl.tensors, sizes);
   auto scalars = random_scalars(dsl.scalars, c.scalars, 5);

@@ -4,23 +4,13 @@
 // with outputs poisoned with NaN (src/check/checked_run.h); the sim finds no race.
 #include <gtest/gtest.h>
 
-#include <fstream>
-#include <sstream>
 
 #include "check/checked_run.h"
-#include "ir/tile_text.h"
+#include "kernel_files.h"
 #include "plan/default_plan.h"
 
 namespace tessel {
 namespace {
-
-TileKernel load(const std::string& name) {
-  std::ifstream in(std::string(TESSEL_SOURCE_DIR) + "/kernels/" + name + ".tir");
-  EXPECT_TRUE(in) << name;
-  std::stringstream s;
-  s << in.rdbuf();
-  return parse_tile_kernel(s.str());
-}
 
 struct Case {
   const char* kernel;
@@ -58,14 +48,14 @@ void expect_checked(const Kernel& k, const Case& c, uint64_t seed) {
 
 TEST_P(Library, SimDefaultPlan) {
   const Case& c = GetParam();
-  TileKernel k = load(c.kernel);
+  TileKernel k = load_kernel_file(c.kernel);
   expect_checked(compile(k, TargetKind::Sim, c.sizes), c, 1);
 }
 
 // Eight workers: reductions split over more workers, fragments over a wider grid.
 TEST_P(Library, SimEightWorkers) {
   const Case& c = GetParam();
-  TileKernel k = load(c.kernel);
+  TileKernel k = load_kernel_file(c.kernel);
   Plan p = default_plan(k, TargetKind::Sim, c.sizes);
   p.workers = 8;
   fit_worker_grid(k, p);
@@ -74,14 +64,14 @@ TEST_P(Library, SimEightWorkers) {
 
 TEST_P(Library, CpuDefaultPlan) {
   const Case& c = GetParam();
-  TileKernel k = load(c.kernel);
+  TileKernel k = load_kernel_file(c.kernel);
   expect_checked(compile(k, TargetKind::Cpu, c.sizes), c, 3);
 }
 
 // Several workers in one cpu group: the same partial / combine path as the GPU's.
 TEST_P(Library, CpuFourWorkers) {
   const Case& c = GetParam();
-  TileKernel k = load(c.kernel);
+  TileKernel k = load_kernel_file(c.kernel);
   Plan p = default_plan(k, TargetKind::Cpu, c.sizes);
   p.workers = 4;
   fit_worker_grid(k, p);
