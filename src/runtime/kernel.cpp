@@ -129,6 +129,7 @@ BoundArgs bind_args(const TileKernel& k, const KernelArgs& in) {
     if (!known) bad_argument("kernel " + k.name + " has no scalar parameter " + name);
   }
   out.args.scalars = in.scalars;
+  std::vector<TensorSpan> spans;
   for (const TensorParam& t : k.tensors) {
     const TensorArg& a = in.tensors.at(t.name);
     TensorLayout layout = check_tensor(t, out.args.sizes);
@@ -136,7 +137,11 @@ BoundArgs bind_args(const TileKernel& k, const KernelArgs& in) {
     out.layouts.push_back(layout);
     static float empty = 0;
     out.args.tensors[t.name] = a.data ? static_cast<float*>(a.data) : &empty;
+    spans.push_back(TensorSpan{&t, reinterpret_cast<uintptr_t>(a.data), layout, dtype_bytes(t.dtype)});
   }
+  // Here as well as in the targets: on cuda, host tensors get a device buffer each,
+  // where an overlap of the caller's arrays would no longer show.
+  check_tensor_overlap(spans);
   return out;
 }
 
