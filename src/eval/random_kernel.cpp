@@ -386,7 +386,7 @@ class Gen {
     View v = matrix(name, dt, Access::In, M_, m_, N_, n_);
     if (dt == DType::F32) f32_matrices_.push_back(v);
     double pad = chance(0.6) ? 0 : small_value();
-    Kind kd = chance(0.8) ? Kind::Full : chance(0.5) ? Kind::Row : Kind::Col;
+    Kind kd = chance(0.8) ? Kind::Full : chance(0.45) ? Kind::Row : chance(0.8) ? Kind::Col : Kind::Unit;
     Node x = loaded(load(v, row0_, col0_, dt, shape(kd), pad), dt, kd);
     x.bound = std::max(1.0, std::abs(pad));
     keep(x);
@@ -416,7 +416,25 @@ class Gen {
   }
   void const_leaf() {
     static const Kind kinds[] = {Kind::Full, Kind::Col, Kind::Row, Kind::Unit, Kind::Scalar};
+    if (chance(0.2)) return index_const_leaf(kinds[rnd(0, 4)]);
     keep(constant(small_value(), kinds[rnd(0, 4)]));
+  }
+  // A constant whose value is an index expression (grid and loop indices, the
+  // block's origin, floor division and modulo), the same in every element.
+  void index_const_leaf(Kind kd) {
+    Expr iv = expr_sym(grid_ivs_[rnd(0, static_cast<int>(grid_ivs_.size()) - 1)]);
+    Expr e;
+    switch (rnd(0, 4)) {
+      case 0: e = iv; break;
+      case 1: e = row0_; break;
+      case 2: e = floor_div(col0_ + iv, expr_const(rnd(2, 3))); break;
+      case 3: e = expr_mod(iv + expr_const(1), expr_const(3)) - expr_const(1); break;
+      default: e = M_ - expr_min(row0_, M_); break;
+    }
+    TileOp o = make(TileOpKind::Const);
+    o.index_value = e;
+    double bound = static_cast<double>(std::max({m_, n_, bt_, k_size_, int64_t{3}}));
+    keep(Node{emit(std::move(o), DType::F32, shape(kd)), kd, bound, true});
   }
   void leaf() {
     switch (rnd(0, 5)) {
@@ -567,7 +585,9 @@ class Gen {
     in_region(body, [&] {
       size_t mark = pool_.size();
       for (const Node& c : carried) pool_.push_back(c);
+      grid_ivs_.push_back(o.loops[0].iv);
       grow(rnd(1, 4));
+      grid_ivs_.pop_back();
       TileOp y = make(TileOpKind::Yield);
       for (const Node& c : carried) {
         std::optional<Node> v;
@@ -598,7 +618,7 @@ class Gen {
     if (!K_) {
       bk_ = pick_tile();
       BK_ = tile_param("BK", bk_);
-      k_size_ = ragged(bk_);
+      k_size_ = chance(0.03) ? 0 : ragged(bk_);  // sometimes no K at all: 0 trips
       K_ = size("K", k_size_);
     }
     DType dt = tensor_dtype(0.6);

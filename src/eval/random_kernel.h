@@ -11,6 +11,8 @@
 // |x| + 1, exp/exp2 of bounded values, values squashed by x / (|x| + 1) when their
 // bound grows past 1e3); cmp/select on exactly known values only (so that fp32
 // rounding cannot flip a comparison); casts of exact values through bf16/f16;
+// constants whose value is an index expression (grid and loop indices, floor
+// division, modulo);
 // explicit and implicit broadcasts (row, column, scalar); reductions along either
 // axis; transposes (square tiles); mma over a serial or pipeline K loop carrying the
 // accumulator and 0-2 running reductions, with bf16/f16 operands or computed ones (a
