@@ -76,7 +76,8 @@ class Kernel {
   double compile_ms() const;            // the first compile's wall time (later ones hit the cache)
   // Runs the kernel on `args` (see the top of this file for how sizes bind).
   LaunchReport launch(const KernelArgs& args, const LaunchOptions& options = {}) const;
-  // The TileIR, the plan, and the GroupIR after every compile step.
+  // The TileIR, the plan, the GroupIR after every compile step, and the source the
+  // target compiles (cpu: C++; cuda: CUDA and ptxas's report).
   std::string explain() const;
 
  private:

@@ -12,6 +12,7 @@
 #include "ir/tile_text.h"
 #include "plan/default_plan.h"
 #include "runtime/tensor_check.h"
+#include "target/cpu/cpu_emit.h"
 #include "target/cpu/cpu_jit.h"
 #include "target/sim/sim.h"
 #include "tessel/tessel.h"
@@ -210,6 +211,16 @@ std::string Kernel::explain() const {
       if (s.name == "tile-ir") out << "// ---- plan ----\n" << impl_->plan.to_string() << "\n";
     }
     out << "// ---- barrier statistics ----\n" << print_barrier_stats(g.barriers);
+    // What the target compiles, last.
+    if (impl_->plan.target == TargetKind::Cpu) out << "// ---- cpu source ----\n" << emit_cpu(g.program);
+#ifdef TESSEL_WITH_CUDA
+    if (impl_->plan.target == TargetKind::Cuda) {
+      const CudaCompileInfo& info = phases[i].cuda->info();
+      out << "// ---- cuda (" << info.nvrtc.arch << ", " << info.source.threads << " threads, "
+          << info.source.shared_bytes << " bytes of shared memory) ----\n"
+          << info.source.code << "// ---- ptxas ----\n" << info.nvrtc.log << "\n";
+    }
+#endif
   }
   return out.str();
 }
