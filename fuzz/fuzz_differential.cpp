@@ -3,7 +3,8 @@
 // through the FP64 evaluator, and the outputs compared (tests/property/differential.h).
 // Every compile step's output (lower, pipeline, plan_barriers with and without the
 // pipeline, the GroupIR text round trip) is also re-verified and re-simulated: 0 races
-// and the evaluator's numbers at every step.
+// and the evaluator's numbers at every step; and the final program computes the same
+// bits in two worker orders (a difference is a race the detector missed).
 //
 // A finding: an output outside the tolerance, a race, a pass output that does not
 // verify, a crash or sanitizer report, an internal assert, or an exception that is
@@ -78,6 +79,7 @@ std::string check(const RandomKernel& rk, const PlanChoice& choice, const Option
     verdicts.push_back(simulate_stage(rk, ref, stages.programs[i], stages.names[i], choice.sim_seed));
     ++t.stage_runs;
   }
+  verdicts.push_back(same_in_any_order(rk, ref, stages, choice.sim_seed));
   verdicts.push_back(run_target(rk, ref, choice, TargetKind::Sim));
   if (o.cpu) verdicts.push_back(run_target(rk, ref, choice, TargetKind::Cpu));
   for (const Verdict& v : verdicts)

@@ -634,7 +634,13 @@ class Gen {
       bool of_a;  // a running reduction of A's rows (a column) or of B's columns (a row)
     };
     std::vector<Extra> extras;
-    for (int n = rnd(0, 2); n > 0; --n) extras.push_back({static_cast<ReduceOp>(rnd(0, 2)), chance(0.5)});
+    // With no K (0 trips) a running max or min would stay at its infinite identity.
+    int n_extras = rnd(0, 2);
+    if (k_size_ == 0) n_extras = 0;
+    for (int n = n_extras; n > 0; --n) extras.push_back({static_cast<ReduceOp>(rnd(0, 2)), chance(0.5)});
+    // Sometimes a second mma in the same loop shares the a tile: acc2 += a * B2.
+    std::optional<View> b2_view;
+    if (chance(0.25)) b2_view = matrix(fresh("B"), dt, Access::In, K_, k_size_, N_, n_);
 
     TileOp o = make(chance(0.5) ? TileOpKind::Serial : TileOpKind::Pipeline);
     std::string kv = fresh("k");
@@ -650,6 +656,12 @@ class Gen {
       o.operands.push_back(constant(init, kd).id);
       extra_args.push_back(new_value(DType::F32, shape(kd)));
       body.args.push_back(extra_args.back());
+    }
+    int acc2 = -1;
+    if (b2_view) {
+      o.operands.push_back(constant(0, Kind::Full).id);
+      acc2 = new_value(DType::F32, shape(Kind::Full));
+      body.args.push_back(acc2);
     }
     int64_t k_trips = (k_size_ + bk_ - 1) / bk_, k_pad = k_trips * bk_;
     double a_bound = 1;
@@ -688,6 +700,10 @@ class Gen {
                                                      : TileOpKind::Min;
         y.operands.push_back(binary(combine, prev, part, 0).id);
       }
+      if (b2_view) {
+        int b2 = load(*b2_view, kc, col0_, dt, {BK_, C_});
+        y.operands.push_back(emit(make(TileOpKind::Mma, {a, b2, acc2}), DType::F32, shape(Kind::Full)));
+      }
       cur_->ops.push_back(std::move(y));
     });
     int result = new_value(DType::F32, shape(Kind::Full));
@@ -699,6 +715,11 @@ class Gen {
       o.results.push_back(id);
       bool sum = e.op == ReduceOp::Sum;
       extra_results.push_back(Node{id, kd, sum ? static_cast<double>(k_pad) : 1.0, !sum});
+    }
+    if (b2_view) {
+      int id = new_value(DType::F32, shape(Kind::Full));
+      o.results.push_back(id);
+      extra_results.push_back(Node{id, Kind::Full, static_cast<double>(k_pad) * a_bound, false});
     }
     o.regions.push_back(std::move(body));
     cur_->ops.push_back(std::move(o));

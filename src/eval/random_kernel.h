@@ -15,8 +15,8 @@
 // division, modulo);
 // explicit and implicit broadcasts (row, column, scalar); reductions along either
 // axis; transposes (square tiles); mma over a serial or pipeline K loop carrying the
-// accumulator and 0-2 running reductions, with bf16/f16 operands or computed ones (a
-// and b);
+// accumulator and 0-2 running reductions (and sometimes a second mma sharing the a
+// tile), with bf16/f16 operands or computed ones (a and b);
 // mma of pool values with no K loop (a computed a, b loaded or computed too);
 // a stable softmax block (padding -inf); serial/pipeline loops carrying 1-3 values;
 // `if` on grid indices and on a scalar; user barriers; outputs: 1-2 tiles (f32, bf16

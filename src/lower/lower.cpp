@@ -659,10 +659,11 @@ class Lowering {
 
   void lower_reduce(const TileOp& op, std::vector<GroupOp>& out) {
     int src = frag_of(op, op.operands[0], out, k_.values.at(op.operands[0]).type);
-    const Buffer& s = p_.buffer(src);
+    // By value: new buffers below may move p_.buffers.
+    const int64_t src_rows = p_.buffer(src).rows, src_cols = p_.buffer(src).cols;
     int axis = op.axis;
     if (axis != 0 && axis != 1) fail(ErrorKind::Verify, op, "reduce axis must be 0 or 1");
-    int64_t extent = axis == 1 ? s.cols : s.rows;
+    int64_t extent = axis == 1 ? src_cols : src_rows;
     int split = axis == 1 ? plan_.worker_cols : plan_.worker_rows;
     int dst = new_frag(op, k_.values.at(op.results[0]).type);
     lowered_[op.results[0]] = frag_value(dst);
@@ -681,7 +682,7 @@ class Lowering {
     }
     // Partials of the workers along the axis meet in scratch: R x S (axis 1) or
     // S x C (axis 0).
-    int64_t rows = axis == 1 ? s.rows : split, cols = axis == 1 ? split : s.cols;
+    int64_t rows = axis == 1 ? src_rows : split, cols = axis == 1 ? split : src_cols;
     int scratch = new_buffer(op, "Rs", Space::Shared, rows, cols);
     g.reduce_mode = ReduceMode::Partial;
     g.operands = {o};

@@ -119,8 +119,10 @@ struct Outcome {
 
 Outcome run(const Command& c) {
   std::string cmd = c.text;
-  for (size_t at = cmd.find(kPrefix); at != std::string::npos; at = cmd.find(kPrefix, at + 1))
-    cmd.replace(at, kPrefix.size(), TESSEL_CLI);
+  // Past each replacement: the CLI's own path may end in "build/tessel" (CI's does).
+  const std::string cli = TESSEL_CLI;
+  for (size_t at = cmd.find(kPrefix); at != std::string::npos; at = cmd.find(kPrefix, at + cli.size()))
+    cmd.replace(at, kPrefix.size(), cli);
   // The newline ends a trailing `# comment` before the redirection.
   std::string script = "cd '" + std::string(TESSEL_SOURCE_DIR) + "' && {\n" + cmd + "\n} 2>&1";
   Outcome o;

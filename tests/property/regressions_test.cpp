@@ -241,5 +241,32 @@ TEST(Regression, MmaWithNonZeroPaddingComputesTheWholeTile) {
   expect_correct(c);
 }
 
+// Found by the libFuzzer build of the differential fuzzer (ASan): lower_reduce held
+// a reference to its source fragment's Buffer across new_frag, which may grow (and
+// move) the program's buffer list; a cross-worker reduction then read the freed
+// Buffer for the size of its scratch. Three tensors and one fragment put the
+// result fragment exactly at a reallocation (libstdc++ doubles capacity). A
+// heap-use-after-free in the ASan build; the numbers are checked too.
+const char* kReduceAfterRealloc = R"(
+kernel row_sums_bias(sizes M, N; tiles BM, BN;
+                     tensors X: f32[M, N] strides(N, 1) in, b: f32[M] strides(1) in,
+                             R: f32[M] strides(1) out; scalars) {
+  parallel i = ceildiv(M, BM) {
+    %x = load X[(i * BM), 0] : f32[BM, BN]
+    %r = reduce.sum %x axis 1 : f32[BM, 1]
+    %b = load b[(i * BM)] dims(0, -1) : f32[BM, 1]
+    %y = add %r, %b : f32[BM, 1]
+    store %y to R[(i * BM)] dims(0, -1)
+  }
+}
+)";
+
+TEST(Regression, CrossWorkerReduceAfterTheBufferListGrows) {
+  Case c{kReduceAfterRealloc, {{"M", 13}, {"N", 7}}, {{"BM", 4}, {"BN", 8}}};
+  c.worker_rows = 2;
+  c.worker_cols = 4;
+  expect_correct(c);
+}
+
 }  // namespace
 }  // namespace tessel
