@@ -6,8 +6,6 @@
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
-#include <limits>
-#include <random>
 #include <sstream>
 #include <string>
 #include <vector>

@@ -53,6 +53,15 @@ std::string dims_text(const std::vector<int64_t>& v) {
   return s + "]";
 }
 
+// The argument's strides; none given means contiguous row-major.
+std::vector<int64_t> arg_strides(const TensorArg& a) {
+  if (!a.strides.empty()) return a.strides;
+  std::vector<int64_t> strides(a.shape.size(), 1);
+  for (int d = static_cast<int>(a.shape.size()) - 2; d >= 0; --d)
+    strides[d] = strides[d + 1] * std::max<int64_t>(1, a.shape[d + 1]);
+  return strides;
+}
+
 // Binds the sizes a tensor names by a bare symbol from its argument's shape and
 // strides; checks everything else once all tensors have bound what they can.
 void bind_tensor_sizes(const TensorParam& t, const TensorArg& a,
@@ -61,11 +70,7 @@ void bind_tensor_sizes(const TensorParam& t, const TensorArg& a,
     bad_argument("tensor " + t.name + " has rank " + std::to_string(t.rank()) +
                  ", the argument's shape " + dims_text(a.shape) + " has " +
                  std::to_string(a.shape.size()) + " extents");
-  std::vector<int64_t> strides = a.strides;
-  if (strides.empty()) {  // contiguous row-major
-    strides.assign(a.shape.size(), 1);
-    for (int d = t.rank() - 2; d >= 0; --d) strides[d] = strides[d + 1] * std::max<int64_t>(1, a.shape[d + 1]);
-  }
+  std::vector<int64_t> strides = arg_strides(a);
   if (strides.size() != a.shape.size())
     bad_argument("tensor " + t.name + ": " + std::to_string(strides.size()) + " strides for " +
                  std::to_string(a.shape.size()) + " extents");
@@ -83,11 +88,7 @@ void bind_tensor_sizes(const TensorParam& t, const TensorArg& a,
 }
 
 void check_tensor_matches(const TensorParam& t, const TensorArg& a, const TensorLayout& layout) {
-  std::vector<int64_t> strides = a.strides;
-  if (strides.empty()) {
-    strides.assign(a.shape.size(), 1);
-    for (int d = t.rank() - 2; d >= 0; --d) strides[d] = strides[d + 1] * std::max<int64_t>(1, a.shape[d + 1]);
-  }
+  std::vector<int64_t> strides = arg_strides(a);
   for (int d = 0; d < t.rank(); ++d) {
     if (layout.shape[d] != a.shape[d] || (layout.strides[d] != strides[d] && a.shape[d] > 1))
       bad_argument("tensor " + t.name + " is " + dims_text(layout.shape) + " with strides " +
