@@ -226,7 +226,7 @@ int run_gemm(const Args& a) {
     if (a.check)
       std::printf("rel_err %.3g (bound %.3g), races %lld: %s\n", err, bound, (long long)r.races,
                   ok ? "ok" : "FAILED");
-    for (const Race& race : r.race_list) std::printf("  %s\n", race.message.c_str());
+    for (const std::string& race : r.race_messages) std::printf("  %s\n", race.c_str());
   }
   return ok ? 0 : 1;
 }

@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "compiler/compile.h"
 #include "dsl/dsl.h"
 #include "ir/group_ir.h"
 #include "ir/tile_ir.h"
@@ -34,7 +35,9 @@ namespace tessel {
 
 // One tensor argument: a pointer (host memory; device memory on the cuda target
 // with on_device), its dtype, and its shape and strides in elements (strides empty
-// = contiguous row-major).
+// = contiguous row-major). On cuda, host tensors are copied to the device and the
+// written ones back, so the launch waits for the kernel; with every tensor on the
+// device the launch is asynchronous, in stream order, like a CUDA launch.
 struct TensorArg {
   void* data = nullptr;
   DType dtype = DType::F32;
@@ -61,7 +64,31 @@ struct LaunchReport {
   std::vector<std::string> race_messages;  // sim: the first few
 };
 
+// How a kernel is compiled, beside its plan; part of the cache key.
+struct CompileSettings {
+  bool coalesce_barriers = true;  // false keeps every fence lowering placed (for ablations)
+  std::string cuda_arch;          // "" = the GPU's compute capability (sm_90 without one)
+};
+
 class CompiledKernelImpl;
+class BoundLaunchImpl;
+
+// A launch whose arguments were bound and checked once (Kernel::bind). run() then
+// does no name lookups and, on the cpu target, no allocation and no locking, so a
+// caller that launches one kernel on one shape many times pays only for the
+// kernel. Tensors (in tile_kernel().tensors order) and scalars (in .scalars order)
+// may be changed between runs: a new pointer must hold the same layout; overlap
+// and null pointers are checked again. Not for use from two threads at once.
+class BoundLaunch {
+ public:
+  void set_tensor(size_t index, void* data);
+  void set_scalar(size_t index, double value);
+  LaunchReport run(const LaunchOptions& options = {});
+
+ private:
+  friend class Kernel;
+  std::shared_ptr<BoundLaunchImpl> impl_;
+};
 
 // A kernel compiled for one target with one plan. Cheap to copy (shared state);
 // launching from several threads at once is safe.
@@ -74,20 +101,26 @@ class Kernel {
   size_t phases() const;
   const GroupProgram& program(size_t phase = 0) const;
   double compile_ms() const;            // the first compile's wall time (later ones hit the cache)
+  // Phase i's compile record: the GroupIR before barrier planning too, and the
+  // pipeline and barrier statistics.
+  const CompiledGroup& group(size_t phase = 0) const;
   // Runs the kernel on `args` (see the top of this file for how sizes bind).
   LaunchReport launch(const KernelArgs& args, const LaunchOptions& options = {}) const;
+  // Binds and checks `args` once, for launching many times (BoundLaunch).
+  BoundLaunch bind(const KernelArgs& args) const;
   // The TileIR, the plan, the GroupIR after every compile step, and the source the
   // target compiles (cpu: C++; cuda: CUDA and ptxas's report).
   std::string explain() const;
 
  private:
-  friend Kernel compile(const TileKernel&, const Plan&);
+  friend Kernel compile(const TileKernel&, const Plan&, const CompileSettings&);
   std::shared_ptr<const CompiledKernelImpl> impl_;
 };
 
 // Compiles with an explicit plan (plan.target says where). Kernels are cached in
-// memory by their TileIR text and plan; the cpu and cuda targets also cache on disk.
-Kernel compile(const TileKernel& kernel, const Plan& plan);
+// memory by their TileIR text, plan and settings; the cpu and cuda targets also
+// cache on disk.
+Kernel compile(const TileKernel& kernel, const Plan& plan, const CompileSettings& settings = {});
 // Compiles with the default plan for these sizes (plan/default_plan.h).
 Kernel compile(const TileKernel& kernel, TargetKind target,
                const std::map<std::string, int64_t>& sizes);

@@ -39,7 +39,8 @@ const char* const kBenchUsage =
     "  --shapes   MxNxK,... and the names seed (the default, eight shapes) and large\n"
     "  --rounds 4 --warmup-ms 200 --samples 9 --sample-ms 40 --threads 1 (0 = all)\n"
     "  --tile     run tessel with this tile instead of its dispatch\n"
-    "  --reference PATH  another tessel executable, measured as impl 'reference'\n";
+    "  --reference PATH  another tessel executable, measured as impl 'reference':\n"
+    "             it runs tessel-cuda when that is the candidate, else tessel\n";
 
 namespace {
 
@@ -136,9 +137,14 @@ std::string quoted_command(int argc, char** argv) {
 }
 
 // The executable that runs a worker for `impl`, and the impl name it is given.
+// The reference runs what the candidate (the first impl) runs: tessel on the
+// cpu, tessel-cuda on the GPU.
 std::pair<std::string, std::string> worker_for(const BenchConfig& c, const std::string& self,
                                                const std::string& impl) {
-  if (impl == "reference") return {c.reference, "tessel"};
+  if (impl == "reference") {
+    const std::string& candidate = c.impls.front();
+    return {c.reference, candidate == "tessel-cuda" ? candidate : "tessel"};
+  }
   return {self, impl};
 }
 

@@ -57,6 +57,11 @@ Tensor KernelBuilder::tensor(const std::string& name, Sym rows, Sym cols, Sym ld
   return tensor(name, {rows, cols}, {ld, 1}, access);
 }
 
+void KernelBuilder::allow_overlap(const Tensor& a, const Tensor& b) {
+  for (TensorParam& t : kernel_.tensors)
+    if (t.name == a.name && !t.may_overlap_with(b.name)) t.may_overlap.push_back(b.name);
+}
+
 std::string KernelBuilder::scalar(const std::string& name, DType dtype) {
   kernel_.scalars.push_back(ScalarParam{name, dtype});
   return name;

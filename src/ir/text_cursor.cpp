@@ -34,8 +34,10 @@ std::string double_to_text(double v) {
 }
 
 std::string tensor_param_text(const TensorParam& t) {
-  return t.name + ": " + dtype_name(t.dtype) + "[" + join(t.shape, expr_to_string) + "] strides(" +
-         join(t.strides, expr_to_string) + ") " + access_name(t.access);
+  std::string s = t.name + ": " + dtype_name(t.dtype) + "[" + join(t.shape, expr_to_string) + "] strides(" +
+                  join(t.strides, expr_to_string) + ") " + access_name(t.access);
+  if (!t.may_overlap.empty()) s += " overlaps(" + join(t.may_overlap, [](const std::string& n) { return n; }) + ")";
+  return s;
 }
 
 std::string scalar_param_text(const ScalarParam& s) { return s.name + ": " + dtype_name(s.dtype); }
@@ -274,6 +276,12 @@ TensorParam TextCursor::tensor_param() {
   else if (accept_word("in")) t.access = Access::In;
   else if (accept_word("out")) t.access = Access::Out;
   else expected("'in', 'out' or 'inout'");
+  if (accept_word("overlaps")) {
+    expect("(");
+    do t.may_overlap.push_back(word("a tensor name"));
+    while (accept(","));
+    expect(")");
+  }
   return t;
 }
 

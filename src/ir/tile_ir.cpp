@@ -1,5 +1,6 @@
 #include "ir/tile_ir.h"
 
+#include <algorithm>
 #include <limits>
 
 namespace tessel {
@@ -135,6 +136,10 @@ bool is_elementwise(TileOpKind k) {
     case TileOpKind::Index: return true;
     default: return false;
   }
+}
+
+bool TensorParam::may_overlap_with(const std::string& other) const {
+  return std::find(may_overlap.begin(), may_overlap.end(), other) != may_overlap.end();
 }
 
 std::array<int, 2> default_tile_dims(int rank) {

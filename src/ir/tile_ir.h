@@ -40,7 +40,12 @@ struct TensorParam {
   std::vector<Expr> shape;    // extents, outermost first
   std::vector<Expr> strides;  // in elements, one per extent
   Access access = Access::In;
+  // Tensors this one may share memory with, declared by the kernel (an in-place
+  // update reading X and writing Y on one buffer): the launch's overlap check
+  // (runtime/tensor_check.h) lets these pairs through. Written `overlaps(X)`.
+  std::vector<std::string> may_overlap;
   int rank() const { return static_cast<int>(shape.size()); }
+  bool may_overlap_with(const std::string& other) const;
 };
 constexpr int kMaxTensorRank = 4;
 constexpr int kMaxGridRank = 3;

@@ -144,6 +144,10 @@ class Verifier {
         size_expr(t, t.shape[d], "the extent of dimension " + std::to_string(d));
         size_expr(t, t.strides[d], "the stride of dimension " + std::to_string(d));
       }
+      for (const std::string& other : t.may_overlap)
+        if (other == t.name || !k_.find_tensor(other))
+          user_error(ErrorKind::Verify, "tensor " + t.name + " declares an overlap with '" + other + "', " +
+                                            (other == t.name ? "itself" : "which is not a tensor of the kernel"));
     }
     for (const ScalarParam& s : k_.scalars) {
       unique(s.name, "scalar");

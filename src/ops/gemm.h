@@ -38,7 +38,7 @@ struct GemmReport {
   double run_us = 0;      // wall time of the launch
   double device_us = 0;   // cuda with time_device: device-event time of the kernel
   int64_t races = 0;      // sim only
-  std::vector<Race> race_list;
+  std::vector<std::string> race_messages;  // sim: the first few
   BarrierStats fences;  // with GemmOptions::count_fences
   int64_t fences_dynamic_before = 0, fences_dynamic_after = 0;  // per group, this shape
 };

@@ -37,6 +37,7 @@ class CompiledKernelImpl {
  public:
   TileKernel kernel;
   Plan plan;
+  CompileSettings settings;
   std::vector<CompiledPhase> phases;  // run in order
   double compile_ms = 0;
 };
@@ -104,6 +105,7 @@ void check_tensor_matches(const TensorParam& t, const TensorArg& a, const Tensor
 struct BoundArgs {
   LaunchArgs args;
   std::vector<TensorLayout> layouts;  // per kernel tensor
+  std::vector<TensorSpan> spans;      // per kernel tensor, for the overlap check
 };
 
 BoundArgs bind_args(const TileKernel& k, const KernelArgs& in) {
@@ -131,7 +133,7 @@ BoundArgs bind_args(const TileKernel& k, const KernelArgs& in) {
     if (!known) bad_argument("kernel " + k.name + " has no scalar parameter " + name);
   }
   out.args.scalars = in.scalars;
-  std::vector<TensorSpan> spans;
+  std::vector<TensorSpan>& spans = out.spans;
   for (const TensorParam& t : k.tensors) {
     const TensorArg& a = in.tensors.at(t.name);
     TensorLayout layout = check_tensor(t, out.args.sizes);
@@ -147,8 +149,27 @@ BoundArgs bind_args(const TileKernel& k, const KernelArgs& in) {
   return out;
 }
 
-std::string cache_key(const TileKernel& k, const Plan& plan) {
+// Allocation-free form of check_tensor_overlap's rule, for BoundLaunch::set_tensor:
+// true when some written tensor's byte range meets another tensor's.
+bool written_overlap(const std::vector<TensorSpan>& spans) {
+  auto end = [](const TensorSpan& t) {
+    return static_cast<unsigned __int128>(t.base) +
+           static_cast<unsigned __int128>(t.layout.elements) * dtype_bytes(t.param->dtype);
+  };
+  for (size_t i = 0; i < spans.size(); ++i)
+    for (size_t j = 0; j < i; ++j) {
+      const TensorSpan &a = spans[i], &b = spans[j];
+      if (a.layout.elements <= 0 || b.layout.elements <= 0) continue;
+      if (a.param->access == Access::In && b.param->access == Access::In) continue;
+      if (a.param->may_overlap_with(b.param->name) || b.param->may_overlap_with(a.param->name)) continue;
+      if (a.base < end(b) && b.base < end(a)) return true;
+    }
+  return false;
+}
+
+std::string cache_key(const TileKernel& k, const Plan& plan, const CompileSettings& settings) {
   return std::string(version()) + "\n" + plan.to_string() + " target=" + target_name(plan.target) +
+         " coalesce_barriers=" + (settings.coalesce_barriers ? "1" : "0") + " arch=" + settings.cuda_arch +
          "\n" + print_tile_kernel(k);
 }
 
@@ -156,7 +177,14 @@ std::string cache_key(const TileKernel& k, const Plan& plan) {
 // Host tensors travel to the device as their whole span (strides kept), and the
 // ones the kernel writes come back.
 void launch_cuda(const CompiledKernelImpl& c, const TileKernel& k, const KernelArgs& in,
-                 BoundArgs& bound) {
+                 const BoundArgs& bound) {
+  bool all_on_device = true;
+  for (const auto& [name, a] : in.tensors) all_on_device &= a.on_device;
+  if (all_on_device) {  // nothing to copy: the launch stays asynchronous, in stream order
+    for (const CompiledPhase& phase : c.phases) phase.cuda->launch(bound.args);
+    return;
+  }
+  LaunchArgs args = bound.args;  // host tensors get device buffers for this run only
   std::vector<DeviceBuffer> buffers;
   std::vector<std::pair<size_t, size_t>> writeback;  // (tensor index, buffer index)
   for (size_t i = 0; i < k.tensors.size(); ++i) {
@@ -166,10 +194,10 @@ void launch_cuda(const CompiledKernelImpl& c, const TileKernel& k, const KernelA
     size_t bytes = std::max<int64_t>(1, bound.layouts[i].elements) * dtype_bytes(t.dtype);
     buffers.emplace_back(bytes);
     if (bound.layouts[i].elements > 0) buffers.back().upload(a.data, bytes);
-    bound.args.tensors[t.name] = static_cast<float*>(buffers.back().get());
+    args.tensors[t.name] = static_cast<float*>(buffers.back().get());
     if (t.access != Access::In) writeback.emplace_back(i, buffers.size() - 1);
   }
-  for (const CompiledPhase& phase : c.phases) phase.cuda->launch(bound.args);
+  for (const CompiledPhase& phase : c.phases) phase.cuda->launch(args);
   cuda_synchronize();
   for (auto [i, b] : writeback) {
     const TensorParam& t = k.tensors[i];
@@ -180,6 +208,17 @@ void launch_cuda(const CompiledKernelImpl& c, const TileKernel& k, const KernelA
 #endif
 
 }  // namespace
+
+class BoundLaunchImpl {
+ public:
+  std::shared_ptr<const CompiledKernelImpl> compiled;
+  KernelArgs args;  // as given, kept current by set_tensor / set_scalar (sim, cuda)
+  BoundArgs bound;
+  // cpu: each phase's flat arguments, and where kernel tensor i / scalar i sit in
+  // them (-1: the phase does not use it).
+  std::vector<CpuLaunch> cpu;
+  std::vector<std::vector<int>> cpu_tensor_slot, cpu_scalar_slot;
+};
 
 TensorArg TensorArg::host(float* data, std::vector<int64_t> shape, std::vector<int64_t> strides) {
   TensorArg a;
@@ -197,6 +236,10 @@ const GroupProgram& Kernel::program(size_t phase) const {
   return impl_->phases[phase].group.program;
 }
 size_t Kernel::phases() const { return impl_->phases.size(); }
+const CompiledGroup& Kernel::group(size_t phase) const {
+  TESSEL_ASSERT(phase < impl_->phases.size(), "no such phase");
+  return impl_->phases[phase].group;
+}
 double Kernel::compile_ms() const { return impl_->compile_ms; }
 
 std::string Kernel::explain() const {
@@ -206,6 +249,7 @@ std::string Kernel::explain() const {
   const auto& phases = impl_->phases;
   for (size_t i = 0; i < phases.size(); ++i) {
     if (phases.size() > 1) out << "// ==== phase " << i << " of " << phases.size() << " ====\n";
+    co.coalesce_barriers = impl_->settings.coalesce_barriers;
     CompiledGroup g = compile_to_group(phases[i].kernel, impl_->plan, co);
     for (const CompileStage& s : g.stages) {
       out << "// ---- " << s.name << " ----\n" << s.ir;
@@ -227,8 +271,11 @@ std::string Kernel::explain() const {
 }
 
 LaunchReport Kernel::launch(const KernelArgs& args, const LaunchOptions& options) const {
+  return bind(args).run(options);
+}
+
+BoundLaunch Kernel::bind(const KernelArgs& args) const {
   const CompiledKernelImpl& c = *impl_;
-  BoundArgs bound = bind_args(c.kernel, args);
   if (c.plan.target != TargetKind::Cuda)
     for (const TensorParam& t : c.kernel.tensors)
       if (t.dtype != DType::F32)
@@ -239,6 +286,80 @@ LaunchReport Kernel::launch(const KernelArgs& args, const LaunchOptions& options
     if (a.on_device && c.plan.target != TargetKind::Cuda)
       bad_argument("tensor " + name + " is in device memory, but the target is " +
                    target_name(c.plan.target));
+  auto b = std::make_shared<BoundLaunchImpl>();
+  b->compiled = impl_;
+  b->args = args;
+  b->bound = bind_args(c.kernel, args);
+  if (c.plan.target == TargetKind::Cpu) {
+    for (const CompiledPhase& phase : c.phases) {
+      b->cpu.push_back(phase.cpu->bind(b->bound.args));
+      const GroupProgram& p = phase.group.program;
+      std::vector<int> tensor_slot, scalar_slot;
+      for (const TensorParam& t : c.kernel.tensors) {
+        int slot = -1;
+        for (size_t i = 0; i < p.tensors.size(); ++i)
+          if (p.tensors[i].name == t.name) slot = static_cast<int>(i);
+        tensor_slot.push_back(slot);
+      }
+      for (const ScalarParam& s : c.kernel.scalars) {
+        int slot = -1;
+        for (size_t i = 0; i < p.scalars.size(); ++i)
+          if (p.scalars[i].name == s.name) slot = static_cast<int>(i);
+        scalar_slot.push_back(slot);
+      }
+      b->cpu_tensor_slot.push_back(std::move(tensor_slot));
+      b->cpu_scalar_slot.push_back(std::move(scalar_slot));
+    }
+  }
+  BoundLaunch out;
+  out.impl_ = std::move(b);
+  return out;
+}
+
+void BoundLaunch::set_tensor(size_t index, void* data) {
+  BoundLaunchImpl& b = *impl_;
+  const TileKernel& k = b.compiled->kernel;
+  if (index >= k.tensors.size())
+    bad_argument("tensor index " + std::to_string(index) + " out of range: kernel " + k.name + " has " +
+                 std::to_string(k.tensors.size()) + " tensors");
+  TensorSpan& span = b.bound.spans[index];
+  if (!data && span.layout.elements > 0) bad_argument("tensor " + k.tensors[index].name + " is a null pointer");
+  static float empty = 0;
+  float* ptr = data ? static_cast<float*>(data) : &empty;
+  uintptr_t old_base = span.base;
+  span.base = reinterpret_cast<uintptr_t>(data);
+  if (written_overlap(b.bound.spans)) {
+    std::vector<TensorSpan> spans = b.bound.spans;
+    span.base = old_base;  // the launch stays as it was
+    check_tensor_overlap(spans);
+  }
+  for (size_t p = 0; p < b.cpu.size(); ++p)
+    if (int slot = b.cpu_tensor_slot[p][index]; slot >= 0) b.cpu[p].tensors[slot] = ptr;
+  if (b.cpu.empty()) {  // sim and cuda read the maps
+    const std::string& name = k.tensors[index].name;
+    b.args.tensors[name].data = data;
+    b.bound.args.tensors[name] = ptr;
+  }
+}
+
+void BoundLaunch::set_scalar(size_t index, double value) {
+  BoundLaunchImpl& b = *impl_;
+  const TileKernel& k = b.compiled->kernel;
+  if (index >= k.scalars.size())
+    bad_argument("scalar index " + std::to_string(index) + " out of range: kernel " + k.name + " has " +
+                 std::to_string(k.scalars.size()) + " scalars");
+  for (size_t p = 0; p < b.cpu.size(); ++p)
+    if (int slot = b.cpu_scalar_slot[p][index]; slot >= 0) b.cpu[p].scalars[slot] = value;
+  if (b.cpu.empty()) {
+    const std::string& name = k.scalars[index].name;
+    b.args.scalars[name] = value;
+    b.bound.args.scalars[name] = value;
+  }
+}
+
+LaunchReport BoundLaunch::run(const LaunchOptions& options) {
+  BoundLaunchImpl& b = *impl_;
+  const CompiledKernelImpl& c = *b.compiled;
   LaunchReport report;
   auto start = std::chrono::steady_clock::now();
   switch (c.plan.target) {
@@ -246,17 +367,17 @@ LaunchReport Kernel::launch(const KernelArgs& args, const LaunchOptions& options
       for (const CompiledPhase& phase : c.phases) {
         SimOptions so;
         so.seed = options.sim_seed;
-        SimResult r = run_sim(phase.group.program, bound.args, so);
+        SimResult r = run_sim(phase.group.program, b.bound.args, so);
         report.races += r.race_count;
         for (const Race& race : r.races) report.race_messages.push_back(race.message);
       }
       break;
     case TargetKind::Cpu:
-      for (const CompiledPhase& phase : c.phases) phase.cpu->run(bound.args, options.threads);
+      for (size_t p = 0; p < c.phases.size(); ++p) c.phases[p].cpu->execute(b.cpu[p], options.threads);
       break;
     case TargetKind::Cuda:
 #ifdef TESSEL_WITH_CUDA
-      launch_cuda(c, c.kernel, args, bound);
+      launch_cuda(c, c.kernel, b.args, b.bound);
 #endif
       break;
   }
@@ -265,14 +386,14 @@ LaunchReport Kernel::launch(const KernelArgs& args, const LaunchOptions& options
   return report;
 }
 
-Kernel compile(const TileKernel& kernel, const Plan& plan) {
+Kernel compile(const TileKernel& kernel, const Plan& plan, const CompileSettings& settings) {
 #ifndef TESSEL_WITH_CUDA
   if (plan.target == TargetKind::Cuda)
     user_error(ErrorKind::Unsupported, "the cuda target is not built: tessel was built without the CUDA toolkit");
 #endif
   static std::mutex mutex;
   static std::map<std::string, std::shared_ptr<const CompiledKernelImpl>> cache;
-  std::string key = cache_key(kernel, plan);
+  std::string key = cache_key(kernel, plan, settings);
   Kernel out;
   {
     std::lock_guard<std::mutex> lock(mutex);
@@ -286,14 +407,17 @@ Kernel compile(const TileKernel& kernel, const Plan& plan) {
   auto c = std::make_shared<CompiledKernelImpl>();
   c->kernel = kernel;
   c->plan = plan;
+  c->settings = settings;
   verify_tile_kernel(kernel);
   for (TileKernel& phase_kernel : split_phases(kernel)) {
     CompiledPhase phase;
     phase.kernel = std::move(phase_kernel);
-    phase.group = compile_to_group(phase.kernel, plan, CompileOptions{});
+    CompileOptions co;
+    co.coalesce_barriers = settings.coalesce_barriers;
+    phase.group = compile_to_group(phase.kernel, plan, co);
     if (plan.target == TargetKind::Cpu) phase.cpu = compile_cpu(phase.group.program);
 #ifdef TESSEL_WITH_CUDA
-    if (plan.target == TargetKind::Cuda) phase.cuda = compile_cuda(phase.group.program);
+    if (plan.target == TargetKind::Cuda) phase.cuda = compile_cuda(phase.group.program, settings.cuda_arch);
 #endif
     c->phases.push_back(std::move(phase));
   }

@@ -19,8 +19,9 @@
 // ranges). The ranges are the tensors' hulls, so two written views that interleave
 // without sharing an element (the even and odd columns of one buffer) are refused
 // too; read-only tensors may overlap freely. Tensors without elements take no
-// memory. There is no way yet for a kernel to declare an overlap legal (an
-// in-place update passes one InOut tensor, not an In and an Out on one pointer).
+// memory. A pair the kernel declares (TensorParam::may_overlap, either side;
+// `overlaps(X)` in the text forms, KernelBuilder::allow_overlap) is let through:
+// then the kernel's own accesses must be race-free on the shared buffer.
 #pragma once
 #include <cstdint>
 #include <map>

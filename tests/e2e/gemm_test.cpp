@@ -43,7 +43,7 @@ std::vector<float> run_case(const Case& c, const GemmOptions& options, uint64_t 
                       out.data(), c.ldc, options);
   double err = gemm_relative_error(c.m, c.n, out.data(), c.ldc, want);
   EXPECT_LE(err, gemm_error_bound(c.k)) << describe(c) << " plan " << r.plan.to_string();
-  EXPECT_EQ(r.races, 0) << describe(c) << (r.race_list.empty() ? "" : ": " + r.race_list[0].message);
+  EXPECT_EQ(r.races, 0) << describe(c) << (r.race_messages.empty() ? "" : ": " + r.race_messages[0]);
   int64_t padding_written = 0;
   for (int64_t i = 0; i < c.m; ++i)
     for (int64_t j = c.n; j < c.ldc; ++j)
@@ -112,6 +112,15 @@ TEST(GemmCpu, MultiThreadedMatchesSingleThreadedBitForBit) {
   two.threads = 2;
   std::vector<float> x = run_case(c, one, 3), y = run_case(c, two, 3);
   ASSERT_EQ(0, std::memcmp(x.data(), y.data(), x.size() * sizeof(float)));
+}
+
+// A call with the last call's shape re-points the bound launch (gemm.cpp's
+// LastCall): new buffers, alpha and beta each time must all reach the kernel.
+TEST(GemmCpu, RepeatedShapeWithNewBuffersAndScalars) {
+  GemmOptions o;
+  const float scalars[][2] = {{1.0f, 0.0f}, {-0.5f, 2.0f}, {1.5f, 0.0f}, {0.25f, -1.0f}};
+  uint64_t seed = 40;
+  for (const auto& [alpha, beta] : scalars) run_case(Case{37, 45, 29, 31, 47, 50, alpha, beta}, o, ++seed);
 }
 
 TEST(GemmCpu, ZeroKScalesCByBeta) {

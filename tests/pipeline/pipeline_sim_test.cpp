@@ -22,7 +22,7 @@ void expect_all_windows_agree(const Shape& s, const Plan& base) {
       Plan p = with_window(base, w, async);
       GemmRun r = run_gemm(in, p, 3 + w);  // another worker order per window
       std::string what = describe(s) + ", " + describe(r.report.plan);
-      EXPECT_EQ(r.report.races, 0) << what << (r.report.race_list.empty() ? "" : ": " + r.report.race_list[0].message);
+      EXPECT_EQ(r.report.races, 0) << what << (r.report.race_messages.empty() ? "" : ": " + r.report.race_messages[0]);
       EXPECT_TRUE(same_bits(r.c, ref.c)) << what << ": differs from W = 1 sync";
       EXPECT_LE(gemm_relative_error(s.m, s.n, r.c.data(), s.n, oracle), gemm_error_bound(s.k)) << what;
     }

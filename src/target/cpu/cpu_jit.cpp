@@ -151,8 +151,9 @@ class LoadedKernel : public CpuKernel {
 
   const CpuCompileInfo& info() const override { return info_; }
 
-  void run(const LaunchArgs& args, int threads) const override {
-    std::vector<int64_t> sizes;
+  CpuLaunch bind(const LaunchArgs& args) const override {
+    CpuLaunch out;
+    std::vector<int64_t>& sizes = out.sizes;
     for (const std::string& name : sig_.size_params) {
       auto it = args.sizes.find(name);
       if (it == args.sizes.end())
@@ -162,7 +163,7 @@ class LoadedKernel : public CpuKernel {
                                                    std::to_string(it->second) + ")");
       sizes.push_back(it->second);
     }
-    std::vector<double> scalars;
+    std::vector<double>& scalars = out.scalars;
     for (const ScalarParam& s : sig_.scalars) {
       auto it = args.scalars.find(s.name);
       if (it == args.scalars.end())
@@ -177,7 +178,7 @@ class LoadedKernel : public CpuKernel {
         }
       return false;
     };
-    std::vector<float*> tensors;
+    std::vector<float*>& tensors = out.tensors;
     std::vector<TensorSpan> spans;
     for (const TensorParam& t : sig_.tensors) {
       auto it = args.tensors.find(t.name);
@@ -196,8 +197,9 @@ class LoadedKernel : public CpuKernel {
       spans.push_back({&t, reinterpret_cast<uintptr_t>(it->second), std::move(layout)});
     }
     check_tensor_overlap(spans);  // a written tensor shares memory with no other
-    std::vector<int64_t> extents;
-    int64_t groups = 1;
+    std::vector<int64_t>& extents = out.grid;
+    int64_t& groups = out.groups;
+    groups = 1;
     bool overflow = false;
     std::string shape;
     for (const LoopDim& d : sig_.grid) {
@@ -206,11 +208,16 @@ class LoadedKernel : public CpuKernel {
       shape += (shape.empty() ? "" : " x ") + std::to_string(extents.back());
     }
     if (overflow) user_error(ErrorKind::InvalidArgument, "grid " + shape + " overflows 64-bit group counts");
+    TESSEL_ASSERT(extents.size() <= 8, "grid has more than 8 dimensions");
+    return out;
+  }
+
+  void execute(const CpuLaunch& launch, int threads) const override {
     const Library& lib = *lib_;
-    parallel_for(groups, threads, [&](int64_t g) {
+    const std::vector<int64_t>& extents = launch.grid;
+    auto group = [&](int64_t g) {
       // The last grid dimension varies fastest.
       int64_t coord[8] = {};
-      TESSEL_ASSERT(extents.size() <= 8, "grid has more than 8 dimensions");
       for (size_t d = extents.size(); d-- > 0;) {
         coord[d] = g % extents[d];
         g /= extents[d];
@@ -218,8 +225,11 @@ class LoadedKernel : public CpuKernel {
       float* scratch = thread_scratch(lib.scratch_floats);
       if (poison_scratch().load(std::memory_order_relaxed))
         std::fill(scratch, scratch + lib.scratch_floats, std::numeric_limits<float>::quiet_NaN());
-      lib.group(sizes.data(), scalars.data(), tensors.data(), coord, scratch);
-    });
+      lib.group(launch.sizes.data(), launch.scalars.data(), launch.tensors.data(), coord, scratch);
+    };
+    // One group needs no pool (small problems).
+    if (launch.groups == 1) return group(0);
+    parallel_for(launch.groups, threads, group);
   }
 
  private:

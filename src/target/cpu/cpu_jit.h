@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "ir/group_ir.h"
 #include "runtime/launch_args.h"
@@ -17,12 +18,27 @@ struct CpuCompileInfo {
   std::string cache_path;  // the .so on disk
 };
 
+// One launch's arguments as the emitted function takes them: flat arrays in the
+// kernel's parameter order, and the grid. Checked once by CpuKernel::bind; a caller
+// that keeps one may change tensor pointers of the same layout and scalars in place.
+struct CpuLaunch {
+  std::vector<int64_t> sizes;
+  std::vector<double> scalars;
+  std::vector<float*> tensors;
+  std::vector<int64_t> grid;  // extents, the last varying fastest
+  int64_t groups = 0;
+};
+
 class CpuKernel {
  public:
   virtual ~CpuKernel() = default;
+  // Checks args like run_sim does (sizes, scalars, tensor layouts, overlap) and
+  // flattens them.
+  virtual CpuLaunch bind(const LaunchArgs& args) const = 0;
   // Runs every group of the grid, spread over `threads` threads (0 = all cores).
-  // Validates args like run_sim does.
-  virtual void run(const LaunchArgs& args, int threads) const = 0;
+  // No lookups, no allocation, no checks: `launch` comes from bind.
+  virtual void execute(const CpuLaunch& launch, int threads) const = 0;
+  void run(const LaunchArgs& args, int threads) const { execute(bind(args), threads); }
   virtual const CpuCompileInfo& info() const = 0;
 };
 

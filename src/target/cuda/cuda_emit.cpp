@@ -1193,19 +1193,26 @@ class Emitter {
     static const char* comp[] = {".x", ".y", ".z", ".w"};
     auto reg = [&](int64_t c) { return f + "[rr * " + pc + " + " + num(c) + "]"; };
     if (load) {
+      // Aligned 16-byte blocks that lie wholly inside [p, p + pc) are read as
+      // vectors; the elements of a block that straddles either end are read one
+      // by one, so that nothing outside the row's elements is touched (the
+      // tensor's allocation may end, or begin, inside such a block).
       const int64_t nv = (V - 1 + q.pc + V - 1) / V;
       line("const uint4* v = (const uint4*)((unsigned long long)p & ~15ull);");
       line("uint4 w[" + num(nv) + "];");
       line("#pragma unroll");
-      line("for (int j = 0; j < " + num(nv) + "; ++j) w[j] = j * " + num(V) + " < s + " + pc +
-           " ? v[j] : make_uint4(0, 0, 0, 0);");
+      line("for (int j = 0; j < " + num(nv) + "; ++j) w[j] = j * " + num(V) + " >= s && (j + 1) * " + num(V) +
+           " <= s + " + pc + " ? v[j] : make_uint4(0, 0, 0, 0);");
       open("switch (s)");
       for (int64_t k = 0; k < V; ++k) {
         line("case " + num(k) + ":");
         for (int64_t c = 0; c < q.pc; ++c) {
-          int64_t x = k + c;
+          int64_t x = k + c, block = x / V;
+          bool whole = block * V >= k && (block + 1) * V <= k + q.pc;
           std::string word;
-          if (eb == 4) {
+          if (!whole) {
+            word = to_f32(b.dtype, "p[" + num(c) + "]");
+          } else if (eb == 4) {
             word = "__uint_as_float(w[" + num(x / 4) + "]" + comp[x % 4] + ")";
           } else {
             word = to_f32(b.dtype, "(unsigned short)(w[" + num(x / 8) + "]" + comp[(x % 8) / 2] + (x % 2 ? " >> 16" : "") + ")");

@@ -1,0 +1,97 @@
+#!/bin/bash
+# On the GPU machine (the `run` tool): builds this tree with plain g++ (no CMake
+# packages needed there; GoogleTest and nlohmann-json travel as Debian packages in
+# .deb/), and optionally a reference tree of an earlier commit, then runs the steps
+# asked for. Results go under $OUT, a short summary last.
+#   mkdir -p .deb && (cd .deb && apt-get download googletest nlohmann-json3-dev)   # here, once
+#   REF=/path/to/old/tree STEPS="tests sanitize bench-gpu bench-cpu fuzz" scripts/device_check.sh
+# REUSE=1 keeps the binaries an earlier call left in /tmp on a warm machine.
+# Steps:
+#   tests      the gpu test binary (tests/gpu), brief output in gpu-tests.txt
+#   sanitize   compute-sanitizer memcheck, racecheck and synccheck over a few GPU
+#              tests (sanitizer.txt: the summary line of each tool)
+#   bench-gpu  `tessel bench` of tessel-cuda and cuBLAS with REF's executable as the
+#              reference, on the seed shapes (bench-gpu.md)
+#   bench-cpu  the same on the cpu with one thread (bench-cpu.md)
+#   fuzz       the differential fuzzer's plain mode on every core but two for
+#              FUZZ_SECONDS (default 240) each (fuzz.txt)
+set -o pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+OUT=${OUT:-/tmp/tessel-out}
+DEB=${DEB:-$ROOT/.deb}
+STEPS=${STEPS:-tests}
+mkdir -p "$OUT" /tmp/pk
+for f in "$DEB"/*.deb; do dpkg -x "$f" /tmp/pk; done
+GT=/tmp/pk/usr/src/googletest/googletest
+export PATH=/usr/local/cuda/bin:$PATH TESSEL_CACHE_DIR=/tmp/tessel-cache
+CORES=$(nproc)
+
+# build SRC OBJ: the library (all of src/), the CLI and, for this tree, the GPU
+# tests and the differential fuzzer, into OBJ.
+build() {
+  local src=$1 o=$2
+  [ -n "$REUSE" ] && [ -x "$o/tessel" ] && return 0  # REUSE=1: a warm machine's earlier build
+  mkdir -p "$o"
+  local cxx="g++ -std=c++20 -O2 -DTESSEL_WITH_CUDA=1 -DTESSEL_SOURCE_DIR=\"$src\" -I$src/src -I$src/include -I/tmp/pk/usr/include -I/usr/local/cuda/include"
+  (cd "$src" && find src tools -name "*.cpp") |
+    xargs -P "$CORES" -I{} sh -c "cd $src && $cxx -c {} -o $o/\$(echo {} | tr / _).o" || return 1
+  local libs="-L/usr/local/cuda/lib64 -lnvrtc -ldl -lpthread"
+  g++ -o "$o/tessel" "$o"/tools_*.o "$o"/src_*.o $libs || return 1
+  [ "$src" = "$ROOT" ] || return 0
+  g++ -std=c++17 -O1 -I$GT/include -I$GT -c $GT/src/gtest-all.cc -o "$o/gtest-all.o" &
+  g++ -std=c++17 -O1 -I$GT/include -c $GT/src/gtest_main.cc -o "$o/gtest_main.o" &
+  for t in tests/gpu/*.cpp; do $cxx -I$GT/include -Itests -c $t -o "$o/test_$(echo $t | tr / _).o" & done
+  $cxx -I$GT/include -Itests -DTESSEL_DIFFFUZZ_MAIN=1 -c fuzz/fuzz_differential.cpp -o "$o/difffuzz.o" &
+  wait
+  g++ -o "$o/gpu_tests" "$o"/test_*.o "$o"/src_*.o "$o/gtest-all.o" "$o/gtest_main.o" $libs &&
+    g++ -o "$o/difffuzz" "$o/difffuzz.o" "$o"/src_*.o $libs
+}
+
+O=/tmp/o-cur
+build "$ROOT" $O > "$OUT/build.log" 2>&1 || { grep -E -A3 "error" "$OUT/build.log" | head -40; exit 1; }
+if [ -n "$REF" ]; then
+  build "$REF" /tmp/o-ref >> "$OUT/build.log" 2>&1 || { echo "reference build FAILED"; tail -20 "$OUT/build.log"; exit 1; }
+fi
+echo "built at $SECONDS s"
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader > "$OUT/summary.txt" 2>&1
+
+for step in $STEPS; do
+  case $step in
+    tests)
+      timeout 200 $O/gpu_tests --gtest_brief=1 > "$OUT/gpu-tests.txt" 2>&1
+      echo "gpu tests rc=$? at $SECONDS s: $(grep -E '^\[  (PASSED|FAILED) ' "$OUT/gpu-tests.txt" | tr '\n' ' ')" >> "$OUT/summary.txt";;
+    sanitize)
+      # Small shapes: the tools run kernels hundreds of times slower.
+      filter='CudaOps.EveryProgramMatchesTheFp64Oracle:CudaLibrary.*:CudaGemm.BetaAlphaAndMisalignedRows:CudaGemm.HostArraysRoundTrip'
+      for tool in memcheck racecheck synccheck; do
+        timeout 150 compute-sanitizer --tool $tool --error-exitcode 3 $O/gpu_tests --gtest_brief=1 \
+          --gtest_filter="$filter" > "/tmp/san-$tool.txt" 2>&1
+        echo "compute-sanitizer $tool rc=$?: $(grep -E 'ERROR SUMMARY|^\[  (PASSED|FAILED) ' /tmp/san-$tool.txt | tr '\n' ' ')" | tee -a "$OUT/sanitizer.txt" >> "$OUT/summary.txt"
+        grep -m 20 -E "^=========" "/tmp/san-$tool.txt" >> "$OUT/sanitizer.txt"
+      done;;
+    bench-gpu)
+      timeout 280 $O/tessel bench --impl tessel-cuda,cublas --reference /tmp/o-ref/tessel --rounds 2 \
+        --out /tmp/bench-gpu > /tmp/bench-gpu.log 2>&1
+      echo "bench-gpu rc=$? at $SECONDS s" >> "$OUT/summary.txt"
+      cp /tmp/bench-gpu/results.md "$OUT/bench-gpu.md" 2>/dev/null || tail -5 /tmp/bench-gpu.log >> "$OUT/summary.txt";;
+    bench-cpu)
+      env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE timeout 200 $O/tessel bench --impl tessel \
+        --reference /tmp/o-ref/tessel --rounds 2 --out /tmp/bench-cpu > /tmp/bench-cpu.log 2>&1
+      echo "bench-cpu rc=$? at $SECONDS s" >> "$OUT/summary.txt"
+      cp /tmp/bench-cpu/results.md "$OUT/bench-cpu.md" 2>/dev/null || tail -5 /tmp/bench-cpu.log >> "$OUT/summary.txt";;
+    fuzz)
+      n=$((CORES > 4 ? CORES - 2 : 2))
+      for i in $(seq 0 $((n - 1))); do
+        start=$((5000000 + i * 1000000))
+        TESSEL_CACHE_DIR=/tmp/fuzz-cache-$i timeout $((${FUZZ_SECONDS:-240} + 30)) $O/difffuzz \
+          --seeds $start: --plans 2 --seconds ${FUZZ_SECONDS:-240} --log-every 1000000 --out /tmp/fuzz-fail-$i \
+          > /tmp/fuzz-$i.txt 2>&1 &
+      done
+      wait
+      tail -n 3 /tmp/fuzz-*.txt > "$OUT/fuzz.txt"
+      echo "fuzz: $n processes x ${FUZZ_SECONDS:-240} s at $SECONDS s" >> "$OUT/summary.txt"
+      cat /tmp/fuzz-fail-*/* 2>/dev/null | head -100 >> "$OUT/fuzz.txt";;
+  esac
+done
+cat "$OUT/summary.txt"
