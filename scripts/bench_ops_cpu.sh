@@ -2,12 +2,18 @@
 # Softmax and layernorm on the CPU: tessel's library kernels (bench/bench_ops_cpu.cpp)
 # beside NumPy, in one run, as GB/s (bytes read + written once) and ratios.
 #   scripts/bench_ops_cpu.sh [--rounds R] [--threads T] [--shapes MxN,...]
+# BENCH_OPS_CPU=PATH uses that executable instead of building build/bench_ops_cpu
+# (scripts/device_check.sh, where CMake's packages are missing).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cmake -G Ninja -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-ninja -C build bench_ops_cpu >/dev/null
+bench=${BENCH_OPS_CPU:-}
+if [ -z "$bench" ]; then
+  cmake -G Ninja -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+  ninja -C build bench_ops_cpu >/dev/null
+  bench=build/bench_ops_cpu
+fi
 out=$(mktemp)
-build/bench_ops_cpu "$@" | tee "$out"
+"$bench" "$@" | tee "$out"
 python3 - "$out" <<'PY'
 import re, sys, time
 import numpy as np

@@ -7,12 +7,14 @@
 #   REF=/path/to/old/tree STEPS="tests sanitize bench-gpu bench-cpu fuzz" scripts/device_check.sh
 # REUSE=1 keeps the binaries an earlier call left in /tmp on a warm machine.
 # Steps:
-#   tests      the gpu test binary (tests/gpu), brief output in gpu-tests.txt
+#   tests      the gpu and cuda test binaries (tests/gpu, tests/cuda): gpu-tests.txt, cuda-tests.txt
+#   attention  kernels/attention*.tir on the cuda target at a ragged size, --check
 #   sanitize   compute-sanitizer memcheck, racecheck and synccheck over a few GPU
 #              tests (sanitizer.txt: the summary line of each tool)
 #   bench-gpu  `tessel bench` of tessel-cuda and cuBLAS with REF's executable as the
 #              reference, on the seed shapes (bench-gpu.md)
 #   bench-cpu  the same on the cpu with one thread (bench-cpu.md)
+#   ops-cpu    softmax and layernorm on the cpu beside NumPy (scripts/bench_ops_cpu.sh; ops-cpu.md)
 #   fuzz       the differential fuzzer's plain mode on every core but two for
 #              FUZZ_SECONDS (default 240) each (fuzz.txt)
 set -o pipefail
@@ -41,10 +43,13 @@ build() {
   [ "$src" = "$ROOT" ] || return 0
   g++ -std=c++17 -O1 -I$GT/include -I$GT -c $GT/src/gtest-all.cc -o "$o/gtest-all.o" &
   g++ -std=c++17 -O1 -I$GT/include -c $GT/src/gtest_main.cc -o "$o/gtest_main.o" &
-  for t in tests/gpu/*.cpp; do $cxx -I$GT/include -Itests -c $t -o "$o/test_$(echo $t | tr / _).o" & done
+  for t in tests/gpu/*.cpp tests/cuda/*.cpp; do $cxx -I$GT/include -Itests -c $t -o "$o/test_$(echo $t | tr / _).o" & done
   $cxx -I$GT/include -Itests -DTESSEL_DIFFFUZZ_MAIN=1 -c fuzz/fuzz_differential.cpp -o "$o/difffuzz.o" &
+  $cxx -c bench/bench_ops_cpu.cpp -o "$o/bench_ops_cpu.o" &
   wait
-  g++ -o "$o/gpu_tests" "$o"/test_*.o "$o"/src_*.o "$o/gtest-all.o" "$o/gtest_main.o" $libs &&
+  g++ -o "$o/bench_ops_cpu" "$o/bench_ops_cpu.o" "$o"/src_*.o $libs || return 1
+  g++ -o "$o/gpu_tests" "$o"/test_tests_gpu_*.o "$o"/src_*.o "$o/gtest-all.o" "$o/gtest_main.o" $libs &&
+    g++ -o "$o/cuda_tests" "$o"/test_tests_cuda_*.o "$o"/src_*.o "$o/gtest-all.o" "$o/gtest_main.o" $libs &&
     g++ -o "$o/difffuzz" "$o/difffuzz.o" "$o"/src_*.o $libs
 }
 
@@ -60,15 +65,27 @@ for step in $STEPS; do
   case $step in
     tests)
       timeout 200 $O/gpu_tests --gtest_brief=1 > "$OUT/gpu-tests.txt" 2>&1
-      echo "gpu tests rc=$? at $SECONDS s: $(grep -E '^\[  (PASSED|FAILED) ' "$OUT/gpu-tests.txt" | tr '\n' ' ')" >> "$OUT/summary.txt";;
+      echo "gpu tests rc=$? at $SECONDS s: $(grep -E '^\[  (PASSED|FAILED) ' "$OUT/gpu-tests.txt" | tr '\n' ' ')" >> "$OUT/summary.txt"
+      (cd tests/cuda && timeout 200 $O/cuda_tests --gtest_brief=1) > "$OUT/cuda-tests.txt" 2>&1
+      echo "cuda tests rc=$? at $SECONDS s: $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$OUT/cuda-tests.txt" | tr '\n' ' ')" >> "$OUT/summary.txt";;
+    attention)
+      # fp32 on the fma atom (the default cuda plan), checked against the FP64 evaluator.
+      for k in attention attention_causal; do
+        timeout 120 $O/tessel run kernels/$k.tir --target cuda --check --size B=2 --size Hq=8 --size Hkv=2 \
+          --size Sq=1000 --size Skv=777 --size D=64 --scalar scale=0.125 >> "$OUT/attention.txt" 2>&1
+        echo "attention $k rc=$? at $SECONDS s: $(grep -E 'rel_err|error' "$OUT/attention.txt" | tail -1)" >> "$OUT/summary.txt"
+      done;;
     sanitize)
       # Small shapes: the tools run kernels hundreds of times slower.
       filter='CudaOps.EveryProgramMatchesTheFp64Oracle:CudaLibrary.*:CudaGemm.BetaAlphaAndMisalignedRows:CudaGemm.HostArraysRoundTrip'
       for tool in memcheck racecheck synccheck; do
-        timeout 150 compute-sanitizer --tool $tool --error-exitcode 3 $O/gpu_tests --gtest_brief=1 \
-          --gtest_filter="$filter" > "/tmp/san-$tool.txt" 2>&1
-        echo "compute-sanitizer $tool rc=$?: $(grep -E 'ERROR SUMMARY|^\[  (PASSED|FAILED) ' /tmp/san-$tool.txt | tr '\n' ' ')" | tee -a "$OUT/sanitizer.txt" >> "$OUT/summary.txt"
-        grep -m 20 -E "^=========" "/tmp/san-$tool.txt" >> "$OUT/sanitizer.txt"
+        for bin in gpu_tests cuda_tests; do
+          f=$filter; [ $bin = cuda_tests ] && f='TmaGpu.*'
+          (cd tests/cuda && timeout 150 compute-sanitizer --tool $tool --error-exitcode 3 $O/$bin \
+            --gtest_filter="$f") > "/tmp/san-$tool-$bin.txt" 2>&1
+          echo "compute-sanitizer $tool $bin ($f) rc=$?: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|^\[  (PASSED|FAILED) ' /tmp/san-$tool-$bin.txt | tr '\n' ' ')" | tee -a "$OUT/sanitizer.txt" >> "$OUT/summary.txt"
+          grep -E "^\[ RUN|^=========" "/tmp/san-$tool-$bin.txt" | grep -B1 "^=========" | head -40 >> "$OUT/sanitizer.txt"
+        done
       done;;
     bench-gpu)
       timeout 280 $O/tessel bench --impl tessel-cuda,cublas --reference /tmp/o-ref/tessel --rounds 2 \
@@ -80,6 +97,9 @@ for step in $STEPS; do
         --reference /tmp/o-ref/tessel --rounds 2 --out /tmp/bench-cpu > /tmp/bench-cpu.log 2>&1
       echo "bench-cpu rc=$? at $SECONDS s" >> "$OUT/summary.txt"
       cp /tmp/bench-cpu/results.md "$OUT/bench-cpu.md" 2>/dev/null || tail -5 /tmp/bench-cpu.log >> "$OUT/summary.txt";;
+    ops-cpu)
+      BENCH_OPS_CPU=$O/bench_ops_cpu timeout 200 scripts/bench_ops_cpu.sh --threads 1 > "$OUT/ops-cpu.md" 2>&1
+      echo "ops-cpu rc=$? at $SECONDS s" >> "$OUT/summary.txt";;
     fuzz)
       n=$((CORES > 4 ? CORES - 2 : 2))
       for i in $(seq 0 $((n - 1))); do

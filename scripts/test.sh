@@ -21,7 +21,11 @@ labels="ir passes sim errors cpu reliability"
 # -O1 -g1: half the compile time of -O2 -g, and reports still name file and line.
 cmake -G Ninja -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTESSEL_SANITIZE=ON \
   -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" -DCMAKE_DISABLE_FIND_PACKAGE_CUDAToolkit=ON >/dev/null
-ninja -C build-asan tessel_cli $(printf 'test_%s ' $labels)
+ninja -C build-asan tessel_cli test_property $(printf 'test_%s ' $labels)
 export ASAN_OPTIONS=halt_on_error=1:detect_leaks=1:abort_on_error=1
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 ctest --test-dir build-asan --output-on-failure -j 2 -L "^($(echo $labels | tr ' ' '|'))\$"
+# The differential fuzzer's findings, each kept as a test (tests/property/regressions_test.cpp):
+# the property shards themselves are too slow sanitized.
+ctest --test-dir build-asan --output-on-failure --no-tests=error -j 2 -L '^property$' -R '^Regression\.'
+

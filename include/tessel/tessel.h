@@ -77,8 +77,9 @@ class BoundLaunchImpl;
 // does no name lookups and, on the cpu target, no allocation and no locking, so a
 // caller that launches one kernel on one shape many times pays only for the
 // kernel. Tensors (in tile_kernel().tensors order) and scalars (in .scalars order)
-// may be changed between runs: a new pointer must hold the same layout; overlap
-// and null pointers are checked again. Not for use from two threads at once.
+// may be changed between runs: a new pointer must hold the same layout. A null
+// pointer is refused at once, an overlap by the next run() (before anything runs).
+// Not for use from two threads at once.
 class BoundLaunch {
  public:
   void set_tensor(size_t index, void* data);

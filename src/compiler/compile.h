@@ -20,6 +20,7 @@ namespace tessel {
 
 struct CompileOptions {
   bool coalesce_barriers = true;  // --no-coalesce-barriers turns it off
+  bool precise_barriers = false;  // BarrierPlanOptions::precise (passes/plan_barriers.h)
   bool keep_stages = false;       // record the IR text after every step
 };
 

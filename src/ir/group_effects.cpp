@@ -68,6 +68,7 @@ std::vector<MemEffect> op_effects(const GroupProgram& program, const GroupOp& op
   std::vector<MemEffect> out;
   switch (op.kind) {
     case GroupOpKind::Copy:
+    case GroupOpKind::Tma:  // lands later, on its mbarrier: the sync is the mbar.wait
       add_effect(program, op.src, false, &out);
       add_effect(program, op.dst, true, &out);
       break;

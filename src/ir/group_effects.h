@@ -5,7 +5,10 @@
 // strides and offsets. Per op: copy reads src and writes dst; frag.load reads src
 // (transposed or not: the same elements); frag.store writes dst (its owners' parts);
 // mma reads a and b; reduce partial writes its scratch window dst, reduce combine
-// reads its scratch window src; ew, reduce local and frag.fill touch only fragments.
+// reads its scratch window src; ew, reduce local and frag.fill touch only fragments;
+// tma reads src and writes dst (whenever it lands: the mbarrier ops, which have no
+// effects of their own, order it; analyses that cannot see them, like the barrier
+// planner, treat them as unknown).
 #pragma once
 #include <vector>
 

@@ -39,6 +39,12 @@ const char* group_op_name(GroupOpKind k) {
     case GroupOpKind::Call: return "call";
     case GroupOpKind::For: return "for";
     case GroupOpKind::If: return "if";
+    case GroupOpKind::MbarInit: return "mbar.init";
+    case GroupOpKind::MbarArrive: return "mbar.arrive";
+    case GroupOpKind::MbarExpectTx: return "mbar.expect_tx";
+    case GroupOpKind::MbarWait: return "mbar.wait";
+    case GroupOpKind::Tma: return "tma";
+    case GroupOpKind::Roles: return "roles";
   }
   return "?";
 }
@@ -102,6 +108,21 @@ int GroupProgram::find_buffer(const std::string& name) const {
   for (const Buffer& b : buffers)
     if (b.name == name) return b.id;
   return -1;
+}
+
+int GroupProgram::find_mbarrier(const std::string& name) const {
+  for (const MBarrier& b : mbarriers)
+    if (b.name == name) return b.id;
+  return -1;
+}
+
+bool is_mbarrier_op(GroupOpKind k) {
+  return k == GroupOpKind::MbarInit || k == GroupOpKind::MbarArrive || k == GroupOpKind::MbarExpectTx ||
+         k == GroupOpKind::MbarWait || k == GroupOpKind::Tma;
+}
+
+int64_t tma_bytes(const GroupProgram& p, const GroupOp& tma) {
+  return tma.rows * tma.cols * dtype_bytes(p.buffer(tma.dst.buffer).dtype);
 }
 
 std::pair<int, int> worker_position(const GroupProgram& p, int worker) {

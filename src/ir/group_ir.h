@@ -74,6 +74,14 @@ enum class GroupOpKind {
   Call,         // opaque call (a boundary for every analysis)
   For,          // for iv in [lo, hi): bodies[0]
   If,           // cond ? bodies[0] : bodies[1]
+  // Transaction-counting mbarriers and the bulk tensor copy (TMA) that completes
+  // on one; see "mbarriers" below.
+  MbarInit,     // every slot of an mbarrier: phase 0, `mbar_count` arrivals per phase
+  MbarArrive,   // one arrival per worker, or one by the first worker (`leader`)
+  MbarExpectTx, // the first worker adds `mbar_count` bytes to the current phase's transactions
+  MbarWait,     // every worker waits until the phase of parity `parity` has completed
+  Tma,          // the first worker issues a global -> shared tile copy completing on `mbar`
+  Roles,        // warp specialization: bodies[r] runs on the workers of roles[r], all roles at once
 };
 const char* group_op_name(GroupOpKind k);
 
@@ -107,6 +115,38 @@ int ew_arity(EwOp op);  // operands: 2 binary, 1 unary/Cast/Copy, 3 Select, 0 In
 // replicated along the axis (see frag_part), so every worker ends with the result.
 enum class ReduceMode { Local, Partial, Combine };
 const char* reduce_mode_name(ReduceMode m);
+
+// mbarriers (the text form: `mbarrier full[2]`): an array of `slots` barrier
+// objects in shared memory, compiler-owned like staging, named by ops as NAME or
+// NAME@SLOT. Each slot runs phases 0, 1, 2, ...; phase n completes when it has
+// received the arrival count given at init and its transaction count (bytes
+// announced by mbar.expect_tx minus bytes landed by tma copies) is back to 0, and
+// the next phase starts at once. mbar.wait with parity P returns when the slot's
+// current phase has parity != P, that is once the latest phase of parity P has
+// completed (right after init, a wait on parity 1 returns at once). What a worker
+// did before it arrived happens before whatever a waiter that saw that phase
+// complete does next; a tma copy's data is visible to the waiters of the phase it
+// completes on, and to no one before.
+// Protocol: init by one worker, a fence before any other use; a tma copy's bytes
+// announced by expect_tx in the phase it completes on; a stage read by consumers
+// is released (they arrive on an "empty" barrier) before the next tma writes it.
+struct MBarrier {
+  int id = -1;
+  std::string name;
+  int slots = 1;
+};
+
+// One role of a Roles op: workers [first, first + count) run its body, while the
+// workers of the other roles run theirs at the same time; they meet only through
+// mbarriers (a fence or barrier inside a role is refused: the other roles never
+// reach it). Inside a role, "every worker" means the role's workers and "the first
+// worker" (tma, expect_tx, a leader's arrival) its first. `regs`: the registers per
+// thread the role asks for on entry (cuda: setmaxnreg, 24 to 256 in steps of 8;
+// 0 = as launched).
+struct WorkerRole {
+  int first = 0, count = 1;
+  int regs = 0;
+};
 
 struct EwOperand {
   enum class Kind { Frag, Scalar, Const, Index } kind = Kind::Const;
@@ -159,6 +199,19 @@ struct GroupOp {
 
   std::string callee;  // Call
 
+  // Mbar*, Tma: the mbarrier (index into GroupProgram::mbarriers) and its slot
+  // (null = slot 0; MbarInit has none: it initializes every slot).
+  int mbar = -1;
+  Expr mbar_slot;
+  int64_t mbar_count = 0;  // MbarInit: arrivals per phase; MbarExpectTx: bytes
+  Expr parity;             // MbarWait: 0 or 1
+  bool leader = false;     // MbarArrive: one arrival, by the first worker
+  std::vector<WorkerRole> roles;  // Roles: one per body
+  // Tma: rows x cols elements from the global window `src` into the shared window
+  // `dst`, issued by the first worker; source elements at or beyond the src bounds
+  // (guard src) land as 0. It lands asynchronously and counts rows * cols * (the
+  // destination's element bytes) transaction bytes on `mbar` (slot mbar_slot).
+
   std::string iv;      // For
   Expr lo, hi;         // For
   bool pipelined = false;  // For: from a `pipeline` nest, iterations may overlap
@@ -182,12 +235,14 @@ struct GroupProgram {
   int lanes = 1;
   int frag_buffers = 1;  // Plan::frag_buffers: register sets of the mma operand fragments
   std::vector<Buffer> buffers;
+  std::vector<MBarrier> mbarriers;
   std::vector<GroupOp> body;
   int next_op_id = 0;
 
   int new_op_id() { return next_op_id++; }
   const Buffer& buffer(int id) const;
   int find_buffer(const std::string& name) const;  // -1 if none
+  int find_mbarrier(const std::string& name) const;  // -1 if none
 };
 
 // The part of a private fragment (a rows x cols logical tile) that worker w holds:
@@ -203,6 +258,11 @@ struct FragPart {
   bool owner = true;
 };
 FragPart frag_part(const GroupProgram& p, const Buffer& frag, int worker);
+// Whether op kind k is one of the mbarrier ops or the tma copy.
+bool is_mbarrier_op(GroupOpKind k);
+// Bytes a tma copy counts on its mbarrier: rows * cols * element bytes of dst.
+int64_t tma_bytes(const GroupProgram& p, const GroupOp& tma);
+
 // Position of worker w in the worker grid: {row, col}; {-1, -1} for surplus workers.
 std::pair<int, int> worker_position(const GroupProgram& p, int worker);
 

@@ -23,6 +23,16 @@
 //     reduce.sum #15 m = x axis 1                              (local)
 //     reduce.max #16 Rs[0, 0] <- x axis 1 partial              (into shared scratch)
 //     reduce.max #17 m <- Rs[0, 0] axis 1 combine 16x4         (from a 16x4 scratch window)
+//     mbarrier full[2]                  (after the buffers: an mbarrier of 2 slots)
+//     mbar.init #20 full count 1         (every slot; arrivals per phase)
+//     mbar.arrive #21 empty@(k % 2)      (one arrival per worker; ` leader`: one, by worker 0)
+//     mbar.expect_tx #22 full@(k % 2) bytes 16384
+//     mbar.wait #23 full@(k % 2) parity ((k / 2) % 2)
+//     tma #24 A[(i * 64), (k * 64)] strides(lda, 1) -> As@(k % 2)[0, 0] 64x64 mbar full@(k % 2) guard src(M, K)
+//     roles #25 {                        (warp specialization: one body per role)
+//       role workers 2 to 3 regs 40 {  ...  }
+//       role workers 0 to 2 regs 232 {  ...  }
+//     }
 //     for #1 k = 0 to ceildiv(K, 32) pipelined {     (pipelined: from a pipeline nest)
 //     if #12 param beta == 0 {  ...  } else {  ...  }
 //   }
@@ -47,7 +57,9 @@ constexpr GroupOpKind kAllKinds[] = {
     GroupOpKind::FragFill,  GroupOpKind::FragLoad,    GroupOpKind::FragStore,
     GroupOpKind::Mma,       GroupOpKind::Elementwise, GroupOpKind::Fence,
     GroupOpKind::Barrier,   GroupOpKind::Call,        GroupOpKind::For,
-    GroupOpKind::If,        GroupOpKind::MmaWait,     GroupOpKind::Reduce};
+    GroupOpKind::If,        GroupOpKind::MmaWait,     GroupOpKind::Reduce,
+    GroupOpKind::MbarInit,  GroupOpKind::MbarArrive,  GroupOpKind::MbarExpectTx,
+    GroupOpKind::MbarWait,  GroupOpKind::Tma,         GroupOpKind::Roles};
 constexpr EwOp kAllEwOps[] = {
     EwOp::Add,  EwOp::Sub,  EwOp::Mul,   EwOp::Div,   EwOp::Max,  EwOp::Min,    EwOp::Exp,
     EwOp::Exp2, EwOp::Log,  EwOp::Neg,   EwOp::Abs,   EwOp::Sqrt, EwOp::Rsqrt,  EwOp::Recip,
@@ -77,7 +89,8 @@ constexpr Space kAllSpaces[] = {Space::Global, Space::Shared, Space::Private};
 constexpr Layout kAllLayouts[] = {Layout::RowMajor, Layout::ColPanels, Layout::RowPanels};
 
 bool has_guards(GroupOpKind k) {
-  return k == GroupOpKind::Copy || k == GroupOpKind::FragLoad || k == GroupOpKind::FragStore;
+  return k == GroupOpKind::Copy || k == GroupOpKind::FragLoad || k == GroupOpKind::FragStore ||
+         k == GroupOpKind::Tma;
 }
 
 int max_op_id(const std::vector<GroupOp>& ops) {
@@ -110,6 +123,8 @@ class Printer {
     if (p_.next_op_id != max_op_id(p_.body) + 1)
       out_ += "  next_op_id " + std::to_string(p_.next_op_id) + "\n";
     for (const Buffer& b : p_.buffers) out_ += "  buffer " + buffer_text(b) + "\n";
+    for (const MBarrier& b : p_.mbarriers)
+      out_ += "  mbarrier " + b.name + "[" + std::to_string(b.slots) + "]\n";
     ops(p_.body, 1);
     out_ += "}\n";
     return out_;
@@ -134,6 +149,15 @@ class Printer {
   std::string buffer_name(int id) const {
     if (id < 0 || id >= static_cast<int>(p_.buffers.size())) return "?" + std::to_string(id);
     return p_.buffers[id].name;
+  }
+
+  // An mbarrier id that does not index the program's mbarriers prints as ?ID.
+  std::string mbar_ref(const GroupOp& o) const {
+    std::string s = o.mbar >= 0 && o.mbar < static_cast<int>(p_.mbarriers.size())
+                        ? p_.mbarriers[o.mbar].name
+                        : "?" + std::to_string(o.mbar);
+    if (o.mbar_slot) s += "@" + expr_to_string(o.mbar_slot);
+    return s;
   }
 
   std::string window(const BufferRef& r) const {
@@ -228,11 +252,39 @@ class Printer {
                 (o.pipelined ? " pipelined" : "");
         break;
       case GroupOpKind::If: out_ += " " + cond_text(o.cond); break;
+      case GroupOpKind::MbarInit:
+        out_ += " " + mbar_ref(o) + " count " + std::to_string(o.mbar_count);
+        break;
+      case GroupOpKind::MbarArrive: out_ += " " + mbar_ref(o) + (o.leader ? " leader" : ""); break;
+      case GroupOpKind::MbarExpectTx:
+        out_ += " " + mbar_ref(o) + " bytes " + std::to_string(o.mbar_count);
+        break;
+      case GroupOpKind::MbarWait: out_ += " " + mbar_ref(o) + " parity " + optional_expr(o.parity); break;
+      case GroupOpKind::Tma:
+        out_ += " " + window(o.src) + " -> " + window(o.dst) + " " + std::to_string(o.rows) + "x" +
+                std::to_string(o.cols) + " mbar " + mbar_ref(o);
+        break;
       default: break;
     }
     if (has_guards(o.kind))
       out_ += guard("src", o.src_row_bound, o.src_col_bound) +
               guard("dst", o.dst_row_bound, o.dst_col_bound);
+    if (o.kind == GroupOpKind::Roles) {
+      // A role without its body (or a body without its role) prints as ?, which the
+      // parser rejects.
+      out_ += " {\n";
+      for (size_t i = 0; i < std::max(o.roles.size(), o.bodies.size()); ++i) {
+        const WorkerRole* r = i < o.roles.size() ? &o.roles[i] : nullptr;
+        out_ += indent + "  role workers " +
+                (r ? std::to_string(r->first) + " to " + std::to_string(int64_t{r->first} + r->count) : "?") +
+                (r && r->regs ? " regs " + std::to_string(r->regs) : "") + " {\n";
+        if (i < o.bodies.size()) ops(o.bodies[i], depth + 2);
+        else out_ += "?";
+        out_ += indent + "  }\n";
+      }
+      out_ += indent + "}\n";
+      return;
+    }
     for (size_t i = 0; i < o.bodies.size(); ++i) {
       out_ += i ? " else {\n" : " {\n";
       ops(o.bodies[i], depth + 1);
@@ -289,6 +341,7 @@ class Parser {
     bool explicit_next = in_.accept_word("next_op_id");
     if (explicit_next) p_.next_op_id = small_int("the next op id");
     while (in_.accept_word("buffer")) buffer();
+    while (in_.accept_word("mbarrier")) mbarrier();
     ops(p_.body, 0);
     in_.expect("}");
     if (!in_.at_end()) in_.expected("end of input");
@@ -348,6 +401,30 @@ class Parser {
       b.versions = small_int("a version count");
     }
     p_.buffers.push_back(b);
+  }
+
+  void mbarrier() {
+    MBarrier b;
+    b.id = static_cast<int>(p_.mbarriers.size());
+    in_.skip_blanks();
+    size_t where = in_.position();
+    b.name = in_.word("an mbarrier name");
+    if (p_.find_mbarrier(b.name) >= 0 || p_.find_buffer(b.name) >= 0)
+      in_.error_at(where, "mbarrier " + b.name + " is declared twice (or names a buffer)");
+    in_.expect("[");
+    b.slots = small_int("a slot count");
+    in_.expect("]");
+    p_.mbarriers.push_back(b);
+  }
+
+  // NAME or NAME@SLOT (no slot for `init`, which covers every slot).
+  void mbar_ref(GroupOp& o, bool slot) {
+    in_.skip_blanks();
+    size_t where = in_.position();
+    std::string name = in_.word("an mbarrier name");
+    o.mbar = p_.find_mbarrier(name);
+    if (o.mbar < 0) in_.error_at(where, "unknown mbarrier " + name);
+    if (slot && in_.accept("@")) o.mbar_slot = in_.expr();
   }
 
   int tensor_index() {
@@ -616,6 +693,53 @@ class Parser {
         o.cond = in_.cond();
         o.bodies.resize(2);
         break;
+      case GroupOpKind::MbarInit:
+        mbar_ref(o, false);
+        in_.expect_word("count");
+        o.mbar_count = in_.integer("an arrival count");
+        break;
+      case GroupOpKind::MbarArrive:
+        mbar_ref(o, true);
+        o.leader = in_.accept_word("leader");
+        break;
+      case GroupOpKind::MbarExpectTx:
+        mbar_ref(o, true);
+        in_.expect_word("bytes");
+        o.mbar_count = in_.integer("a transaction byte count");
+        break;
+      case GroupOpKind::MbarWait:
+        mbar_ref(o, true);
+        in_.expect_word("parity");
+        o.parity = in_.expr();
+        break;
+      case GroupOpKind::Tma:
+        o.src = window();
+        in_.expect("->");
+        o.dst = window();
+        extent(&o.rows, &o.cols);
+        in_.expect_word("mbar");
+        mbar_ref(o, true);
+        break;
+      case GroupOpKind::Roles:
+        if (depth + 1 > TextCursor::kMaxDepth)
+          in_.error("bodies nested more than " + std::to_string(TextCursor::kMaxDepth) + " deep");
+        in_.expect("{");
+        while (in_.accept_word("role")) {
+          WorkerRole r;
+          in_.expect_word("workers");
+          r.first = small_int("a first worker");
+          in_.expect_word("to");
+          int end = small_int("a worker bound");
+          r.count = static_cast<int>(std::clamp<int64_t>(int64_t{end} - r.first, INT_MIN, INT_MAX));
+          if (in_.accept_word("regs")) r.regs = small_int("a register count");
+          o.roles.push_back(r);
+          o.bodies.emplace_back();
+          in_.expect("{");
+          ops(o.bodies.back(), depth + 2);
+          in_.expect("}");
+        }
+        in_.expect("}");
+        return o;
       default: break;
     }
     if (has_guards(o.kind)) guards(o);

@@ -72,6 +72,19 @@ class Verifier {
       });
     }
     for (size_t i = 0; i < p_.buffers.size(); ++i) buffer(p_.buffers[i], static_cast<int>(i));
+    if (p_.mbarriers.size() > static_cast<size_t>(kMaxMbarriers))
+      program_error(num(static_cast<int64_t>(p_.mbarriers.size())) + " mbarriers; at most " +
+                    num(kMaxMbarriers));
+    for (size_t i = 0; i < p_.mbarriers.size(); ++i) {
+      const MBarrier& b = p_.mbarriers[i];
+      std::string name = "mbarrier " + b.name + ": ";
+      if (b.id != static_cast<int>(i))
+        program_error(name + "id " + num(b.id) + " but entry " + num(static_cast<int64_t>(i)));
+      if (b.name.empty() || p_.find_mbarrier(b.name) != b.id || p_.find_buffer(b.name) >= 0)
+        program_error(name + "names must be non-empty, unique and not a buffer's");
+      if (b.slots < 1 || b.slots > kMaxMbarrierSlots)
+        program_error(name + num(b.slots) + " slots; each mbarrier has 1 to " + num(kMaxMbarrierSlots));
+    }
     for (const LoopDim& d : p_.grid) ivs_.push_back(d.iv);
     ops(p_.body);
   }
@@ -201,8 +214,22 @@ class Verifier {
       fail(op, "id is not in [0, next_op_id = " + std::to_string(p_.next_op_id) + ")");
     if (!ids_.insert(op.id).second) fail(op, "id is used by an earlier op too");
     bool guarded = op.kind == GroupOpKind::Copy || op.kind == GroupOpKind::FragLoad ||
-                   op.kind == GroupOpKind::FragStore;
+                   op.kind == GroupOpKind::FragStore || op.kind == GroupOpKind::Tma;
     if (guarded) bounds(op);
+    if (!is_mbarrier_op(op.kind) && (op.mbar != -1 || op.mbar_slot || op.mbar_count != 0))
+      fail(op, "only mbarrier ops and tma name an mbarrier");
+    if (op.kind != GroupOpKind::MbarWait && op.parity) fail(op, "only mbar.wait takes a parity");
+    if (op.kind != GroupOpKind::MbarArrive && op.leader) fail(op, "only mbar.arrive takes 'leader'");
+    if (is_mbarrier_op(op.kind)) mbarrier_op(op);
+    if (op.kind != GroupOpKind::Roles && !op.roles.empty()) fail(op, "only roles ops have roles");
+    if (in_role_ && (op.kind == GroupOpKind::Fence || op.kind == GroupOpKind::Barrier ||
+                     op.kind == GroupOpKind::Copy || op.kind == GroupOpKind::AsyncCommit ||
+                     op.kind == GroupOpKind::AsyncWait || op.kind == GroupOpKind::Reduce ||
+                     op.kind == GroupOpKind::Call || op.kind == GroupOpKind::Roles))
+      fail(op, std::string("a ") + group_op_name(op.kind) +
+                   " inside a role (roles meet only through mbarriers; copies and reductions inside roles "
+                   "are not supported yet)");
+    if (op.kind == GroupOpKind::Roles) roles(op);
     if (op.transpose && op.kind != GroupOpKind::FragLoad)
       fail(op, "only frag.load reads transposed");
     if (op.kind != GroupOpKind::Copy && op.kind != GroupOpKind::FragLoad &&
@@ -304,13 +331,82 @@ class Verifier {
         break;
       default: break;
     }
-    size_t want_bodies = op.kind == GroupOpKind::For ? 1 : op.kind == GroupOpKind::If ? 2 : 0;
+    size_t want_bodies = op.kind == GroupOpKind::For ? 1 : op.kind == GroupOpKind::If ? 2
+                         : op.kind == GroupOpKind::Roles ? op.roles.size() : 0;
     if (op.bodies.size() != want_bodies)
       fail(op, "has " + std::to_string(op.bodies.size()) + " bodies, not " +
                    std::to_string(want_bodies));
     if (op.kind == GroupOpKind::For) ivs_.push_back(op.iv);
+    if (op.kind == GroupOpKind::Roles) in_role_ = true;
     for (const auto& body : op.bodies) ops(body);
+    if (op.kind == GroupOpKind::Roles) in_role_ = false;
     if (op.kind == GroupOpKind::For) ivs_.pop_back();
+  }
+
+  // Roles (group_ir.h, WorkerRole): disjoint ranges of the program's workers.
+  void roles(const GroupOp& op) {
+    if (op.roles.empty()) fail(op, "has no roles");
+    std::vector<bool> taken(p_.workers, false);
+    for (const WorkerRole& r : op.roles) {
+      std::string which = "role workers " + num(r.first) + " to " + num(int64_t{r.first} + r.count);
+      if (r.first < 0 || r.count < 1 || int64_t{r.first} + r.count > p_.workers)
+        fail(op, which + ": not a non-empty range of the " + num(p_.workers) + " workers");
+      for (int w = r.first; w < r.first + r.count; ++w) {
+        if (taken[w]) fail(op, which + ": worker " + num(w) + " is in two roles");
+        taken[w] = true;
+      }
+      if (r.regs != 0 && (r.regs < 24 || r.regs > 256 || r.regs % 8))
+        fail(op, which + ": regs " + num(r.regs) + " (24 to 256, a multiple of 8, or none)");
+    }
+  }
+
+  // mbar.init / arrive / expect_tx / wait and tma (group_ir.h, "mbarriers").
+  void mbarrier_op(const GroupOp& op) {
+    if (op.mbar < 0 || op.mbar >= static_cast<int>(p_.mbarriers.size()))
+      fail(op, "names mbarrier id " + num(op.mbar) + " of " +
+                   num(static_cast<int64_t>(p_.mbarriers.size())));
+    const MBarrier& b = p_.mbarriers[op.mbar];
+    if (op.kind == GroupOpKind::MbarInit) {
+      if (op.mbar_slot) fail(op, "mbar.init initializes every slot of " + b.name + " and takes no slot");
+      if (op.mbar_count < 1 || op.mbar_count > kMaxMbarrierCount)
+        fail(op, "arrival count " + num(op.mbar_count) + " out of range [1, " + num(kMaxMbarrierCount) + "]");
+    } else if (op.mbar_slot) {
+      expr(op, op.mbar_slot, "an mbarrier slot");
+      int64_t v = 0;
+      if (expr_is_const(op.mbar_slot, &v) && (v < 0 || v >= b.slots))
+        fail(op, "slot " + num(v) + " of " + b.name + " is not below its " + num(b.slots) + " slots");
+    }
+    switch (op.kind) {
+      case GroupOpKind::MbarExpectTx:
+        if (op.mbar_count < 1 || op.mbar_count > kMaxMbarrierCount)
+          fail(op, "transaction bytes " + num(op.mbar_count) + " out of range [1, " +
+                       num(kMaxMbarrierCount) + "]");
+        break;
+      case GroupOpKind::MbarArrive:
+      case GroupOpKind::MbarInit:
+        break;
+      case GroupOpKind::MbarWait: {
+        expr(op, op.parity, "the parity");
+        int64_t v = 0;
+        if (expr_is_const(op.parity, &v) && v != 0 && v != 1)
+          fail(op, "parity " + num(v) + " is not 0 or 1");
+        break;
+      }
+      case GroupOpKind::Tma: {
+        if (op.mbar_count != 0) fail(op, "a tma copy counts its own bytes");
+        if (op.rows < 1 || op.cols < 1 || op.rows > kMaxTmaBox || op.cols > kMaxTmaBox)
+          fail(op, "box " + shape(op.rows, op.cols) + ": each extent in [1, " + num(kMaxTmaBox) + "]");
+        if (op.dst_row_bound || op.dst_col_bound)
+          fail(op, "a tma copy writes its whole box: only source guards (the tensor's edge, zero fill)");
+        window(op, op.src, op.rows, op.cols, "source", {Space::Global});
+        const Buffer& dst = window(op, op.dst, op.rows, op.cols, "destination", {Space::Shared});
+        if (op.rows * op.cols * dtype_bytes(dst.dtype) > kMaxMbarrierCount)
+          fail(op, "box " + shape(op.rows, op.cols) + " of " + dtype_name(dst.dtype) + " is more than " +
+                       num(kMaxMbarrierCount) + " transaction bytes");
+        break;
+      }
+      default: break;
+    }
   }
 
   // The three modes (group_ir.h, ReduceMode). S = the workers along the axis.
@@ -391,6 +487,7 @@ class Verifier {
 
   const GroupProgram& p_;
   std::vector<std::string> ivs_;  // grid coordinates and open for loops
+  bool in_role_ = false;          // inside a body of a roles op
   std::set<int> ids_;
 };
 

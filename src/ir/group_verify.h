@@ -4,7 +4,9 @@
 // they), fragments divide over the worker grid (extent 1 is replicated) and mma
 // accumulators' parts are multiples of the atom, elementwise operands broadcast to
 // the destination with the op's arity, reductions have their shapes and scratch
-// windows right, and only frag.load reads transposed.
+// windows right, only frag.load reads transposed, and mbarrier ops and tma name a
+// declared mbarrier with a slot below its slots, counts, bytes and parities in
+// range, tma copies global -> shared with source guards only.
 // Violations are user errors (ErrorKind::Verify) naming the op id.
 //
 // Resource bounds, with the numbers in the message: op ids below kMaxGroupOps;
@@ -31,6 +33,13 @@ inline constexpr int64_t kMaxGroupBufferBytes = int64_t{1} << 30;
 inline constexpr int64_t kMaxGroupCopyElements = int64_t{1} << 31;
 inline constexpr int64_t kMaxStaticTripCount = int64_t{1} << 31;
 inline constexpr int64_t kMaxStaticGridExtent = (int64_t{1} << 31) - 1;
+// mbarriers: at most kMaxMbarriers of at most kMaxMbarrierSlots slots; arrival
+// counts and transaction bytes below 2^20 (the hardware's count range); a tma box
+// at most kMaxTmaBox elements along each dimension (the tensor map's box limit).
+inline constexpr int kMaxMbarriers = 64;
+inline constexpr int kMaxMbarrierSlots = 64;
+inline constexpr int64_t kMaxMbarrierCount = (int64_t{1} << 20) - 1;
+inline constexpr int64_t kMaxTmaBox = 256;
 
 // Per target, what one group may hold:
 //   sim:  shared buffers (every version) at most kSimMaxSharedElements elements and

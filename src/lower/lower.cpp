@@ -253,20 +253,24 @@ class Lowering {
 
   // A private fragment: extents > 1 split evenly over the worker grid, extent 1
   // replicated (frag_part), so the grid must divide every extent > 1.
-  int new_frag_sized(const TileOp& op, int64_t rows, int64_t cols) {
+  // Fragments hold fp32 (bf16 and f16 tiles compute in it) or, for an f64 tile, f64.
+  int new_frag_sized(const TileOp& op, int64_t rows, int64_t cols, DType dtype) {
     if ((rows > 1 && rows % plan_.worker_rows) || (cols > 1 && cols % plan_.worker_cols))
       fail(ErrorKind::Plan, op, "a " + std::to_string(rows) + "x" + std::to_string(cols) +
                                     " tile does not divide over the worker grid " +
                                     std::to_string(plan_.worker_rows) + "x" +
                                     std::to_string(plan_.worker_cols));
-    return new_buffer(op, "f", Space::Private, rows, cols);
+    int f = new_buffer(op, "f", Space::Private, rows, cols);
+    p_.buffers[f].dtype = frag_dtype(dtype);
+    return f;
   }
+  static DType frag_dtype(DType tile) { return tile == DType::F64 ? DType::F64 : DType::F32; }
 
   // A computed scalar is a 1x1 fragment: replicated on every worker, it broadcasts
   // over any tile like a scalar parameter does.
   int new_frag(const TileOp& op, const TileType& type) {
-    if (type.is_scalar()) return new_frag_sized(op, 1, 1);
-    return new_frag_sized(op, static_extent(op, type.shape[0]), static_extent(op, type.shape[1]));
+    if (type.is_scalar()) return new_frag_sized(op, 1, 1, type.dtype);
+    return new_frag_sized(op, static_extent(op, type.shape[0]), static_extent(op, type.shape[1]), type.dtype);
   }
 
   const Lowered& lowered(const TileOp& op, int value) const {
@@ -350,7 +354,7 @@ class Lowering {
       const Buffer& f = p_.buffer(it->second.buffer);
       int64_t rows = type.is_scalar() ? 1 : static_extent(op, type.shape[0]);
       int64_t cols = type.is_scalar() ? 1 : static_extent(op, type.shape[1]);
-      if (f.rows == rows && f.cols == cols) return f.id;
+      if (f.rows == rows && f.cols == cols && f.dtype == frag_dtype(type.dtype)) return f.id;
     }
     return -1;
   }
@@ -496,11 +500,20 @@ class Lowering {
       int64_t cv = -1;
       if (expr_is_const(c, &cv) && cv == 0) continue;
       offset = offset ? offset + c * tensor.strides[d] : c * tensor.strides[d];
+      if (grid_spans(c, tensor.shape[d])) continue;  // always inside
       valid = valid ? valid * in_range(c, tensor.shape[d]) : in_range(c, tensor.shape[d]);
     }
     w.ref.offset = offset;
     if (valid) w.row_bound = w.row_bound * valid;
     return w;
+  }
+
+  // True when `c` is a grid coordinate whose extent is `extent`: it lies in [0, extent).
+  bool grid_spans(const Expr& c, const Expr& extent) const {
+    if (!c || c->kind != ExprKind::Sym) return false;
+    for (const LoopDim& d : p_.grid)
+      if (d.iv == c->name && expr_equal(d.extent, extent)) return true;
+    return false;
   }
 
   void lower_load(const TileOp& op, std::vector<GroupOp>& out) {
@@ -514,7 +527,7 @@ class Lowering {
     int64_t rows = static_extent(op, type.shape[0]), cols = static_extent(op, type.shape[1]);
     if (!staged) {
       GroupOp g = new_op(GroupOpKind::FragLoad);
-      g.frag = new_frag_sized(op, rows, cols);
+      g.frag = new_frag_sized(op, rows, cols, type.dtype);
       g.src = w.ref;
       g.src_row_bound = w.row_bound;
       g.src_col_bound = w.col_bound;
@@ -551,7 +564,7 @@ class Lowering {
       // Other consumers read the staged tile into a fragment once it has landed.
       fence(out);
       GroupOp f = new_op(GroupOpKind::FragLoad);
-      f.frag = new_frag_sized(op, rows, cols);
+      f.frag = new_frag_sized(op, rows, cols, type.dtype);
       f.src = origin(s);
       out.push_back(f);
       l.frag = f.frag;

@@ -22,7 +22,8 @@
 //   * a transpose goes through shared scratch (store, fence, transposed load).
 // - A tensor's view: the two tensor dimensions a tile spans give the global window's
 //   strides; the other coordinates fold into its offset, and a coordinate outside
-//   its extent empties the window's bounds (nothing is read or written).
+//   its extent empties the window's bounds (nothing is read or written). A grid
+//   coordinate over exactly that extent is always inside and adds no such term.
 // - Fences, conservatively: after every op that touches shared memory and after
 //   every loop or branch that does; before a load of a tensor the group stored
 //   earlier. The barrier planner removes the ones no dependence needs.

@@ -38,4 +38,14 @@ enum class BiasAlong { Rows, Cols };
 enum class Activation { None, Relu, Gelu };  // gelu: the tanh approximation
 TileKernel gemm_epilogue_kernel(BiasAlong bias, Activation act);
 
+// Fused attention (FlashAttention-style forward, online softmax; src/ops/attention.cpp,
+// docs/attention.md): O = softmax(Q K^T * scale + mask) V per batch and query head.
+// Q, O: [B, Hq, Sq, D], K, V: [B, Hkv, Skv, D] (grouped-query attention: query head h
+// reads K/V head h / (Hq / Hkv); Hq a multiple of Hkv), strides (s?b, s?h, s?s, 1);
+// scalar scale. Tile parameters BM (query rows), BN (keys a step), BD >= D. Causal
+// is top-left aligned (query r sees keys c <= r, as PyTorch's is_causal); the key
+// blocks right of the diagonal are skipped. Kernel names: attention, attention_causal.
+enum class AttentionMask { None, Causal };
+TileKernel attention_kernel(AttentionMask mask = AttentionMask::None);
+
 }  // namespace tessel

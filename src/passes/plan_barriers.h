@@ -48,8 +48,32 @@
 
 namespace tessel {
 
+// Precise mode (`precise`, off by default) refines three of the rules above, each
+// only where the conservative rule kept a fence that no dependence needs:
+//  - a for or if is not an unknown effect but seen through its planned bodies:
+//    accesses before it meet what runs before the bodies' first fence or barrier,
+//    accesses after it what runs after their last (all of a body without one);
+//    the accesses before it stay accumulated (a loop may run no iteration);
+//  - the last fence of a loop body is kept only when the accesses after the last
+//    other retained fence conflict with the next iteration's accesses before its
+//    first retained fence (the whole body when none stays) or with the enclosing
+//    region's accesses after the loop up to its next fence or barrier (there must
+//    be one, or the program's end; that fence then sees the loop's tail). An
+//    async.wait right after a loop whose body waits for all copies (pending 0)
+//    before issuing its own lands only the last iteration's copies, with their
+//    versions. The program's last fence goes when nothing after it needs it
+//    (nothing runs after the group). A branch's last fence is kept by rule;
+//  - async.commit touches no memory; async.wait (mma.wait) is where the copies
+//    (async mmas) it completes end their writes and reads: the effects of every
+//    async copy (mma) of the program, any version;
+//  - global accesses conflict only on one tensor: every launch refuses tensor
+//    arguments that overlap where either is written (runtime/tensor_check.h).
+// tests/kernels removes each fence that precise planning keeps in a library kernel
+// with two chained mmas and a loop-carried running max and sum, and the sim
+// reports a race each time; random kernels with random plans stay race free with it.
 struct BarrierPlanOptions {
   bool coalesce = true;  // false: the program is left unchanged (--no-coalesce-barriers)
+  bool precise = false;  // the refinements above
 };
 
 struct BarrierStats {

@@ -10,7 +10,10 @@
 //   - workers: sim 4, cpu 1 (one thread runs a group), cuda 128 threads with an mma;
 //     the worker grid is the largest that divides every tile extent > 1 of the
 //     kernel (extent-1 dimensions are replicated), balanced between rows and columns;
-//   - the fma atom, no pipelining, copy batch 4.
+//   - the fma atom, no pipelining, copy batch 4; on the cpu with an mma, the
+//     micro-kernel's register block MR x NR (NR 32 or 16, MR up to 16) where every
+//     accumulator's worker part allows one (fit_worker_grid picks it again when a
+//     new grid's parts no longer allow it).
 #pragma once
 #include <cstdint>
 #include <map>
@@ -26,7 +29,8 @@ Plan default_plan(const TileKernel& kernel, TargetKind target,
 
 // The largest worker grid (rows x cols, rows * cols <= plan.workers) that divides
 // every tile extent > 1 of the kernel once the plan's tiles bind it; sets
-// plan.worker_rows / worker_cols / workers.
+// plan.worker_rows / worker_cols / workers (and a cpu register block that no longer
+// divides the mma parts: see above).
 void fit_worker_grid(const TileKernel& kernel, Plan& plan);
 
 }  // namespace tessel

@@ -13,6 +13,7 @@
 #include "plan/default_plan.h"
 #include "runtime/tensor_check.h"
 #include "target/cpu/cpu_emit.h"
+#include "target/cpu/cpu_isa.h"
 #include "target/cpu/cpu_jit.h"
 #include "target/sim/sim.h"
 #include "tessel/tessel.h"
@@ -168,7 +169,9 @@ bool written_overlap(const std::vector<TensorSpan>& spans) {
 }
 
 std::string cache_key(const TileKernel& k, const Plan& plan, const CompileSettings& settings) {
-  return std::string(version()) + "\n" + plan.to_string() + " target=" + target_name(plan.target) +
+  // The cpu target's ISA may be switched within a process (TESSEL_CPU_ISA, tests).
+  std::string isa = plan.target == TargetKind::Cpu ? cpu_isa_info(cpu_isa()).name : "";
+  return std::string(version()) + "\n" + plan.to_string() + " target=" + target_name(plan.target) + " isa=" + isa +
          " coalesce_barriers=" + (settings.coalesce_barriers ? "1" : "0") + " arch=" + settings.cuda_arch +
          "\n" + print_tile_kernel(k);
 }
@@ -218,6 +221,7 @@ class BoundLaunchImpl {
   // them (-1: the phase does not use it).
   std::vector<CpuLaunch> cpu;
   std::vector<std::vector<int>> cpu_tensor_slot, cpu_scalar_slot;
+  bool recheck_overlap = false;  // a tensor was replaced since the last check
 };
 
 TensorArg TensorArg::host(float* data, std::vector<int64_t> shape, std::vector<int64_t> strides) {
@@ -276,12 +280,14 @@ LaunchReport Kernel::launch(const KernelArgs& args, const LaunchOptions& options
 
 BoundLaunch Kernel::bind(const KernelArgs& args) const {
   const CompiledKernelImpl& c = *impl_;
+  // The sim stores every tensor as f32; the cpu target reads f32 and f64 tensors as
+  // stored (an f64 kernel computes in f64 there).
   if (c.plan.target != TargetKind::Cuda)
     for (const TensorParam& t : c.kernel.tensors)
-      if (t.dtype != DType::F32)
-        user_error(ErrorKind::Unsupported, std::string("the ") + target_name(c.plan.target) +
-                                               " target reads f32 tensors; tensor " + t.name +
-                                               " is " + dtype_name(t.dtype));
+      if (t.dtype != DType::F32 && !(t.dtype == DType::F64 && c.plan.target == TargetKind::Cpu))
+        user_error(ErrorKind::Unsupported, std::string("the ") + target_name(c.plan.target) + " target reads " +
+                                               (c.plan.target == TargetKind::Cpu ? "f32 and f64" : "f32") +
+                                               " tensors; tensor " + t.name + " is " + dtype_name(t.dtype));
   for (const auto& [name, a] : args.tensors)
     if (a.on_device && c.plan.target != TargetKind::Cuda)
       bad_argument("tensor " + name + " is in device memory, but the target is " +
@@ -326,13 +332,10 @@ void BoundLaunch::set_tensor(size_t index, void* data) {
   if (!data && span.layout.elements > 0) bad_argument("tensor " + k.tensors[index].name + " is a null pointer");
   static float empty = 0;
   float* ptr = data ? static_cast<float*>(data) : &empty;
-  uintptr_t old_base = span.base;
+  // Overlap is checked by run(), once every replacement is in: checked here, a
+  // tensor moved onto memory that another is about to leave would be refused.
   span.base = reinterpret_cast<uintptr_t>(data);
-  if (written_overlap(b.bound.spans)) {
-    std::vector<TensorSpan> spans = b.bound.spans;
-    span.base = old_base;  // the launch stays as it was
-    check_tensor_overlap(spans);
-  }
+  b.recheck_overlap = true;
   for (size_t p = 0; p < b.cpu.size(); ++p)
     if (int slot = b.cpu_tensor_slot[p][index]; slot >= 0) b.cpu[p].tensors[slot] = ptr;
   if (b.cpu.empty()) {  // sim and cuda read the maps
@@ -360,6 +363,10 @@ void BoundLaunch::set_scalar(size_t index, double value) {
 LaunchReport BoundLaunch::run(const LaunchOptions& options) {
   BoundLaunchImpl& b = *impl_;
   const CompiledKernelImpl& c = *b.compiled;
+  if (b.recheck_overlap) {
+    if (written_overlap(b.bound.spans)) check_tensor_overlap(b.bound.spans);  // throws, naming both
+    b.recheck_overlap = false;
+  }
   LaunchReport report;
   auto start = std::chrono::steady_clock::now();
   switch (c.plan.target) {

@@ -97,7 +97,7 @@ TEST_F(CpuGemm, ThreadsGiveTheSameResult) {
 TEST_F(CpuGemm, EmittedSourceIsHeaderFreeAndUsesTheMicroKernel) {
   std::string src = emit_cpu(hand_gemm_program(HandGemm{}));
   EXPECT_EQ(src.find("#include"), std::string::npos);
-  EXPECT_NE(src.find("tsl_ukr_12x32_256("), std::string::npos);
+  EXPECT_NE(src.find("tsl_ukr_12x32_256_32("), std::string::npos);
 }
 
 }  // namespace

@@ -93,7 +93,8 @@ TEST_F(CpuJit, MissingCompilerIsACompileErrorWithTheCommand) {
   Error e = compile_error(small_gemm(48));
   EXPECT_EQ(e.kind(), ErrorKind::Compile);
   std::string msg = e.what();
-  EXPECT_NE(msg.find("command: /nonexistent/c++ -O2 -march=native"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("command: /nonexistent/c++ -march="), std::string::npos) << msg;
+  EXPECT_NE(msg.find("cannot be started"), std::string::npos) << msg;
   EXPECT_NE(msg.find("source: " + dir_), std::string::npos) << msg;
 }
 

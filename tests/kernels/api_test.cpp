@@ -160,12 +160,24 @@ TEST(Api, BoundLaunchRefusesANullOrOverlappingReplacement) {
   args.tensors["Y"] = TensorArg::host(y.data(), {m, n});
   BoundLaunch launch = k.bind(args);
   expect_error(ErrorKind::InvalidArgument, "null pointer", [&] { launch.set_tensor(1, nullptr); });
-  expect_error(ErrorKind::InvalidArgument, "overlap", [&] { launch.set_tensor(1, x.data() + 1); });
   expect_error(ErrorKind::InvalidArgument, "out of range", [&] { launch.set_tensor(2, y.data()); });
   expect_error(ErrorKind::InvalidArgument, "out of range", [&] { launch.set_scalar(0, 1.0); });
-  // The refused replacements left the launch as it was.
+  // An overlap is refused by the run, before anything runs.
+  std::vector<float> before = x;
+  launch.set_tensor(1, x.data() + 1);
+  expect_error(ErrorKind::InvalidArgument, "overlap", [&] { launch.run(); });
+  EXPECT_EQ(x, before);
+  // Swapping X and Y's memory passes through an overlapping state between the two
+  // replacements; only the state at run() counts.
+  std::vector<float> x2(m * n, 3.0f);
+  launch.set_tensor(1, y.data());
+  launch.set_tensor(0, x2.data());
   launch.run();
   for (float v : y) EXPECT_FLOAT_EQ(v, 1.0f / n);
+  launch.set_tensor(0, y.data());
+  launch.set_tensor(1, x2.data());
+  launch.run();
+  for (float v : x2) EXPECT_FLOAT_EQ(v, 1.0f / n);
 }
 
 }  // namespace

@@ -52,6 +52,11 @@ std::vector<Case> cases() {
        "gemm_bias_gelu", {{"M", 21}, {"N", 35}, {"K", 13}, {"lda", 13}, {"ldb", 35}, {"ldc", 35}}, {}},
       {"gemm_colbias_relu", [] { return gemm_epilogue_kernel(BiasAlong::Cols, Activation::Relu); }, "",
        {{"M", 21}, {"N", 35}, {"K", 13}, {"lda", 13}, {"ldb", 35}, {"ldc", 36}}, {}},
+      // head_dim 7 < BD = 8 (the twin comparison binds every tile to 8), GQA 2:1.
+      {"attention", [] { return attention_kernel(AttentionMask::None); }, "attention",
+       {{"B", 2}, {"Hq", 4}, {"Hkv", 2}, {"Sq", 19}, {"Skv", 23}, {"D", 7}}, {}},
+      {"attention_causal", [] { return attention_kernel(AttentionMask::Causal); }, "attention_causal",
+       {{"B", 2}, {"Hq", 4}, {"Hkv", 2}, {"Sq", 23}, {"Skv", 19}, {"D", 7}}, {}},
   };
 }
 

@@ -33,6 +33,8 @@ const Case kCases[] = {
      {}},
     {"gemm_bias_relu", {{"M", 21}, {"N", 35}, {"K", 13}, {"lda", 13}, {"ldb", 35}, {"ldc", 35}}, {}},
     {"gemm_bias_gelu", {{"M", 21}, {"N", 35}, {"K", 13}, {"lda", 13}, {"ldb", 35}, {"ldc", 35}}, {}},
+    {"attention", {{"B", 2}, {"Hq", 4}, {"Hkv", 2}, {"Sq", 21}, {"Skv", 27}, {"D", 64}}, {{"scale", 0.125}}},
+    {"attention_causal", {{"B", 1}, {"Hq", 3}, {"Hkv", 1}, {"Sq", 27}, {"Skv", 21}, {"D", 64}}, {{"scale", 0.125}}},
 };
 
 class Library : public ::testing::TestWithParam<Case> {};

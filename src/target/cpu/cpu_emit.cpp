@@ -5,6 +5,7 @@
 #include <functional>
 #include <map>
 
+#include "target/cpu/cpu_isa.h"
 #include "target/cpu/cpu_microkernel.h"
 #include "tessel/error.h"
 
@@ -13,13 +14,9 @@ namespace {
 
 // Everything the emitted unit needs in place of headers. int64_t is `long` on the
 // LP64 targets we compile for; INT64_C is what expr_to_cpp prints for constants.
-const char* kPrelude = R"(// Emitted by tessel (cpu target). Header-free on purpose: it compiles in tens of ms.
-typedef long int64_t;
-typedef unsigned int tsl_u32;
+const char* kPrelude = R"(typedef unsigned int tsl_u32;
 typedef unsigned short tsl_u16;
 #define INT64_C(c) c##L
-typedef float v16 __attribute__((vector_size(64)));
-typedef float v16u __attribute__((vector_size(64), aligned(4)));
 static inline int64_t tsl_floordiv(int64_t a, int64_t b) {
   int64_t q = a / b;
   return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
@@ -104,48 +101,20 @@ static inline float tsl_exp2f(float x) {
 }
 
 // The guarded (ragged edge) copy of fp32 windows, shared by every such transfer so
-// that the unit stays small: one call per window instead of a loop nest per op. A
-// window of a buffer: layout 0 strided (element (r, c) at r * ld + c * cs), 1 column
+// that the unit stays small: one call per window instead of a loop nest per op. It
+// lives in tessel (cpu_support.h: cpu_copy_guarded, entry 0 of the table that
+// tessel_bind receives after dlopen), so no unit spends compile time on it. A window
+// of a buffer: layout 0 strided (element (r, c) at r * ld + c * cs), 1 column
 // panels, 2 row panels; (r0, c0) its top-left element; elements at or beyond
 // (rb, cb) are outside.
 struct tsl_win { float* base; int64_t layout, ld, cs, rows, cols, panel, r0, c0, rb, cb; };
-static inline int64_t tsl_off(const tsl_win* w, int64_t r, int64_t c) {
-  r += w->r0;
-  c += w->c0;
-  if (w->layout == 0) return r * w->ld + c * w->cs;
-  if (w->layout == 1) return (c / w->panel * w->rows + r) * w->panel + c % w->panel;
-  return (r / w->panel * w->cols + c) * w->panel + r % w->panel;
-}
-static inline void tsl_fill(float* to, float pad, int64_t n) {
-  if (pad == 0.0f) __builtin_memset(to, 0, n * sizeof(float));
-  else for (int64_t i = 0; i < n; ++i) to[i] = pad;
-}
+typedef void (*tsl_copy_fn)(const tsl_win*, const tsl_win*, int64_t, int64_t, float);
+static tsl_copy_fn tsl_copy_guarded_fn;
+extern "C" void tessel_bind(void* const* table) { tsl_copy_guarded_fn = (tsl_copy_fn)table[0]; }
 // dst = src over rows x cols: source elements outside read as `pad`, destination
 // elements outside are left alone.
-__attribute__((noinline)) static void tsl_copy_guarded(tsl_win s, tsl_win d, int64_t rows, int64_t cols, float pad) {
-  const int64_t src_rows = tsl_clamp(s.rb - s.r0, rows), src_cols = tsl_clamp(s.cb - s.c0, cols);
-  const int64_t dst_rows = tsl_clamp(d.rb - d.r0, rows), dst_cols = tsl_clamp(d.cb - d.c0, cols);
-  for (int64_t r = 0; r < dst_rows; ++r) {
-    const int64_t valid = r < src_rows ? (src_cols < dst_cols ? src_cols : dst_cols) : 0;
-    if (s.layout == 0 && d.layout == 0 && s.cs == 1 && d.cs == 1) {
-      const float* from = s.base + (s.r0 + r) * s.ld + s.c0;
-      float* to = d.base + (d.r0 + r) * d.ld + d.c0;
-      __builtin_memcpy(to, from, valid * sizeof(float));
-      tsl_fill(to + valid, pad, dst_cols - valid);
-    } else if (s.layout == 0 && s.cs == 1 && d.layout == 1 && d.c0 % d.panel == 0) {
-      // Packing B at an edge: panel-wide runs are contiguous on both sides.
-      const float* from = s.base + (s.r0 + r) * s.ld + s.c0;
-      for (int64_t c0 = 0; c0 < dst_cols; c0 += d.panel) {
-        float* to = d.base + ((d.c0 + c0) / d.panel * d.rows + d.r0 + r) * d.panel;
-        const int64_t n = tsl_clamp(dst_cols - c0, d.panel), v = tsl_clamp(valid - c0, n);
-        __builtin_memcpy(to, from + c0, v * sizeof(float));
-        tsl_fill(to + v, pad, n - v);
-      }
-    } else {
-      for (int64_t c = 0; c < valid; ++c) d.base[tsl_off(&d, r, c)] = s.base[tsl_off(&s, r, c)];
-      for (int64_t c = valid; c < dst_cols; ++c) d.base[tsl_off(&d, r, c)] = pad;
-    }
-  }
+static inline void tsl_copy_guarded(tsl_win s, tsl_win d, int64_t rows, int64_t cols, float pad) {
+  tsl_copy_guarded_fn(&s, &d, rows, cols, pad);
 }
 )";
 
@@ -241,14 +210,16 @@ bool raw_copyable(const Side& a, const Side& b) { return a.ctype() == b.ctype() 
 
 class Emitter {
  public:
-  explicit Emitter(const GroupProgram& p) : p_(p) {}
+  Emitter(const GroupProgram& p, const CpuIsaInfo& isa) : p_(p), isa_(isa) {}
 
   std::string run() {
     check_params();
     layout_scratch();
     depth_ = 1;
     for (const GroupOp& op : p_.body) emit_op(op);
-    std::string s = kPrelude;
+    // int64_t and the vector types of the ISA (the micro-kernel's registers).
+    std::string s = std::string("// Emitted by tessel (cpu target, ") + isa_.name +
+                    "). Header-free on purpose: it compiles in tens of ms.\n" + cpu_vector_types(isa_) + kPrelude;
     for (auto& [name, text] : microkernels_) s += "\n" + text;
     s += "\nextern \"C\" int64_t tessel_scratch_floats(void) { return " + num(scratch_floats_) +
          "; }\n\n";
@@ -624,6 +595,14 @@ class Emitter {
       case GroupOpKind::Call:
         user_error(ErrorKind::Unsupported, "cpu target: op #" + num(op.id) + " calls '" + op.callee +
                                                "', and opaque calls are not supported");
+      case GroupOpKind::MbarInit:
+      case GroupOpKind::MbarArrive:
+      case GroupOpKind::MbarExpectTx:
+      case GroupOpKind::MbarWait:
+      case GroupOpKind::Tma:
+        // The GPU's mbarriers and tensor-memory copies: nothing here emits them for a cpu plan.
+        user_error(ErrorKind::Unsupported, "cpu target: op #" + num(op.id) + " (" + group_op_name(op.kind) +
+                                               ") is not supported on the cpu");
       case GroupOpKind::For:
         open("for (int64_t " + sym(op.iv) + " = " + ex(op.lo) + "; " + sym(op.iv) + " < " + ex(op.hi) +
              "; ++" + sym(op.iv) + ")");
@@ -936,7 +915,9 @@ class Emitter {
   }
 
   // Each worker: its part of acc += a * b, in MR x NR blocks through the
-  // micro-kernel where the layouts allow it, a scalar loop for the rest.
+  // micro-kernel where the layouts allow it, and the part's leftover rows and
+  // columns through edge micro-kernels (smaller MR or NR: cpu_microkernel.h); a
+  // scalar loop only where the layouts do not fit the micro-kernel at all.
   void emit_mma(const GroupOp& op) {
     const Buffer& acc = frag(op.frag, op);
     const Buffer& A = p_.buffer(op.a.buffer);
@@ -945,9 +926,9 @@ class Emitter {
       user_error(ErrorKind::Verify, "mma #" + num(op.id) + ": operands must be shared buffers");
     const int64_t mr = p_.atom_m, nr = p_.atom_n;
     int64_t b_col = -1;
-    bool fast = cpu_microkernel_fits(mr, nr) && A.layout == Layout::RowMajor && B.layout == Layout::ColPanels &&
-                B.panel == nr && expr_is_const(op.b.col, &b_col) && b_col % nr == 0 && !is_f64(A.dtype) &&
-                !is_f64(B.dtype) && !is_f64(acc.dtype);
+    bool fast = mr >= 1 && nr >= 1 && cpu_microkernel_fits(nr, isa_) && A.layout == Layout::RowMajor &&
+                B.layout == Layout::ColPanels && B.panel == nr && expr_is_const(op.b.col, &b_col) &&
+                b_col % nr == 0 && !is_f64(A.dtype) && !is_f64(B.dtype) && !is_f64(acc.dtype);
     line("// mma #" + num(op.id) + " (" + num(op.m) + "x" + num(op.n) + "x" + num(op.k) + ")");
     Side a = side(op.a, 0, 0, nullptr, nullptr, op), b = side(op.b, 0, 0, nullptr, nullptr, op);
     // The valid part of the tile (GroupOp::m_valid): work outside it is skipped.
@@ -960,30 +941,37 @@ class Emitter {
       FragPart part = frag_part(p_, acc, w);
       if (part.rows * part.cols == 0) continue;
       std::string c = part_base(acc, w);
-      int64_t rows_fast = 0, cols_fast = 0;
-      if (fast) {
-        rows_fast = part.rows / mr * mr;
-        cols_fast = part.cols / nr * nr;
+      // The kernels read B by whole panel rows from the part's first column: it must
+      // start a panel (a worker grid whose parts are not a multiple of NR wide
+      // leaves some parts off the boundaries; those take the scalar loop).
+      if (!fast || part.col0 % nr != 0) {
+        emit_scalar_mma(acc, a, b, c, part, 0, part.rows, 0, part.cols);
+        continue;
       }
-      if (rows_fast > 0 && cols_fast > 0) {
-        std::string name = cpu_microkernel_name(mr, nr, A.cols);
-        if (!microkernels_.count(name)) microkernels_[name] = emit_cpu_microkernel(mr, nr, A.cols);
+      const int64_t rows_fast = part.rows / mr * mr, cols_fast = part.cols / nr * nr;
+      const int64_t rows_left = part.rows - rows_fast, cols_left = part.cols - cols_fast;
+      // Blocks of [r0, r1) x [c0, c1) of the part, `br` x `bc` at a time.
+      auto blocks = [&](int64_t r0, int64_t r1, int64_t br, int64_t c0, int64_t c1, int64_t bc) {
+        if (r0 >= r1 || c0 >= c1) return;
+        std::string name = cpu_microkernel_name(br, bc, A.cols, nr);
+        if (!microkernels_.count(name)) microkernels_[name] = emit_cpu_microkernel(br, bc, A.cols, nr, isa_);
         // jr outer, ir inner (BLIS): one B micro-panel stays in L1 while the A
         // micro-panels stream past it.
-        open("for (int64_t jr = 0; jr < " + num(cols_fast) + " && " + num(part.col0) +
-             " + jr < nv; jr += " + num(nr) + ")");
-        open("for (int64_t ir = 0; ir < " + num(rows_fast) + " && " + num(part.row0) +
-             " + ir < mv; ir += " + num(mr) + ")");
+        open("for (int64_t jr = " + num(c0) + "; jr < " + num(c1) + " && " + num(part.col0) +
+             " + jr < nv; jr += " + num(bc) + ")");
+        open("for (int64_t ir = " + num(r0) + "; ir < " + num(r1) + " && " + num(part.row0) +
+             " + ir < mv; ir += " + num(br) + ")");
         line(name + "(kv, &" + a.at(num(part.row0) + " + ir", "0") + ", &" +
              b.at("0", num(part.col0) + " + jr") + ", " + c + " + ir * " + num(part.cols) + " + jr, " +
              num(part.cols) + ");");
         close();
         close();
-      }
-      // Leftovers: rows below the blocked ones (all columns), then the columns to
-      // the right of the blocked ones (blocked rows only).
-      emit_scalar_mma(acc, a, b, c, part, rows_fast, part.rows, 0, part.cols);
-      if (rows_fast > 0) emit_scalar_mma(acc, a, b, c, part, 0, rows_fast, cols_fast, part.cols);
+      };
+      // Full blocks, then the edge kernels: the right columns, the bottom rows, the corner.
+      blocks(0, rows_fast, mr, 0, cols_fast, nr);
+      blocks(0, rows_fast, mr, cols_fast, part.cols, cols_left);
+      blocks(rows_fast, part.rows, rows_left, 0, cols_fast, nr);
+      blocks(rows_fast, part.rows, rows_left, cols_fast, part.cols, cols_left);
     }
     close();
   }
@@ -1005,6 +993,7 @@ class Emitter {
   }
 
   const GroupProgram& p_;
+  const CpuIsaInfo& isa_;
   std::vector<int64_t> offset_, slot_;
   int64_t scratch_floats_ = 0;
   std::map<std::string, std::string> microkernels_;
@@ -1014,6 +1003,7 @@ class Emitter {
 
 }  // namespace
 
-std::string emit_cpu(const GroupProgram& program) { return Emitter(program).run(); }
+std::string emit_cpu(const GroupProgram& program, CpuIsa isa) { return Emitter(program, cpu_isa_info(isa)).run(); }
+std::string emit_cpu(const GroupProgram& program) { return emit_cpu(program, cpu_isa()); }
 
 }  // namespace tessel

@@ -6,6 +6,7 @@
 //                                float* const* tensors, const int64_t* group,
 //                                float* scratch);
 //   extern "C" int64_t tessel_scratch_floats(void);
+//   extern "C" void tessel_bind(void* const* table);   // cpu_support.h, once after dlopen
 // `sizes` follows GroupProgram::size_params, `scalars` GroupProgram::scalars,
 // `tensors` GroupProgram::tensors, `group` the coordinates of GroupProgram::grid.
 // `scratch` holds every shared buffer (all versions) and every worker's fragments
@@ -30,12 +31,20 @@
 // vectorize), other math goes through __builtin_*; max and min propagate NaN as
 // the sim does. Reductions run in independent lanes so that they vectorize. Mma
 // uses the micro-kernel of cpu_microkernel.h where the layouts allow it (A
-// row-major, B in column panels of the atom's width), a scalar loop otherwise.
+// row-major, B in column panels of the atom's width, a multiple of the vector
+// width), with edge kernels for a fragment part's leftover rows and columns, and a
+// scalar loop otherwise.
+//
+// The unit is written for one vector ISA (cpu_isa.h): its vector types (tsl_vf) are
+// that ISA's registers, and the micro-kernel blocks for their count.
 #pragma once
 #include <string>
 
 #include "ir/group_ir.h"
+#include "target/cpu/cpu_isa.h"
 
 namespace tessel {
+std::string emit_cpu(const GroupProgram& program, CpuIsa isa);
+// For the ISA the JIT would use now (cpu_isa()).
 std::string emit_cpu(const GroupProgram& program);
 }  // namespace tessel

@@ -1,6 +1,11 @@
 #include "target/cpu/cpu_jit.h"
 
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -8,6 +13,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <limits>
 #include <map>
@@ -18,27 +24,65 @@
 #include "runtime/tensor_check.h"
 #include "runtime/thread_pool.h"
 #include "target/cpu/cpu_emit.h"
+#include "target/cpu/cpu_isa.h"
+#include "target/cpu/cpu_support.h"
 #include "tessel/error.h"
 
 namespace tessel {
 namespace {
 
-// -march=native: the kernel is built for this very CPU (the cache key names it).
+// The ISA's flags (cpu_isa.h) come first, then:
 // -ffp-contract=fast: a * b + c becomes one FMA.
 // -fno-math-errno: sqrt and friends need not set errno (nothing reads it), so they
 // inline and vectorize.
-// A sanitized tessel (TESSEL_SANITIZE) sanitizes its kernels too: they are loaded
-// into a process that already carries the sanitizer runtimes.
-const char* kFlags = "-O2 -march=native -ffp-contract=fast -fno-math-errno -fPIC -shared"
+// -nostdlib: the unit is header-free and needs nothing linked in; what it calls
+// (memcpy, memset, libm for f64 math) resolves at dlopen against the process, which
+// has libc and libm loaded (libstdc++ needs both). Linking the C++ runtime took
+// about a third of a cold compile. Only the compiler's own helper archive (libgcc,
+// static) is linked, after the source, for any helper call the compiler emits.
+// -pipe: no temporary assembly file.
+// A sanitized tessel (TESSEL_SANITIZE) sanitizes its kernels too, linked the usual
+// way: they are loaded into a process that already carries the sanitizer runtimes.
+const char* kCommonFlags = "-O2 -ffp-contract=fast -fno-math-errno -fPIC -shared -pipe"
 #ifdef TESSEL_SANITIZE
-                     " -fsanitize=address,undefined -fno-sanitize-recover=all"
+                           " -fsanitize=address,undefined -fno-sanitize-recover=all"
+#else
+                           " -nostdlib"
 #endif
     ;
+
+#ifdef TESSEL_SANITIZE
+const char* kLinkAfter = "";
+#else
+const char* kLinkAfter = "-lgcc";
+#endif
+
+std::string compile_flags(const CpuIsaInfo& isa) { return std::string(isa.flags) + " " + kCommonFlags; }
+
+// TESSEL_PASS_TIMING=1: each part of a cpu compile on stderr, as compile.cpp prints
+// the compiler's steps.
+class PartTimer {
+ public:
+  explicit PartTimer(const char* name) : name_(name), start_(std::chrono::steady_clock::now()) {}
+  ~PartTimer() {
+    if (!std::getenv("TESSEL_PASS_TIMING")) return;
+    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start_).count();
+    std::fprintf(stderr, "tessel: %-14s %8.3f ms\n", name_, ms);
+  }
+
+ private:
+  const char* name_;
+  std::chrono::steady_clock::time_point start_;
+};
 
 using GroupFn = void (*)(const int64_t*, const double*, float* const*, const int64_t*, float*);
 using ScratchFn = int64_t (*)();
 
+// A word as a shell reads it: as is when it holds only harmless characters.
 std::string shell_quote(const std::string& s) {
+  if (!s.empty() && s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-+=,.:/@%") ==
+                        std::string::npos)
+    return s;
   std::string q = "'";
   for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
   return q + "'";
@@ -49,38 +93,52 @@ std::string compiler() {
   return cxx && *cxx ? cxx : "c++";
 }
 
-// First line of `$CXX --version` ("" if it does not run), once per compiler.
-std::string compiler_version(const std::string& cxx) {
+// What identifies the compiler in a cache entry's stamp, once per process and
+// compiler. A plain command name is looked up on PATH and named by its resolved
+// file, size and modification time: no process is started, so a cache hit in a
+// fresh process stays well under a millisecond (running `$CXX --version` took
+// about 2 ms). A command with arguments (CXX="ccache g++") falls back to the first
+// line of `$CXX --version`.
+std::string compiler_identity(const std::string& cxx) {
   static std::mutex mu;
   static std::map<std::string, std::string> known;
   std::lock_guard<std::mutex> lock(mu);
   auto it = known.find(cxx);
   if (it != known.end()) return it->second;
-  std::string line;
-  if (FILE* f = popen((cxx + " --version 2>/dev/null").c_str(), "r")) {
-    char buf[512];
-    if (std::fgets(buf, sizeof buf, f)) line = buf;
-    pclose(f);
-  }
-  while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.pop_back();
-  return known[cxx] = line;
-}
-
-// The CPU as -march=native sees it: model name and feature flags (under a
-// hypervisor the model name alone can be generic).
-const std::string& cpu_identity() {
-  static const std::string id = [] {
-    std::string info, out;
-    read_file("/proc/cpuinfo", &info);
-    for (const char* key : {"model name", "flags"}) {
-      size_t at = info.find(key);
-      if (at == std::string::npos) continue;
-      size_t end = info.find('\n', at);
-      out += info.substr(at, end == std::string::npos ? std::string::npos : end - at) + "\n";
+  std::string id;
+  if (cxx.find_first_of(" \t'\"\\") == std::string::npos) {
+    std::vector<std::string> candidates;
+    if (cxx.find('/') != std::string::npos) candidates.push_back(cxx);
+    else if (const char* path = std::getenv("PATH")) {
+      std::string p = path;
+      for (size_t at = 0; at <= p.size();) {
+        size_t end = p.find(':', at);
+        if (end == std::string::npos) end = p.size();
+        candidates.push_back((end == at ? std::string(".") : p.substr(at, end - at)) + "/" + cxx);
+        at = end + 1;
+      }
     }
-    return out;
-  }();
-  return id;
+    for (const std::string& c : candidates) {
+      std::error_code ec;
+      std::filesystem::path real = std::filesystem::canonical(c, ec);
+      struct stat st;
+      if (ec || stat(real.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || access(real.c_str(), X_OK) != 0) continue;
+      id = real.string() + " size " + std::to_string(st.st_size) + " mtime " + std::to_string(st.st_mtim.tv_sec) +
+           "." + std::to_string(st.st_mtim.tv_nsec);
+      break;
+    }
+  }
+  if (id.empty()) {
+    std::string line;
+    if (FILE* f = popen((cxx + " --version 2>/dev/null").c_str(), "r")) {
+      char buf[512];
+      if (std::fgets(buf, sizeof buf, f)) line = buf;
+      pclose(f);
+    }
+    while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.pop_back();
+    id = line;
+  }
+  return known[cxx] = id;
 }
 
 // A loaded shared object; it stays loaded while any kernel refers to it.
@@ -109,6 +167,12 @@ std::shared_ptr<Library> load(const std::string& path, std::string* why) {
     *why = path + " lacks tessel_group or tessel_scratch_floats";
     return nullptr;
   }
+  auto bind = reinterpret_cast<void (*)(void* const*)>(dlsym(h, "tessel_bind"));
+  if (!bind) {
+    *why = path + " lacks tessel_bind";
+    return nullptr;
+  }
+  bind(cpu_support_table());  // the unit's calls into tessel (cpu_support.h)
   lib->scratch_floats = scratch();
   return lib;
 }
@@ -238,6 +302,38 @@ class LoadedKernel : public CpuKernel {
   CpuCompileInfo info_;
 };
 
+std::vector<std::string> split_words(const std::string& s) {
+  std::vector<std::string> out;
+  size_t at = 0;
+  while ((at = s.find_first_not_of(" \t", at)) != std::string::npos) {
+    size_t end = s.find_first_of(" \t", at);
+    out.push_back(s.substr(at, end - at));
+    at = end;
+  }
+  return out;
+}
+
+// Runs argv[0] (looked up on PATH) with stderr into `err_path`; its exit status, or
+// 127 when it cannot be started, 128 + N when signal N ended it.
+int run_command(const std::vector<char*>& argv, const std::string& err_path) {
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 2, err_path.c_str(), O_WRONLY | O_TRUNC, 0600);
+  pid_t pid = 0;
+  int rc = posix_spawnp(&pid, argv[0], &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (rc != 0) {
+    std::string line = std::string(argv[0]) + ": cannot be started (" + std::strerror(rc) + ")\n";
+    write_file_atomic(err_path, line);
+    return 127;
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0)
+    if (errno != EINTR) return 127;
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 127;
+}
+
 std::mutex& cache_mutex() {
   static std::mutex mu;
   return mu;
@@ -251,14 +347,29 @@ std::map<uint64_t, std::shared_ptr<Library>>& memory_cache() {
 // sealed cache entry (seal_cache_entry: the .so with a footer naming `stamp`) by
 // one rename, so two processes compiling the same kernel at once both leave a
 // whole entry. Returns the compiler's wall time in ms.
-double compile_to(const std::string& cxx, const std::string& src_path, const std::string& so_path,
-                  const std::string& stamp) {
+double compile_to(const std::string& cxx, const std::string& flags, const std::string& src_path,
+                  const std::string& so_path, const std::string& stamp) {
   // Both made exclusively (unpredictable names, mode 0600) before the tools write them.
   std::string tmp = create_temp_file(so_path), err = create_temp_file(so_path + ".err");
-  std::string command = cxx + " " + kFlags + " -o " + shell_quote(tmp) + " " + shell_quote(src_path);
-  auto t0 = std::chrono::steady_clock::now();
-  int rc = std::system((command + " 2> " + shell_quote(err)).c_str());
-  double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  // The compiler is started directly, not through a shell (CXX and the flags split
+  // at spaces, as make splits $(CXX)); `command` is the same for a shell, to
+  // reproduce a failure.
+  std::vector<std::string> words = split_words(cxx + " " + flags);
+  words.insert(words.end(), {"-o", tmp, src_path});
+  for (const std::string& w : split_words(kLinkAfter)) words.push_back(w);
+  std::string command;
+  for (const std::string& w : words) command += (command.empty() ? "" : " ") + shell_quote(w);
+  std::vector<char*> argv;
+  for (std::string& w : words) argv.push_back(w.data());
+  argv.push_back(nullptr);
+  double ms = 0;
+  int rc = 0;
+  {
+    PartTimer t("cpu-c++");
+    auto t0 = std::chrono::steady_clock::now();
+    rc = run_command(argv, err);
+    ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  }
   std::string diagnostics;
   read_file(err, &diagnostics);
   std::remove(err.c_str());
@@ -269,6 +380,7 @@ double compile_to(const std::string& cxx, const std::string& src_path, const std
                                        ")\n  command: " + command + "\n  source: " + src_path +
                                        "\n" + diagnostics);
   }
+  PartTimer t("cpu-seal");
   std::string so;
   bool ok = read_file(tmp, &so);
   std::remove(tmp.c_str());
@@ -327,13 +439,18 @@ void check_scratch(const GroupProgram& program) {
 std::shared_ptr<const CpuKernel> compile_cpu(const GroupProgram& program) {
   check_scratch(program);
   Signature sig{program.size_params, program.scalars, program.tensors, program.grid};
-  std::string source = emit_cpu(program);
-  std::string cxx = compiler();
+  const CpuIsaInfo& isa = cpu_isa_info(cpu_isa());
+  std::string source;
+  {
+    PartTimer t("cpu-emit");
+    source = emit_cpu(program, isa.isa);
+  }
+  std::string cxx = compiler(), flags = compile_flags(isa);
   // Everything besides the source that decides the compiled bytes; a cache entry
   // must carry the same stamp to be loaded.
   std::string stamp = std::string("tessel ") + kTesselVersion + "\ncompiler " + cxx + " " +
-                      compiler_version(cxx) + "\nflags " + kFlags + "\ncpu " +
-                      hex64(fnv1a64(cpu_identity())) + "\n";
+                      compiler_identity(cxx) + "\nflags " + flags + " " + kLinkAfter + "\ncpu " +
+                      hex64(fnv1a64(cpu_fingerprint())) + "\n";
   uint64_t hash = fnv1a64(source + "\n--\n" + stamp);
 
   CpuCompileInfo info;
@@ -357,6 +474,7 @@ std::shared_ptr<const CpuKernel> compile_cpu(const GroupProgram& program) {
   // crash the process or run the wrong code, and one that someone else owns or
   // could have written is not ours to run at all (kept in memory only, left alone).
   if (!memory_only) {
+    PartTimer t("cpu-cache");
     CacheRead read = read_cache_entry(so_path, &entry, &why);
     if (read == CacheRead::Refused) {
       warn_once("kernel cache entry " + so_path + " " + why +
@@ -365,7 +483,7 @@ std::shared_ptr<const CpuKernel> compile_cpu(const GroupProgram& program) {
     } else if (read == CacheRead::Ok) {
       if (!check_cache_entry(entry, stamp, &why))
         warn_once("kernel cache entry " + so_path + " " + why + "; rebuilding it");
-      else if (!(lib = load(so_path, &why)))
+      else if (PartTimer t("cpu-dlopen"); !(lib = load(so_path, &why)))
         warn_once("kernel cache entry " + so_path + " does not load (" + why + "); rebuilding it");
       info.from_disk = lib != nullptr;
     }
@@ -377,7 +495,8 @@ std::shared_ptr<const CpuKernel> compile_cpu(const GroupProgram& program) {
   info.cache_path = so_path;
   if (!lib) {
     write_file_atomic(src_path, source);
-    info.compile_ms = compile_to(cxx, src_path, so_path, stamp);
+    info.compile_ms = compile_to(cxx, flags, src_path, so_path, stamp);
+    PartTimer t("cpu-dlopen");
     lib = load(so_path, &why);
     if (!lib) user_error(ErrorKind::Runtime, "cannot load compiled kernel " + so_path + ": " + why);
   }

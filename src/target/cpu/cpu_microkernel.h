@@ -1,33 +1,60 @@
 // The `cpu` mma atom: a register-blocked micro-kernel (BLIS's structure), emitted
-// as a static function of the translation unit.
+// as a static function of the translation unit for the ISA's vector width
+// (cpu_isa.h). docs/cpu_microkernel.md has the contract with diagrams; in short:
 //
-// Contract of  tsl_ukr_<MR>x<NR>_<LDA>(kc, a, b, c, ldc):
+// Contract of  tsl_ukr_<MR>x<NR>_<LDA>_<LDB>(kc, a, b, c, ldc):
 //   operation   C[0:MR, 0:NR] += A[0:MR, 0:kc] * B[0:kc, 0:NR]      (fp32, FMA)
 //   A           row-major with a compile-time leading dimension LDA (the shared A
 //               staging buffer, BM x BK): A(r, k) = a[r * LDA + k]. Each A element
-//               is broadcast (an embedded broadcast operand of the FMA).
-//   B           one k-major panel of NR columns (a ColPanels panel of the shared B
-//               staging buffer with panel == NR): B(k, j) = b[k * NR + j].
-//                 b: | k=0: j0 .. j(NR-1) | k=1: j0 .. j(NR-1) | ...
-//   C           row-major, runtime leading dimension: C(r, j) = c[r * ldc + j]
-//               (the acc fragment's part); loaded into MR * NR/16 zmm registers,
-//               updated over all of kc, stored back once.
-//   edges       none: the caller calls it on full MR x NR blocks only and handles
-//               the leftover rows and columns of a fragment part with a scalar loop.
+//               is broadcast (on AVX-512 an embedded broadcast operand of the FMA).
+//   B           k-major with compile-time row stride LDB (a ColPanels panel of the
+//               shared B staging buffer, LDB = the panel width): B(k, j) = b[k * LDB + j].
+//                 b: | k=0: j0 .. j(LDB-1) | k=1: j0 .. j(LDB-1) | ...
+//               Whole vectors are read: columns NR .. round_up(NR, lanes) - 1 of each
+//               row are read and their products thrown away, so they must be readable
+//               (LDB is a multiple of the lane count: cpu_microkernel_fits).
+//   C           row-major, runtime leading dimension: C(r, j) = c[r * ldc + j] (the
+//               acc fragment's part); held in registers over all of kc, loaded and
+//               stored once. Columns >= NR are neither read nor written: a partial
+//               last vector moves through a fixed-size memcpy (the edge kernels).
+//   blocking    when the MR x NR accumulators and the B vectors do not fit the ISA's
+//               registers, the block is computed in register sub-blocks, each a pass
+//               over kc (cpu_microkernel_blocking).
+//   edges       the caller uses full MR x NR blocks where it can, and edge kernels
+//               (smaller MR or NR, same LDA and LDB) for the rest of a fragment part.
 //               kc may be anything >= 0 (ragged K is zero-filled by the copies).
 //   alignment   none required (unaligned vector loads and stores).
 //   beta        not this kernel's business: it always accumulates; the epilogue
 //               (FragLoad / Elementwise / FragStore) applies alpha and beta.
-// Usable when NR is a multiple of 16 and the MR * NR/16 accumulators plus the
-// NR/16 B vectors fit in the 32 zmm registers (12x32: 26, 14x32: 30).
+// cpu_microkernel_reference below is the same operation as plain loops; the tests
+// compare the two.
 #pragma once
 #include <cstdint>
 #include <string>
 
+#include "target/cpu/cpu_isa.h"
+
 namespace tessel {
 
-bool cpu_microkernel_fits(int64_t mr, int64_t nr);
-std::string cpu_microkernel_name(int64_t mr, int64_t nr, int64_t lda);
-std::string emit_cpu_microkernel(int64_t mr, int64_t nr, int64_t lda);
+// The unit's vector types for the ISA: tsl_vf (one register of fp32 lanes) and
+// tsl_vfu (the same, unaligned in memory), and int64_t; the micro-kernel uses them.
+std::string cpu_vector_types(const CpuIsaInfo& isa);
+
+// A B panel of width `ldb` can feed the micro-kernel: whole vectors of it are readable.
+bool cpu_microkernel_fits(int64_t ldb, const CpuIsaInfo& isa);
+std::string cpu_microkernel_name(int64_t mr, int64_t nr, int64_t lda, int64_t ldb);
+// The emitted function (uses the unit's tsl_vf / tsl_vfu vector types).
+std::string emit_cpu_microkernel(int64_t mr, int64_t nr, int64_t lda, int64_t ldb, const CpuIsaInfo& isa);
+
+// One pass's register block: `rows` x `vecs` accumulators.
+struct CpuRegisterBlock {
+  int64_t rows = 0, vecs = 0;
+};
+CpuRegisterBlock cpu_microkernel_blocking(int64_t mr, int64_t nr, const CpuIsaInfo& isa);
+
+// The reference: the contract's operation in scalar loops (fp32 accumulation in the
+// same k order per element, so results agree to rounding of the FMA contraction).
+void cpu_microkernel_reference(int64_t mr, int64_t nr, int64_t kc, const float* a, int64_t lda,
+                               const float* b, int64_t ldb, float* c, int64_t ldc);
 
 }  // namespace tessel

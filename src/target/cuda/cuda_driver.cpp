@@ -33,6 +33,8 @@ Loaded load() {
   }
   TESSEL_CUDA_DRIVER_FUNCTIONS(TESSEL_DRIVER_LOAD)
 #undef TESSEL_DRIVER_LOAD
+  d.cuTensorMapEncodeTiled =
+      reinterpret_cast<decltype(d.cuTensorMapEncodeTiled)>(dlsym(lib, "cuTensorMapEncodeTiled"));
   auto fail = [&](CUresult r, const char* what) {
     const char* name = nullptr;
     d.cuGetErrorName(r, &name);

@@ -21,6 +21,8 @@ struct CudaDriver {
 #define TESSEL_DRIVER_MEMBER(name) decltype(&::name) name = nullptr;
   TESSEL_CUDA_DRIVER_FUNCTIONS(TESSEL_DRIVER_MEMBER)
 #undef TESSEL_DRIVER_MEMBER
+  // Optional (null where the driver lacks it): tma copies' tensor maps (CUDA 12+).
+  decltype(&::cuTensorMapEncodeTiled) cuTensorMapEncodeTiled = nullptr;
   CUdevice device = 0;
   CUcontext context = nullptr;  // device 0's primary context
 };

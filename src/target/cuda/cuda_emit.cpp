@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <functional>
+#include <map>
 #include <set>
 
 #include "tessel/error.h"
@@ -97,6 +98,35 @@ static __device__ __forceinline__ void tsl_mma_tf32(float* c, const unsigned* a,
 }
 )";
 
+// The mbarrier and tma wrappers (PTX ISA: "mbarrier", "cp.async.bulk.tensor"),
+// emitted only into programs that declare mbarriers. A tensor map parameter is
+// CUtensorMap's bytes: 128, 64-byte aligned.
+const char* kMbarPrelude = R"(struct __align__(64) tsl_tensor_map { unsigned long long opaque[16]; };
+static __device__ __forceinline__ void tsl_mbar_init(unsigned a, unsigned count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" :: "r"(a), "r"(count) : "memory");
+}
+static __device__ __forceinline__ void tsl_mbar_arrive(unsigned a) {
+  asm volatile("{\n.reg .b64 st;\nmbarrier.arrive.shared::cta.b64 st, [%0];\n}\n" :: "r"(a) : "memory");
+}
+static __device__ __forceinline__ void tsl_mbar_expect_tx(unsigned a, unsigned bytes) {
+  asm volatile("mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [%0], %1;\n" :: "r"(a), "r"(bytes) : "memory");
+}
+// Returns once the phase of parity `parity` has completed (acquire, CTA scope).
+static __device__ __forceinline__ void tsl_mbar_wait(unsigned a, unsigned parity) {
+  unsigned done;
+  do {
+    asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+                 : "=r"(done) : "r"(a), "r"(parity) : "memory");
+  } while (!done);
+}
+// One box of a 2-D tensor map at (c0 = column, c1 = row) into shared memory at dst,
+// completing its bytes on the mbarrier at mbar.
+static __device__ __forceinline__ void tsl_tma_2d(unsigned dst, const tsl_tensor_map* map, int c0, int c1, unsigned mbar) {
+  asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n"
+               :: "r"(dst), "l"((unsigned long long)map), "r"(c0), "r"(c1), "r"(mbar) : "memory");
+}
+)";
+
 std::string num(int64_t v) { return std::to_string(v); }
 std::string sym(const std::string& name) { return "v_" + name; }
 std::string ex(const Expr& e) { return expr_to_cpp(e, sym); }
@@ -154,6 +184,8 @@ class Emitter {
     out.shared_bytes = shared_bytes_ + (swizzled_any_ ? 1024 : 0);  // room to align the base
     out.sm90a = p_.atom == AtomKind::Wgmma;
     std::string s = kPrelude;
+    if (!p_.mbarriers.empty()) s += kMbarPrelude;
+    out.tensor_maps = maps_;
     for (int64_t n : wgmma_widths_) s += wgmma_helper(n);
     // Two blocks per multiprocessor (at most 128 registers a thread at 256 threads)
     // where fragments are small enough not to spill there: one block's barrier
@@ -161,7 +193,9 @@ class Emitter {
     int64_t frag_regs = 0;
     for (const Buffer& b : p_.buffers)
       if (b.space == Space::Private) frag_regs = std::max(frag_regs, regs(b));
-    int min_blocks = threads_ <= 256 && frag_regs < 64 ? 2 : 1;
+    // setmaxnreg takes effect only under a register cap with one block (HOPPER.md).
+    int min_blocks = threads_ <= 256 && frag_regs < 64 && !has_setmaxnreg_ ? 2 : 1;
+    out.sm90a = out.sm90a || has_setmaxnreg_;
     s += "\nextern \"C\" __global__ void __launch_bounds__(" + num(threads_) + ", " + num(min_blocks) + ") " +
          out.entry + "(";
     std::string params;
@@ -172,6 +206,7 @@ class Emitter {
       bool in = p_.tensors[i].access == Access::In;
       param(std::string(in ? "const " : "") + ctype(p_.tensors[i].dtype) + "* __restrict__ t" + num(i));
     }
+    for (size_t i = 0; i < maps_.size(); ++i) param("const __grid_constant__ tsl_tensor_map tm" + num(i));
     s += params + ") {\n";
     if (swizzled_any_) {
       // Swizzled operands repeat every 1024 bytes of shared address: align the base.
@@ -196,6 +231,9 @@ class Emitter {
       if (b.space == Space::Private)
         s += "  float f" + num(b.id) + "[" + num(regs(b)) + "];  // " + b.name + "\n";
     }
+    for (const MBarrier& b : p_.mbarriers)
+      s += "  const unsigned mb" + num(b.id) + " = tsl_smem(smem + " + num(mbar_offset_[b.id]) + ");  // mbarrier " +
+           b.name + "[" + num(b.slots) + "]\n";
     s += body_;
     s += "}\n";
     out.code = s;
@@ -225,6 +263,7 @@ class Emitter {
       if (b.dtype == DType::F64)
         user_error(ErrorKind::Unsupported, "cuda target: buffer " + b.name + " is f64 (the sim and cpu targets take f64)");
     check_ops(p_.body);
+    mark_tma_destinations(p_.body);
     for (const Buffer& b : p_.buffers)
       if (b.space == Space::Private) check_frag(b);
     if (p_.atom == AtomKind::Wgmma) mark_wgmma_operands(p_.body);
@@ -268,6 +307,17 @@ class Emitter {
     };
     for (const GroupOp& op : ops) {
       for (const auto& body : op.bodies) check_ops(body);
+      if (is_mbarrier_op(op.kind) && (op.mbar < 0 || op.mbar >= static_cast<int>(p_.mbarriers.size())))
+        user_error(ErrorKind::Verify, std::string(group_op_name(op.kind)) + " #" + num(op.id) +
+                                          ": names mbarrier id " + num(op.mbar) + " of " + num(p_.mbarriers.size()));
+      if (op.kind == GroupOpKind::Roles)
+        for (const WorkerRole& r : op.roles) {
+          // setmaxnreg is per warpgroup; named barriers number the workers from 1.
+          if (r.regs && p_.lanes != 128)
+            user_error(ErrorKind::Unsupported, "roles #" + num(op.id) + ": regs on the cuda target need "
+                                               "warpgroup workers (the wgmma atom)");
+          has_setmaxnreg_ |= r.regs != 0;
+        }
       switch (op.kind) {
         case GroupOpKind::Elementwise: {
           const Buffer& d = frag(op.frag, op);
@@ -395,6 +445,69 @@ class Emitter {
 
   bool swizzled(const Buffer& b) const { return b.id < (int)swizzled_.size() && swizzled_[b.id]; }
 
+  // tma copies write their boxes in the 128-byte-swizzled layout (the tensor map's
+  // swizzle): their destinations take the layout wgmma's operands have, so they
+  // hold 16-bit elements in rows of 64 (RowMajor) or panels of 64 columns
+  // (ColPanels 64), and a box starts on a swizzle period (8 rows) and a panel. The
+  // tensor maps' extents, strides and offsets are launch values: size parameters only.
+  void mark_tma_destinations(const std::vector<GroupOp>& ops) {
+    for (const GroupOp& op : ops) {
+      for (const auto& body : op.bodies) mark_tma_destinations(body);
+      if (op.kind != GroupOpKind::Tma) continue;
+      auto bad = [&](const std::string& why) {
+        user_error(ErrorKind::Unsupported, "tma #" + num(op.id) + " on the cuda target: " + why);
+      };
+      const Buffer& S = p_.buffer(op.src.buffer);
+      const Buffer& D = p_.buffer(op.dst.buffer);
+      const TensorParam& t = p_.tensors.at(S.tensor);
+      if (D.dtype != t.dtype || dtype_bytes(D.dtype) != 2)
+        bad(std::string("copies ") + dtype_name(t.dtype) + " into " + dtype_name(D.dtype) +
+            "; tma copies 16-bit elements (bf16, f16) without conversion");
+      bool rows64 = D.layout == Layout::RowMajor && D.cols == 64;
+      bool panels64 = D.layout == Layout::ColPanels && D.panel == 64;
+      if (!rows64 && !panels64)
+        bad("destination " + D.name + " must be row-major with 64 columns or in panels of 64 columns "
+            "(the 128-byte swizzle)");
+      if (D.rows % 8) bad("destination " + D.name + " must have a multiple of 8 rows");
+      if (op.cols % 64 || (rows64 && op.cols != 64))
+        bad("box " + num(op.rows) + "x" + num(op.cols) + " must be whole 64-column panels");
+      if (!const_multiple(op.dst.row, 8) || !const_multiple(op.dst.col, 64))
+        bad("the destination window must start at a constant row multiple of 8 and column multiple of 64");
+      if (!unit(op.src.col_stride)) bad("the source must have column stride 1");
+      if (!op.src_row_bound || !op.src_col_bound)
+        bad("the source needs guards (the tensor's extent, its tensor map's dimensions)");
+      for (const Expr* e : {&op.src.row_stride, &op.src_row_bound, &op.src_col_bound, &op.src.offset})
+        if (*e) expr_symbols(*e, [&](const std::string& sname) {
+            if (!std::count(p_.size_params.begin(), p_.size_params.end(), sname))
+              bad("'" + sname + "' in " + expr_to_string(*e) + ": a tensor map's extents, stride and offset "
+                  "take size parameters only");
+          });
+      CudaTensorMap m;
+      m.tensor = S.tensor;
+      m.dtype = D.dtype;
+      m.box_rows = op.rows;
+      m.box_cols = 64;
+      m.rows = op.src_row_bound;
+      m.cols = op.src_col_bound;
+      m.row_stride = op.src.row_stride;
+      m.offset = op.src.offset;
+      auto same = [](const Expr& a, const Expr& b) { return (!a && !b) || (a && b && expr_equal(a, b)); };
+      int found = -1;
+      for (size_t i = 0; i < maps_.size(); ++i)
+        if (maps_[i].tensor == m.tensor && maps_[i].box_rows == m.box_rows && same(maps_[i].rows, m.rows) &&
+            same(maps_[i].cols, m.cols) && same(maps_[i].row_stride, m.row_stride) && same(maps_[i].offset, m.offset))
+          found = static_cast<int>(i);
+      if (found < 0) {
+        found = static_cast<int>(maps_.size());
+        maps_.push_back(m);
+      }
+      tma_map_[op.id] = found;
+      swizzled_.resize(p_.buffers.size(), false);
+      swizzled_[D.id] = true;
+      swizzled_any_ = true;
+    }
+  }
+
   // Device function for one m64nNk16 wgmma with fp32 accumulators d[0 .. N/2):
   // D += A * B (scale-d true), A K-major, B MN-major (imm-trans-b = 1).
   std::string wgmma_helper(int64_t n) const {
@@ -454,6 +567,11 @@ class Emitter {
       slot_[b.id] = round_up(lines * line * dtype_bytes(b.dtype), 128);  // bytes per version
       offset_[b.id] = at;
       at += slot_[b.id] * std::max(1, b.versions);
+    }
+    at = round_up(at, 8);
+    for (const MBarrier& m : p_.mbarriers) {
+      mbar_offset_.push_back(at);
+      at += 8 * m.slots;
     }
     shared_bytes_ = at;
   }
@@ -603,7 +721,90 @@ class Emitter {
         }
         close();
         return;
+      case GroupOpKind::MbarInit: {
+        const MBarrier& b = p_.mbarriers.at(op.mbar);
+        // The init is made visible to the copy engine too; the fence that must
+        // follow (GroupIR's rule) makes it visible to the other threads.
+        line("if (" + leader_thread() + ") {  // mbar.init #" + num(op.id));
+        line("  for (int s = 0; s < " + num(b.slots) + "; ++s) tsl_mbar_init(mb" + num(b.id) + " + 8 * s, " +
+             num(op.mbar_count) + ");");
+        line("  asm volatile(\"fence.mbarrier_init.release.cluster;\\n\" ::: \"memory\");");
+        line("}");
+        return;
+      }
+      case GroupOpKind::MbarArrive:
+        if (op.leader) {
+          line("// mbar.arrive #" + num(op.id) + " leader");
+          open("if (worker == " + num(leader_worker_) + ")");
+        } else {
+          line("// mbar.arrive #" + num(op.id));
+          open("");
+        }
+        // The worker's lanes first: what each did is then the arrival's to release.
+        if (p_.lanes == 32) line("__syncwarp();");
+        if (p_.lanes == 128) line("asm volatile(\"bar.sync %0, 128;\\n\" :: \"r\"(1 + worker) : \"memory\");");
+        line("if (lane == 0) tsl_mbar_arrive(" + mbar_addr(op) + ");");
+        close();
+        return;
+      case GroupOpKind::MbarExpectTx:
+        line("if (" + leader_thread() + ") tsl_mbar_expect_tx(" + mbar_addr(op) + ", " + num(op.mbar_count) + "u);  // mbar.expect_tx #" +
+             num(op.id));
+        return;
+      case GroupOpKind::MbarWait:
+        line("tsl_mbar_wait(" + mbar_addr(op) + ", (unsigned)(" + ex(op.parity) + "));  // mbar.wait #" + num(op.id));
+        return;
+      case GroupOpKind::Tma: emit_tma(op); return;
+      case GroupOpKind::Roles: emit_roles(op); return;
     }
+  }
+
+  // The first thread of the workers running: the group's, or a role's.
+  std::string leader_thread() const { return "tid == " + num(int64_t{leader_worker_} * p_.lanes); }
+
+  // One branch of a single if / else-if chain per role (setmaxnreg needs each
+  // warpgroup's role to be one branch). A role's register request is setmaxnreg's
+  // .inc above the launch's even share of the register file, .dec below it.
+  void emit_roles(const GroupOp& op) {
+    const int64_t share = std::min<int64_t>(255, 65536 / threads_) / 8 * 8;
+    for (size_t r = 0; r < op.roles.size(); ++r) {
+      const WorkerRole& role = op.roles[r];
+      std::string cond = "worker >= " + num(role.first) + " && worker < " + num(int64_t{role.first} + role.count);
+      line(std::string(r ? "} else if (" : "if (") + cond + ") {  // roles #" + num(op.id) + ": workers " +
+           num(role.first) + " to " + num(int64_t{role.first} + role.count));
+      ++depth_;
+      if (role.regs)
+        line(std::string("asm volatile(\"setmaxnreg.") + (role.regs > share ? "inc" : "dec") +
+             ".sync.aligned.u32 " + num(role.regs) + ";\\n\" ::: \"memory\");");
+      const int saved = leader_worker_;
+      leader_worker_ = role.first;
+      emit_ops(op.bodies.at(r));
+      leader_worker_ = saved;
+      --depth_;
+    }
+    line("}");
+  }
+
+  // The shared address of the slot of the mbarrier `op` names.
+  std::string mbar_addr(const GroupOp& op) const {
+    std::string a = "mb" + num(op.mbar);
+    int64_t v = 0;
+    if (!op.mbar_slot || (expr_is_const(op.mbar_slot, &v) && v == 0)) return a;
+    return a + " + 8 * (unsigned)(" + ex(op.mbar_slot) + ")";
+  }
+
+  // Thread 0 issues one box per 64-column panel of the destination window.
+  void emit_tma(const GroupOp& op) {
+    const Buffer& D = p_.buffer(op.dst.buffer);
+    const int map = tma_map_.at(op.id);
+    line("// tma #" + num(op.id));
+    open("if (" + leader_thread() + ")");
+    line("const int r = (int)(" + ex(op.src.row) + "), c = (int)(" + ex(op.src.col) + ");");
+    line("const int dr = (int)(" + ex(op.dst.row) + "), dc = (int)(" + ex(op.dst.col) + ");");
+    line("const unsigned bar = " + mbar_addr(op) + ";");
+    line("#pragma unroll");
+    line("for (int p = 0; p < " + num(op.cols / 64) + "; ++p) tsl_tma_2d(tsl_smem(&" + base(op.dst) + "[" +
+         index(D, "dr", "dc + p * 64") + "]), &tm" + num(map) + ", c + p * 64, r, bar);");
+    close();
   }
 
   std::string cond(const Cond& c) const {
@@ -1643,6 +1844,11 @@ class Emitter {
   DType wgmma_dtype_ = DType::BF16;
   std::set<int64_t> wgmma_widths_;
   std::vector<int64_t> offset_, slot_, line_;
+  std::vector<int64_t> mbar_offset_;     // by mbarrier id: its slots' byte offset in smem
+  std::vector<CudaTensorMap> maps_;      // tensor map parameters, in order
+  std::map<int, int> tma_map_;           // tma op id -> its map
+  int leader_worker_ = 0;                // the first worker of the workers running (in a role: its first)
+  bool has_setmaxnreg_ = false;          // some role asks for registers (sm_90a)
   int64_t shared_bytes_ = 0;
   int threads_ = 0;
   std::string body_;

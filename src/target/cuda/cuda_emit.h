@@ -25,14 +25,36 @@
 // mma is one wgmma commit group, completed by mma.wait = wgmma.wait_group;
 // fragments are per-thread register arrays (two sets of the mma operand fragments
 // with frag_buffers 2).
+//
+// mbarriers are 8-byte objects in dynamic shared memory after the buffers. init,
+// expect_tx, a leader's arrival and a tma copy are done by thread 0; an arrival
+// per worker syncs the worker's lanes (__syncwarp, or a named barrier per
+// warpgroup) and then its lane 0 arrives; a wait spins on try_wait.parity in
+// every thread. A tma copy is cp.async.bulk.tensor.2d through a CUtensorMap
+// parameter (__grid_constant__; see CudaTensorMap) into a buffer in the
+// 128-byte-swizzled layout wgmma reads (16-bit elements, rows of 64 elements or
+// panels of 64 columns), one box per 64-column panel.
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "ir/expr.h"
 #include "ir/group_ir.h"
 
 namespace tessel {
+
+// One CUtensorMap kernel parameter (after the tensors, in this order): a 2-D tiled
+// map of a tensor with 128-byte swizzle, encoded at launch (cuTensorMapEncodeTiled)
+// from the launch's sizes. Element (r, c) of the map is element
+// offset + r * row_stride + c of the tensor; `rows` x `cols` is its extent
+// (reads outside land as 0), each tma copy through it a box_rows x box_cols box.
+struct CudaTensorMap {
+  int tensor = -1;
+  DType dtype = DType::BF16;
+  int64_t box_rows = 0, box_cols = 0;
+  Expr rows, cols, row_stride, offset;  // over size parameters; offset null = 0
+};
 
 struct CudaSource {
   std::string code;
@@ -41,6 +63,7 @@ struct CudaSource {
   int64_t shared_bytes = 0;  // dynamic shared memory per block
   bool sm90a = false;        // uses sm_90a-only instructions (wgmma): compile for sm_90a
   bool folded_grid = false;  // takes the whole grid in blockIdx.x (CudaGrid::folded)
+  std::vector<CudaTensorMap> tensor_maps;  // tma copies' maps: kernel parameters after the tensors
 };
 
 // folded_grid: the variant for launches whose grid is folded into x (CudaGrid);

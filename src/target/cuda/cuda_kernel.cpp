@@ -1,5 +1,6 @@
 #include "target/cuda/cuda_kernel.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdlib>
 #include <map>
@@ -16,6 +17,45 @@ namespace tessel {
 namespace {
 
 std::string num(int64_t v) { return std::to_string(v); }
+
+// A tma copy's tensor map for this launch (cuda_emit.h, CudaTensorMap): 2-D, the
+// column dimension innermost, 128-byte swizzle, zeros outside the extent. What
+// the copy engine cannot take (an address or a row stride off 16 bytes) is an
+// InvalidArgument error with the numbers.
+CUtensorMap encode_tensor_map(const CudaDriver& d, const CudaTensorMap& m, const std::string& tensor,
+                              CUdeviceptr base, const SymbolLookup& lookup) {
+  if (!d.cuTensorMapEncodeTiled)
+    user_error(ErrorKind::Runtime, "cuda target: the driver lacks cuTensorMapEncodeTiled, which tma copies need "
+                                   "(CUDA 12 or newer)");
+  const int64_t bytes = dtype_bytes(m.dtype);
+  int64_t rows = expr_eval(m.rows, lookup), cols = expr_eval(m.cols, lookup);
+  int64_t stride = expr_eval(m.row_stride, lookup), offset = m.offset ? expr_eval(m.offset, lookup) : 0;
+  uint64_t address = base + static_cast<uint64_t>(offset * bytes);
+  if (address % 16)
+    user_error(ErrorKind::InvalidArgument, "tensor " + tensor + ": a tma copy reads it through a tensor map, which "
+                                           "needs a 16-byte aligned address; it starts at byte " +
+                                           num(static_cast<int64_t>(address % 16)) + " of 16");
+  if (rows > 1 && ((stride * bytes) % 16 || stride < cols))
+    user_error(ErrorKind::InvalidArgument, "tensor " + tensor + ": row stride " + num(stride) + " elements (" +
+                                           num(stride * bytes) + " bytes) for rows of " + num(cols) +
+                                           "; a tma copy's tensor map needs a multiple of 16 bytes");
+  cuuint64_t dims[2] = {static_cast<cuuint64_t>(std::max<int64_t>(cols, 1)),
+                        static_cast<cuuint64_t>(std::max<int64_t>(rows, 1))};
+  cuuint64_t strides[1] = {static_cast<cuuint64_t>(
+      rows > 1 ? stride * bytes : std::max<int64_t>(16, (cols * bytes + 15) / 16 * 16))};
+  cuuint32_t box[2] = {static_cast<cuuint32_t>(m.box_cols), static_cast<cuuint32_t>(m.box_rows)};
+  cuuint32_t element_strides[2] = {1, 1};
+  CUtensorMap map;
+  cuda_check(d.cuTensorMapEncodeTiled(&map,
+                                      m.dtype == DType::F16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16
+                                                            : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
+                                      2, reinterpret_cast<void*>(address), dims, strides, box, element_strides,
+                                      CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                                      CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
+             "cuTensorMapEncodeTiled (tensor " + tensor + ", " + num(rows) + " x " + num(cols) + ", box " +
+                 num(m.box_rows) + " x " + num(m.box_cols) + ")");
+  return map;
+}
 
 class Kernel final : public CudaKernel {
  public:
@@ -62,12 +102,19 @@ class Kernel final : public CudaKernel {
       tensors[i] = reinterpret_cast<CUdeviceptr>(it->second);
       params.push_back(&tensors[i]);
     }
-    CudaGrid g = cuda_grid(program_, [&](const std::string& name, int64_t* v) {
+    SymbolLookup lookup = [&](const std::string& name, int64_t* v) {
       auto it = args.sizes.find(name);
       if (it == args.sizes.end()) return false;
       *v = it->second;
       return true;
-    });
+    };
+    // Tensor maps (tma copies), by value after the tensors.
+    std::vector<CUtensorMap> maps;
+    maps.reserve(info_.source.tensor_maps.size());
+    for (const CudaTensorMap& m : info_.source.tensor_maps)
+      maps.push_back(encode_tensor_map(d, m, program_.tensors[m.tensor].name, tensors[m.tensor], lookup));
+    for (CUtensorMap& m : maps) params.push_back(&m);
+    CudaGrid g = cuda_grid(program_, lookup);
     if (g.x <= 0 || g.y <= 0 || g.z <= 0) return;  // an empty grid runs nothing
     if (g.folded && !info_.source.folded_grid) return folded_variant()->launch(args);
     cuda_check(d.cuLaunchKernel(fn, unsigned(g.x), unsigned(g.y), unsigned(g.z), unsigned(info_.source.threads),

@@ -1,5 +1,6 @@
 #include "target/sim/race_detector.h"
 
+#include <algorithm>
 #include <functional>
 
 #include "tessel/error.h"
@@ -28,6 +29,18 @@ RaceDetector::RaceDetector(const GroupProgram& program,
   for (const Buffer& b : program.buffers)
     if (b.space == Space::Shared) shared_[b.id].resize(static_cast<size_t>(b.versions * b.rows * b.cols));
   for (int64_t elements : tensor_elements) global_.push_back(GlobalShadow{elements, {}, -1, nullptr});
+  clocked_ = !program.mbarriers.empty();
+  if (clocked_) {
+    int slots = 0;
+    for (const MBarrier& b : program.mbarriers) {
+      mbar_first_slot_.push_back(slots);
+      slots += b.slots;
+    }
+    actors_ = program.workers + slots;
+    clock_cells_.resize(program.buffers.size());
+    for (const Buffer& b : program.buffers)
+      if (b.space == Space::Shared) clock_cells_[b.id].resize(static_cast<size_t>(b.versions * b.rows * b.cols));
+  }
 }
 
 RaceDetector::GlobalCell& RaceDetector::global_cell(int tensor, int64_t address) {
@@ -46,6 +59,147 @@ RaceDetector::GlobalCell& RaceDetector::global_cell(int tensor, int64_t address)
 void RaceDetector::begin_group(int group) {
   group_ = group;
   ++epoch_;
+  if (!clocked_) return;
+  // Fresh clocks: every worker at 1 in its own component, so its first accesses are
+  // covered by no one else's clock.
+  clocks_.assign(program_.workers, zero_clock());
+  for (int w = 0; w < program_.workers; ++w) clocks_[w][w] = 1;
+}
+
+void RaceDetector::new_interval() {
+  ++epoch_;
+  if (!clocked_) return;
+  Clock all = zero_clock();
+  for (const Clock& c : clocks_)
+    for (int a = 0; a < actors_; ++a) all[a] = std::max(all[a], c[a]);
+  for (int w = 0; w < program_.workers; ++w) {
+    clocks_[w] = all;
+    ++clocks_[w][w];
+  }
+}
+
+void RaceDetector::release(int worker, Clock* into) {
+  Clock& c = clocks_[worker];
+  for (int a = 0; a < actors_; ++a) (*into)[a] = std::max((*into)[a], c[a]);
+  ++c[worker];
+}
+
+void RaceDetector::acquire(int worker, const Clock& from) {
+  Clock& c = clocks_[worker];
+  for (int a = 0; a < actors_; ++a) c[a] = std::max(c[a], from[a]);
+}
+
+RaceDetector::ClockCell& RaceDetector::clock_cell(int buffer, int64_t index) {
+  ClockCell& cell = clock_cells_[buffer][index];
+  if (cell.group != group_) {
+    cell = ClockCell{};
+    cell.group = group_;
+  }
+  return cell;
+}
+
+// Why an unordered pair is a race, by what the earlier access was.
+const char* RaceDetector::clock_tail(int prior_op, const GroupOp& op) const {
+  const GroupOp* prior =
+      prior_op >= 0 && prior_op < static_cast<int>(ops_by_id_.size()) ? ops_by_id_[prior_op] : nullptr;
+  if (prior && prior->kind == GroupOpKind::Tma)
+    return "before waiting for the mbarrier phase that the copy completes";
+  if (op.kind == GroupOpKind::Tma)
+    return "before the reader released the stage (no arrival whose phase the issuer waited for, "
+           "and no fence, orders the read before the copy)";
+  return "with nothing ordering them (no fence or mbarrier phase between)";
+}
+
+void RaceDetector::clock_access(int buffer, const Site& site, int64_t index, int worker, const GroupOp& op,
+                                bool write) {
+  ClockCell& cell = clock_cell(buffer, index);
+  if (cell.tma_op >= 0) {  // a tma copy is still writing it: nothing can be ordered with that
+    Prior copy{cell.tma_worker, cell.tma_op, true};
+    report(site, copy, "", "is in flight", worker, op, write, "worker",
+           "before waiting for the mbarrier phase that the copy completes");
+    return;
+  }
+  const Clock& c = clocks_[worker];
+  Prior prior;
+  if (cell.writer >= 0 && cell.writer != worker && cell.writer_clock > c[cell.writer])
+    prior = {cell.writer_worker, cell.writer_op, true};
+  if (write && prior.actor < 0)
+    for (const ClockRead& r : cell.reads)
+      if (r.actor != worker && r.clock > c[r.actor]) {
+        prior = {r.actor, r.op, false};
+        break;
+      }
+  if (prior.actor >= 0)
+    report(site, prior, "", prior.write ? "writes" : "reads", worker, op, write, "worker",
+           clock_tail(prior.op, op));
+  if (write) {
+    cell.writer = worker, cell.writer_worker = worker, cell.writer_op = op.id;
+    cell.writer_clock = c[worker];
+    cell.reads.clear();
+    return;
+  }
+  for (ClockRead& r : cell.reads)
+    if (r.actor == worker) {
+      r.clock = c[worker], r.op = op.id;
+      return;
+    }
+  cell.reads.push_back(ClockRead{worker, c[worker], op.id});
+}
+
+void RaceDetector::tma_issue(int buffer, int version, int64_t row, int64_t col, int64_t index, int issuer,
+                             const GroupOp& op) {
+  ClockCell& cell = clock_cell(buffer, index);
+  if (cell.tma_op >= 0) {  // two copies in flight on one element
+    report(Site{program_.buffers[buffer].name, version, row, col}, Prior{cell.tma_worker, cell.tma_op, true},
+           "", "is in flight", issuer, op, true, "worker",
+           "before waiting for the mbarrier phase that the copy completes");
+    return;
+  }
+  cell.tma_op = op.id;
+  cell.tma_worker = issuer;
+}
+
+void RaceDetector::tma_land(int buffer, int version, int64_t row, int64_t col, int64_t index, int issuer,
+                            const GroupOp& op, const Clock& issued, int actor, uint32_t phase_clock) {
+  ClockCell& cell = clock_cell(buffer, index);
+  if (cell.tma_op == op.id) cell.tma_op = -1, cell.tma_worker = -1;
+  Site site{program_.buffers[buffer].name, version, row, col};
+  const SharedCell& sc = shared_[buffer][index];
+  Prior prior;
+  if (sc.async_readers > 0) {  // an async mma still reads the stage
+    prior = {sc.async_reader, sc.async_reader_op, false};
+    report(site, prior, "async ", "reads", issuer, op, true, "worker", until_wait(prior.op));
+    prior = Prior{};
+  } else {
+    if (cell.writer >= 0 && cell.writer_clock > issued[cell.writer])
+      prior = {cell.writer_worker, cell.writer_op, true};
+    if (prior.actor < 0)
+      for (const ClockRead& r : cell.reads)
+        if (r.clock > issued[r.actor]) {
+          prior = {r.actor, r.op, false};
+          break;
+        }
+    if (prior.actor >= 0)
+      report(site, prior, "", prior.write ? "writes" : "reads", issuer, op, true, "worker",
+             clock_tail(prior.op, op));
+  }
+  cell.writer = actor, cell.writer_worker = issuer, cell.writer_op = op.id;
+  cell.writer_clock = phase_clock;
+  cell.reads.clear();
+}
+
+void RaceDetector::sync_race(int first_op, int first_worker, int second_op, int second_worker,
+                             const std::string& on, const std::string& message) {
+  ++result_.race_count;
+  if (static_cast<int>(result_.races.size()) >= max_recorded_) return;
+  Race race;
+  race.first_op = first_op;
+  race.second_op = second_op;
+  race.first_worker = first_worker;
+  race.second_worker = second_worker;
+  race.buffer = on;
+  race.message = message;
+  result_.races.push_back(std::move(race));
 }
 
 // Records one access in `cell` and returns an earlier access by another actor that
@@ -95,6 +249,7 @@ void RaceDetector::shared_access(int buffer, int version, int64_t row, int64_t c
     report(site, reader, "async ", "reads", worker, op, write, "worker", until_wait(reader.op));
     return;
   }
+  if (clocked_) return clock_access(buffer, site, index, worker, op, write);
   interval_access(cell, site, worker, op, write);
 }
 
@@ -156,7 +311,10 @@ void RaceDetector::async_read_end(int buffer, int version, int64_t row, int64_t 
   if (cell.async_readers > 0) --cell.async_readers;
   // The read lasts until here: it belongs to this interval too. Only the interval
   // record: a copy in flight on the element was reported when it was issued.
-  if (record) interval_access(cell, Site{program_.buffers[buffer].name, version, row, col}, worker, op, false);
+  if (!record) return;
+  Site site{program_.buffers[buffer].name, version, row, col};
+  if (clocked_) return clock_access(buffer, site, index, worker, op, false);
+  interval_access(cell, site, worker, op, false);
 }
 
 void RaceDetector::accumulator_race(int mma_op, int second_op, int worker, const std::string& fragment) {

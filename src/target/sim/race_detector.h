@@ -24,6 +24,20 @@
 // Within a group, a second record per element works like shared memory's: two
 // workers touching one element in one interval, one writing, race (so a
 // replicated fragment stored by more than its owner shows).
+//
+// Programs that declare mbarriers: shared memory is judged by happens-before with
+// vector clocks instead of intervals (point-to-point sync has no interval). A
+// clock has one component per worker and one per mbarrier slot (the phases of
+// that slot that have completed). A worker's own component advances when it
+// releases (arrives, passes a fence, issues a tma copy). A fence joins every
+// worker's clock. An arrival joins the worker's clock into its phase; a completed
+// phase carries that join, plus its slot's component; a wait that sees the phase
+// complete joins it into the waiter. Each shared element keeps its last write
+// (actor, clock, op) and its reads since (one per worker): an access races with
+// the write, or a write with a read, that its worker's clock does not cover. A
+// tma copy's elements are in flight from issue to landing (any access meanwhile is
+// a race with the copy); at landing they are written by the slot's component at
+// the phase the copy completes on, judged against the issuer's clock at issue.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -44,8 +58,33 @@ class RaceDetector {
 
   // Starts a group: its shared memory is fresh, so no earlier access counts.
   void begin_group(int group);
-  // A fence or barrier: every worker has passed it; a new interval starts.
-  void new_interval() { ++epoch_; }
+  // A fence or barrier: every worker has passed it; a new interval starts (and,
+  // with clocks, every worker's clock becomes the join of all).
+  void new_interval();
+
+  // --- vector clocks (programs with mbarriers; see the header) -----------------
+  using Clock = std::vector<uint32_t>;
+  bool clocked() const { return clocked_; }
+  // The clock component of slot `slot` of mbarrier `mbar`.
+  int slot_actor(int mbar, int slot) const { return program_.workers + mbar_first_slot_[mbar] + slot; }
+  Clock zero_clock() const { return Clock(actors_, 0); }
+  const Clock& clock(int worker) const { return clocks_[worker]; }
+  // `into` joins the worker's clock; then the worker's own component advances.
+  void release(int worker, Clock* into);
+  void acquire(int worker, const Clock& from);
+  void tick(int worker) { ++clocks_[worker][worker]; }
+  // A tma copy's element: in flight from its issue (by `issuer`) until it lands.
+  void tma_issue(int buffer, int version, int64_t row, int64_t col, int64_t index, int issuer,
+                 const GroupOp& op);
+  // It lands: written by clock component `actor` at `phase_clock` (the count of
+  // completed phases once the phase it completes on completes), ordered after what
+  // the issuer's clock `issued` covered when it was issued.
+  void tma_land(int buffer, int version, int64_t row, int64_t col, int64_t index, int issuer,
+                const GroupOp& op, const Clock& issued, int actor, uint32_t phase_clock);
+  // A race that is not on a memory element (an mbarrier used unordered after its
+  // init, a tma copy that never lands): counted, and kept with `message`.
+  void sync_race(int first_op, int first_worker, int second_op, int second_worker,
+                 const std::string& on, const std::string& message);
 
   // One access by `worker` of element (row, col) of version `version` of shared
   // buffer `buffer`; `index` is its offset in the buffer's storage (all versions).
@@ -100,6 +139,19 @@ class RaceDetector {
     int32_t reader1 = -1, reader1_op = -1;
     int32_t reader2 = -1, reader2_op = -1;
   };
+  // Happens-before shadow of one shared element (clocked programs).
+  struct ClockRead {
+    int32_t actor = -1;
+    uint32_t clock = 0;
+    int32_t op = -1;
+  };
+  struct ClockCell {
+    int32_t group = -1;  // cells of an earlier group read as empty
+    int32_t writer = -1, writer_worker = -1, writer_op = -1;  // writer: a clock component
+    uint32_t writer_clock = 0;
+    int32_t tma_op = -1, tma_worker = -1;  // a tma copy in flight on it
+    std::vector<ClockRead> reads;          // since the write, the latest per worker
+  };
   struct GlobalCell : Record {  // groups, over the launch
     uint32_t epoch = 0;
     Record workers;  // workers of the current group, in interval `epoch`
@@ -125,6 +177,10 @@ class RaceDetector {
               const char* prior_verb, int actor, const GroupOp& op, bool write,
               const char* actor_word, const char* tail);
   std::string describe(int op_id) const;
+  ClockCell& clock_cell(int buffer, int64_t index);
+  void clock_access(int buffer, const Site& site, int64_t index, int worker, const GroupOp& op, bool write);
+  const char* clock_tail(int prior_op, const GroupOp& op) const;
+
   // The tail of a race with an async read in flight: which wait ends the read.
   const char* until_wait(int op_id) const;
   // Records an access by `worker` in the current interval of a shared element's record.
@@ -146,6 +202,11 @@ class RaceDetector {
   };
   GlobalCell& global_cell(int tensor, int64_t address);
   std::vector<GlobalShadow> global_;
+  bool clocked_ = false;
+  int actors_ = 0;                      // workers + mbarrier slots
+  std::vector<int> mbar_first_slot_;    // by mbarrier id
+  std::vector<Clock> clocks_;           // by worker
+  std::vector<std::vector<ClockCell>> clock_cells_;  // by buffer id (shared only)
   uint32_t epoch_ = 0;
   int group_ = 0;
   int max_recorded_;

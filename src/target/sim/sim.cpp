@@ -5,6 +5,10 @@
 // access goes through the race detector. Fragments hold fp32 values (a Cast
 // rounds them to a narrower type's values); global tensors are read as float.
 #include <algorithm>
+#include <condition_variable>
+#include <exception>
+#include <mutex>
+#include <thread>
 #include <cmath>
 #include <cstdint>
 #include <deque>
@@ -125,18 +129,22 @@ class Interpreter {
         detector_(program, tensor_elements(), options.max_races_recorded),
         rng_(options.seed) {
     TESSEL_ASSERT(p_.workers >= 1, "a group program needs at least one worker");
-    order_.resize(p_.workers);
+    all_workers_.resize(p_.workers);
     mma_groups_.resize(p_.workers);
-    std::iota(order_.begin(), order_.end(), 0);
-    for (const auto& [name, value] : args.sizes) scope_.emplace_back(name, value);
+    std::iota(all_workers_.begin(), all_workers_.end(), 0);
+    for (const auto& [name, value] : args.sizes) main_scope_.emplace_back(name, value);
     lookup_ = [this](const std::string& name, int64_t* value) {
-      for (auto it = scope_.rbegin(); it != scope_.rend(); ++it) {
+      for (auto it = scope_->rbegin(); it != scope_->rend(); ++it) {
         if (it->first != name) continue;
         *value = it->second;
         return true;
       }
       return false;
     };
+    for (const MBarrier& b : p_.mbarriers) {
+      mbar_first_.push_back(static_cast<int>(slots_.size()));
+      slots_.resize(slots_.size() + b.slots);
+    }
     shared_.resize(p_.buffers.size());
     frags_.resize(p_.buffers.size());
     parts_.resize(p_.buffers.size());
@@ -166,9 +174,15 @@ class Interpreter {
                                              std::to_string(kSimMaxGroups) + ")");
     std::vector<int64_t> point(extent.size(), 0);
     for (int group = 0;; ++group) {
-      for (size_t d = 0; d < point.size(); ++d) scope_.emplace_back(p_.grid[d].iv, point[d]);
-      run_group(group);
-      scope_.resize(scope_.size() - point.size());
+      for (size_t d = 0; d < point.size(); ++d) scope_->emplace_back(p_.grid[d].iv, point[d]);
+      try {
+        run_group(group);
+      } catch (const Deadlock& d) {
+        // After races: reported as one more, and the launch stops here.
+        detector_.sync_race(d.op, d.worker, -1, -1, d.on, d.message);
+        return detector_.result();
+      }
+      scope_->resize(scope_->size() - point.size());
       // Next grid point, the last dimension fastest.
       size_t d = point.size();
       while (d > 0 && ++point[d - 1] == extent[d - 1]) point[--d] = 0;
@@ -189,7 +203,9 @@ class Interpreter {
     // Fresh memory is poison, so a program that reads what it never wrote shows it.
     for (auto& s : shared_) std::fill(s.begin(), s.end(), kPoison);
     for (auto& f : frags_) std::fill(f.begin(), f.end(), kPoison);
+    for (Slot& st : slots_) st = Slot{};
     run_ops(p_.body);
+    end_mbarriers();
     // Copies never waited for are reported, one race per copy issued; they still
     // land, so the group's results stay complete.
     committed_.push_back(std::move(open_));
@@ -234,6 +250,7 @@ class Interpreter {
   }
 
   void run_op(const GroupOp& op) {
+    ++progress_;
     check_accumulators(op);
     switch (op.kind) {
       case GroupOpKind::Copy: return copy(op);
@@ -270,19 +287,355 @@ class Interpreter {
                          std::to_string(kSimMaxIterations) + ", " + std::to_string(iterations_) +
                          " run so far)");
         iterations_ += static_cast<int64_t>(trips);
-        scope_.emplace_back(op.iv, lo);
+        scope_->emplace_back(op.iv, lo);
         for (int64_t i = lo; i < hi; ++i) {
-          scope_.back().second = i;
+          scope_->back().second = i;
           run_ops(op.bodies.at(0));
         }
-        scope_.pop_back();
+        scope_->pop_back();
         return;
       }
       case GroupOpKind::If:
         if (holds(op.cond)) return run_ops(op.bodies.at(0));
         if (op.bodies.size() > 1) run_ops(op.bodies[1]);
         return;
+      case GroupOpKind::MbarInit: return mbar_init(op);
+      case GroupOpKind::MbarArrive: return mbar_arrive(op);
+      case GroupOpKind::MbarExpectTx: {
+        Slot& s = slot(op, leader_);
+        s.tx += op.mbar_count;
+        return;
+      }
+      case GroupOpKind::MbarWait: return mbar_wait(op);
+      case GroupOpKind::Tma: return tma(op);
+      case GroupOpKind::Roles: return run_roles(op);
     }
+  }
+
+  // --- mbarriers and tma (group_ir.h, "mbarriers") ----------------------------
+  // Every slot of every mbarrier, in order: its phase and what the phase still
+  // expects. A tma copy reads its source at issue and lands (writes its
+  // destination, counts its bytes) only when a wait needs its phase, or at the end
+  // of the group: the latest moment the hardware may take.
+
+  struct TmaElement {
+    int buffer, version;
+    int64_t row, col, index;
+    float value;
+  };
+  struct InFlightTma {
+    const GroupOp* op;
+    int issuer;
+    RaceDetector::Clock issued;
+    int64_t bytes;
+    std::vector<TmaElement> elements;
+  };
+  struct Slot {
+    bool initialized = false;
+    int init_op = -1, init_worker = -1;
+    uint32_t init_clock = 0;
+    int64_t count = 0, phase = 0, pending = 0, tx = 0;
+    RaceDetector::Clock arrived, completed;  // joins of this phase's arrivals, of the last completed one
+    std::deque<InFlightTma> in_flight;
+  };
+
+  std::string slot_name(int mbar, int64_t s) const {
+    return p_.mbarriers[mbar].name + "@" + std::to_string(s);
+  }
+
+  // The slot an op names, used by `worker`: initialized, and the init ordered before.
+  Slot& slot(const GroupOp& op, int worker) {
+    const MBarrier& b = p_.mbarriers.at(op.mbar);
+    int64_t s = op.mbar_slot ? eval(op.mbar_slot) : 0;
+    if (s < 0 || s >= b.slots)
+      user_error(ErrorKind::Runtime, op_name(op) + ": slot " + std::to_string(s) + " of " + b.name +
+                                         " is outside [0, " + std::to_string(b.slots) + ")");
+    Slot& st = slots_[mbar_first_[op.mbar] + s];
+    if (!st.initialized)
+      user_error(ErrorKind::Runtime, op_name(op) + " uses " + slot_name(op.mbar, s) +
+                                         " before any mbar.init initializes it");
+    if (worker != st.init_worker && detector_.clock(worker)[st.init_worker] < st.init_clock)
+      detector_.sync_race(st.init_op, st.init_worker, op.id, worker, b.name,
+                          "race on mbarrier " + slot_name(op.mbar, s) + ": mbar.init #" +
+                              std::to_string(st.init_op) + " (worker " + std::to_string(st.init_worker) +
+                              ") initializes it, " + op_name(op) + " (worker " + std::to_string(worker) +
+                              ") uses it with no fence between");
+    cur_slot_ = s;
+    return st;
+  }
+
+  void mbar_init(const GroupOp& op) {
+    const MBarrier& b = p_.mbarriers.at(op.mbar);
+    for (int s = 0; s < b.slots; ++s) {
+      Slot& st = slots_[mbar_first_[op.mbar] + s];
+      for (const InFlightTma& t : st.in_flight)
+        user_error(ErrorKind::Runtime, op_name(op) + " initializes " + slot_name(op.mbar, s) + " while " +
+                                           op_name(*t.op) + " is still in flight on it");
+      st = Slot{};
+      st.initialized = true;
+      st.init_op = op.id;
+      st.init_worker = leader_;
+      st.init_clock = detector_.clock(leader_)[leader_];
+      st.count = st.pending = op.mbar_count;
+      st.arrived = st.completed = detector_.zero_clock();
+    }
+  }
+
+  // Completes the slot's phase when it has every arrival and no transaction left.
+  void try_complete(Slot& st, int mbar, int64_t s) {
+    if (st.pending != 0 || st.tx != 0) return;
+    st.completed = st.arrived;
+    ++st.phase;
+    st.completed[detector_.slot_actor(mbar, static_cast<int>(s))] = static_cast<uint32_t>(st.phase);
+    st.arrived = detector_.zero_clock();
+    st.pending = st.count;
+  }
+
+  void mbar_arrive(const GroupOp& op) {
+    std::vector<int> who = op.leader ? std::vector<int>{leader_} : shuffled();
+    int64_t s = 0;
+    Slot* st = nullptr;
+    for (int w : who) {
+      st = &slot(op, w);
+      s = cur_slot_;
+      // One arrival too many for the phase: the hardware's count would wrap. It is
+      // reported (it follows some other slip, which the races before it show) and
+      // left out.
+      if (st->pending == 0) {
+        detector_.sync_race(op.id, w, -1, -1, p_.mbarriers[op.mbar].name,
+                            op_name(op) + " (worker " + std::to_string(w) + ") arrives on phase " +
+                                std::to_string(st->phase) + " of " + slot_name(op.mbar, s) +
+                                ", which already has its " + std::to_string(st->count) +
+                                " arrivals (mbar.init count) and waits only for " + std::to_string(st->tx) +
+                                " transaction bytes: the arrival is left out");
+        continue;
+      }
+      detector_.release(w, &st->arrived);
+      --st->pending;
+      try_complete(*st, op.mbar, s);
+    }
+  }
+
+  // Lands the oldest copy in flight on the slot: its data, its bytes.
+  void land(Slot& st, int mbar, int64_t s) {
+    ++progress_;
+    InFlightTma t = std::move(st.in_flight.front());
+    st.in_flight.pop_front();
+    int actor = detector_.slot_actor(mbar, static_cast<int>(s));
+    for (const TmaElement& e : t.elements) {
+      detector_.tma_land(e.buffer, e.version, e.row, e.col, e.index, t.issuer, *t.op, t.issued, actor,
+                         static_cast<uint32_t>(st.phase + 1));
+      shared_[e.buffer][e.index] = e.value;
+    }
+    st.tx -= t.bytes;
+    try_complete(st, mbar, s);
+  }
+
+  // Every worker: returns once the latest phase of the given parity has completed,
+  // and sees what that phase carries. A phase that nothing left can complete (in
+  // a program whose workers all run every op, that is the wait itself) is a
+  // deadlock: an error, not a hang.
+  void mbar_wait(const GroupOp& op) {
+    for (int w : shuffled()) {
+      Slot& st = slot(op, w);
+      int64_t s = cur_slot_;
+      int64_t parity = eval(op.parity);
+      if (parity != 0 && parity != 1)
+        user_error(ErrorKind::Runtime, op_name(op) + ": parity " + std::to_string(parity) + " is not 0 or 1");
+      for (;;) {
+        while (st.phase % 2 == parity && !st.in_flight.empty()) land(st, op.mbar, s);
+        if (st.phase % 2 != parity) break;
+        std::string why = op_name(op) + " (worker " + std::to_string(w) + ") waits on " + slot_name(op.mbar, s) +
+                          " for phase " + std::to_string(st.phase) + " (parity " + std::to_string(parity) +
+                          "): " + std::to_string(st.pending) + " of " + std::to_string(st.count) +
+                          " arrivals and " + std::to_string(st.tx) + " transaction bytes outstanding";
+        // Every worker runs this op: nothing else can run that would complete it.
+        if (!roles_)
+          deadlock(op.id, w, p_.mbarriers[op.mbar].name,
+                   "deadlock: " + why + ", which can never complete: no copy in flight on it");
+        block(why, op.id, w, p_.mbarriers[op.mbar].name);  // the other roles may complete it
+      }
+      detector_.acquire(w, st.completed);
+    }
+  }
+
+  // --- roles (warp specialization) ---------------------------------------------
+  // Each role of a roles op runs its body on a thread of its own, but only one runs
+  // at a time (the baton): a role runs until it ends or blocks in an mbar.wait, and
+  // the scheduler then hands the baton to the next role, round after round. A round
+  // in which no role ran an op or landed a copy is a deadlock: an error naming
+  // every blocked wait. The order is fixed, so runs are deterministic.
+  struct RoleRun {
+    std::vector<int> workers;
+    std::vector<std::pair<std::string, int64_t>> scope;
+    std::thread thread;
+    bool done = false;
+    std::string blocked_on;  // the wait it is blocked in, or ""
+    int blocked_op = -1, blocked_worker = -1;
+    std::string blocked_mbar;
+    std::exception_ptr error;
+  };
+  struct RoleAbort {};  // unwinds a role's thread when the roles op is abandoned
+
+  void run_roles(const GroupOp& op) {
+    TESSEL_ASSERT(!roles_, "nested roles (the verifier refuses them)");
+    std::vector<RoleRun> runs(op.roles.size());
+    for (size_t r = 0; r < runs.size(); ++r) {
+      for (int w = op.roles[r].first; w < op.roles[r].first + op.roles[r].count; ++w) runs[r].workers.push_back(w);
+      runs[r].scope = *scope_;
+    }
+    std::vector<int>* saved_order = order_;
+    Scope* saved_scope = scope_;
+    const int saved_leader = leader_;
+    roles_ = &runs;
+    std::exception_ptr failure;
+    for (size_t r = 0; r < runs.size() && !failure; ++r) {
+      try {
+        runs[r].thread = std::thread([this, &op, r] { role_main(op, static_cast<int>(r)); });
+      } catch (...) {  // no thread to be had: the roles started so far are unwound below
+        failure = std::current_exception();
+        for (size_t q = r; q < runs.size(); ++q) runs[q].done = true;
+      }
+    }
+    std::string deadlock, blocked_on;
+    int blocked_op = -1, blocked_worker = -1;
+    while (!failure) {
+      bool live = false, moved = false;
+      for (size_t r = 0; r < runs.size() && !failure; ++r) {
+        if (runs[r].done) continue;
+        live = true;
+        uint64_t before = progress_;
+        hand_baton(static_cast<int>(r));
+        if (runs[r].error) failure = runs[r].error;
+        if (progress_ != before || runs[r].done) moved = true;
+      }
+      if (failure || !live) break;
+      if (!moved) {
+        for (const RoleRun& run : runs)
+          if (!run.done) {
+            deadlock += (deadlock.empty() ? "" : "; ") + run.blocked_on;
+            if (blocked_op < 0) blocked_op = run.blocked_op, blocked_worker = run.blocked_worker,
+                                blocked_on = run.blocked_mbar;
+          }
+        break;
+      }
+    }
+    abort_roles_ = true;
+    for (size_t r = 0; r < runs.size(); ++r)
+      if (!runs[r].done) hand_baton(static_cast<int>(r));
+    for (RoleRun& run : runs)
+      if (run.thread.joinable()) run.thread.join();
+    abort_roles_ = false;
+    roles_ = nullptr;
+    current_role_ = -1;
+    order_ = saved_order;
+    scope_ = saved_scope;
+    leader_ = saved_leader;
+    if (failure) std::rethrow_exception(failure);
+    if (!deadlock.empty())
+      this->deadlock(blocked_op, blocked_worker, blocked_on, "deadlock: every role is blocked: " + deadlock);
+  }
+
+  // A wait that can never complete. In a run without races it is an error (Runtime);
+  // after races, which are then its likely cause, it is reported as one more (first
+  // op: the wait) and the launch stops (Deadlock, caught in run()).
+  struct Deadlock {
+    int op, worker;
+    std::string on, message;
+  };
+  [[noreturn]] void deadlock(int op, int worker, const std::string& on, const std::string& message) {
+    if (detector_.result().race_count == 0) user_error(ErrorKind::Runtime, message);
+    throw Deadlock{op, worker, on, message + " (after the races before it; the launch stops here)"};
+  }
+
+  // Scheduler: lets role r run until it blocks or ends.
+  void hand_baton(int r) {
+    std::unique_lock<std::mutex> lock(baton_mutex_);
+    baton_ = r;
+    baton_cv_.notify_all();
+    baton_cv_.wait(lock, [&] { return baton_ == -1; });
+  }
+  // Role r's thread: waits for the baton, then runs as the role.
+  void take_baton(int r) {
+    {
+      std::unique_lock<std::mutex> lock(baton_mutex_);
+      baton_cv_.wait(lock, [&] { return baton_ == r; });
+    }
+    if (abort_roles_) throw RoleAbort{};
+    RoleRun& run = (*roles_)[r];
+    order_ = &run.workers;
+    scope_ = &run.scope;
+    leader_ = run.workers.front();
+    current_role_ = r;
+  }
+  void give_baton() {
+    std::lock_guard<std::mutex> lock(baton_mutex_);
+    baton_ = -1;
+    baton_cv_.notify_all();
+  }
+  void role_main(const GroupOp& op, int r) {
+    RoleRun& run = (*roles_)[r];
+    try {
+      take_baton(r);
+      run_ops(op.bodies.at(r));
+    } catch (const RoleAbort&) {
+    } catch (...) {
+      run.error = std::current_exception();
+    }
+    run.done = true;
+    give_baton();
+  }
+  // Inside a role: this wait cannot complete yet; the other roles run meanwhile.
+  void block(const std::string& why, int op, int worker, const std::string& mbar) {
+    const int r = current_role_;
+    (*roles_)[r].blocked_on = why;
+    (*roles_)[r].blocked_op = op, (*roles_)[r].blocked_worker = worker, (*roles_)[r].blocked_mbar = mbar;
+    give_baton();
+    take_baton(r);
+    (*roles_)[r].blocked_on.clear();
+  }
+
+  // Issued by the first worker: the source is read now, the destination written when the
+  // copy lands (land()).
+  void tma(const GroupOp& op) {
+    const int issuer = leader_;
+    Slot& st = slot(op, issuer);
+    int64_t s = cur_slot_;
+    Window src = resolve(op.src, op), dst = resolve(op.dst, op);
+    int64_t src_rows = bound(op.src_row_bound), src_cols = bound(op.src_col_bound);
+    InFlightTma t{&op, issuer, detector_.clock(issuer), tma_bytes(p_, op), {}};
+    detector_.tick(issuer);  // what the issuer does next is not ordered before the copy
+    t.elements.reserve(op.rows * op.cols);
+    for (int64_t i = 0; i < op.rows; ++i)
+      for (int64_t j = 0; j < op.cols; ++j) {
+        int64_t sr = src.row + i, sc = src.col + j, dr = dst.row + i, dc = dst.col + j;
+        float v = sr < src_rows && sc < src_cols ? read(src, sr, sc, issuer, op) : 0.0f;
+        int64_t index = shared_index(dst, dr, dc, op, true);
+        detector_.tma_issue(dst.buffer->id, dst.version, dr, dc, index, issuer, op);
+        t.elements.push_back(TmaElement{dst.buffer->id, dst.version, dr, dc, index, v});
+      }
+    st.in_flight.push_back(std::move(t));
+    (void)s;
+  }
+
+  // The group's end: copies still in flight never landed for anyone; they land now
+  // (so the results stay complete), each reported once.
+  void end_mbarriers() {
+    for (size_t m = 0; m < p_.mbarriers.size(); ++m)
+      for (int s = 0; s < p_.mbarriers[m].slots; ++s) {
+        Slot& st = slots_[mbar_first_[m] + s];
+        while (!st.in_flight.empty()) {
+          const GroupOp& op = *st.in_flight.front().op;
+          const int issuer = st.in_flight.front().issuer;
+          detector_.sync_race(op.id, issuer, -1, -1, p_.mbarriers[m].name,
+                              "tma " + std::string("#") + std::to_string(op.id) + " (worker " +
+                                  std::to_string(issuer) + ") on " +
+                                  slot_name(static_cast<int>(m), s) +
+                                  " never lands for anyone: no mbar.wait needs its phase before the group ends");
+          land(st, static_cast<int>(m), s);
+        }
+        st = Slot{};
+      }
   }
 
   // --- expressions -------------------------------------------------------------
@@ -299,8 +652,8 @@ class Interpreter {
   }
 
   const std::vector<int>& shuffled() {
-    std::shuffle(order_.begin(), order_.end(), rng_);
-    return order_;
+    std::shuffle(order_->begin(), order_->end(), rng_);
+    return *order_;
   }
 
   // --- memory ------------------------------------------------------------------
@@ -571,7 +924,7 @@ class Interpreter {
   // is what tells whether the operands stayed put until here.)
   void mma_wait(const GroupOp& op) {
     TESSEL_ASSERT(op.pending >= 0, "mma.wait pending must be non-negative");
-    for (int w = 0; w < p_.workers; ++w) {
+    for (int w : *order_) {
       auto& groups = mma_groups_[w];
       while (groups.size() > static_cast<size_t>(op.pending)) {
         const InFlightMma& m = groups.front();
@@ -767,8 +1120,22 @@ class Interpreter {
   std::vector<Tensor> tensors_;
   RaceDetector detector_;
   std::mt19937_64 rng_;
-  std::vector<int> order_;
-  std::vector<std::pair<std::string, int64_t>> scope_;  // innermost last
+  using Scope = std::vector<std::pair<std::string, int64_t>>;  // innermost last
+  std::vector<int> all_workers_;
+  Scope main_scope_;
+  // The workers that run the current op (all, or a role's) and the symbols in
+  // scope: each role of a roles op has its own.
+  std::vector<int>* order_ = &all_workers_;
+  Scope* scope_ = &main_scope_;
+  int leader_ = 0;  // the first worker of the workers running (tma, expect_tx, leader arrivals)
+  // A roles op in progress (run_roles): its roles, the one holding the baton.
+  std::vector<RoleRun>* roles_ = nullptr;
+  int current_role_ = -1;
+  std::mutex baton_mutex_;
+  std::condition_variable baton_cv_;
+  int baton_ = -1;             // the role that may run; -1: the scheduler
+  bool abort_roles_ = false;   // set: a role given the baton unwinds (RoleAbort)
+  uint64_t progress_ = 0;      // ops run and copies landed
   SymbolLookup lookup_;
   std::vector<std::vector<float>> shared_;   // by buffer id: versions x layout
   std::vector<std::vector<float>> frags_;    // by buffer id: workers x part, row-major
@@ -788,6 +1155,9 @@ class Interpreter {
   };
   std::vector<std::deque<InFlightMma>> mma_groups_;
   std::deque<CommitGroup> committed_;
+  std::vector<Slot> slots_;       // every mbarrier's slots, in order
+  std::vector<int> mbar_first_;   // by mbarrier id: its first slot in slots_
+  int64_t cur_slot_ = 0;          // the slot index slot() resolved last
   uint32_t async_instances_ = 0;
   int64_t iterations_ = 0;  // loop iterations run in this launch (kSimMaxIterations)
 };

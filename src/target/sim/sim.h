@@ -22,6 +22,18 @@
 // the same elements by another, or a replicated fragment stored by a replica as
 // well as its owner).
 //
+// mbarriers and tma copies (group_ir.h, "mbarriers"): a program that declares
+// mbarriers is judged by happens-before (race_detector.h: vector clocks) on shared
+// memory. A tma copy reads its source at issue and lands when a wait needs the
+// phase it completes on (or at the group's end, reported: it never landed for
+// anyone); any access to its destination in between is a race with it, and so is
+// landing on elements read by a worker whose release the issuer had not seen (an
+// overwrite before the stage was released). A wait whose phase nothing can complete
+// is a deadlock: ErrorKind::Runtime naming the wait, or, after races, one more race
+// that ends the launch. Roles (warp specialization) run one at a time, each until
+// it ends or blocks in a wait, in a fixed order; a round in which none moves is a
+// deadlock.
+//
 // run_sim verifies the program (group_verify.h) and checks it against the sim's
 // limits (verify_group_limits: what its buffers hold) first. Launch arguments are checked next
 // (runtime/tensor_check.h): shapes and strides evaluated, negative ones refused,

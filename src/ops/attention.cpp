@@ -1,0 +1,74 @@
+// Fused attention, FlashAttention-style forward pass, written in the DSL like any
+// user kernel (docs/attention.md walks it through the compiler):
+//
+//   O[b, h] = softmax(Q[b, h] K[b, h / (Hq / Hkv)]^T * scale + mask) V[b, h / (Hq / Hkv)]
+//
+// One group owns BM query rows of one (batch, head): it keeps its Q tile, walks the
+// keys and values in blocks of BN and carries the running row max m, the running
+// row sum l of exp(s - m) and the unnormalized output o; when the max grows, l and o
+// are rescaled by exp(m_old - m_new). One division by l at the end.
+#include <cmath>
+
+#include "dsl/dsl.h"
+#include "ops/library.h"
+
+namespace tessel {
+
+TileKernel attention_kernel(AttentionMask mask) {
+  bool causal = mask == AttentionMask::Causal;
+  KernelBuilder kb(causal ? "attention_causal" : "attention");
+  Sym B = kb.size("B"), Hq = kb.size("Hq"), Hkv = kb.size("Hkv");
+  Sym Sq = kb.size("Sq"), Skv = kb.size("Skv"), D = kb.size("D");
+  // Strides of the batch, head and sequence dimensions; head_dim is contiguous.
+  Sym sqb = kb.size("sqb"), sqh = kb.size("sqh"), sqs = kb.size("sqs");
+  Sym skb = kb.size("skb"), skh = kb.size("skh"), sks = kb.size("sks");
+  Sym svb = kb.size("svb"), svh = kb.size("svh"), svs = kb.size("svs");
+  Sym sob = kb.size("sob"), soh = kb.size("soh"), sos = kb.size("sos");
+  // BM query rows and BN keys a step; BD spans the whole head_dim (BD >= D).
+  Sym BM = kb.tile("BM"), BN = kb.tile("BN"), BD = kb.tile("BD");
+  Tensor Q = kb.tensor("Q", {B, Hq, Sq, D}, {sqb, sqh, sqs, 1}, Access::In);
+  Tensor K = kb.tensor("K", {B, Hkv, Skv, D}, {skb, skh, sks, 1}, Access::In);
+  Tensor V = kb.tensor("V", {B, Hkv, Skv, D}, {svb, svh, svs, 1}, Access::In);
+  Tensor O = kb.tensor("O", {B, Hq, Sq, D}, {sob, soh, sos, 1}, Access::Out);
+  std::string scale = kb.scalar("scale");
+  kb.parallel(B, Hq, ceil_div(Sq, BM), [&](Sym b, Sym h, Sym i) {
+    // Grouped-query attention: Hq / Hkv query heads share one K/V head.
+    Sym hk = h / (Hq / Hkv);
+    Tile sc = kb.scalar_value(scale);
+    // Rows past Sq and columns past D read 0: they add nothing to Q K^T.
+    Tile q = kb.load(Q, {b, h, i * BM, 0}, BM, BD);
+    Tile m0 = kb.constant(-INFINITY, BM, 1), l0 = kb.constant(0, BM, 1);
+    Tile o0 = kb.constant(0, BM, BD);
+    // Causal (top-left aligned: key c is seen by query r when c <= r): the blocks
+    // right of the diagonal are never visited, so the loop ends at the block that
+    // holds key (i + 1) * BM - 1.
+    Sym kv_blocks = causal ? ceil_div(min(Skv, (i + 1) * BM), BN) : ceil_div(Skv, BN);
+    std::vector<Tile> mlo = kb.pipeline(kv_blocks, {m0, l0, o0}, [&](Sym k, std::vector<Tile> c) {
+      // K^T: rows along head_dim (dimension 3), columns along the keys (dimension 2).
+      Tile kt = kb.load(K, {b, hk, k * BN, 0}, {3, 2}, BD, BN);
+      Tile s = kb.mma(q, kt, kb.constant(0, BM, BN));
+      s = kb.mul(s, sc);
+      // Keys past Skv (and, causal, past the query's own position) get -inf.
+      Tile key = kb.add(kb.index(1, 1, BN), kb.index_value(k * BN));
+      Tile keep = kb.cmp(CmpOp::LT, key, kb.index_value(Skv));
+      if (causal) {
+        Tile query = kb.add(kb.index(0, BM, 1), kb.index_value(i * BM));
+        keep = kb.mul(keep, kb.cmp(CmpOp::LE, key, query));
+      }
+      s = kb.select(keep, s, kb.constant(-INFINITY));
+      // Online softmax: every row sees key 0 in block 0, so m is finite from there on.
+      Tile m_new = kb.max(c[0], kb.reduce_max(s, 1));
+      Tile rescale = kb.exp(kb.sub(c[0], m_new));
+      Tile p = kb.exp(kb.sub(s, m_new));
+      Tile l_new = kb.add(kb.mul(c[1], rescale), kb.reduce_sum(p, 1));
+      // Keys past Skv read 0 from V (and have p = 0).
+      Tile v = kb.load(V, {b, hk, k * BN, 0}, BN, BD);
+      Tile o_new = kb.mma(p, v, kb.mul(c[2], rescale));
+      return std::vector<Tile>{m_new, l_new, o_new};
+    });
+    kb.store(O, {b, h, i * BM, 0}, kb.div(mlo[2], mlo[1]));
+  });
+  return kb.finish();
+}
+
+}  // namespace tessel

@@ -1,0 +1,38 @@
+// The vector ISA the cpu target emits and compiles its kernels for.
+//
+// The widest one the CPU and the operating system support is found at run time
+// (cpuid and xgetbv, through __builtin_cpu_supports): AVX-512 (F, VL, BW, DQ), else
+// AVX2 with FMA, else SSE (SSE2, which every x86-64 has). TESSEL_CPU_ISA=avx512,
+// avx2 or sse forces one; a name the CPU cannot run is a user error (InvalidArgument),
+// since its kernels would die on an illegal instruction.
+//
+// The ISA decides the emitted source (the vector width and the register count the
+// micro-kernel blocks for: cpu_microkernel.h) and the compiler's flags, so both
+// parts of the kernel cache's key change with it.
+#pragma once
+#include <string>
+
+namespace tessel {
+
+enum class CpuIsa { Sse, Avx2, Avx512 };
+
+struct CpuIsaInfo {
+  CpuIsa isa;
+  const char* name;   // as TESSEL_CPU_ISA spells it
+  int lanes;          // fp32 lanes of one vector register
+  int registers;      // architectural vector registers
+  const char* flags;  // what the compiler is told: the ISA level and -mtune=native
+};
+
+const CpuIsaInfo& cpu_isa_info(CpuIsa isa);
+// The widest ISA this CPU and OS can run.
+CpuIsa detected_cpu_isa();
+// TESSEL_CPU_ISA when set (checked against detected_cpu_isa), else detected_cpu_isa.
+// Read on every call, so a test may switch it between compiles.
+CpuIsa cpu_isa();
+
+// Identifies this CPU for the kernel cache (vendor, brand, family/model/stepping and
+// feature words, read with cpuid: no file is read). Computed once.
+const std::string& cpu_fingerprint();
+
+}  // namespace tessel

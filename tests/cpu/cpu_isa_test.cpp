@@ -1,0 +1,234 @@
+// The cpu target on each vector ISA path (TESSEL_CPU_ISA=avx512|avx2|sse, cpu_isa.h):
+// the micro-kernel against its scalar reference for every register blocking and
+// edge width, GEMM programs on ragged shapes with several atoms, and library kernels
+// (src/ops/library.h) against the FP64 evaluator, outputs poisoned with NaN first.
+// A path this CPU cannot run is skipped, visibly.
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <random>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "check/checked_run.h"
+#include "compiler/compile.h"
+#include "compiler/phases.h"
+#include "eval/evaluate.h"
+#include "gemm_oracle.h"
+#include "hand_gemm.h"
+#include "ops/library.h"
+#include "plan/default_plan.h"
+#include "target/cpu/cpu_emit.h"
+#include "target/cpu/cpu_isa.h"
+#include "target/cpu/cpu_jit.h"
+#include "target/cpu/cpu_microkernel.h"
+#include "tessel/error.h"
+
+namespace tessel::testing {
+namespace {
+
+class CpuIsaPath : public ::testing::TestWithParam<CpuIsa> {
+ protected:
+  static void SetUpTestSuite() {
+    static char dir[] = "/tmp/tessel-test-cpu-isa-XXXXXX";
+    ASSERT_NE(mkdtemp(dir), nullptr);
+    setenv("TESSEL_CACHE_DIR", dir, 1);
+  }
+  void SetUp() override {
+    const CpuIsaInfo& isa = cpu_isa_info(GetParam());
+    if (static_cast<int>(GetParam()) > static_cast<int>(detected_cpu_isa()))
+      GTEST_SKIP() << "this CPU does not run " << isa.name << " (it runs at most "
+                   << cpu_isa_info(detected_cpu_isa()).name << ")";
+    setenv("TESSEL_CPU_ISA", isa.name, 1);
+    set_cpu_scratch_poison(true);  // reading staging or fragments never written shows
+  }
+  void TearDown() override {
+    unsetenv("TESSEL_CPU_ISA");
+    set_cpu_scratch_poison(false);
+  }
+};
+
+// One micro-kernel in a unit of its own, compiled with the ISA's flags.
+using UkrFn = void (*)(int64_t, const float*, const float*, float*, int64_t);
+UkrFn compile_microkernel(int64_t mr, int64_t nr, int64_t lda, int64_t ldb, const CpuIsaInfo& isa,
+                          const std::string& dir) {
+  std::string name = cpu_microkernel_name(mr, nr, lda, ldb);
+  std::string src = dir + "/" + name + "_" + isa.name + ".cpp", so = dir + "/" + name + "_" + isa.name + ".so";
+  std::ofstream(src) << cpu_vector_types(isa) << emit_cpu_microkernel(mr, nr, lda, ldb, isa)
+                     << "extern \"C\" void entry(int64_t kc, const float* a, const float* b, float* c, "
+                        "int64_t ldc) { "
+                     << name << "(kc, a, b, c, ldc); }\n";
+  std::string command = std::string("c++ ") + isa.flags + " -O2 -ffp-contract=fast -fPIC -shared -o " + so +
+                        " " + src;
+  EXPECT_EQ(std::system(command.c_str()), 0) << command;
+  void* h = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);  // left loaded: the test process ends soon
+  EXPECT_NE(h, nullptr) << dlerror();
+  return h ? reinterpret_cast<UkrFn>(dlsym(h, "entry")) : nullptr;
+}
+
+// Every shape the emitter asks for: the main blockings (fitting the registers in
+// one pass or in several), and edge kernels (fewer rows; columns that end inside a
+// vector). C's columns past NR and its rows' padding must come back untouched.
+TEST_P(CpuIsaPath, MicroKernelMatchesItsReference) {
+  const CpuIsaInfo& isa = cpu_isa_info(GetParam());
+  const std::string dir = std::getenv("TESSEL_CACHE_DIR");
+  struct Shape {
+    int64_t mr, nr, ldb;
+  };
+  const Shape shapes[] = {{12, 32, 32}, {14, 32, 32}, {8, 48, 48}, {6, 64, 64}, {16, 64, 64},
+                          {5, 32, 32},  {12, 7, 32},  {3, 21, 32}, {1, 1, 16},  {7, 40, 48}};
+  std::mt19937 rng(GetParam() == CpuIsa::Avx512 ? 1 : 2);
+  std::uniform_real_distribution<float> u(-1, 1);
+  for (const Shape& s : shapes) {
+    const int64_t lda = 37, kc = 29, ldc = s.ldb + 3;
+    UkrFn f = compile_microkernel(s.mr, s.nr, lda, s.ldb, isa, dir);
+    ASSERT_NE(f, nullptr);
+    std::vector<float> a(s.mr * lda), b(kc * s.ldb), c(s.mr * ldc);
+    for (float& x : a) x = u(rng);
+    for (float& x : b) x = u(rng);
+    for (float& x : c) x = u(rng);
+    // B's columns past NR are read and thrown away: NaN there must not leak.
+    for (int64_t k = 0; k < kc; ++k)
+      for (int64_t j = s.nr; j < s.ldb; ++j) b[k * s.ldb + j] = NAN;
+    std::vector<float> want = c;
+    cpu_microkernel_reference(s.mr, s.nr, kc, a.data(), lda, b.data(), s.ldb, want.data(), ldc);
+    f(kc, a.data(), b.data(), c.data(), ldc);
+    int bad = 0;
+    for (int64_t r = 0; r < s.mr; ++r)
+      for (int64_t j = 0; j < ldc; ++j) {
+        float got = c[r * ldc + j], w = want[r * ldc + j];
+        bool ok = j < s.nr ? std::abs(got - w) <= 1e-5f * (1 + std::abs(w)) : got == w;
+        if (!ok && bad++ < 5)
+          ADD_FAILURE() << isa.name << " " << s.mr << "x" << s.nr << " (ldb " << s.ldb << "): C[" << r
+                        << ", " << j << "] = " << got << ", want " << w;
+      }
+    // kc = 0 leaves C as it was.
+    std::vector<float> before = c;
+    f(0, a.data(), b.data(), c.data(), ldc);
+    EXPECT_EQ(c, before) << s.mr << "x" << s.nr;
+  }
+}
+
+const GemmCase kRagged[] = {
+    {1, 1, 1, 1.0, 0.0},       {13, 29, 7, -0.75, 0.0}, {13, 29, 7, 1.25, -0.5}, {127, 193, 61, 0.5, 0.0},
+    {127, 193, 61, 2.0, 1.5},  {100, 70, 300, 1.0, 1.0}, {33, 97, 17, 1.0, 0.0},
+};
+
+TEST_P(CpuIsaPath, GemmOnRaggedShapesWithSeveralAtoms) {
+  struct Tile {
+    int64_t bm, bn, bk, mr, nr;
+  };
+  // 12x32 and 14x32, 8x48, 6x64 (the AVX-512 candidates); tiles that are not a
+  // multiple of the atom (edge kernels); an atom narrower than a vector on some ISAs.
+  const Tile tiles[] = {{96, 128, 64, 12, 32}, {28, 96, 40, 14, 32}, {32, 96, 32, 8, 48},
+                        {24, 128, 16, 6, 64},  {30, 40, 8, 12, 32},  {20, 72, 24, 8, 48},
+                        {12, 24, 8, 3, 12}};
+  uint32_t seed = 10 * static_cast<uint32_t>(GetParam());
+  for (const Tile& t : tiles) {
+    HandGemm plan;
+    plan.bm = t.bm, plan.bn = t.bn, plan.bk = t.bk, plan.atom_m = t.mr, plan.atom_n = t.nr;
+    SCOPED_TRACE(std::to_string(t.bm) + "x" + std::to_string(t.bn) + "x" + std::to_string(t.bk) + " atom " +
+                 std::to_string(t.mr) + "x" + std::to_string(t.nr));
+    auto kernel = compile_cpu(hand_gemm_program(plan));
+    for (const GemmCase& g : kRagged) check_gemm(*kernel, g, seed++);
+  }
+  HandGemm workers;  // four workers on a 2x2 grid: parts start off panel boundaries
+  workers.bm = 48, workers.bn = 96, workers.bk = 32, workers.workers = 4, workers.worker_rows = 2;
+  workers.worker_cols = 2, workers.batch = 8;
+  auto kernel = compile_cpu(hand_gemm_program(workers));
+  for (const GemmCase& g : kRagged) check_gemm(*kernel, g, seed++);
+}
+
+// A library kernel compiled for the ISA through the compiler's steps (the public
+// compile() caches by TileIR and plan, not by ISA), launched phase by phase on
+// random inputs with every output poisoned with NaN, and compared whole with the
+// FP64 evaluator.
+void check_library_kernel(const std::string& name, const TileKernel& k, std::map<std::string, int64_t> sizes,
+                          std::map<std::string, double> given, uint64_t seed) {
+  SCOPED_TRACE(name);
+  Plan plan = default_plan(k, TargetKind::Cpu, sizes);
+  default_strides(k.tensors, sizes);
+  auto tensors = random_tensors(k.tensors, sizes, seed);
+  LaunchArgs args;
+  args.sizes = sizes;
+  args.scalars = random_scalars(k.scalars, given, seed);
+  for (auto& [n, h] : tensors) args.tensors[n] = h.data.data();
+  for (const TileKernel& phase : split_phases(k)) {
+    CompiledGroup g = compile_to_group(phase, plan, CompileOptions{});
+    compile_cpu(g.program)->run(args, 2);
+  }
+  EvalArgs ea;
+  ea.sizes = sizes;
+  ea.tiles = plan.tiles;
+  ea.scalars = args.scalars;
+  for (auto& [n, h] : tensors) ea.tensors[n] = std::span<double>(h.oracle);
+  evaluate(k, ea);
+  int64_t depth = 1;
+  for (const auto& [n, v] : sizes) depth = std::max(depth, v);
+  for (const TensorParam& t : k.tensors) {
+    if (t.access == Access::In) continue;
+    const HostTensor& h = tensors[t.name];
+    double e = relative_error(std::span<const float>(h.data), std::span<const double>(h.oracle));
+    EXPECT_LE(e, error_bound(DType::F32, t.dtype, depth)) << name << ": tensor " << t.name << " ("
+                                                            << plan.to_string() << ")";
+  }
+}
+
+TEST_P(CpuIsaPath, LibraryKernelsOnRaggedShapes) {
+  uint64_t seed = 100 + static_cast<uint64_t>(GetParam());
+  check_library_kernel("softmax", softmax_kernel(), {{"M", 37}, {"N", 75}, {"ldx", 80}, {"ldy", 77}}, {}, seed++);
+  check_library_kernel("layernorm", layernorm_kernel(), {{"M", 29}, {"N", 53}, {"ldx", 53}, {"ldy", 60}},
+                       {{"eps", 1e-5}}, seed++);
+  check_library_kernel("col_sum", col_sum_kernel(), {{"M", 41}, {"N", 35}, {"ldx", 39}}, {}, seed++);
+  check_library_kernel("add_broadcast", add_broadcast_kernel(), {{"M", 23}, {"N", 45}, {"lda", 45}, {"ldc", 50}},
+                       {}, seed++);
+  check_library_kernel("batched_gemm", batched_gemm_kernel(),
+                       {{"batch", 3}, {"M", 19}, {"N", 23}, {"K", 17}, {"lda", 17}, {"sa", 19 * 17}, {"ldb", 23},
+                        {"sb", 17 * 23}, {"ldc", 25}, {"sc", 19 * 25}},
+                       {}, seed++);
+  check_library_kernel("gemm_bias_gelu", gemm_epilogue_kernel(BiasAlong::Rows, Activation::Gelu),
+                       {{"M", 21}, {"N", 35}, {"K", 13}, {"lda", 13}, {"ldb", 35}, {"ldc", 35}}, {}, seed++);
+}
+
+// The ISA is part of the emitted source and of the compiler's flags, so each path
+// has a cache entry of its own.
+TEST_P(CpuIsaPath, EmittedForTheIsaAndCachedApart) {
+  const CpuIsaInfo& isa = cpu_isa_info(GetParam());
+  std::string src = emit_cpu(hand_gemm_program(HandGemm{}));
+  EXPECT_NE(src.find("vector_size(" + std::to_string(isa.lanes * 4) + ")"), std::string::npos) << isa.name;
+  EXPECT_NE(src.find(std::string("cpu target, ") + isa.name), std::string::npos);
+  EXPECT_EQ(src.find("#include"), std::string::npos);
+  HandGemm small;
+  small.bm = 24, small.bn = 32, small.bk = 8;
+  std::string here = compile_cpu(hand_gemm_program(small))->info().cache_path;
+  setenv("TESSEL_CPU_ISA", "sse", 1);
+  std::string sse = compile_cpu(hand_gemm_program(small))->info().cache_path;
+  EXPECT_EQ(here == sse, GetParam() == CpuIsa::Sse) << here << " vs " << sse;
+}
+
+INSTANTIATE_TEST_SUITE_P(Isa, CpuIsaPath, ::testing::Values(CpuIsa::Avx512, CpuIsa::Avx2, CpuIsa::Sse),
+                         [](const ::testing::TestParamInfo<CpuIsa>& i) {
+                           return std::string(cpu_isa_info(i.param).name);
+                         });
+
+TEST(CpuIsa, UnknownOrUnsupportedNameIsAnInvalidArgument) {
+  setenv("TESSEL_CPU_ISA", "avx1024", 1);
+  try {
+    cpu_isa();
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::InvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("avx1024"), std::string::npos) << e.what();
+  }
+  unsetenv("TESSEL_CPU_ISA");
+  EXPECT_EQ(cpu_isa(), detected_cpu_isa());
+}
+
+}  // namespace
+}  // namespace tessel::testing
