@@ -181,12 +181,6 @@ std::string cache_key(const TileKernel& k, const Plan& plan, const CompileSettin
 // ones the kernel writes come back.
 void launch_cuda(const CompiledKernelImpl& c, const TileKernel& k, const KernelArgs& in,
                  const BoundArgs& bound) {
-  bool all_on_device = true;
-  for (const auto& [name, a] : in.tensors) all_on_device &= a.on_device;
-  if (all_on_device) {  // nothing to copy: the launch stays asynchronous, in stream order
-    for (const CompiledPhase& phase : c.phases) phase.cuda->launch(bound.args);
-    return;
-  }
   LaunchArgs args = bound.args;  // host tensors get device buffers for this run only
   std::vector<DeviceBuffer> buffers;
   std::vector<std::pair<size_t, size_t>> writeback;  // (tensor index, buffer index)
@@ -217,10 +211,15 @@ class BoundLaunchImpl {
   std::shared_ptr<const CompiledKernelImpl> compiled;
   KernelArgs args;  // as given, kept current by set_tensor / set_scalar (sim, cuda)
   BoundArgs bound;
-  // cpu: each phase's flat arguments, and where kernel tensor i / scalar i sit in
-  // them (-1: the phase does not use it).
+  // flat: the cpu, and cuda with every tensor on the device. Each phase's flat
+  // arguments, and where kernel tensor i / scalar i sit in them (-1: the phase
+  // does not use it). Otherwise run() reads the maps above.
+  bool flat = false;
   std::vector<CpuLaunch> cpu;
-  std::vector<std::vector<int>> cpu_tensor_slot, cpu_scalar_slot;
+#ifdef TESSEL_WITH_CUDA
+  std::vector<CudaLaunch> cuda;
+#endif
+  std::vector<std::vector<int>> tensor_slot, scalar_slot;
   bool recheck_overlap = false;  // a tensor was replaced since the last check
 };
 
@@ -296,9 +295,19 @@ BoundLaunch Kernel::bind(const KernelArgs& args) const {
   b->compiled = impl_;
   b->args = args;
   b->bound = bind_args(c.kernel, args);
-  if (c.plan.target == TargetKind::Cpu) {
+  b->flat = c.plan.target == TargetKind::Cpu;
+#ifdef TESSEL_WITH_CUDA
+  if (c.plan.target == TargetKind::Cuda) {
+    b->flat = true;
+    for (const auto& [name, a] : args.tensors) b->flat &= a.on_device;
+  }
+#endif
+  if (b->flat) {
     for (const CompiledPhase& phase : c.phases) {
-      b->cpu.push_back(phase.cpu->bind(b->bound.args));
+      if (phase.cpu) b->cpu.push_back(phase.cpu->bind(b->bound.args));
+#ifdef TESSEL_WITH_CUDA
+      if (phase.cuda) b->cuda.push_back(phase.cuda->bind(b->bound.args));
+#endif
       const GroupProgram& p = phase.group.program;
       std::vector<int> tensor_slot, scalar_slot;
       for (const TensorParam& t : c.kernel.tensors) {
@@ -313,8 +322,8 @@ BoundLaunch Kernel::bind(const KernelArgs& args) const {
           if (p.scalars[i].name == s.name) slot = static_cast<int>(i);
         scalar_slot.push_back(slot);
       }
-      b->cpu_tensor_slot.push_back(std::move(tensor_slot));
-      b->cpu_scalar_slot.push_back(std::move(scalar_slot));
+      b->tensor_slot.push_back(std::move(tensor_slot));
+      b->scalar_slot.push_back(std::move(scalar_slot));
     }
   }
   BoundLaunch out;
@@ -336,9 +345,15 @@ void BoundLaunch::set_tensor(size_t index, void* data) {
   // tensor moved onto memory that another is about to leave would be refused.
   span.base = reinterpret_cast<uintptr_t>(data);
   b.recheck_overlap = true;
-  for (size_t p = 0; p < b.cpu.size(); ++p)
-    if (int slot = b.cpu_tensor_slot[p][index]; slot >= 0) b.cpu[p].tensors[slot] = ptr;
-  if (b.cpu.empty()) {  // sim and cuda read the maps
+  for (size_t p = 0; p < b.tensor_slot.size(); ++p) {
+    int slot = b.tensor_slot[p][index];
+    if (slot < 0) continue;
+    if (!b.cpu.empty()) b.cpu[p].tensors[slot] = ptr;
+#ifdef TESSEL_WITH_CUDA
+    if (!b.cuda.empty()) b.cuda[p].tensors[slot] = reinterpret_cast<uint64_t>(ptr);
+#endif
+  }
+  if (!b.flat) {
     const std::string& name = k.tensors[index].name;
     b.args.tensors[name].data = data;
     b.bound.args.tensors[name] = ptr;
@@ -351,9 +366,15 @@ void BoundLaunch::set_scalar(size_t index, double value) {
   if (index >= k.scalars.size())
     bad_argument("scalar index " + std::to_string(index) + " out of range: kernel " + k.name + " has " +
                  std::to_string(k.scalars.size()) + " scalars");
-  for (size_t p = 0; p < b.cpu.size(); ++p)
-    if (int slot = b.cpu_scalar_slot[p][index]; slot >= 0) b.cpu[p].scalars[slot] = value;
-  if (b.cpu.empty()) {
+  for (size_t p = 0; p < b.scalar_slot.size(); ++p) {
+    int slot = b.scalar_slot[p][index];
+    if (slot < 0) continue;
+    if (!b.cpu.empty()) b.cpu[p].scalars[slot] = value;
+#ifdef TESSEL_WITH_CUDA
+    if (!b.cuda.empty()) b.cuda[p].scalars[slot] = value;
+#endif
+  }
+  if (!b.flat) {
     const std::string& name = k.scalars[index].name;
     b.args.scalars[name] = value;
     b.bound.args.scalars[name] = value;
@@ -384,7 +405,12 @@ LaunchReport BoundLaunch::run(const LaunchOptions& options) {
       break;
     case TargetKind::Cuda:
 #ifdef TESSEL_WITH_CUDA
-      launch_cuda(c, c.kernel, b.args, b.bound);
+      // Every tensor on the device: the flat arguments, asynchronously in stream
+      // order like any CUDA launch. Otherwise host tensors travel (launch_cuda).
+      if (b.flat)
+        for (size_t p = 0; p < c.phases.size(); ++p) c.phases[p].cuda->execute(b.cuda[p]);
+      else
+        launch_cuda(c, c.kernel, b.args, b.bound);
 #endif
       break;
   }

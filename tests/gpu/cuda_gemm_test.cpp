@@ -225,6 +225,16 @@ TEST(CudaGemm, RandomShapes) {
 }
 
 // The host-array front door: packs, rounds, copies back; C's padding untouched.
+// A call with the last call's shape re-points the bound launch's flat arguments
+// (gemm.cpp's LastCall, BoundLaunch on device pointers): each call's new buffers,
+// alpha and beta must reach the kernel.
+TEST(CudaGemm, RepeatedShapeWithNewBuffersAndScalars) {
+  REQUIRE_GPU();
+  const double scalars[][2] = {{1.0, 0.0}, {-0.5, 2.0}, {1.5, 0.0}, {0.25, -1.0}};
+  uint64_t seed = 90;
+  for (const auto& [alpha, beta] : scalars) check({77, 45, 29, GemmPrecision::F32, alpha, beta, 3}, seed++);
+}
+
 TEST(CudaGemm, HostArraysRoundTrip) {
   REQUIRE_GPU();
   for (GemmPrecision p : kAll) {

@@ -63,7 +63,7 @@ class Kernel final : public CudaKernel {
 
   const CudaCompileInfo& info() const override { return info_; }
 
-  void launch(const LaunchArgs& args) const override {
+  CudaLaunch bind(const LaunchArgs& args) const override {
     // Tensor layouts first: a bad one is refused before anything touches the device;
     // so are written tensors that share device memory with another tensor.
     std::vector<TensorSpan> spans;
@@ -74,51 +74,71 @@ class Kernel final : public CudaKernel {
         spans.push_back({&t, reinterpret_cast<uintptr_t>(it->second), std::move(layout)});
     }
     check_tensor_overlap(spans);
-    const CudaDriver& d = cuda_driver();
-    CUfunction fn = function(d);
-    // Parameters in the emitted order: sizes, scalars (as double), tensors.
-    std::vector<int64_t> sizes(program_.size_params.size());
-    std::vector<double> scalars(program_.scalars.size());
-    std::vector<CUdeviceptr> tensors(program_.tensors.size());
-    std::vector<void*> params;
-    for (size_t i = 0; i < sizes.size(); ++i) {
-      auto it = args.sizes.find(program_.size_params[i]);
-      if (it == args.sizes.end())
-        user_error(ErrorKind::InvalidArgument, "missing size parameter " + program_.size_params[i]);
-      sizes[i] = it->second;
-      params.push_back(&sizes[i]);
+    CudaLaunch l;
+    for (const std::string& name : program_.size_params) {
+      auto it = args.sizes.find(name);
+      if (it == args.sizes.end()) user_error(ErrorKind::InvalidArgument, "missing size parameter " + name);
+      l.sizes.push_back(it->second);
     }
-    for (size_t i = 0; i < scalars.size(); ++i) {
-      auto it = args.scalars.find(program_.scalars[i].name);
-      if (it == args.scalars.end())
-        user_error(ErrorKind::InvalidArgument, "missing scalar parameter " + program_.scalars[i].name);
-      scalars[i] = it->second;
-      params.push_back(&scalars[i]);
+    for (const ScalarParam& s : program_.scalars) {
+      auto it = args.scalars.find(s.name);
+      if (it == args.scalars.end()) user_error(ErrorKind::InvalidArgument, "missing scalar parameter " + s.name);
+      l.scalars.push_back(it->second);
     }
-    for (size_t i = 0; i < tensors.size(); ++i) {
-      auto it = args.tensors.find(program_.tensors[i].name);
+    for (const TensorParam& t : program_.tensors) {
+      auto it = args.tensors.find(t.name);
       if (it == args.tensors.end() || !it->second)
-        user_error(ErrorKind::InvalidArgument, "missing or null tensor " + program_.tensors[i].name);
-      tensors[i] = reinterpret_cast<CUdeviceptr>(it->second);
-      params.push_back(&tensors[i]);
+        user_error(ErrorKind::InvalidArgument, "missing or null tensor " + t.name);
+      l.tensors.push_back(reinterpret_cast<uint64_t>(it->second));
     }
-    SymbolLookup lookup = [&](const std::string& name, int64_t* v) {
+    CudaGrid g = cuda_grid(program_, [&](const std::string& name, int64_t* v) {
       auto it = args.sizes.find(name);
       if (it == args.sizes.end()) return false;
       *v = it->second;
       return true;
-    };
-    // Tensor maps (tma copies), by value after the tensors.
+    });
+    if (g.x <= 0 || g.y <= 0 || g.z <= 0) return l;  // an empty grid runs nothing
+    const Kernel* runs = this;
+    if (g.folded && !info_.source.folded_grid) runs = static_cast<const Kernel*>(folded_variant().get());
+    l.runs = runs;
+    l.function = runs->function(cuda_driver());
+    l.grid[0] = unsigned(g.x), l.grid[1] = unsigned(g.y), l.grid[2] = unsigned(g.z);
+    return l;
+  }
+
+  void execute(const CudaLaunch& l) const override {
+    if (!l.runs) return;  // an empty grid
+    if (l.runs != this) return l.runs->execute(l);
+    const CudaDriver& d = cuda_driver();
+    // Parameters in the emitted order: sizes, scalars (as double), tensors, then
+    // the tensor maps of tma copies, by value.
+    const size_t count = l.sizes.size() + l.scalars.size() + l.tensors.size() + info_.source.tensor_maps.size();
+    void* fixed[32];
+    std::vector<void*> grown;
+    void** params = fixed;
+    if (count > 32) {
+      grown.resize(count);
+      params = grown.data();
+    }
+    size_t n = 0;
+    for (const int64_t& v : l.sizes) params[n++] = const_cast<int64_t*>(&v);
+    for (const double& v : l.scalars) params[n++] = const_cast<double*>(&v);
+    for (const uint64_t& v : l.tensors) params[n++] = const_cast<uint64_t*>(&v);
     std::vector<CUtensorMap> maps;
-    maps.reserve(info_.source.tensor_maps.size());
-    for (const CudaTensorMap& m : info_.source.tensor_maps)
-      maps.push_back(encode_tensor_map(d, m, program_.tensors[m.tensor].name, tensors[m.tensor], lookup));
-    for (CUtensorMap& m : maps) params.push_back(&m);
-    CudaGrid g = cuda_grid(program_, lookup);
-    if (g.x <= 0 || g.y <= 0 || g.z <= 0) return;  // an empty grid runs nothing
-    if (g.folded && !info_.source.folded_grid) return folded_variant()->launch(args);
-    cuda_check(d.cuLaunchKernel(fn, unsigned(g.x), unsigned(g.y), unsigned(g.z), unsigned(info_.source.threads),
-                                1, 1, unsigned(info_.source.shared_bytes), nullptr, params.data(), nullptr),
+    if (!info_.source.tensor_maps.empty()) {
+      SymbolLookup lookup = [&](const std::string& name, int64_t* v) {
+        for (size_t i = 0; i < program_.size_params.size(); ++i)
+          if (program_.size_params[i] == name) return *v = l.sizes[i], true;
+        return false;
+      };
+      maps.reserve(info_.source.tensor_maps.size());
+      for (const CudaTensorMap& m : info_.source.tensor_maps)
+        maps.push_back(encode_tensor_map(d, m, program_.tensors[m.tensor].name, l.tensors[m.tensor], lookup));
+      for (CUtensorMap& m : maps) params[n++] = &m;
+    }
+    cuda_check(d.cuLaunchKernel(static_cast<CUfunction>(l.function), l.grid[0], l.grid[1], l.grid[2],
+                                unsigned(info_.source.threads), 1, 1, unsigned(info_.source.shared_bytes), nullptr,
+                                params, nullptr),
                "cuLaunchKernel");
   }
 

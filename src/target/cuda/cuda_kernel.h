@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "ir/group_ir.h"
 #include "runtime/launch_args.h"
@@ -23,13 +24,31 @@ struct CudaCompileInfo {
   std::string cache_path;  // the sealed entry on disk (cuda-<hash>-<arch>.entry)
 };
 
+class CudaKernel;
+
+// One launch's arguments in the emitted kernel's parameter order, checked once by
+// CudaKernel::bind. A caller that keeps one may change tensor addresses (same
+// layouts) and scalars in place between executes.
+struct CudaLaunch {
+  std::vector<int64_t> sizes;
+  std::vector<double> scalars;
+  std::vector<uint64_t> tensors;  // device addresses
+  const CudaKernel* runs = nullptr;  // this kernel, or its folded-grid variant
+  void* function = nullptr;          // the loaded CUfunction of `runs`
+  unsigned grid[3] = {0, 0, 0};      // all 0: an empty grid, nothing runs
+};
+
 class CudaKernel {
  public:
   virtual ~CudaKernel() = default;
-  // Launches every group on the legacy default stream, asynchronously. Tensors in
-  // `args` are device addresses. Checks the block against the device's limits
-  // first (user error, ErrorKind::Plan, with the numbers).
-  virtual void launch(const LaunchArgs& args) const = 0;
+  // Checks `args` (tensor layouts, overlap, missing names; tensors are device
+  // addresses), loads the module and checks the block against the device's limits
+  // (user error, ErrorKind::Plan, with the numbers), and flattens the arguments.
+  virtual CudaLaunch bind(const LaunchArgs& args) const = 0;
+  // Launches every group on the legacy default stream, asynchronously. No lookups
+  // and no locks (tensor maps, where the kernel has tma copies, are encoded here).
+  virtual void execute(const CudaLaunch& launch) const = 0;
+  void launch(const LaunchArgs& args) const { execute(bind(args)); }
   virtual const CudaCompileInfo& info() const = 0;
 };
 
