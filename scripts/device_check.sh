@@ -14,6 +14,7 @@
 #   bench-gpu  `tessel bench` of tessel-cuda and cuBLAS with REF's executable as the
 #              reference, on the seed shapes (bench-gpu.md)
 #   bench-cpu  the same on the cpu with one thread (bench-cpu.md)
+#   attention-cpu  kernels/attention*.tir on the cpu (all cores) beside PyTorch's CPU SDPA
 #   ops-cpu    softmax and layernorm on the cpu beside NumPy (scripts/bench_ops_cpu.sh; ops-cpu.md)
 #   fuzz       the differential fuzzer's plain mode on every core but two for
 #              FUZZ_SECONDS (default 240) each (fuzz.txt)
@@ -97,6 +98,29 @@ for step in $STEPS; do
         --reference /tmp/o-ref/tessel --rounds 2 --out /tmp/bench-cpu > /tmp/bench-cpu.log 2>&1
       echo "bench-cpu rc=$? at $SECONDS s" >> "$OUT/summary.txt"
       cp /tmp/bench-cpu/results.md "$OUT/bench-cpu.md" 2>/dev/null || tail -5 /tmp/bench-cpu.log >> "$OUT/summary.txt";;
+    attention-cpu)
+      # fp32 on the cpu, every core, beside PyTorch's CPU scaled_dot_product_attention.
+      for d in 64 128; do for k in attention attention_causal; do
+        timeout 120 $O/tessel run kernels/$k.tir --target cpu --repeat 5 --json --size B=1 --size Hq=8 --size Hkv=8 \
+          --size Sq=2048 --size Skv=2048 --size D=$d --scalar scale=0.125 >> /tmp/attn-cpu.jsonl 2>&1
+      done; done
+      PYTHONUNBUFFERED=1 timeout 120 python3 - /tmp/attn-cpu.jsonl > "$OUT/attention-cpu.md" 2>&1 <<'PY'
+import json, sys, time, torch
+print(f"torch {torch.__version__}, {torch.get_num_threads()} threads")
+print("| kernel | B x H x S x D | tessel ms | torch ms | tessel speedup (torch ms / tessel ms) |")
+print("|---|---|---:|---:|---:|")
+for line in open(sys.argv[1]):
+    if not line.startswith("{"): print(line.strip()); continue
+    r = json.loads(line); s = r["sizes"]; causal = r["kernel"].endswith("causal")
+    q = torch.randn(1, s["Hq"], s["Sq"], s["D"]); k = torch.randn(1, s["Hkv"], s["Skv"], s["D"]); v = torch.randn_like(k)
+    f = lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=0.125)
+    f(); ts = []
+    for _ in range(5):
+        t0 = time.perf_counter(); f(); ts.append(time.perf_counter() - t0)
+    t = sorted(ts)[2] * 1e3; mine = r["warm_us"] / 1e3
+    print(f"| {r['kernel']} | 1x{s['Hq']}x{s['Sq']}x{s['D']} | {mine:.2f} | {t:.2f} | {t / mine:.2f} |")
+PY
+      echo "attention-cpu rc=$? at $SECONDS s" >> "$OUT/summary.txt";;
     ops-cpu)
       BENCH_OPS_CPU=$O/bench_ops_cpu timeout 200 scripts/bench_ops_cpu.sh --threads 1 > "$OUT/ops-cpu.md" 2>&1
       echo "ops-cpu rc=$? at $SECONDS s" >> "$OUT/summary.txt";;

@@ -1,5 +1,6 @@
 #include "kernel_commands.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -60,7 +61,7 @@ struct Options {
   std::map<std::string, int64_t> sizes, tiles;
   std::map<std::string, double> scalars;
   TargetKind target = TargetKind::Cpu;
-  int workers = -1, threads = 0, window = 1;
+  int workers = -1, threads = 0, window = 1, repeat = 0;
   bool async_copy = false, check = false, json = false;
   uint64_t seed = 42;
   std::vector<std::string> passes;
@@ -97,6 +98,10 @@ Options parse(int argc, char** argv, int first) {
       o.async_copy = c == "async";
     } else if (s == "--seed") {
       o.seed = static_cast<uint64_t>(to_int(s, value()));
+    } else if (s == "--repeat") {
+      int64_t n = to_int(s, value());
+      if (n < 1 || n > 1000000) bad("--repeat takes 1 to 1000000, got " + std::to_string(n));
+      o.repeat = static_cast<int>(n);
     } else if (s == "--pass") {
       o.passes.push_back(value());
     } else if (s == "--check") {
@@ -146,6 +151,27 @@ std::string json_string(const std::string& s) {
   return out + "\"";
 }
 
+// --repeat N: the kernel bound once to random inputs, launched once to warm up,
+// then N times; the median wall time of one launch (on cuda, host tensors travel
+// each time, so this is not the kernel's device time).
+double warm_launch_us(const Kernel& compiled, const Options& o, const LaunchOptions& lo) {
+  const TileKernel& k = compiled.tile_kernel();
+  std::map<std::string, int64_t> sizes = o.sizes;
+  default_strides(k.tensors, sizes);
+  std::map<std::string, HostTensor> tensors = random_tensors(k.tensors, sizes, o.seed);
+  KernelArgs args;
+  for (auto& [name, t] : tensors) args.tensors[name] = TensorArg::host(t.data.data(), t.layout.shape, t.layout.strides);
+  for (const TensorParam& t : k.tensors) args.tensors[t.name].dtype = t.dtype;
+  args.scalars = random_scalars(k.scalars, o.scalars, o.seed);
+  args.sizes = sizes;  // as run_checked gives them: the launch checks they agree
+  BoundLaunch launch = compiled.bind(args);
+  launch.run(lo);
+  std::vector<double> us;
+  for (int i = 0; i < o.repeat; ++i) us.push_back(launch.run(lo).run_us);
+  std::nth_element(us.begin(), us.begin() + us.size() / 2, us.end());
+  return us[us.size() / 2];
+}
+
 }  // namespace
 
 int run_command(int argc, char** argv) {
@@ -158,6 +184,7 @@ int run_command(int argc, char** argv) {
   lo.sim_seed = o.seed;
   CheckedRun r = run_checked(compiled, o.sizes, o.scalars, o.seed, lo);
   bool ok = o.check ? r.ok : r.launch.races == 0;
+  double warm_us = o.repeat > 0 ? warm_launch_us(compiled, o, lo) : 0;
   std::string per_tensor;
   for (const auto& [name, e] : r.rel_err)
     per_tensor += (per_tensor.empty() ? "" : ", ") + json_string(name) + ": " + json_number(e);
@@ -176,10 +203,12 @@ int run_command(int argc, char** argv) {
               << ", \"rel_err_by_tensor\": {" << (o.check ? per_tensor : "") << "}"
               << ", \"ok\": " << (ok ? "true" : "false") << ", \"races\": " << r.launch.races
               << ", \"compile_ms\": " << json_number(compiled.compile_ms())
-              << ", \"run_us\": " << json_number(r.launch.run_us) << "}\n";
+              << ", \"run_us\": " << json_number(r.launch.run_us)
+              << ", \"warm_us\": " << (o.repeat > 0 ? json_number(warm_us) : "null") << "}\n";
   } else {
     std::cout << k.name << " on " << target_name(plan.target) << " (" << plan.to_string() << "): "
               << json_number(r.launch.run_us) << " us";
+    if (o.repeat > 0) std::cout << ", warm " << json_number(warm_us) << " us (median of " << o.repeat << ")";
     if (o.check) std::cout << ", rel_err " << json_number(r.worst) << " (bound " << json_number(r.bound) << ")";
     if (plan.target == TargetKind::Sim) std::cout << ", races " << r.launch.races;
     std::cout << (ok ? ", ok" : ", FAILED") << "\n";

@@ -37,7 +37,8 @@ const char* kUsage =
     "  explain: TileIR, the plan and GroupIR after every compile step.\n"
     "usage: tessel bench --out DIR [options]   (tessel bench --help)\n"
     "usage: tessel run KERNEL.tir --size NAME=V ... [--target sim|cpu|cuda] [--tile NAME=V ...] [--workers W]\n"
-    "         [--scalar NAME=V ...] [--seed S] [--threads T] [--check] [--json]\n"
+    "         [--scalar NAME=V ...] [--seed S] [--threads T] [--check] [--json] [--repeat N]\n"
+    "           --repeat N: also N warm launches on one set of inputs, their median time\n"
     "       tessel explain KERNEL.tir --size NAME=V ... [plan options]\n"
     "       tessel opt FILE.gir [--pass plan-barriers|pipeline=W|pipeline-async=W ...]\n"
     "       tessel sim FILE.gir --size NAME=V ... [--scalar NAME=V ...] [--seed S]\n";

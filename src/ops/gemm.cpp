@@ -355,6 +355,7 @@ GemmReport gemm(int64_t m, int64_t n, int64_t k, float alpha, const float* a, in
   auto key = std::make_tuple(m, n, k, lda, ldb, ldc, options.target, options.precision,
                              options.coalesce_barriers, options.device_pointers);
   if (fast && last.valid && last.key == key) {
+    // Indices in gemm_kernel's declaration order: tensors A, B, C; scalars alpha, beta.
     report.plan = last.plan;
     last.launch.set_tensor(0, const_cast<float*>(a));
     last.launch.set_tensor(1, const_cast<float*>(b));

@@ -154,6 +154,10 @@ TEST(CliErrors, BadArgumentsExitWithStatus2) {
   EXPECT_EQ(cli("multiply 4 4 4"), 2);
   EXPECT_EQ(cli("gemm 5 6 7 --check"), 0);
   EXPECT_EQ(cli("gemm 5 6 7 --target sim --check --json"), 0);
+  const std::string softmax = std::string(TESSEL_SOURCE_DIR) + "/kernels/softmax.tir --size M=5 --size N=9";
+  EXPECT_EQ(cli("run " + softmax + " --repeat 0"), 2);
+  EXPECT_EQ(cli("run " + softmax + " --repeat x"), 2);
+  EXPECT_EQ(cli("run " + softmax + " --repeat 3 --check"), 0);
 }
 
 }  // namespace

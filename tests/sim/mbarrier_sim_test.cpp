@@ -13,36 +13,21 @@
 
 #include "ir/group_text.h"
 #include "ir/group_verify.h"
+#include "race_assertions.h"
 #include "target/sim/sim.h"
 #include "tessel/error.h"
 
 namespace tessel {
 namespace {
 
-bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+using test::has;
+using test::names_race;
+using test::races_text;
 
 GroupProgram program(const std::string& text) {
   GroupProgram p = parse_group_program(text);
   verify_group_program(p);
   return p;
-}
-
-std::string races_text(const SimResult& r) {
-  std::string s;
-  for (const Race& race : r.races) s += "\n  " + race.message;
-  return s;
-}
-
-// Some recorded race names op `a` first and op `b` second (b -1: `a` alone), and
-// its message names them both.
-::testing::AssertionResult names_race(const SimResult& r, int a, int b, const std::string& also = "") {
-  if (r.race_count == 0) return ::testing::AssertionFailure() << "no race reported";
-  for (const Race& race : r.races)
-    if (race.first_op == a && race.second_op == b && has(race.message, "#" + std::to_string(a)) &&
-        (b < 0 || has(race.message, "#" + std::to_string(b))) && has(race.message, also))
-      return ::testing::AssertionSuccess() << race.message;
-  return ::testing::AssertionFailure() << r.race_count << " races, none between op #" << a << " and op #" << b
-                                       << ":" << races_text(r);
 }
 
 std::string edit(std::string text, const std::string& from, const std::string& to) {

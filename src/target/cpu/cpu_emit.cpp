@@ -600,7 +600,9 @@ class Emitter {
       case GroupOpKind::MbarExpectTx:
       case GroupOpKind::MbarWait:
       case GroupOpKind::Tma:
-        // The GPU's mbarriers and tensor-memory copies: nothing here emits them for a cpu plan.
+      case GroupOpKind::Roles:
+        // The GPU's mbarriers, tensor-memory copies and warp roles: nothing here
+        // emits them for a cpu plan.
         user_error(ErrorKind::Unsupported, "cpu target: op #" + num(op.id) + " (" + group_op_name(op.kind) +
                                                ") is not supported on the cpu");
       case GroupOpKind::For:
