@@ -74,9 +74,12 @@ class CompiledKernelImpl;
 class BoundLaunchImpl;
 
 // A launch whose arguments were bound and checked once (Kernel::bind). run() then
-// does no name lookups and, on the cpu target, no allocation and no locking, so a
-// caller that launches one kernel on one shape many times pays only for the
-// kernel. Tensors (in tile_kernel().tensors order) and scalars (in .scalars order)
+// does no name lookups and no per-call checks of layouts: on the cpu it calls the
+// emitted function with the kept argument arrays (a one-group grid with no
+// allocation and no lock; larger grids go to the thread pool), and on cuda with
+// every tensor on the device it launches with the kept parameters (kernels with
+// tma copies encode their tensor maps per run). A caller that launches one kernel
+// on one shape many times so pays little beyond the kernel. Tensors (in tile_kernel().tensors order) and scalars (in .scalars order)
 // may be changed between runs: a new pointer must hold the same layout. A null
 // pointer is refused at once, an overlap by the next run() (before anything runs).
 // Not for use from two threads at once.
