@@ -928,9 +928,11 @@ class Emitter {
       user_error(ErrorKind::Verify, "mma #" + num(op.id) + ": operands must be shared buffers");
     const int64_t mr = p_.atom_m, nr = p_.atom_n;
     int64_t b_col = -1;
-    bool fast = mr >= 1 && nr >= 1 && cpu_microkernel_fits(nr, isa_) && A.layout == Layout::RowMajor &&
+    // The micro-kernel takes A, B and acc all fp32 (16-bit staging holds floats) or all f64.
+    const bool f64 = is_f64(acc.dtype);
+    bool fast = mr >= 1 && nr >= 1 && cpu_microkernel_fits(nr, isa_, f64) && A.layout == Layout::RowMajor &&
                 B.layout == Layout::ColPanels && B.panel == nr && expr_is_const(op.b.col, &b_col) &&
-                b_col % nr == 0 && !is_f64(A.dtype) && !is_f64(B.dtype) && !is_f64(acc.dtype);
+                b_col % nr == 0 && is_f64(A.dtype) == f64 && is_f64(B.dtype) == f64;
     line("// mma #" + num(op.id) + " (" + num(op.m) + "x" + num(op.n) + "x" + num(op.k) + ")");
     Side a = side(op.a, 0, 0, nullptr, nullptr, op), b = side(op.b, 0, 0, nullptr, nullptr, op);
     // The valid part of the tile (GroupOp::m_valid): work outside it is skipped.
@@ -955,8 +957,8 @@ class Emitter {
       // Blocks of [r0, r1) x [c0, c1) of the part, `br` x `bc` at a time.
       auto blocks = [&](int64_t r0, int64_t r1, int64_t br, int64_t c0, int64_t c1, int64_t bc) {
         if (r0 >= r1 || c0 >= c1) return;
-        std::string name = cpu_microkernel_name(br, bc, A.cols, nr);
-        if (!microkernels_.count(name)) microkernels_[name] = emit_cpu_microkernel(br, bc, A.cols, nr, isa_);
+        std::string name = cpu_microkernel_name(br, bc, A.cols, nr, f64);
+        if (!microkernels_.count(name)) microkernels_[name] = emit_cpu_microkernel(br, bc, A.cols, nr, isa_, f64);
         // jr outer, ir inner (BLIS): one B micro-panel stays in L1 while the A
         // micro-panels stream past it.
         open("for (int64_t jr = " + num(c0) + "; jr < " + num(c1) + " && " + num(part.col0) +

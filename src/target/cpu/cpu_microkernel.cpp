@@ -24,12 +24,16 @@ std::string cpu_vector_types(const CpuIsaInfo& isa) {
          "typedef float tsl_vfu __attribute__((vector_size(" + bytes + "), aligned(4)));\n";
 }
 
-bool cpu_microkernel_fits(int64_t ldb, const CpuIsaInfo& isa) {
-  return ldb >= isa.lanes && ldb % isa.lanes == 0;
+// Elements of one vector register: fp32 lanes, or half as many doubles.
+int64_t lanes_of(const CpuIsaInfo& isa, bool f64) { return f64 ? isa.lanes / 2 : isa.lanes; }
+
+bool cpu_microkernel_fits(int64_t ldb, const CpuIsaInfo& isa, bool f64) {
+  const int64_t lanes = lanes_of(isa, f64);
+  return ldb >= lanes && ldb % lanes == 0;
 }
 
-std::string cpu_microkernel_name(int64_t mr, int64_t nr, int64_t lda, int64_t ldb) {
-  return "tsl_ukr_" + num(mr) + "x" + num(nr) + "_" + num(lda) + "_" + num(ldb);
+std::string cpu_microkernel_name(int64_t mr, int64_t nr, int64_t lda, int64_t ldb, bool f64) {
+  return std::string(f64 ? "tsl_ukr_d_" : "tsl_ukr_") + num(mr) + "x" + num(nr) + "_" + num(lda) + "_" + num(ldb);
 }
 
 // Accumulators plus the B vectors of a pass must fit the registers; without
@@ -37,8 +41,8 @@ std::string cpu_microkernel_name(int64_t mr, int64_t nr, int64_t lda, int64_t ld
 // no more loads than FMAs per k (rows + vecs <= rows * vecs: x86 cores load and FMA
 // at the same rate) beats one with more; then the most accumulators wins (FMA
 // latency is hidden by independent chains), then the fewest loads per FMA.
-CpuRegisterBlock cpu_microkernel_blocking(int64_t mr, int64_t nr, const CpuIsaInfo& isa) {
-  const int64_t nv = ceil_div(nr, isa.lanes);
+CpuRegisterBlock cpu_microkernel_blocking(int64_t mr, int64_t nr, const CpuIsaInfo& isa, bool f64) {
+  const int64_t nv = ceil_div(nr, lanes_of(isa, f64));
   const int64_t free = isa.registers - (isa.isa == CpuIsa::Avx512 ? 0 : 1);
   CpuRegisterBlock best{1, 1};
   for (int64_t vecs = 1; vecs <= nv; ++vecs) {
@@ -57,20 +61,25 @@ CpuRegisterBlock cpu_microkernel_blocking(int64_t mr, int64_t nr, const CpuIsaIn
   return best;
 }
 
-std::string emit_cpu_microkernel(int64_t mr, int64_t nr, int64_t lda, int64_t ldb, const CpuIsaInfo& isa) {
-  TESSEL_ASSERT(mr >= 1 && nr >= 1 && nr <= ldb && cpu_microkernel_fits(ldb, isa),
+std::string emit_cpu_microkernel(int64_t mr, int64_t nr, int64_t lda, int64_t ldb, const CpuIsaInfo& isa,
+                                 bool f64) {
+  TESSEL_ASSERT(mr >= 1 && nr >= 1 && nr <= ldb && cpu_microkernel_fits(ldb, isa, f64),
                 "micro-kernel " + num(mr) + "x" + num(nr) + " on a B panel of width " + num(ldb));
-  const int64_t L = isa.lanes, nv = ceil_div(nr, L);
-  const int64_t tail = nr - (nv - 1) * L;  // floats of the last vector of a row
-  const CpuRegisterBlock blk = cpu_microkernel_blocking(mr, nr, isa);
+  const int64_t L = lanes_of(isa, f64), nv = ceil_div(nr, L);
+  const int64_t tail = nr - (nv - 1) * L;  // elements of the last vector of a row
+  const int64_t esize = f64 ? 8 : 4;
+  const std::string T = f64 ? "double" : "float", V = f64 ? "tsl_vd" : "tsl_vf", VU = f64 ? "tsl_vdu" : "tsl_vfu";
+  const CpuRegisterBlock blk = cpu_microkernel_blocking(mr, nr, isa, f64);
   const int64_t row_chunks = ceil_div(mr, blk.rows), vec_chunks = ceil_div(nv, blk.vecs);
   auto acc = [](int64_t r, int64_t v) { return "c" + num(r) + "_" + num(v); };
   auto c_at = [&](int64_t r, int64_t v) { return "c + " + num(r) + " * ldc + " + num(v * L); };
   std::string s;
   // noinline: inlined into the group function, GCC spills an accumulator.
-  s += "__attribute__((noinline)) static void " + cpu_microkernel_name(mr, nr, lda, ldb) +
-       "(int64_t kc, const float* __restrict a, const float* __restrict b,\n"
-       "    float* __restrict c, int64_t ldc) {\n";
+  s += "__attribute__((noinline)) static void " + cpu_microkernel_name(mr, nr, lda, ldb, f64) + "(int64_t kc, const " +
+       T + "* __restrict a, const " + T + "* __restrict b,\n    " + T + "* __restrict c, int64_t ldc) {\n";
+  if (f64)
+    s += "  typedef double tsl_vd __attribute__((vector_size(" + num(isa.lanes * 4) +
+         ")));\n  typedef double tsl_vdu __attribute__((vector_size(" + num(isa.lanes * 4) + "), aligned(8)));\n";
   for (int64_t rc = 0; rc < row_chunks; ++rc)
     for (int64_t vc = 0; vc < vec_chunks; ++vc) {
       auto [r0, r1] = chunk(mr, row_chunks, rc);
@@ -80,15 +89,15 @@ std::string emit_cpu_microkernel(int64_t mr, int64_t nr, int64_t lda, int64_t ld
       for (int64_t r = r0; r < r1; ++r)
         for (int64_t v = v0; v < v1; ++v) {
           if (v == nv - 1 && tail < L)
-            s += "    tsl_vf " + acc(r, v) + " = {}; __builtin_memcpy(&" + acc(r, v) + ", " + c_at(r, v) +
-                 ", " + num(tail * 4) + ");\n";
+            s += "    " + V + " " + acc(r, v) + " = {}; __builtin_memcpy(&" + acc(r, v) + ", " + c_at(r, v) +
+                 ", " + num(tail * esize) + ");\n";
           else
-            s += "    tsl_vf " + acc(r, v) + " = *(const tsl_vfu*)(" + c_at(r, v) + ");\n";
+            s += "    " + V + " " + acc(r, v) + " = *(const " + VU + "*)(" + c_at(r, v) + ");\n";
         }
-      s += "    const float* ak = a;\n    const float* bk = b;\n";
+      s += "    const " + T + "* ak = a;\n    const " + T + "* bk = b;\n";
       s += "    for (int64_t k = 0; k < kc; ++k, ++ak, bk += " + num(ldb) + ") {\n";
       for (int64_t v = v0; v < v1; ++v)
-        s += "      const tsl_vf b" + num(v) + " = *(const tsl_vfu*)(bk + " + num(v * L) + ");\n";
+        s += "      const " + V + " b" + num(v) + " = *(const " + VU + "*)(bk + " + num(v * L) + ");\n";
       for (int64_t r = r0; r < r1; ++r) {
         // Scalar times vector broadcasts; GCC folds it into the FMA's memory operand.
         const std::string ar = "ak[" + num(r * lda) + "]";
@@ -98,9 +107,9 @@ std::string emit_cpu_microkernel(int64_t mr, int64_t nr, int64_t lda, int64_t ld
       for (int64_t r = r0; r < r1; ++r)
         for (int64_t v = v0; v < v1; ++v) {
           if (v == nv - 1 && tail < L)
-            s += "    __builtin_memcpy(" + c_at(r, v) + ", &" + acc(r, v) + ", " + num(tail * 4) + ");\n";
+            s += "    __builtin_memcpy(" + c_at(r, v) + ", &" + acc(r, v) + ", " + num(tail * esize) + ");\n";
           else
-            s += "    *(tsl_vfu*)(" + c_at(r, v) + ") = " + acc(r, v) + ";\n";
+            s += "    *(" + VU + "*)(" + c_at(r, v) + ") = " + acc(r, v) + ";\n";
         }
       s += "  }\n";
     }

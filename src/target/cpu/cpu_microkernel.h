@@ -4,6 +4,9 @@
 //
 // Contract of  tsl_ukr_<MR>x<NR>_<LDA>_<LDB>(kc, a, b, c, ldc):
 //   operation   C[0:MR, 0:NR] += A[0:MR, 0:kc] * B[0:kc, 0:NR]      (fp32, FMA)
+//   f64         tsl_ukr_d_...: the same on double (A, B and C all f64), in vectors of
+//               half as many lanes (its vector types are local to the function, so
+//               units without an f64 product are unchanged).
 //   A           row-major with a compile-time leading dimension LDA (the shared A
 //               staging buffer, BM x BK): A(r, k) = a[r * LDA + k]. Each A element
 //               is broadcast (on AVX-512 an embedded broadcast operand of the FMA).
@@ -41,16 +44,19 @@ namespace tessel {
 std::string cpu_vector_types(const CpuIsaInfo& isa);
 
 // A B panel of width `ldb` can feed the micro-kernel: whole vectors of it are readable.
-bool cpu_microkernel_fits(int64_t ldb, const CpuIsaInfo& isa);
-std::string cpu_microkernel_name(int64_t mr, int64_t nr, int64_t lda, int64_t ldb);
-// The emitted function (uses the unit's tsl_vf / tsl_vfu vector types).
-std::string emit_cpu_microkernel(int64_t mr, int64_t nr, int64_t lda, int64_t ldb, const CpuIsaInfo& isa);
+// f64: the double kernel (half the lanes a vector).
+bool cpu_microkernel_fits(int64_t ldb, const CpuIsaInfo& isa, bool f64 = false);
+std::string cpu_microkernel_name(int64_t mr, int64_t nr, int64_t lda, int64_t ldb, bool f64 = false);
+// The emitted function (fp32: uses the unit's tsl_vf / tsl_vfu vector types; f64
+// declares its own).
+std::string emit_cpu_microkernel(int64_t mr, int64_t nr, int64_t lda, int64_t ldb, const CpuIsaInfo& isa,
+                                 bool f64 = false);
 
 // One pass's register block: `rows` x `vecs` accumulators.
 struct CpuRegisterBlock {
   int64_t rows = 0, vecs = 0;
 };
-CpuRegisterBlock cpu_microkernel_blocking(int64_t mr, int64_t nr, const CpuIsaInfo& isa);
+CpuRegisterBlock cpu_microkernel_blocking(int64_t mr, int64_t nr, const CpuIsaInfo& isa, bool f64 = false);
 
 // The reference: the contract's operation in scalar loops (fp32 accumulation in the
 // same k order per element, so results agree to rounding of the FMA contraction).
