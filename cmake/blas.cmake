@@ -67,6 +67,11 @@ endif()
 find_path(TESSEL_BLAS_TESTERS xblat3s PATHS /usr/lib/${CMAKE_LIBRARY_ARCHITECTURE}/blas /usr/lib/blas
           NO_DEFAULT_PATH)
 tessel_require(TESSEL_BLAS_TESTERS "the netlib BLAS testers (xblat3s)" libblas-test)
+# The CBLAS testers take the other routines from the reference BLAS beside them
+# (they need its RowMajorStrg); libblas-test is satisfied by OpenBLAS's libblas.so.3
+# too, which lacks it, so the reference one is asked for by name.
+find_file(TESSEL_REFERENCE_BLAS libblas.so.3 PATHS ${TESSEL_BLAS_TESTERS} NO_DEFAULT_PATH)
+tessel_require(TESSEL_REFERENCE_BLAS "the reference BLAS beside the testers (blas/libblas.so.3)" libblas3)
 foreach(tester xblat3s xblat3d xscblat3 xdcblat3)
   add_test(NAME blas_netlib_${tester}
            COMMAND ${PROJECT_SOURCE_DIR}/tests/blas/netlib_tester.sh ${tester} $<TARGET_FILE:tessel_blas>
