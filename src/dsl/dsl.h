@@ -93,8 +93,8 @@ class KernelBuilder {
   Tensor tensor(const std::string& name, Sym rows, Sym cols, Sym ld, Access access);
   // Declares that a and b may share memory (an in-place update): the launch's
   // overlap check lets this pair through. The kernel must then be race-free with
-  // them on one buffer; the sim does not yet see races between two tensors on
-  // one buffer (it keeps a shadow per tensor), so that is the kernel's promise.
+  // them on one buffer; the sim judges tensors on one storage as one, so it shows
+  // a race between them.
   void allow_overlap(const Tensor& a, const Tensor& b);
   // Declares a scalar parameter; scalar_value reads it inside the kernel.
   std::string scalar(const std::string& name, DType dtype = DType::F32);

@@ -287,6 +287,43 @@ TEST(BlindSpots, OverlappingTensorArgumentsAreRefusedAtLaunch) {
   EXPECT_EQ(r.race_count, 0) << races_text(r);
 }
 
+// 7. Two tensors the kernel declares may overlap (an in-place update), on one
+// storage: the sim judges them as one, so a race between them shows. Planted: group
+// i reads row i + 1 of X and writes row i of Y, with Y on X's storage: group i + 1
+// writes what group i reads. Fixed: each group reads the row it writes.
+const char* kShiftInPlace = R"(group shift(sizes ; tensors X: f32[4, 4] strides(4, 1) in, Y: f32[3, 4] strides(4, 1) out overlaps(X); scalars ) {
+  grid i = 3
+  workers 1 grid 1x1 lanes 1
+  atom fma 1x1
+  buffer X: global f32 tensor X
+  buffer Y: global f32 tensor Y
+  buffer f: private f32[1, 4] row panel 1 versions 1
+  frag.load #0 f <- X[(i + 1), 0] strides(4, 1)
+  frag.store #1 Y[i, 0] strides(4, 1) <- f
+}
+)";
+
+TEST(BlindSpots, RacesBetweenDeclaredOverlappingTensorsAreSeen) {
+  std::vector<float> x(16, 1.0f), y(12, 1.0f);
+  LaunchArgs args;
+  args.tensors = {{"X", x.data()}, {"Y", x.data()}};
+  SimResult planted = run_sim(program(kShiftInPlace), args);
+  EXPECT_TRUE(names_race(planted, 0, 1, "in different groups")) << races_text(planted);
+  // The same program on two storages has no race: only the overlap makes one.
+  args.tensors["Y"] = y.data();
+  SimResult apart = run_sim(program(kShiftInPlace), args);
+  EXPECT_EQ(apart.race_count, 0) << races_text(apart);
+  // Fixed, in place again: each group reads its own row.
+  args.tensors["Y"] = x.data();
+  SimResult fixed = run_sim(program(edit(kShiftInPlace, "X[(i + 1), 0]", "X[i, 0]")), args);
+  EXPECT_EQ(fixed.race_count, 0) << races_text(fixed);
+  // Y shifted by one row onto X: group i writes row i + 1 of X, which group i + 1
+  // reads; judged as one storage at an offset.
+  args.tensors["Y"] = x.data() + 4;
+  SimResult shifted = run_sim(program(edit(kShiftInPlace, "X[(i + 1), 0]", "X[i, 0]")), args);
+  EXPECT_GT(shifted.race_count, 0) << "Y one row into X: group i writes X row i + 1, group i + 1 reads it";
+}
+
 // The same launch check on the cpu and cuda targets (cuda: before the device is
 // touched, so this runs without a GPU; the pointers are never dereferenced).
 TEST(BlindSpots, OverlappingTensorArgumentsAreRefusedOnCpuAndCuda) {

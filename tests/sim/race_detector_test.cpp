@@ -30,7 +30,7 @@ struct Fixture {
   }
   const GroupOp& copy() const { return program.body[0]; }
   const GroupOp& mma() const { return program.body[1]; }
-  RaceDetector detector() const { return RaceDetector(program, {4}, 4); }  // G: 2 x 2
+  RaceDetector detector() const { return RaceDetector(program, {TensorStorage{0, 0}}, {4}, 4); }  // G: 2 x 2
 };
 
 struct Access {

@@ -20,15 +20,14 @@ void index_ops(const std::vector<GroupOp>& ops, std::vector<const GroupOp*>& by_
 
 }  // namespace
 
-RaceDetector::RaceDetector(const GroupProgram& program,
-                           const std::vector<int64_t>& tensor_elements,
-                           int max_races_recorded)
-    : program_(program), max_recorded_(max_races_recorded) {
+RaceDetector::RaceDetector(const GroupProgram& program, const std::vector<TensorStorage>& tensors,
+                           const std::vector<int64_t>& storage_elements, int max_races_recorded)
+    : program_(program), tensors_(tensors), max_recorded_(max_races_recorded) {
   index_ops(program.body, ops_by_id_);
   shared_.resize(program.buffers.size());
   for (const Buffer& b : program.buffers)
     if (b.space == Space::Shared) shared_[b.id].resize(static_cast<size_t>(b.versions * b.rows * b.cols));
-  for (int64_t elements : tensor_elements) global_.push_back(GlobalShadow{elements, {}, -1, nullptr});
+  for (int64_t elements : storage_elements) global_.push_back(GlobalShadow{elements, {}, -1, nullptr});
   clocked_ = !program.mbarriers.empty();
   if (clocked_) {
     int slots = 0;
@@ -44,8 +43,10 @@ RaceDetector::RaceDetector(const GroupProgram& program,
 }
 
 RaceDetector::GlobalCell& RaceDetector::global_cell(int tensor, int64_t address) {
-  GlobalShadow& g = global_[tensor];
-  TESSEL_ASSERT(address >= 0 && address < g.elements, "global shadow access outside the tensor");
+  const TensorStorage& at = tensors_[tensor];
+  GlobalShadow& g = global_[at.storage];
+  address += at.offset;
+  TESSEL_ASSERT(address >= 0 && address < g.elements, "global shadow access outside the storage");
   int64_t page = address / kPageCells;
   if (page != g.last_page) {
     auto& cells = g.pages[page];

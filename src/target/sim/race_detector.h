@@ -19,8 +19,9 @@
 // fence between races with it (a fence before the wait orders nothing).
 //
 // Global memory: the same writer / two-reader record, over the whole launch, with
-// groups in place of workers, one record per element of the tensor's storage (its
-// address), so strided and offset windows of one tensor meet where they overlap.
+// groups in place of workers, one record per element of storage (its address), so
+// strided and offset windows of one tensor meet where they overlap, and so do two
+// tensors the launch puts on one storage (an overlap the kernel declares).
 // Within a group, a second record per element works like shared memory's: two
 // workers touching one element in one interval, one writing, race (so a
 // replicated fragment stored by more than its owner shows).
@@ -50,11 +51,20 @@
 
 namespace tessel {
 
+// Where a tensor's elements live in the detector's global shadow: element a of
+// the tensor is element offset + a of storage `storage`. Tensors whose memory
+// overlaps share a storage.
+struct TensorStorage {
+  int storage = 0;
+  int64_t offset = 0;
+};
+
 class RaceDetector {
  public:
-  // `tensor_elements[t]` = the elements program.tensors[t] holds for this launch.
-  RaceDetector(const GroupProgram& program, const std::vector<int64_t>& tensor_elements,
-               int max_races_recorded);
+  // `tensors[t]` places program.tensors[t]; `storage_elements[s]` = the elements
+  // storage s spans for this launch.
+  RaceDetector(const GroupProgram& program, const std::vector<TensorStorage>& tensors,
+               const std::vector<int64_t>& storage_elements, int max_races_recorded);
 
   // Starts a group: its shared memory is fresh, so no earlier access counts.
   void begin_group(int group);
@@ -191,8 +201,8 @@ class RaceDetector {
   const GroupProgram& program_;
   std::vector<const GroupOp*> ops_by_id_;
   std::vector<std::vector<SharedCell>> shared_;  // by buffer id (empty unless shared)
-  // Global shadow, by tensor index: pages of cells, made on first touch, so a
-  // tensor's size costs nothing until its elements are accessed.
+  // Global shadow, by storage: pages of cells, made on first touch, so a
+  // storage's size costs nothing until its elements are accessed.
   static constexpr int64_t kPageCells = 1024;
   struct GlobalShadow {
     int64_t elements = 0;
@@ -201,7 +211,8 @@ class RaceDetector {
     GlobalCell* last = nullptr;
   };
   GlobalCell& global_cell(int tensor, int64_t address);
-  std::vector<GlobalShadow> global_;
+  std::vector<GlobalShadow> global_;     // by storage
+  std::vector<TensorStorage> tensors_;   // by tensor
   bool clocked_ = false;
   int actors_ = 0;                      // workers + mbarrier slots
   std::vector<int> mbar_first_slot_;    // by mbarrier id

@@ -104,6 +104,50 @@ std::vector<Tensor> validate_args(const GroupProgram& p, const LaunchArgs& args)
   return tensors;
 }
 
+// The race detector's global storages: tensors whose memory overlaps (which the
+// launch check lets through only where the kernel declares it, or where neither is
+// written) share one, so a race between them is a race on one element.
+struct Storages {
+  std::vector<TensorStorage> tensors;  // by tensor
+  std::vector<int64_t> elements;       // by storage
+};
+
+Storages place_tensors(const GroupProgram& p, const std::vector<Tensor>& tensors) {
+  std::vector<size_t> order(tensors.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  auto start = [&](size_t t) { return reinterpret_cast<uintptr_t>(tensors[t].data); };
+  auto end = [&](size_t t) { return start(t) + static_cast<uintptr_t>(tensors[t].elements) * sizeof(float); };
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return start(a) < start(b); });
+  Storages s;
+  s.tensors.resize(tensors.size());
+  size_t first = 0;           // the tensor that starts the current storage
+  uintptr_t storage_end = 0;  // 0: no storage started yet
+  size_t current = 0;         // its index
+  for (size_t i = 0; i < order.size(); ++i) {
+    const size_t t = order[i];
+    if (tensors[t].elements == 0) {  // never touched: a storage of its own
+      s.tensors[t] = TensorStorage{static_cast<int>(s.elements.size()), 0};
+      s.elements.push_back(0);
+      continue;
+    }
+    if (storage_end == 0 || start(t) >= storage_end) {
+      first = t;
+      storage_end = start(t);
+      current = s.elements.size();
+      s.elements.push_back(0);
+    }
+    const uintptr_t from_base = start(t) - start(first);
+    if (from_base % sizeof(float) != 0)
+      user_error(ErrorKind::Unsupported, "the sim cannot judge tensors '" + p.tensors[first].name + "' and '" +
+                                             p.tensors[t].name +
+                                             "': they overlap at addresses that are not a whole element apart");
+    s.tensors[t] = TensorStorage{static_cast<int>(current), static_cast<int64_t>(from_base / sizeof(float))};
+    storage_end = std::max(storage_end, end(t));
+    s.elements[current] = static_cast<int64_t>((storage_end - start(first)) / sizeof(float));
+  }
+  return s;
+}
+
 bool compare(CmpOp op, double a, double b) {
   switch (op) {
     case CmpOp::EQ: return a == b;
@@ -126,7 +170,8 @@ class Interpreter {
       : p_(program),
         args_(args),
         tensors_(validate_args(program, args)),
-        detector_(program, tensor_elements(), options.max_races_recorded),
+        storage_(place_tensors(program, tensors_)),
+        detector_(program, storage_.tensors, storage_.elements, options.max_races_recorded),
         rng_(options.seed) {
     TESSEL_ASSERT(p_.workers >= 1, "a group program needs at least one worker");
     all_workers_.resize(p_.workers);
@@ -192,11 +237,6 @@ class Interpreter {
   }
 
  private:
-  std::vector<int64_t> tensor_elements() const {
-    std::vector<int64_t> elements;
-    for (const Tensor& t : tensors_) elements.push_back(t.elements);
-    return elements;
-  }
 
   void run_group(int group) {
     detector_.begin_group(group);
@@ -1118,6 +1158,7 @@ class Interpreter {
   const GroupProgram& p_;
   const LaunchArgs& args_;
   std::vector<Tensor> tensors_;
+  Storages storage_;
   RaceDetector detector_;
   std::mt19937_64 rng_;
   using Scope = std::vector<std::pair<std::string, int64_t>>;  // innermost last

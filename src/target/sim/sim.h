@@ -16,8 +16,9 @@
 // it also counts as a read by the issuing worker in the wait's interval: a fence
 // before the wait orders nothing after it. An async copy that no async.wait
 // completes before the group ends is reported too (one race per copy issued).
-// Global memory: two different groups touching one element (one address of the
-// tensor's storage), at least one writing, is a race; so is, within a group, two
+// Global memory: two different groups touching one element (one address of
+// storage: tensors the launch puts on overlapping memory are judged as one), at
+// least one writing, is a race; so is, within a group, two
 // workers doing so in one barrier interval (a store by one worker and a copy of
 // the same elements by another, or a replicated fragment stored by a replica as
 // well as its owner).
@@ -37,9 +38,9 @@
 // run_sim verifies the program (group_verify.h) and checks it against the sim's
 // limits (verify_group_limits: what its buffers hold) first. Launch arguments are checked next
 // (runtime/tensor_check.h): shapes and strides evaluated, negative ones refused,
-// and tensors that overlap in memory where either is written refused
-// (check_tensor_overlap: one shadow per tensor could not see such a race); every
-// global access must land inside the elements that check says the pointer holds.
+// and tensors that overlap in memory where either is written refused unless the
+// kernel declares the pair (check_tensor_overlap); every global access must land
+// inside the elements that check says the pointer holds.
 // Only tessel::Error leaves run_sim for bad input (running out of memory, too).
 // Work the sim could never finish is refused (ErrorKind::Unsupported, with the
 // numbers): a grid of more than 2^24 groups, more than 2^28 loop iterations in one
