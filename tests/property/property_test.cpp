@@ -5,7 +5,10 @@
 // evaluator (outputs NaN-poisoned, cpu scratch NaN-poisoned), and 0 races on sim.
 //
 // kShards x kPerShard seeds, one gtest case per shard so that ctest -j spreads them.
-// TESSEL_PROPERTY_FIRST_SEED moves the window of seeds (default 0). A failing seed
+// TESSEL_PROPERTY_FIRST_SEED moves the window of seeds (default 0);
+// TESSEL_PROPERTY_PER_SHARD runs the first N seeds of each shard instead (the
+// sanitized tree in scripts/test.sh runs a sample: a sanitized compile of each
+// kernel costs seconds). A failing seed
 // prints its kernel text, its plan, the first races and the commands that rerun it;
 // `tessel_difffuzz --seeds S:S+1` reruns it exactly (fuzz/fuzz_differential.cpp).
 #include <gtest/gtest.h>
@@ -26,6 +29,17 @@ uint64_t first_seed() {
   return s && *s ? std::strtoull(s, nullptr, 10) : 0;
 }
 
+int per_shard() {
+  const char* s = std::getenv("TESSEL_PROPERTY_PER_SHARD");
+  if (!s || !*s) return kPerShard;
+  const int n = std::atoi(s);
+  if (n < 1 || n > kPerShard) {
+    ADD_FAILURE() << "TESSEL_PROPERTY_PER_SHARD=" << s << ": not in 1.." << kPerShard;
+    return kPerShard;
+  }
+  return n;
+}
+
 RandomKernel kernel_for(uint64_t seed) {
   RandomKernelOptions o;
   o.narrow_tensors = false;  // sim and cpu read f32 tensors
@@ -36,7 +50,8 @@ void run_shard(int shard) {
   set_cpu_scratch_poison(true);
   auto start = std::chrono::steady_clock::now();
   int failed = 0;
-  for (int i = 0; i < kPerShard; ++i) {
+  const int kernels = per_shard();
+  for (int i = 0; i < kernels; ++i) {
     uint64_t seed = first_seed() + static_cast<uint64_t>(shard * kPerShard + i);
     RandomKernel rk = kernel_for(seed);
     difftest::PlanChoice choice = difftest::random_plan(rk, seed);
@@ -49,7 +64,7 @@ void run_shard(int shard) {
     }
   }
   double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::printf("shard %d: %d kernels (seeds %llu..), %d failed, %.1f s\n", shard, kPerShard,
+  std::printf("shard %d: %d kernels (seeds %llu..), %d failed, %.1f s\n", shard, kernels,
               static_cast<unsigned long long>(first_seed() + shard * kPerShard), failed, s);
 }
 

@@ -15,7 +15,7 @@ using difftest::Verdict;
 struct Case {
   std::string text;
   std::map<std::string, int64_t> sizes, tiles;
-  std::map<std::string, double> scalars;
+  std::map<std::string, double> scalars = {};
   int worker_rows = 1, worker_cols = 1;
   int window = 1;
   bool async = false;

@@ -10,6 +10,7 @@
 
 #include "ir/group_text.h"
 #include "ir/group_verify.h"
+#include "race_assertions.h"
 #include "target/cpu/cpu_jit.h"
 #include "target/sim/sim.h"
 #include "tessel/error.h"
@@ -20,7 +21,10 @@
 namespace tessel {
 namespace {
 
-bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+using test::edit;
+using test::has;
+using test::names_race;
+using test::races_text;
 
 // Parses and verifies: the planted bugs are races, not IR errors.
 GroupProgram program(const std::string& text) {
@@ -38,34 +42,6 @@ struct Launch {
   }
   SimResult sim(const GroupProgram& p) { return run_sim(p, args); }
 };
-
-// Some recorded race names op `a` first and op `b` second (b -1: a race of `a`
-// alone), and its message names them both.
-::testing::AssertionResult names_race(const SimResult& r, int a, int b, const std::string& also = "") {
-  if (r.race_count == 0) return ::testing::AssertionFailure() << "no race reported";
-  for (const Race& race : r.races)
-    if (race.first_op == a && race.second_op == b && has(race.message, "#" + std::to_string(a)) &&
-        (b < 0 || has(race.message, "#" + std::to_string(b))) && has(race.message, also))
-      return ::testing::AssertionSuccess() << race.message;
-  ::testing::AssertionResult fail = ::testing::AssertionFailure();
-  fail << r.race_count << " races, none between op #" << a << " and op #" << b << ":";
-  for (const Race& race : r.races) fail << "\n  " << race.message;
-  return fail;
-}
-
-std::string races_text(const SimResult& r) {
-  std::string s;
-  for (const Race& race : r.races) s += "\n  " + race.message;
-  return s;
-}
-
-// Replaces the first occurrence of `from` in `text` (which must hold it).
-std::string edit(std::string text, const std::string& from, const std::string& to) {
-  size_t at = text.find(from);
-  EXPECT_NE(at, std::string::npos) << from;
-  if (at != std::string::npos) text.replace(at, from.size(), to);
-  return text;
-}
 
 // 1. Two workers of one group writing one global element (WAW on a tensor). Copy
 // element e is done by worker (e / batch) % workers: Y[0, 1] is copy #0's by

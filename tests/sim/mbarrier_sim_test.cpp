@@ -14,6 +14,7 @@
 #include "ir/group_text.h"
 #include "ir/group_verify.h"
 #include "race_assertions.h"
+#include "small_int_gemm.h"
 #include "target/sim/sim.h"
 #include "tessel/error.h"
 
@@ -23,18 +24,13 @@ namespace {
 using test::has;
 using test::names_race;
 using test::races_text;
+using test::edit;
+using Gemm = test::SmallIntGemm;
 
 GroupProgram program(const std::string& text) {
   GroupProgram p = parse_group_program(text);
   verify_group_program(p);
   return p;
-}
-
-std::string edit(std::string text, const std::string& from, const std::string& to) {
-  size_t at = text.find(from);
-  EXPECT_NE(at, std::string::npos) << from;
-  if (at != std::string::npos) text.replace(at, from.size(), to);
-  return text;
 }
 
 // C = A * B, 16x16 output tiles, k steps of 8, two stages. Workers all run every
@@ -78,34 +74,6 @@ const char* kTmaGemm = R"(group tma_gemm(sizes M, N, K; tensors A: f32[M, K] str
   frag.store #19 C[(i * 16), (j * 16)] strides(N, 1) <- acc guard dst(M, N)
 }
 )";
-
-struct Gemm {
-  int64_t m, n, k;
-  std::vector<float> a, b, c;
-  LaunchArgs args;
-  Gemm(int64_t m_, int64_t n_, int64_t k_) : m(m_), n(n_), k(k_), a(m * k), b(k * n), c(m * n, NAN) {
-    for (int64_t i = 0; i < m * k; ++i) a[i] = static_cast<float>((i * 7) % 5) - 2.0f;
-    for (int64_t i = 0; i < k * n; ++i) b[i] = static_cast<float>((i * 3) % 7) - 3.0f;
-    args.sizes = {{"M", m}, {"N", n}, {"K", k}};
-    args.tensors = {{"A", a.data()}, {"B", b.data()}, {"C", c.data()}};
-  }
-  SimResult sim(const std::string& text) {
-    SimOptions options;
-    options.max_races_recorded = 1 << 20;
-    return run_sim(program(text), args, options);
-  }
-  // The largest difference from the exact product (small integers: exact in fp32).
-  double error() const {
-    double worst = 0;
-    for (int64_t i = 0; i < m; ++i)
-      for (int64_t j = 0; j < n; ++j) {
-        double s = 0;
-        for (int64_t kk = 0; kk < k; ++kk) s += double(a[i * k + kk]) * b[kk * n + j];
-        worst = std::max(worst, std::isnan(c[i * n + j]) ? INFINITY : std::fabs(c[i * n + j] - s));
-      }
-    return worst;
-  }
-};
 
 TEST(MbarrierSim, PipelinedTmaGemmRunsWithoutRaces) {
   for (auto [m, n, k] : {std::tuple<int64_t, int64_t, int64_t>{16, 16, 32}, {37, 21, 48}, {5, 40, 19}}) {

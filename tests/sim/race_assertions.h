@@ -1,5 +1,6 @@
-// Assertions on a sim run's races, shared by the sim tests of the mbarrier
-// protocol and of warp-specialized programs.
+// Assertions on a sim run's races, and the edit that plants a bug in a program's
+// text, shared by the sim tests of blind spots, the mbarrier protocol and
+// warp-specialized programs.
 #pragma once
 #include <gtest/gtest.h>
 
@@ -27,6 +28,15 @@ inline ::testing::AssertionResult names_race(const SimResult& r, int a, int b, c
       return ::testing::AssertionSuccess() << race.message;
   return ::testing::AssertionFailure() << r.race_count << " races, none between op #" << a << " and op #" << b
                                        << ":" << races_text(r).substr(0, 4000);
+}
+
+// `text` with the first occurrence of `from` replaced by `to` (a failure when
+// `text` does not hold it: a planted bug that plants nothing proves nothing).
+inline std::string edit(std::string text, const std::string& from, const std::string& to) {
+  size_t at = text.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  if (at != std::string::npos) text.replace(at, from.size(), to);
+  return text;
 }
 
 }  // namespace tessel::test

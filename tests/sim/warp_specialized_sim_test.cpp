@@ -20,6 +20,7 @@
 #include "ir/group_text.h"
 #include "ir/group_verify.h"
 #include "race_assertions.h"
+#include "small_int_gemm.h"
 #include "target/sim/sim.h"
 #include "tessel/error.h"
 
@@ -29,6 +30,8 @@ namespace {
 using test::has;
 using test::names_race;
 using test::races_text;
+using test::edit;
+using Gemm = test::SmallIntGemm;
 
 std::string ws_text(const std::string& file = "ws_wgmma_gemm.gir") {
   std::ifstream in(std::string(TESSEL_SOURCE_DIR) + "/tests/cuda/data/" + file);
@@ -36,46 +39,6 @@ std::string ws_text(const std::string& file = "ws_wgmma_gemm.gir") {
   s << in.rdbuf();
   return s.str();
 }
-
-std::string edit(std::string text, const std::string& from, const std::string& to) {
-  size_t at = text.find(from);
-  EXPECT_NE(at, std::string::npos) << from;
-  if (at != std::string::npos) text.replace(at, from.size(), to);
-  return text;
-}
-
-
-
-struct Gemm {
-  int64_t m, n, k;
-  std::vector<float> a, b, c;
-  LaunchArgs args;
-  Gemm(int64_t m_, int64_t n_, int64_t k_) : m(m_), n(n_), k(k_), a(m * k), b(k * n), c(m * n, NAN) {
-    std::mt19937_64 rng(m * 31 + n * 7 + k);
-    std::uniform_int_distribution<int> small(-3, 3);
-    for (float& x : a) x = static_cast<float>(small(rng));
-    for (float& x : b) x = static_cast<float>(small(rng));
-    args.sizes = {{"M", m}, {"N", n}, {"K", k}};
-    args.tensors = {{"A", a.data()}, {"B", b.data()}, {"C", c.data()}};
-  }
-  SimResult sim(const std::string& text) {
-    GroupProgram p = parse_group_program(text);
-    verify_group_program(p);
-    SimOptions options;
-    options.max_races_recorded = 1 << 20;
-    return run_sim(p, args, options);
-  }
-  double error() const {
-    double worst = 0;
-    for (int64_t i = 0; i < m; ++i)
-      for (int64_t j = 0; j < n; ++j) {
-        double s = 0;
-        for (int64_t kk = 0; kk < k; ++kk) s += double(a[i * k + kk]) * b[kk * n + j];
-        worst = std::max(worst, std::isnan(c[i * n + j]) ? INFINITY : std::fabs(c[i * n + j] - s));
-      }
-    return worst;
-  }
-};
 
 // Also the variant that keeps one wgmma in flight and releases the stage before
 // (ws_wgmma_gemm_overlap.gir).
