@@ -17,7 +17,9 @@
 #   attention-cpu  kernels/attention*.tir on the cpu (all cores) beside PyTorch's CPU SDPA
 #   ops-cpu    softmax and layernorm on the cpu beside NumPy (scripts/bench_ops_cpu.sh; ops-cpu.md)
 #   fuzz       the differential fuzzer's plain mode on every core but two for
-#              FUZZ_SECONDS (default 240) each (fuzz.txt)
+#              FUZZ_SECONDS (default 240) each (fuzz.txt); process i starts at seed
+#              FUZZ_SEED_BASE + i * 1000000 (default base 5000000: pass a new base
+#              to try new programs)
 set -o pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -127,7 +129,7 @@ PY
     fuzz)
       n=$((CORES > 4 ? CORES - 2 : 2))
       for i in $(seq 0 $((n - 1))); do
-        start=$((5000000 + i * 1000000))
+        start=$((${FUZZ_SEED_BASE:-5000000} + i * 1000000))
         TESSEL_CACHE_DIR=/tmp/fuzz-cache-$i timeout $((${FUZZ_SECONDS:-240} + 30)) $O/difffuzz \
           --seeds $start: --plans 2 --seconds ${FUZZ_SECONDS:-240} --log-every 1000000 --out /tmp/fuzz-fail-$i \
           > /tmp/fuzz-$i.txt 2>&1 &

@@ -27,7 +27,10 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cd "$work"
 status=0
-LD_LIBRARY_PATH=$dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} LD_PRELOAD=$lib LD_DEBUG=bindings LD_DEBUG_OUTPUT=$work/bindings "$dir/$tester" < "$dir/$input" > out.txt 2>&1 || status=$?
+# A sanitized library (TESSEL_SANITIZE) needs the ASan runtime first in the process,
+# and the Fortran tester does not link it: it is preloaded ahead of the library.
+asan=$(ldd "$lib" | awk '/libasan\.so/ {print $3}')
+LD_LIBRARY_PATH=$dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} LD_PRELOAD=${asan:+$asan:}$lib LD_DEBUG=bindings LD_DEBUG_OUTPUT=$work/bindings "$dir/$tester" < "$dir/$input" > out.txt 2>&1 || status=$?
 # The summary goes to stdout (unit 6) or to the file the input names.
 cat out.txt ./*.out ./*.SUMM 2>/dev/null > summary.txt || true
 grep -E "$routine" summary.txt || true
