@@ -15,6 +15,8 @@
 #              reference, on the seed shapes (bench-gpu.md)
 #   bench-cpu  the same on the cpu with one thread (bench-cpu.md)
 #   attention-cpu  kernels/attention*.tir on the cpu (all cores) beside PyTorch's CPU SDPA
+#   attention-gpu  kernels/attention*.tir on the cuda target beside PyTorch's bf16 SDPA
+#              backends, the attention issue's shapes (attention-gpu.md)
 #   ops-cpu    softmax and layernorm on the cpu beside NumPy (scripts/bench_ops_cpu.sh; ops-cpu.md)
 #   fuzz       the differential fuzzer's plain mode on every core but two for
 #              FUZZ_SECONDS (default 240) each (fuzz.txt); process i starts at seed
@@ -123,6 +125,52 @@ for line in open(sys.argv[1]):
     print(f"| {r['kernel']} | 1x{s['Hq']}x{s['Sq']}x{s['D']} | {mine:.2f} | {t:.2f} | {t / mine:.2f} |")
 PY
       echo "attention-cpu rc=$? at $SECONDS s" >> "$OUT/summary.txt";;
+    attention-gpu)
+      # The issue's shapes on the H200: tessel's kernels/attention*.tir with the default
+      # cuda plan (fp32 inputs: the only dtype its cuda path takes so far), host wall of
+      # warm launches; PyTorch's bf16 scaled_dot_product_attention with each backend,
+      # CUDA events. TFLOP/s count 4*B*H*Sq*Skv*D, halved for causal.
+      for shape in 4x16x4096x64 4x16x4096x128 16x16x1024x64; do
+        IFS=x read -r b h s d <<< "$shape"
+        for k in attention attention_causal; do
+          timeout 120 $O/tessel run kernels/$k.tir --target cuda --repeat 5 --json --size B=$b --size Hq=$h \
+            --size Hkv=$h --size Sq=$s --size Skv=$s --size D=$d --scalar scale=0.125 >> /tmp/attn-gpu.jsonl 2>&1
+        done
+      done
+      PYTHONUNBUFFERED=1 timeout 200 python3 - /tmp/attn-gpu.jsonl > "$OUT/attention-gpu.md" 2>&1 <<'PY'
+import json, sys, torch
+from torch.nn.attention import sdpa_kernel, SDPBackend
+print(f"torch {torch.__version__}, {torch.cuda.get_device_name()}")
+backends = [("flash", SDPBackend.FLASH_ATTENTION), ("cudnn", SDPBackend.CUDNN_ATTENTION),
+            ("efficient", SDPBackend.EFFICIENT_ATTENTION)]
+print("| kernel | B x H x S x D | tessel fp32 ms | tessel TFLOP/s | " +
+      " | ".join(f"{n} bf16 TFLOP/s | tessel / {n}" for n, _ in backends) + " |")
+print("|---|---|---:|---:|" + "---:|---:|" * len(backends))
+def device_ms(f):
+    f(); torch.cuda.synchronize()
+    ts = []
+    for _ in range(7):
+        a, z = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record(); f(); z.record(); torch.cuda.synchronize(); ts.append(a.elapsed_time(z))
+    return sorted(ts)[3]
+for line in open(sys.argv[1]):
+    if not line.startswith("{"): print(line.strip()); continue
+    r = json.loads(line); s = r["sizes"]; causal = r["kernel"].endswith("causal")
+    flop = 4 * s["B"] * s["Hq"] * s["Sq"] * s["Skv"] * s["D"] / (2 if causal else 1)
+    mine = r["warm_us"] / 1e3
+    q = torch.randn(s["B"], s["Hq"], s["Sq"], s["D"], device="cuda", dtype=torch.bfloat16)
+    k = torch.randn(s["B"], s["Hkv"], s["Skv"], s["D"], device="cuda", dtype=torch.bfloat16); v = torch.randn_like(k)
+    cells = []
+    for name, backend in backends:
+        try:
+            with sdpa_kernel(backend):
+                t = device_ms(lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=0.125))
+            cells += [f"{flop / t / 1e9:.0f}", f"{t / mine:.3f}"]
+        except Exception as e:
+            cells += [f"n/a ({type(e).__name__})", "-"]
+    print(f"| {r['kernel']} | {s['B']}x{s['Hq']}x{s['Sq']}x{s['D']} | {mine:.2f} | {flop / mine / 1e9:.1f} | " + " | ".join(cells) + " |")
+PY
+      echo "attention-gpu rc=$? at $SECONDS s" >> "$OUT/summary.txt";;
     ops-cpu)
       BENCH_OPS_CPU=$O/bench_ops_cpu timeout 200 scripts/bench_ops_cpu.sh --threads 1 > "$OUT/ops-cpu.md" 2>&1
       echo "ops-cpu rc=$? at $SECONDS s" >> "$OUT/summary.txt";;
