@@ -123,6 +123,26 @@ TEST(GemmCpu, RepeatedShapeWithNewBuffersAndScalars) {
   for (const auto& [alpha, beta] : scalars) run_case(Case{37, 45, 29, 31, 47, 50, alpha, beta}, o, ++seed);
 }
 
+// The cpu's default plans on small and ragged shapes: K up to 128 is one block of
+// exactly K (no padding, no guarded copy in K); the M and N edges go through the
+// guarded copy (B's panel path, and the rows of A and C). On the cpu against the
+// oracle, and the same plan's GroupIR on the simulator with the race detector.
+TEST(GemmCpu, DefaultPlansOfRaggedShapesOnCpuAndSim) {
+  uint64_t seed = 900;
+  for (const Case& c : {packed(13, 40, 7, 1.0f, 0.0f), packed(25, 33, 61, -1.5f, 0.0f),
+                        packed(50, 70, 100, 0.5f, 1.25f), Case{37, 45, 129, 131, 47, 50, 1.0f, 0.0f}}) {
+    Plan p = default_gemm_plan(TargetKind::Cpu, c.m, c.n, c.k);
+    if (c.k <= 128) EXPECT_EQ(p.tile("BK"), c.k) << describe(c);
+    GemmOptions cpu, sim;
+    cpu.threads = 1;
+    sim.target = TargetKind::Sim;
+    sim.plan = p;
+    run_case(c, cpu, seed);
+    run_case(c, sim, seed);
+    ++seed;
+  }
+}
+
 TEST(GemmCpu, ZeroKScalesCByBeta) {
   run_case(packed(17, 33, 0, 1.0f, 0.5f), GemmOptions{}, 5);
   run_case(packed(17, 33, 0, 1.0f, 0.0f), GemmOptions{}, 6);  // C becomes 0, NaN gone

@@ -26,6 +26,17 @@ static inline int64_t tsl_mod(int64_t a, int64_t b) { return a - b * tsl_floordi
 static inline int64_t tsl_min(int64_t a, int64_t b) { return a < b ? a : b; }
 static inline int64_t tsl_max(int64_t a, int64_t b) { return a > b ? a : b; }
 static inline int64_t tsl_clamp(int64_t x, int64_t hi) { return x < 0 ? 0 : x > hi ? hi : x; }
+// d = s over `vecs` whole vectors of the ISA and then `rest` floats (fp32, not
+// overlapping); the emitter passes constants. Not __builtin_memcpy: whether the
+// compiler expands that inline or calls the C library (a call per packed row)
+// depends on its version and tuning; the JIT's -fno-tree-loop-distribute-patterns
+// keeps these loops from becoming such a call.
+static inline __attribute__((always_inline)) void tsl_copy_f32(float* d, const float* s, int64_t vecs, int64_t rest) {
+  for (int64_t i = 0; i < vecs; ++i) ((tsl_vfu*)d)[i] = ((const tsl_vfu*)s)[i];
+  d += vecs * (int64_t)(sizeof(tsl_vf) / sizeof(float));
+  s += vecs * (int64_t)(sizeof(tsl_vf) / sizeof(float));
+  for (int64_t i = 0; i < rest; ++i) d[i] = s[i];
+}
 
 // 16-bit storage types, converted by bit manipulation on the float (round to
 // nearest even; NaN stays NaN, overflow becomes infinity).
@@ -446,24 +457,25 @@ class Emitter {
   }
 
   void emit_fast_transfer(const Side& src, const Side& dst, int64_t rows, int64_t cols, bool transpose) {
-    const std::string bytes = " * sizeof(float)";
     const bool raw = raw_copyable(src, dst) && !transpose && src.ctype() == "float";
+    // tsl_copy_f32's arguments for n floats: whole vectors, then the rest.
+    auto run = [&](int64_t n) { return num(n / isa_.lanes) + ", " + num(n % isa_.lanes); };
     int64_t dc = 0;
     open("for (int64_t r = 0; r < " + num(rows) + "; ++r)");
     if (raw && src.unit_cols() && dst.unit_cols()) {
-      line("__builtin_memcpy(&" + dst.at("r", "0") + ", &" + src.at("r", "0") + ", " + num(cols) + bytes + ");");
+      line("tsl_copy_f32(&" + dst.at("r", "0") + ", &" + src.at("r", "0") + ", " + run(cols) + ");");
     } else if (raw && src.unit_cols() && dst.layout == Layout::ColPanels &&
                expr_is_const(dst.col0, &dc) && dc % dst.panel == 0) {
       // Packing B: each row splits into panel-wide runs, contiguous on both sides.
       int64_t p = dst.panel, full = cols / p * p;
       if (full > 0) {
         open("for (int64_t c = 0; c < " + num(full) + "; c += " + num(p) + ")");
-        line("__builtin_memcpy(&" + dst.at("r", "c") + ", &" + src.at("r", "c") + ", " + num(p) + bytes + ");");
+        line("tsl_copy_f32(&" + dst.at("r", "c") + ", &" + src.at("r", "c") + ", " + run(p) + ");");
         close();
       }
       if (cols > full)
-        line("__builtin_memcpy(&" + dst.at("r", num(full)) + ", &" + src.at("r", num(full)) + ", " +
-             num(cols - full) + bytes + ");");
+        line("tsl_copy_f32(&" + dst.at("r", num(full)) + ", &" + src.at("r", num(full)) + ", " +
+             run(cols - full) + ");");
     } else {
       open("for (int64_t c = 0; c < " + num(cols) + "; ++c)");
       line(dst.write("r", "c", transpose ? src.read("c", "r") : src.read("r", "c"), src.dtype));

@@ -40,10 +40,13 @@ namespace {
 // has libc and libm loaded (libstdc++ needs both). Linking the C++ runtime took
 // about a third of a cold compile. Only the compiler's own helper archive (libgcc,
 // static) is linked, after the source, for any helper call the compiler emits.
+// -fno-tree-loop-distribute-patterns: a copy or fill loop stays a loop in the ISA's
+// vectors instead of becoming a call of the C library's memcpy or memset, whose
+// speed differs from one machine's library to another's (see tsl_copy_f32).
 // -pipe: no temporary assembly file.
 // A sanitized tessel (TESSEL_SANITIZE) sanitizes its kernels too, linked the usual
 // way: they are loaded into a process that already carries the sanitizer runtimes.
-const char* kCommonFlags = "-O2 -ffp-contract=fast -fno-math-errno -fPIC -shared -pipe"
+const char* kCommonFlags = "-O2 -ffp-contract=fast -fno-math-errno -fno-tree-loop-distribute-patterns -fPIC -shared -pipe"
 #ifdef TESSEL_SANITIZE
                            " -fsanitize=address,undefined -fno-sanitize-recover=all"
 #else
