@@ -17,6 +17,8 @@
 #include "passes/pipeline.h"
 #include "plan/default_plan.h"
 #include "passes/plan_barriers.h"
+#include "passes/tma_pipeline.h"
+#include "ir/group_verify.h"
 #include "runtime/tensor_check.h"
 #include "target/sim/sim.h"
 #include "tessel/tessel.h"
@@ -61,8 +63,8 @@ struct Options {
   std::map<std::string, int64_t> sizes, tiles;
   std::map<std::string, double> scalars;
   TargetKind target = TargetKind::Cpu;
-  int workers = -1, threads = 0, window = 1, repeat = 0;
-  bool async_copy = false, check = false, json = false;
+  int workers = -1, threads = 0, window = 1, repeat = 0, producers = 0, persistent = 0, tile_band = 8;
+  bool async_copy = false, tma = false, check = false, json = false;
   uint64_t seed = 42;
   std::vector<std::string> passes;
 };
@@ -94,8 +96,15 @@ Options parse(int argc, char** argv, int first) {
       o.window = static_cast<int>(to_int(s, value()));
     } else if (s == "--copy") {
       std::string c = value();
-      if (c != "sync" && c != "async") bad("--copy takes sync or async, got '" + c + "'");
+      if (c != "sync" && c != "async" && c != "tma") bad("--copy takes sync, async or tma, got '" + c + "'");
       o.async_copy = c == "async";
+      o.tma = c == "tma";
+    } else if (s == "--producers") {
+      o.producers = static_cast<int>(to_int(s, value()));
+    } else if (s == "--persistent") {
+      o.persistent = static_cast<int>(to_int(s, value()));
+    } else if (s == "--tile-band") {
+      o.tile_band = static_cast<int>(to_int(s, value()));
     } else if (s == "--seed") {
       o.seed = static_cast<uint64_t>(to_int(s, value()));
     } else if (s == "--repeat") {
@@ -128,6 +137,10 @@ Plan plan_for(const TileKernel& k, const Options& o) {
   for (const auto& [n, v] : o.tiles) p.tiles[n] = v;  // the lowering refuses unknown names
   p.window = o.window;
   p.async_copy = o.async_copy;
+  p.tma = o.tma;
+  p.producers = o.producers;
+  p.persistent = o.persistent;
+  p.tile_band = o.tile_band;
   if (o.workers > 0) p.workers = o.workers;
   if (!o.tiles.empty() || o.workers > 0) fit_worker_grid(k, p);
   return p;
@@ -235,8 +248,18 @@ int opt_command(int argc, char** argv) {
       po.async = pass.rfind("pipeline-async=", 0) == 0;
       po.window = static_cast<int>(to_int("--pass " + pass, pass.substr(pass.find('=') + 1)));
       pipeline_loops(p, po);
+    } else if (pass.rfind("tma=", 0) == 0 || pass.rfind("tma-ws=", 0) == 0) {
+      // tma-ws: one producer worker (a producer role) beside the program's workers.
+      TmaPipelineOptions to;
+      to.window = static_cast<int>(to_int("--pass " + pass, pass.substr(pass.find('=') + 1)));
+      if (to.window < 1 || to.window > 8) bad("--pass " + pass + ": the window takes 1 to 8");
+      to.producers = pass.rfind("tma-ws=", 0) == 0 ? 1 : 0;
+      to.async_consumers = p.atom == AtomKind::Wgmma;
+      verify_group_program(p);
+      tma_pipeline(p, to);
+      verify_group_program(p);
     } else {
-      bad("unknown pass '" + pass + "' (expected plan-barriers, pipeline=W or pipeline-async=W)");
+      bad("unknown pass '" + pass + "' (expected plan-barriers, pipeline=W, pipeline-async=W, tma=W or tma-ws=W)");
     }
   }
   std::cout << print_group_program(p);

@@ -3,6 +3,7 @@
 //   tessel explain M N K [options]   print TileIR, the plan and GroupIR after every step
 //   tessel bench --out DIR [options] benchmark against peers (src/bench/driver.h)
 //   tessel run|explain KERNEL.tir, opt|sim FILE.gir   kernels as text (kernel_commands.h)
+//   tessel plans|tune KERNEL.tir      the planner (plan_commands.h)
 // Bad arguments print one line on stderr and exit with status 2.
 #include <cerrno>
 #include <cmath>
@@ -17,6 +18,7 @@
 #include "bench/driver.h"
 #include "bench/worker.h"
 #include "kernel_commands.h"
+#include "plan_commands.h"
 #include "ops/gemm.h"
 #include "ops/gemm_reference.h"
 #include "kernel_commands.h"
@@ -29,8 +31,8 @@ namespace {
 
 const char* kUsage =
     "usage: tessel gemm|explain M N K [--target cpu|sim|cuda] [--dtype fp32|tf32|bf16|fp16] [--arch sm_NN] [--alpha A] [--beta B]\n"
-    "         [--threads T] [--tile BMxBNxBK] [--workers W] [--copy-batch C] [--window W] [--copy sync|async]\n"
-    "         [--atom fma|mma.sync|wgmma] [--frag-buffers 1|2]\n"
+    "         [--threads T] [--tile BMxBNxBK] [--workers W] [--copy-batch C] [--window W] [--copy sync|async|tma]\n"
+    "         [--producers P] [--persistent G] [--tile-band B] [--atom fma|mma.sync|wgmma] [--frag-buffers 1|2]\n"
     "         [--no-coalesce-barriers] [--seed S] [--check] [--json]\n"
     "  gemm:    C = alpha*A*B + beta*C on random fp32 inputs (row-major).\n"
     "           --check compares the complete output with an FP64 oracle.\n"
@@ -40,8 +42,10 @@ const char* kUsage =
     "         [--scalar NAME=V ...] [--seed S] [--threads T] [--check] [--json] [--repeat N]\n"
     "           --repeat N: also N warm launches on one set of inputs, their median time\n"
     "       tessel explain KERNEL.tir --size NAME=V ... [plan options]\n"
-    "       tessel opt FILE.gir [--pass plan-barriers|pipeline=W|pipeline-async=W ...]\n"
-    "       tessel sim FILE.gir --size NAME=V ... [--scalar NAME=V ...] [--seed S]\n";
+    "       tessel opt FILE.gir [--pass plan-barriers|pipeline=W|pipeline-async=W|tma=W|tma-ws=W ...]\n"
+    "       tessel sim FILE.gir --size NAME=V ... [--scalar NAME=V ...] [--seed S]\n"
+    "usage: tessel plans KERNEL.tir --size NAME=V,... [--top K] [--calibration FILE]   (docs/planner.md)\n"
+    "       tessel tune KERNEL.tir --shapes \"NAME=V,...;...\" | --calibrate --draws N --out FILE | --heldout N --out DIR\n";
 
 [[noreturn]] void bad(const std::string& message) {
   user_error(ErrorKind::InvalidArgument, message);
@@ -85,7 +89,8 @@ Args parse_args(int argc, char** argv) {
   Args a;
   std::vector<std::string> pos;
   std::optional<Plan> plan;
-  int64_t workers = -1, copy_batch = -1, window = -1, frag_buffers = -1;
+  int64_t workers = -1, copy_batch = -1, window = -1, frag_buffers = -1, producers = -1, persistent = -1,
+          tile_band = -1;
   std::string atom;
   std::string tile, copy;
   for (int i = 1; i < argc; ++i) {
@@ -103,6 +108,9 @@ Args parse_args(int argc, char** argv) {
     else if (s == "--copy-batch") copy_batch = parse_int_option(s, value(), 1, 1 << 20);
     else if (s == "--window") window = parse_int_option(s, value(), 1, 1 << 20);
     else if (s == "--copy") copy = value();
+    else if (s == "--producers") producers = parse_int_option(s, value(), 0, 1024);
+    else if (s == "--persistent") persistent = parse_int_option(s, value(), 0, 1 << 16);
+    else if (s == "--tile-band") tile_band = parse_int_option(s, value(), 1, 1 << 16);
     else if (s == "--atom") atom = value();
     else if (s == "--frag-buffers") frag_buffers = parse_int_option(s, value(), 1, 2);
     else if (s == "--seed") a.seed = static_cast<uint64_t>(parse_int(s, value()));
@@ -121,11 +129,12 @@ Args parse_args(int argc, char** argv) {
   a.m = parse_int("M", pos[1]);
   a.n = parse_int("N", pos[2]);
   a.k = parse_int("K", pos[3]);
-  if (!copy.empty() && copy != "sync" && copy != "async") bad("--copy: expected sync or async, got '" + copy + "'");
+  if (!copy.empty() && copy != "sync" && copy != "async" && copy != "tma")
+    bad("--copy: expected sync, async or tma, got '" + copy + "'");
   if (!atom.empty() && atom != "fma" && atom != "mma.sync" && atom != "wgmma")
     bad("--atom: expected fma, mma.sync or wgmma, got '" + atom + "'");
   if (!tile.empty() || workers >= 0 || copy_batch >= 0 || window >= 0 || !copy.empty() || !atom.empty() ||
-      frag_buffers >= 0) {
+      frag_buffers >= 0 || producers >= 0 || persistent >= 0 || tile_band >= 0) {
     Plan p = default_gemm_plan(a.options.target, a.m, a.n, a.k, a.options.precision, a.options.arch);
     if (!atom.empty()) {  // the atom's own register block; --workers counts its workers
       p.atom = atom == "wgmma" ? AtomKind::Wgmma : atom == "mma.sync" ? AtomKind::MmaSync : AtomKind::Fma;
@@ -144,7 +153,10 @@ Args parse_args(int argc, char** argv) {
     if (workers >= 0) p.workers = static_cast<int>(workers);
     if (copy_batch >= 0) p.copy_batch = static_cast<int>(copy_batch);
     if (window >= 0) p.window = static_cast<int>(window);
-    if (!copy.empty()) p.async_copy = copy == "async";
+    if (!copy.empty()) p.async_copy = copy == "async", p.tma = copy == "tma";
+    if (producers >= 0) p.producers = static_cast<int>(producers);
+    if (persistent >= 0) p.persistent = static_cast<int>(persistent);
+    if (tile_band >= 0) p.tile_band = static_cast<int>(tile_band);
     if (frag_buffers >= 0) p.frag_buffers = static_cast<int>(frag_buffers);
     a.options.plan = p;
   }
@@ -199,7 +211,7 @@ int run_gemm(const Args& a) {
     std::printf(
         "{\"version\": \"%s\", \"m\": %lld, \"n\": %lld, \"k\": %lld, \"target\": \"%s\", \"alpha\": %s, \"beta\": %s, "
         "\"threads\": %d, \"plan\": {\"tile\": [%lld, %lld, %lld], \"workers\": %d, "
-        "\"worker_grid\": [%d, %d], \"window\": %d, \"copy\": \"%s\", \"copy_batch\": %d, \"atom\": [%lld, %lld], \"atom_kind\": \"%s\", \"frag_buffers\": %d}, "
+        "\"worker_grid\": [%d, %d], \"window\": %d, \"copy\": \"%s\", \"copy_batch\": %d, \"atom\": [%lld, %lld], \"atom_kind\": \"%s\", \"frag_buffers\": %d, \"producers\": %d, \"persistent\": %d, \"tile_band\": %d}, "
         "\"rel_err\": %s, \"bound\": %s, \"ok\": %s, \"races\": %lld, \"compile_ms\": %s, "
         "\"run_us\": %s, \"device_us\": %s, \"dtype\": \"%s\", \"fences\": {\"static_before\": %d, \"static_after\": %d, "
         "\"loop_before\": %d, \"loop_after\": %d, \"dynamic_before\": %lld, "
@@ -208,8 +220,8 @@ int run_gemm(const Args& a) {
         version(), (long long)a.m, (long long)a.n, (long long)a.k, target_name(p.target),
         json_number(a.alpha).c_str(), json_number(a.beta).c_str(), a.options.threads,
         (long long)p.tile("BM"), (long long)p.tile("BN"), (long long)p.tile("BK"), p.workers, p.worker_rows,
-        p.worker_cols, p.window, p.async_copy ? "async" : "sync", p.copy_batch, (long long)p.atom_m, (long long)p.atom_n,
-        atom_name(p.atom), p.frag_buffers, a.check ? json_number(err).c_str() : "null", json_number(bound).c_str(),
+        p.worker_cols, p.window, p.tma ? "tma" : p.async_copy ? "async" : "sync", p.copy_batch, (long long)p.atom_m, (long long)p.atom_n,
+        atom_name(p.atom), p.frag_buffers, p.producers, p.persistent, p.tile_band, a.check ? json_number(err).c_str() : "null", json_number(bound).c_str(),
         a.check ? (ok ? "true" : "false") : "null", (long long)r.races,
         json_number(r.compile_ms).c_str(), json_number(r.run_us).c_str(),
         options.time_device ? json_number(r.device_us).c_str() : "null", precision_name(a.options.precision),
@@ -244,6 +256,8 @@ int main(int argc, char** argv) {
     if (command == "bench") return bench::run_bench_command(argc - 1, argv + 1);
     if (command == "bench-worker") return bench::run_bench_worker(argc - 1, argv + 1);  // internal
     // Kernels given as text files; `explain M N K` stays GEMM's.
+    if (command == "plans") return plans_command(argc, argv);  // plan_commands.h
+    if (command == "tune") return tune_command(argc, argv);
     if (command == "run") return run_command(argc, argv);
     if (command == "opt") return opt_command(argc, argv);
     if (command == "sim") return sim_command(argc, argv);

@@ -19,7 +19,9 @@
 #include "bench/results.h"
 #include "bench/schedule.h"
 #include "bench/subprocess.h"
+#include "bench/plan_spec.h"
 #include "bench/worker.h"
+#include "ops/gemm_precision.h"
 #include "tessel/error.h"
 
 namespace fs = std::filesystem;
@@ -29,8 +31,8 @@ namespace tessel::bench {
 const char* const kBenchUsage =
     "usage: tessel bench --out DIR [--impl LIST] [--shapes LIST] [--rounds R]\n"
     "         [--warmup-ms W] [--samples S] [--sample-ms T] [--threads N]\n"
-    "         [--tile BMxBNxBK] [--reference PATH] [--seed S]\n"
-    "  Counterbalanced paired rounds of fp32 GEMM, every output checked against an\n"
+    "         [--tile BMxBNxBK] [--dtype fp32|tf32|bf16|fp16] [--plan SPEC] [--reference PATH] [--seed S]\n"
+    "  Counterbalanced paired rounds of GEMM (fp32 unless --dtype), every output checked against an\n"
     "  FP64 oracle; writes results.json, results.md and gflops.png into DIR, which\n"
     "  must not exist.\n"
     "  --impl     tessel,openblas,blis,reference (default tessel,openblas), and where\n"
@@ -39,6 +41,11 @@ const char* const kBenchUsage =
     "  --shapes   MxNxK,... and the names seed (the default, eight shapes) and large\n"
     "  --rounds 4 --warmup-ms 200 --samples 9 --sample-ms 40 --threads 1 (0 = all)\n"
     "  --tile     run tessel with this tile instead of its dispatch\n"
+    "  --dtype    how A and B are stored (cuda impls; default fp32); tf32, bf16, fp16\n"
+    "             compare with cuBLAS's GemmEx (fp32 accumulation; tf32: TF32 math)\n"
+    "  --plan     tessel's plan over its dispatch, KEY=VALUE,...: tile=BMxBNxBK,\n"
+    "             workers=N, window=W, copy=sync|async|tma, producers=P, persistent=G,\n"
+    "             band=B, atom=...\n"
     "  --reference PATH  another tessel executable, measured as impl 'reference':\n"
     "             it runs tessel-cuda when that is the candidate, else tessel\n";
 
@@ -83,6 +90,8 @@ BenchConfig parse_config(int argc, char** argv) {
     else if (s == "--sample-ms") c.sample_ms = parse_number(s, v, 0, 1e6);
     else if (s == "--threads") c.threads = int(parse_number(s, v, 0, 4096));
     else if (s == "--tile") c.tile = v;
+    else if (s == "--dtype") c.dtype = precision_name(parse_precision(v));
+    else if (s == "--plan") c.plan = v;
     else if (s == "--reference") c.reference = v;
     else if (s == "--out") c.out_dir = v;
     else bad("bench: unknown option " + s + " (see tessel bench --help)");
@@ -108,6 +117,16 @@ BenchConfig parse_config(int argc, char** argv) {
   }
   if (!c.reference.empty() && !seen.count("reference")) c.impls.push_back("reference");
   if (c.impls.empty()) bad("--impl: no implementations in '" + impls + "'");
+  if (!c.plan.empty()) {
+    for (const std::string& name : c.impls)
+      if (name == "tessel") bad("--plan: tessel-cuda takes a plan spec; the cpu's tessel takes --tile");
+    Plan p;
+    bench::apply_plan_spec(c.plan, p);  // the spec's form; its limits show in the probe run
+  }
+  if (c.dtype != "fp32")
+    for (const std::string& name : c.impls)
+      if (name != "cublas" && name != "tessel-cuda" && name != "reference")
+        bad("--dtype " + c.dtype + ": " + name + " multiplies fp32 only (tessel-cuda and cublas take it)");
   std::error_code ec;
   if (fs::exists(c.out_dir, ec)) bad("output directory '" + c.out_dir + "' already exists");
   if (!c.reference.empty()) {
@@ -219,6 +238,8 @@ std::vector<ImplInfo> probe(const BenchConfig& c, const std::string& self) {
     req.impl = worker_impl;
     req.warmup_ms = 0, req.samples = 1, req.sample_ms = 0, req.threads = c.threads;
     req.tile = worker_impl.starts_with("tessel") ? c.tile : "";
+    req.plan = worker_impl.starts_with("tessel") ? c.plan : "";
+    req.dtype = c.dtype;
     Measurement m;
     measure(exe, req, m);
     if (m.worker_json.empty()) {
@@ -336,6 +357,8 @@ int run_bench_command(int argc, char** argv) {
     req.warmup_ms = c.warmup_ms, req.samples = c.samples, req.sample_ms = c.sample_ms;
     req.threads = c.threads;
     req.tile = worker_impl.starts_with("tessel") ? c.tile : "";
+    req.plan = worker_impl.starts_with("tessel") ? c.plan : "";
+    req.dtype = c.dtype;
     req.oracle_dir = oracle_dir;
     Measurement m;
     m.round = run.round, m.position = run.position, m.shape = req.shape, m.impl = run.impl;

@@ -38,10 +38,13 @@ struct ImplRequest {
   Shape shape;
   int threads = 1;   // cpu: 0 = all cores
   std::string tile;  // tessel: named plan BMxBNxBK, "" = dispatch
+  std::string dtype = "fp32";  // cuda: fp32 | tf32 | bf16 | fp16 (A and B stored so; C fp32)
+  std::string plan;            // tessel: a plan spec (bench/plan_spec.h), "" = none
 };
 
 // The implementation `r.name` on host inputs a (M x K) and b (K x N), which it
-// copies where it needs them. Loading (dlopen, device setup) happens here; an
+// copies where it needs them (cuda: in r.dtype's storage type; the values are
+// already rounded to it). Loading (dlopen, device setup) happens here; an
 // implementation that cannot load is a user error (Runtime).
 std::unique_ptr<GemmImpl> make_cpu_impl(const ImplRequest& r, const std::vector<float>& a,
                                         const std::vector<float>& b);

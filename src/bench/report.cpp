@@ -69,9 +69,11 @@ std::string results_json(const BenchResults& r) {
                  {"sample_ms", c.sample_ms},
                  {"threads", c.threads},
                  {"tile", c.tile},
+                 {"dtype", c.dtype},
+                 {"plan", c.plan},
                  {"reference", c.reference},
                  {"timing", "host wall, amortized per call over each batch (device-event "
-                            "time too on a GPU); fp32 row-major, alpha 1, beta 0, inputs "
+                            "time too on a GPU); row-major, A and B stored as dtype, C fp32, alpha 1, beta 0, inputs "
                             "preallocated, the same random inputs (seed 1) every round"},
                  {"cold", "every measurement runs in a fresh worker process with an empty "
                           "TESSEL_CACHE_DIR"},

@@ -20,6 +20,8 @@ struct BenchConfig {
   double sample_ms = 40;
   int threads = 1;
   std::string tile;       // tessel's named plan, "" = dispatch
+  std::string dtype = "fp32";  // --dtype: how A and B are stored (cuda impls)
+  std::string plan;       // --plan: tessel's plan spec (bench/plan_spec.h), "" = none
   std::string reference;  // the --reference executable, "" when none
   std::string out_dir;
   std::string command;    // the command line, shell-quoted

@@ -13,6 +13,7 @@
 #include <random>
 
 #include "bench/gemm_impl.h"
+#include "ops/gemm_precision.h"
 #include "ops/gemm_reference.h"
 #include "runtime/kernel_cache.h"
 #include "tessel/error.h"
@@ -56,6 +57,8 @@ WorkerRequest parse_request(int argc, char** argv) {
     else if (s == "--tile") r.tile = v;
     else if (s == "--seed") r.seed = uint64_t(parse_number(s, v, 0, 1e15));
     else if (s == "--oracle-dir") r.oracle_dir = v;
+    else if (s == "--dtype") r.dtype = precision_name(parse_precision(v));
+    else if (s == "--plan") r.plan = v;
     else bad("unknown option " + s);
   }
   return r;
@@ -114,7 +117,8 @@ std::vector<double> oracle(const WorkerRequest& r, const std::vector<float>& a,
   size_t bytes = size_t(s.m * s.n) * sizeof(double);
   std::string path;
   if (!r.oracle_dir.empty()) {
-    path = r.oracle_dir + "/oracle-" + s.name() + "-" + std::to_string(r.seed) + ".f64";
+    path = r.oracle_dir + "/oracle-" + s.name() + "-" + std::to_string(r.seed) +
+           (r.dtype == "fp32" ? "" : "-" + r.dtype) + ".f64";
     std::string data;
     if (read_file(path, &data) && data.size() == bytes) {
       std::vector<double> want(s.m * s.n);
@@ -146,6 +150,8 @@ std::vector<std::string> worker_args(const WorkerRequest& r) {
                                    std::to_string(r.threads), "--seed", std::to_string(r.seed)};
   if (!r.tile.empty()) args.insert(args.end(), {"--tile", r.tile});
   if (!r.oracle_dir.empty()) args.insert(args.end(), {"--oracle-dir", r.oracle_dir});
+  if (r.dtype != "fp32") args.insert(args.end(), {"--dtype", r.dtype});
+  if (!r.plan.empty()) args.insert(args.end(), {"--plan", r.plan});
   return args;
 }
 
@@ -162,8 +168,13 @@ int run_bench_worker(int argc, char** argv) {
   std::vector<float> a(s.m * s.k), b(s.k * s.n);
   fill_random(a, rng);
   fill_random(b, rng);
+  // 16-bit storage: the oracle multiplies the stored values.
+  const GemmPrecision precision = parse_precision(r.dtype);
+  for (float& x : a) x = round_to_storage(precision, x);
+  for (float& x : b) x = round_to_storage(precision, x);
   std::vector<double> want = oracle(r, a, b);
-  double bound = gemm_error_bound(s.k);
+  double bound = precision_error_bound(precision, s.k);
+  out["dtype"] = r.dtype;
   auto check = [&](GemmImpl& impl) {
     std::vector<float> c = impl.output();
     return gemm_relative_error(s.m, s.n, c.data(), s.n, want);
@@ -172,7 +183,7 @@ int run_bench_worker(int argc, char** argv) {
   // Loading is part of the cold cost: dlopen for a library, device setup and
   // operand upload on a GPU; tessel's capture and compile happen in the first call.
   auto load_start = Clock::now();
-  ImplRequest ir{r.impl, s, r.threads, r.tile};
+  ImplRequest ir{r.impl, s, r.threads, r.tile, r.dtype, r.plan};
   std::unique_ptr<GemmImpl> impl = make_cpu_impl(ir, a, b);
   if (!impl) impl = make_cuda_impl(ir, a, b);
   if (!impl) bad(r.impl + " is not available in this build");

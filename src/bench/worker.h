@@ -33,6 +33,8 @@ struct WorkerRequest {
   int threads = 1;    // 0 = all cores
   std::string tile;   // tessel: a named plan BMxBNxBK; empty = the front door's dispatch
   uint64_t seed = 1;  // random inputs
+  std::string dtype = "fp32";  // cuda: A and B rounded to and stored in this precision's type
+  std::string plan;            // tessel: a plan spec (bench/plan_spec.h)
   // Where FP64 oracles are kept between workers ("" = compute every time): the
   // oracle of a large shape costs far more than its measurement.
   std::string oracle_dir;

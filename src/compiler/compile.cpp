@@ -48,17 +48,35 @@ CompiledGroup compile_to_group(const TileKernel& kernel, const Plan& plan,
     out.program = lower_to_group(kernel, plan);
     if (options.keep_stages) keep("lower", print_group_program(out.program));
   }
+  if (plan.persistent > 0) {
+    // Before the pipeline passes, which then see the tile loop around theirs.
+    StepTimer t("persistent");
+    PersistentOptions po;
+    po.groups = plan.persistent;
+    po.band = plan.tile_band;
+    persistent_tiles(out.program, po);
+    if (options.keep_stages) keep("persistent", print_group_program(out.program));
+  }
   {
     // Before barrier planning: it emits conservative fences for the planner to prune.
     StepTimer t("pipeline");
     PipelineOptions po;
-    po.window = plan.window;
-    po.async = plan.async_copy;
+    po.window = plan.tma ? 1 : plan.window;  // with tma, tma-pipeline stages the loops
+    po.async = plan.async_copy && !plan.tma;
     po.async_consumers = plan.atom == AtomKind::Wgmma;
     out.pipeline = pipeline_loops(out.program, po);
     if (options.keep_stages) keep("pipeline", print_group_program(out.program));
-    out.unplanned = out.program;
   }
+  if (plan.tma) {
+    StepTimer t("tma-pipeline");
+    TmaPipelineOptions to;
+    to.window = plan.window;
+    to.producers = plan.producers;
+    to.async_consumers = plan.atom == AtomKind::Wgmma;
+    out.tma = tma_pipeline(out.program, to);
+    if (options.keep_stages) keep("tma-pipeline", print_group_program(out.program));
+  }
+  out.unplanned = out.program;
   {
     // After lowering, which places a fence after every op touching shared memory.
     StepTimer t("plan-barriers");

@@ -2,9 +2,12 @@
 // Each step names itself; `explain` keeps the IR after every step.
 //   1. verify the TileIR
 //   2. lower (TileIR + Plan -> GroupIR)            src/lower/lower.h
-//   3. pipeline (window W, sync or async copies)       src/passes/pipeline.h
-//   4. plan_barriers (drop fences no dependence needs)  src/passes/plan_barriers.h
-//   5. verify the GroupIR
+//   3. persistent, with Plan::persistent (a loop over tiles)  src/passes/persistent_tiles.h
+//      pipeline (window W, sync or async copies)       src/passes/pipeline.h
+//   4. tma-pipeline, with Plan::tma (stages by the copy engine, mbarriers, roles)
+//                                                       src/passes/tma_pipeline.h
+//   5. plan_barriers (drop fences no dependence needs)  src/passes/plan_barriers.h
+//   6. verify the GroupIR
 // TESSEL_PASS_TIMING=1 prints each step's wall time on stderr.
 #pragma once
 #include <string>
@@ -12,8 +15,10 @@
 
 #include "ir/group_ir.h"
 #include "ir/tile_ir.h"
+#include "passes/persistent_tiles.h"
 #include "passes/pipeline.h"
 #include "passes/plan_barriers.h"
+#include "passes/tma_pipeline.h"
 #include "plan/plan.h"
 
 namespace tessel {
@@ -33,6 +38,7 @@ struct CompiledGroup {
   GroupProgram program;
   GroupProgram unplanned;  // before barrier planning, for dynamic fence counts
   PipelineStats pipeline;
+  TmaPipelineStats tma;  // Plan::tma
   BarrierStats barriers;
   std::vector<CompileStage> stages;  // when keep_stages
 };

@@ -214,7 +214,8 @@ struct GroupOp {
 
   std::string iv;      // For
   Expr lo, hi;         // For
-  bool pipelined = false;  // For: from a `pipeline` nest, iterations may overlap
+  // For: from a `pipeline` nest (or the persistent loop over tiles), iterations may overlap
+  bool pipelined = false;
   Cond cond;           // If
   std::vector<std::vector<GroupOp>> bodies;  // For: 1, If: 2
 };

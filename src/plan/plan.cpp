@@ -43,10 +43,13 @@ std::string Plan::to_string() const {
   for (const auto& [name, value] : tiles) s += name + "=" + std::to_string(value) + " ";
   return s + "workers=" + std::to_string(workers) + "(" + std::to_string(worker_rows) + "x" +
          std::to_string(worker_cols) + ") copy_batch=" + std::to_string(copy_batch) +
-         " window=" + std::to_string(window) + (async_copy ? " copy=async" : " copy=sync") +
+         " window=" + std::to_string(window) + (tma ? " copy=tma" : async_copy ? " copy=async" : " copy=sync") +
          " atom=" + std::to_string(atom_m) + "x" + std::to_string(atom_n) +
          (atom == AtomKind::Fma ? "" : std::string(" ") + atom_name(atom)) +
-         (frag_buffers == 1 ? "" : " frag_buffers=" + std::to_string(frag_buffers));
+         (frag_buffers == 1 ? "" : " frag_buffers=" + std::to_string(frag_buffers)) +
+         (producers == 0 ? "" : " producers=" + std::to_string(producers)) +
+         (persistent == 0 ? ""
+                          : " persistent=" + std::to_string(persistent) + " band=" + std::to_string(tile_band));
 }
 
 int64_t Plan::tile(const std::string& name) const {
@@ -65,6 +68,7 @@ constexpr int kMaxWorkers = 1024;
 constexpr int kCudaMaxThreadsPerBlock = 1024;
 constexpr int kMaxWindow = 8;
 constexpr int kMaxCopyBatch = 1 << 16;  // elements a worker copies per turn
+constexpr int kMaxPersistentGroups = 1 << 16;
 
 // Messages are built only on failure: plans are checked on every call.
 [[noreturn]] void bad_plan(const std::string& message) { user_error(ErrorKind::Plan, message); }
@@ -105,12 +109,31 @@ void validate_plan(const Plan& p) {
              " atom reads its operands where they are");
   if (p.atom != AtomKind::Fma && p.target != TargetKind::Cuda)
     bad_plan(std::string("the ") + atom_name(p.atom) + " atom runs on the cuda target only");
+  if (!(p.producers >= 0 && p.producers <= kMaxWorkers - p.workers))
+    bad_plan("producers " + std::to_string(p.producers) + " out of range [0, " +
+             std::to_string(kMaxWorkers - p.workers) + "] (workers + producers <= " +
+             std::to_string(kMaxWorkers) + ")");
+  if (!(p.persistent >= 0 && p.persistent <= kMaxPersistentGroups))
+    bad_plan("persistent " + std::to_string(p.persistent) + " out of range [0, " +
+             std::to_string(kMaxPersistentGroups) + "] (groups of a persistent grid; 0 = one per tile)");
+  if (!(p.tile_band >= 1 && p.tile_band <= kMaxPersistentGroups))
+    bad_plan("tile_band " + std::to_string(p.tile_band) + " out of range [1, " +
+             std::to_string(kMaxPersistentGroups) + "]");
+  if (p.producers > 0 && !p.tma)
+    bad_plan("producers " + std::to_string(p.producers) +
+             ": producer workers issue tma copies; plan copy=tma");
+  // The cuda copy engine fills the 128-byte-swizzled operand layouts of wgmma only.
+  if (p.tma && p.target == TargetKind::Cuda && p.atom != AtomKind::Wgmma)
+    bad_plan(std::string("copy=tma on the cuda target stages operands for the wgmma atom; this plan has the ") +
+             atom_name(p.atom) + " atom");
+  if (p.tma && p.target == TargetKind::Cpu)
+    bad_plan("copy=tma is a copy engine's protocol: the sim and cuda targets, not cpu");
   // A cuda worker is atom_lanes threads (a warp for mma.sync, a warpgroup for wgmma).
-  if (p.target == TargetKind::Cuda &&
-      int64_t{p.workers} * atom_lanes(p.atom) > kCudaMaxThreadsPerBlock)
-    bad_plan("workers " + std::to_string(p.workers) + " x " + std::to_string(atom_lanes(p.atom)) +
+  const int64_t all_workers = int64_t{p.workers} + p.producers;
+  if (p.target == TargetKind::Cuda && all_workers * atom_lanes(p.atom) > kCudaMaxThreadsPerBlock)
+    bad_plan("workers " + std::to_string(all_workers) + " x " + std::to_string(atom_lanes(p.atom)) +
              " threads (" + atom_name(p.atom) + " atom) = " +
-             std::to_string(int64_t{p.workers} * atom_lanes(p.atom)) +
+             std::to_string(all_workers * atom_lanes(p.atom)) +
              " threads per block; the cuda target allows at most " +
              std::to_string(kCudaMaxThreadsPerBlock));
 }

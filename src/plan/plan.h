@@ -42,9 +42,25 @@ struct Plan {
   // Register sets of the mma operand fragments (cuda fma and mma.sync atoms): 2 loads
   // the next k step's fragments from shared memory while the current ones compute.
   int frag_buffers = 1;
+  // Copies of the staged tiles in `pipeline` loops by the copy engine (TMA): per
+  // stage (window W) a "full" mbarrier slot that the copies complete on and an
+  // "empty" one the consumers release it on (src/passes/tma_pipeline.h). Replaces
+  // async_copy for those loops. cuda: the wgmma atom's staged layouts only.
+  bool tma = false;
+  // With tma: workers that only issue the copies (a producer role), beside the
+  // `workers` that compute (the consumer role). 0: every worker computes and one
+  // of them issues the copies.
+  int producers = 0;
+  // A persistent grid: `persistent` groups (the SM count on cuda) each walk the
+  // output tiles t = g, g + persistent, ... in bands of `tile_band` tile rows, column
+  // by column inside a band (tiles that share operands run close together, for L2).
+  // 0: one group per tile. src/passes/persistent_tiles.h.
+  int persistent = 0;
+  int tile_band = 8;
 
   auto operator<=>(const Plan&) const = default;  // a key for compiled-kernel caches
   // "BK=32 BM=64 BN=64 workers=4(2x2) copy_batch=4 window=1 copy=sync atom=1x1"
+  // (copy=tma, and " producers=P" when there are producers, " persistent=G band=B")
   std::string to_string() const;
   // The value bound to tile parameter `name`; a Plan error naming it when unbound.
   int64_t tile(const std::string& name) const;

@@ -35,14 +35,16 @@ CUtensorMap encode_tensor_map(const CudaDriver& d, const CudaTensorMap& m, const
     user_error(ErrorKind::InvalidArgument, "tensor " + tensor + ": a tma copy reads it through a tensor map, which "
                                            "needs a 16-byte aligned address; it starts at byte " +
                                            num(static_cast<int64_t>(address % 16)) + " of 16");
-  if (rows > 1 && ((stride * bytes) % 16 || stride < cols))
+  // An empty tensor (K = 0) is never read: its map only has to encode.
+  const bool strided = rows > 1 && cols > 0;
+  if (strided && ((stride * bytes) % 16 || stride < cols))
     user_error(ErrorKind::InvalidArgument, "tensor " + tensor + ": row stride " + num(stride) + " elements (" +
                                            num(stride * bytes) + " bytes) for rows of " + num(cols) +
                                            "; a tma copy's tensor map needs a multiple of 16 bytes");
   cuuint64_t dims[2] = {static_cast<cuuint64_t>(std::max<int64_t>(cols, 1)),
                         static_cast<cuuint64_t>(std::max<int64_t>(rows, 1))};
   cuuint64_t strides[1] = {static_cast<cuuint64_t>(
-      rows > 1 ? stride * bytes : std::max<int64_t>(16, (cols * bytes + 15) / 16 * 16))};
+      strided ? stride * bytes : std::max<int64_t>(16, (cols * bytes + 15) / 16 * 16))};
   cuuint32_t box[2] = {static_cast<cuuint32_t>(m.box_cols), static_cast<cuuint32_t>(m.box_rows)};
   cuuint32_t element_strides[2] = {1, 1};
   CUtensorMap map;

@@ -1,0 +1,61 @@
+#include "bench/plan_spec.h"
+
+#include <sstream>
+#include <vector>
+
+#include "bench/shape.h"
+#include "tessel/error.h"
+
+namespace tessel::bench {
+namespace {
+
+[[noreturn]] void bad(const std::string& message) { user_error(ErrorKind::InvalidArgument, "--plan: " + message); }
+
+int to_int(const std::string& key, const std::string& v) {
+  try {
+    size_t used = 0;
+    long long n = std::stoll(v, &used);
+    if (used == v.size() && n >= 0 && n <= 1 << 20) return static_cast<int>(n);
+  } catch (const std::exception&) {
+  }
+  bad(key + "=" + v + ": not a count");
+}
+
+}  // namespace
+
+void apply_plan_spec(const std::string& spec, Plan& plan) {
+  std::stringstream ss(spec);
+  for (std::string part; std::getline(ss, part, ',');) {
+    size_t eq = part.find('=');
+    if (eq == std::string::npos) bad("'" + part + "' is not KEY=VALUE");
+    std::string key = part.substr(0, eq), v = part.substr(eq + 1);
+    if (key == "tile") {
+      Shape t = parse_shape(v);  // written like a shape
+      plan.tiles["BM"] = t.m, plan.tiles["BN"] = t.n, plan.tiles["BK"] = t.k;
+    } else if (key == "workers") {
+      plan.workers = plan.worker_rows = to_int(key, v);
+      plan.worker_cols = 1;
+    } else if (key == "window") {
+      plan.window = to_int(key, v);
+    } else if (key == "persistent") {
+      plan.persistent = to_int(key, v);
+    } else if (key == "band") {
+      plan.tile_band = to_int(key, v);
+    } else if (key == "producers") {
+      plan.producers = to_int(key, v);
+    } else if (key == "copy") {
+      if (v != "sync" && v != "async" && v != "tma") bad("copy=" + v + ": sync, async or tma");
+      plan.async_copy = v == "async";
+      plan.tma = v == "tma";
+    } else if (key == "atom") {
+      if (v == "wgmma") plan.atom = AtomKind::Wgmma, plan.atom_m = plan.atom_n = 64;
+      else if (v == "mma.sync") plan.atom = AtomKind::MmaSync, plan.atom_m = 16, plan.atom_n = 8;
+      else if (v == "fma") plan.atom = AtomKind::Fma;
+      else bad("atom=" + v + ": fma, mma.sync or wgmma");
+    } else {
+      bad("unknown key '" + key + "' (tile, workers, window, copy, producers, persistent, band, atom)");
+    }
+  }
+}
+
+}  // namespace tessel::bench

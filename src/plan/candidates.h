@@ -1,0 +1,66 @@
+// Candidate plans: every legal realization of any kernel within bounds.
+//
+// The rule: a candidate is a Plan that differs from the default plan (default_plan.h)
+// in the choices a plan makes: a value per tile parameter that some loop walks through
+// ceildiv(S, T) (others, such as a head dimension a tile must span, keep the default's
+// value), the worker count and grid, the pipeline window (kernels with a pipeline
+// nest), sync or async copies, the copy batch and the mma atom (kernels with an mma).
+// A candidate is legal when validate_plan accepts it and every phase lowers and passes
+// the GroupIR verifier and the target's limits (compile_to_group: shared memory,
+// scratch, threads, fragment divisibility). Tile values above the power of two >=
+// the size they cover are left out: they only add padding.
+// Nothing here looks at a kernel's name.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "compiler/compile.h"
+#include "ir/tile_ir.h"
+#include "plan/plan.h"
+
+namespace tessel {
+
+// The choices each candidate axis may take.
+struct CandidateBounds {
+  std::vector<int64_t> tile_values = {8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256};
+  std::vector<int> workers;          // empty = per target: sim {1, 4}, cpu {1}, cuda {64, 128, 256}
+  std::vector<int> windows = {1, 2};       // kernels with a pipeline nest; others get 1
+  std::vector<bool> async_copy = {false};  // cuda adds true
+  std::vector<int> copy_batches = {4};
+  // cpu register blocks (atom_m x atom_n) for kernels with an mma; 1x1 is always tried.
+  std::vector<std::pair<int64_t, int64_t>> cpu_atoms = {{4, 16}, {8, 32}, {12, 32}, {16, 32}};
+  size_t max_candidates = 20000;  // enumeration stops there (the count is reported)
+};
+
+// One realized candidate: the plan and its lowered phases (shape-independent).
+struct LegalCandidate {
+  Plan plan;
+  std::vector<GroupProgram> phases;
+};
+
+struct CandidateSet {
+  std::vector<std::shared_ptr<const LegalCandidate>> legal;
+  size_t tried = 0;
+  std::map<std::string, size_t> rejected;  // why (the error's first words) -> how many
+};
+
+// Tile parameters some loop walks through ceildiv(S, T): T -> the largest S for these
+// sizes (0 when S does not evaluate).
+std::map<std::string, int64_t> walked_tile_params(const TileKernel& kernel,
+                                                  const std::map<std::string, int64_t>& sizes);
+
+// The legal candidates for these sizes. Lowering results are memoized per plan for the
+// life of the process (they do not depend on sizes), so calling this for many shapes
+// of one kernel lowers each plan once.
+CandidateSet enumerate_candidates(const TileKernel& kernel, TargetKind target,
+                                  const std::map<std::string, int64_t>& sizes,
+                                  const CandidateBounds& bounds = {});
+
+// Lowers `plan` for every phase of `kernel`; nullptr and *why when it is illegal.
+std::shared_ptr<const LegalCandidate> realize_candidate(const TileKernel& kernel, const Plan& plan,
+                                                        std::string* why);
+
+}  // namespace tessel

@@ -1,0 +1,327 @@
+#include "plan/cost_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <optional>
+#include <sstream>
+
+#include "tessel/error.h"
+
+namespace tessel {
+
+const std::array<const char*, kNumFeatures> kFeatureNames = {
+    "launch",    "pool",     "waves",        "flops_1",  "flops_64",  "flops_256", "flops_384", "flops_big",
+    "mma_blocks", "bytes_in", "bytes_out",   "bytes_shared", "ew_elems", "ew_elems_odd", "transcend", "fences",
+    "loop_iters"};
+
+int feature_index(const std::string& name) {
+  for (int i = 0; i < kNumFeatures; ++i)
+    if (name == kFeatureNames[i]) return i;
+  return -1;
+}
+
+namespace {
+
+enum F { kLaunch, kPool, kWaves, kFlops1, kFlops64, kFlops256, kFlops384, kFlopsBig, kMmaBlocks, kBytesIn,
+         kBytesOut, kBytesShared, kEw, kEwOdd, kTranscend, kFences, kLoopIters };
+
+bool pow2(int64_t n) { return n > 0 && (n & (n - 1)) == 0; }
+
+// The flops feature of an atom: by its register block's area (atom_m * atom_n), since
+// a block too large for the register file spills (measured: 16x32 ran up to 6x
+// slower than 12x32 on this cpu at some shapes).
+int flops_feature(const GroupProgram& p) {
+  if (p.atom != AtomKind::Fma) return kFlops384;  // cuda mma atoms: one class
+  int64_t area = p.atom_m * p.atom_n;
+  return area <= 1 ? kFlops1 : area <= 64 ? kFlops64 : area <= 256 ? kFlops256 : area <= 384 ? kFlops384 : kFlopsBig;
+}
+
+using Env = std::map<std::string, int64_t>;
+
+int64_t eval_or(const Expr& e, const Env& env, int64_t fallback) {
+  if (!e) return fallback;
+  try {
+    return expr_eval(e, [&](const std::string& name, int64_t* v) {
+      auto it = env.find(name);
+      if (it == env.end()) return false;
+      *v = it->second;
+      return true;
+    });
+  } catch (const Error&) {
+    return fallback;
+  }
+}
+
+bool transcendental(EwOp op) {
+  switch (op) {
+    case EwOp::Exp: case EwOp::Exp2: case EwOp::Log: case EwOp::Sqrt: case EwOp::Rsqrt:
+    case EwOp::Tanh: case EwOp::Div: case EwOp::Recip:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// One group's work, each op weighted by how often it runs (`times`).
+void count(const GroupProgram& p, const std::vector<GroupOp>& ops, Env& env, double times,
+           Features& f) {
+  auto elems = [&](int buffer) {
+    const Buffer& b = p.buffer(buffer);
+    return static_cast<double>(b.rows) * static_cast<double>(b.cols);
+  };
+  // Elementwise work on a fragment whose extents are not both powers of two: measured
+  // 2-3x slower per element on the cpu (a row-wise kernel with 48- or 96-column tiles).
+  auto ew_feature = [&](int buffer) {
+    const Buffer& b = p.buffer(buffer);
+    return pow2(b.rows) && pow2(b.cols) ? kEw : kEwOdd;
+  };
+  auto bytes_of = [&](int buffer) { return static_cast<double>(dtype_bytes(p.buffer(buffer).dtype)); };
+  auto is_global = [&](const BufferRef& r) { return r.buffer >= 0 && p.buffer(r.buffer).space == Space::Global; };
+  for (const GroupOp& op : ops) {
+    switch (op.kind) {
+      case GroupOpKind::Copy:
+      case GroupOpKind::Tma: {
+        double b = static_cast<double>(op.rows) * static_cast<double>(op.cols) * bytes_of(op.dst.buffer);
+        f[is_global(op.src) ? kBytesIn : is_global(op.dst) ? kBytesOut : kBytesShared] += times * b;
+        break;
+      }
+      case GroupOpKind::FragLoad:
+        f[is_global(op.src) ? kBytesIn : kBytesShared] += times * elems(op.frag) * bytes_of(op.src.buffer);
+        break;
+      case GroupOpKind::FragStore:
+        f[is_global(op.dst) ? kBytesOut : kBytesShared] += times * elems(op.frag) * bytes_of(op.dst.buffer);
+        break;
+      case GroupOpKind::Mma: {
+        double flops = 2.0 * op.m * op.n * op.k;
+        f[flops_feature(p)] += times * flops;
+        f[kMmaBlocks] += times * std::ceil(double(op.m) / p.atom_m) * std::ceil(double(op.n) / p.atom_n);
+        break;
+      }
+      case GroupOpKind::FragFill:
+      case GroupOpKind::Elementwise: {
+        double e = elems(op.frag);
+        f[ew_feature(op.frag)] += times * e;
+        if (op.kind == GroupOpKind::Elementwise && transcendental(op.ew)) f[kTranscend] += times * e;
+        break;
+      }
+      case GroupOpKind::Reduce: {
+        int src = !op.operands.empty() && op.operands[0].frag >= 0 ? op.operands[0].frag : op.frag;
+        double e = op.reduce_mode == ReduceMode::Combine ? double(op.rows) * double(op.cols) : elems(src);
+        f[src >= 0 ? ew_feature(src) : kEw] += times * e;
+        break;
+      }
+      case GroupOpKind::Fence:
+      case GroupOpKind::Barrier:
+      case GroupOpKind::MbarWait:
+        f[kFences] += times;
+        break;
+      case GroupOpKind::For: {
+        int64_t lo = eval_or(op.lo, env, 0), hi = eval_or(op.hi, env, lo + 1);
+        int64_t trips = std::max<int64_t>(0, hi - lo);
+        f[kLoopIters] += times * trips;
+        auto saved = env.find(op.iv) == env.end() ? std::optional<int64_t>() : env[op.iv];
+        env[op.iv] = lo + std::max<int64_t>(0, trips - 1) / 2;  // the midpoint iteration
+        count(p, op.bodies[0], env, times * trips, f);
+        if (saved) env[op.iv] = *saved; else env.erase(op.iv);
+        break;
+      }
+      case GroupOpKind::If:
+        for (const auto& body : op.bodies) count(p, body, env, times * 0.5, f);
+        break;
+      case GroupOpKind::Roles:
+        for (const auto& body : op.bodies) count(p, body, env, times, f);
+        break;
+      default:
+        break;
+    }
+  }
+}
+
+}  // namespace
+
+MachineShape machine_shape(TargetKind target, int threads) {
+  MachineShape m;
+  if (target == TargetKind::Cpu) m.slots = std::max(1, threads);
+  if (target == TargetKind::Cuda) m.slots = 132;  // SMs of an H200; one group each (a stated proxy)
+  return m;
+}
+
+Features program_features(const LegalCandidate& candidate, const std::map<std::string, int64_t>& sizes,
+                          const MachineShape& machine) {
+  Features total{};
+  for (const GroupProgram& p : candidate.phases) {
+    Env env(sizes.begin(), sizes.end());
+    double groups = 1;
+    for (const LoopDim& d : p.grid) {
+      int64_t e = std::max<int64_t>(1, eval_or(d.extent, env, 1));
+      groups *= static_cast<double>(e);
+      env[d.iv] = (e - 1) / 2;
+    }
+    Features group{};
+    count(p, p.body, env, 1.0, group);
+    // Workers of a cuda group run at once: a worker issues its share.
+    if (candidate.plan.target == TargetKind::Cuda)
+      for (int i : {kFlops1, kFlops64, kFlops256, kFlops384, kFlopsBig, kMmaBlocks, kBytesIn, kBytesOut, kBytesShared, kEw, kEwOdd, kTranscend})
+        group[i] /= std::max(1, p.workers);
+    double waves = std::ceil(groups / machine.slots);
+    for (int i = 0; i < kNumFeatures; ++i) total[i] += waves * group[i];
+    total[kLaunch] += 1;
+    if (groups > 1) total[kPool] += 1;  // a one-group grid runs inline, without the thread pool
+    total[kWaves] += waves;
+  }
+  return total;
+}
+
+Calibration fallback_calibration(TargetKind target, int threads) {
+  Calibration c;
+  c.target = target;
+  c.threads = threads;
+  c.machine = "fallback (no calibration)";
+  c.fitted_on = "rough constants in plan/cost_model.cpp";
+  // us per unit. cpu: one core at ~20-40 GFLOP/s with a register block, ~2 without;
+  // a grid of more than one group pays the thread pool's hand-off;
+  // ~8 GB/s from memory, ~40 GB/s from cache; 2 elementwise elements per ns.
+  std::array<double, kNumFeatures> cpu = {2,       3,       0.5,      1 / 2e3,  1 / 20e3, 1 / 40e3, 1 / 40e3, 1 / 10e3, 0.005,
+                                          1 / 8e3, 1 / 8e3, 1 / 40e3, 1 / 2e3, 1 / 1e3,  1 / 2e2,  0.0,      0.005};
+  // cuda, per worker (thread for fma; a warp's share for the mma atoms).
+  std::array<double, kNumFeatures> cuda = {5,       0,       2,       1 / 3e3, 1 / 3e3, 1 / 3e3, 1 / 2e5, 1 / 3e3, 0.0001,
+                                           1 / 2e3, 1 / 2e3, 1 / 2e4, 1 / 2e3, 1 / 2e3, 1 / 5e2, 0.01,    0.001};
+  c.coef = target == TargetKind::Cuda ? cuda : cpu;
+  if (target == TargetKind::Sim)
+    for (double& x : c.coef) x *= 100;  // the interpreter: only the order matters
+  return c;
+}
+
+std::array<double, kNumFeatures> predict_terms(const Calibration& c, const Features& f) {
+  std::array<double, kNumFeatures> t{};
+  for (int i = 0; i < kNumFeatures; ++i) t[i] = c.coef[i] * f[i];
+  return t;
+}
+
+double predict_us(const Calibration& c, const Features& f) {
+  double s = 0;
+  for (double t : predict_terms(c, f)) s += t;
+  return s;
+}
+
+Calibration fit_calibration(const std::vector<Sample>& samples, TargetKind target, int threads) {
+  if (samples.size() < 2)
+    user_error(ErrorKind::InvalidArgument,
+               "calibration needs at least 2 measured runs, got " + std::to_string(samples.size()));
+  const int n = kNumFeatures;
+  // Rows scaled by 1 / us (relative error), columns to unit norm (conditioning).
+  std::array<double, kNumFeatures> scale{};
+  for (const Sample& s : samples)
+    for (int j = 0; j < n; ++j) scale[j] += (s.features[j] / s.us) * (s.features[j] / s.us);
+  for (double& x : scale) x = x > 0 ? std::sqrt(x) : 0;
+  std::vector<double> a(n * n, 0), b(n, 0);
+  for (const Sample& s : samples) {
+    std::array<double, kNumFeatures> z{};
+    for (int j = 0; j < n; ++j) z[j] = scale[j] > 0 ? s.features[j] / s.us / scale[j] : 0;
+    for (int i = 0; i < n; ++i) {
+      b[i] += z[i];
+      for (int j = 0; j < n; ++j) a[i * n + j] += z[i] * z[j];
+    }
+  }
+  for (int i = 0; i < n; ++i) a[i * n + i] += 1e-9;  // a column no sample excites stays 0
+  // Coordinate descent on the normal equations with the bound c >= 0 (converges for a
+  // positive semi-definite system).
+  std::vector<double> x(n, 0);
+  for (int sweep = 0; sweep < 20000; ++sweep) {
+    double moved = 0;
+    for (int i = 0; i < n; ++i) {
+      if (a[i * n + i] <= 1e-9 + 1e-15) continue;
+      double r = b[i];
+      for (int j = 0; j < n; ++j) r -= a[i * n + j] * x[j];
+      double next = std::max(0.0, x[i] + r / a[i * n + i]);
+      moved = std::max(moved, std::abs(next - x[i]));
+      x[i] = next;
+    }
+    if (moved < 1e-12) break;
+  }
+  Calibration c;
+  c.target = target;
+  c.threads = threads;
+  c.samples = static_cast<int>(samples.size());
+  for (int j = 0; j < n; ++j) c.coef[j] = scale[j] > 0 ? x[j] / scale[j] : 0;
+  std::vector<double> rel;
+  for (const Sample& s : samples) rel.push_back(std::abs(predict_us(c, s.features) - s.us) / s.us);
+  std::nth_element(rel.begin(), rel.begin() + rel.size() / 2, rel.end());
+  c.fit_median_rel_err = rel[rel.size() / 2];
+  return c;
+}
+
+std::string print_calibration(const Calibration& c) {
+  std::ostringstream s;
+  s.precision(17);
+  s << "tessel-calibration 1\n"
+    << "target " << target_name(c.target) << "\n"
+    << "threads " << c.threads << "\n"
+    << "machine " << c.machine << "\n"
+    << "fitted_on " << c.fitted_on << "\n"
+    << "samples " << c.samples << "\n"
+    << "fit_median_rel_err " << c.fit_median_rel_err << "\n";
+  for (int i = 0; i < kNumFeatures; ++i) s << "coef " << kFeatureNames[i] << " " << c.coef[i] << "\n";
+  return s.str();
+}
+
+Calibration parse_calibration(const std::string& text, const std::string& where) {
+  auto bad = [&](const std::string& m) { user_error(ErrorKind::InvalidArgument, where + ": " + m); };
+  std::istringstream in(text);
+  std::string line;
+  if (!std::getline(in, line) || line != "tessel-calibration 1")
+    bad("not a tessel calibration file (version 1): the first line is '" + line.substr(0, 40) + "'");
+  Calibration c;
+  std::array<bool, kNumFeatures> seen{};
+  auto number = [&](const std::string& key, const std::string& v) {
+    char* end = nullptr;
+    double d = std::strtod(v.c_str(), &end);
+    if (v.empty() || *end != '\0' || !std::isfinite(d)) bad(key + ": '" + v + "' is not a finite number");
+    return d;
+  };
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    size_t sp = line.find(' ');
+    std::string key = line.substr(0, sp), rest = sp == std::string::npos ? "" : line.substr(sp + 1);
+    if (key == "target") c.target = parse_target(rest);
+    else if (key == "threads") c.threads = static_cast<int>(number(key, rest));
+    else if (key == "machine") c.machine = rest;
+    else if (key == "fitted_on") c.fitted_on = rest;
+    else if (key == "samples") c.samples = static_cast<int>(number(key, rest));
+    else if (key == "fit_median_rel_err") c.fit_median_rel_err = number(key, rest);
+    else if (key == "coef") {
+      size_t sp2 = rest.find(' ');
+      std::string name = rest.substr(0, sp2);
+      auto it = std::find_if(kFeatureNames.begin(), kFeatureNames.end(),
+                             [&](const char* f) { return name == f; });
+      if (it == kFeatureNames.end() || sp2 == std::string::npos) bad("unknown coefficient '" + name + "'");
+      double v = number("coef " + name, rest.substr(sp2 + 1));
+      if (v < 0) bad("coefficient " + name + " is negative");
+      c.coef[it - kFeatureNames.begin()] = v;
+      seen[it - kFeatureNames.begin()] = true;
+    } else {
+      bad("unknown key '" + key + "'");
+    }
+  }
+  for (int i = 0; i < kNumFeatures; ++i)
+    if (!seen[i]) bad(std::string("no coefficient for ") + kFeatureNames[i]);
+  return c;
+}
+
+double kendall_tau(const std::vector<double>& a, const std::vector<double>& b) {
+  double concordant = 0, discordant = 0, ties_a = 0, ties_b = 0;
+  for (size_t i = 0; i < a.size(); ++i)
+    for (size_t j = i + 1; j < a.size() && j < b.size(); ++j) {
+      double da = a[i] - a[j], db = b[i] - b[j];
+      if (da == 0 && db == 0) continue;
+      if (da == 0) ++ties_a;
+      else if (db == 0) ++ties_b;
+      else if ((da > 0) == (db > 0)) ++concordant;
+      else ++discordant;
+    }
+  double denom = std::sqrt((concordant + discordant + ties_a) * (concordant + discordant + ties_b));
+  return denom > 0 ? (concordant - discordant) / denom : 0;
+}
+
+}  // namespace tessel

@@ -1,0 +1,91 @@
+// The planner's cost model: predicted time of one launch = a linear function of
+// features read off the realized GroupIR program (every phase) for one shape.
+//
+// Features (plan/cost_model.cpp states how each is counted). Work a group does is
+// counted per worker where workers run at once (cuda: a worker's share) and whole
+// where one thread runs the group's workers in turn (cpu, sim), then multiplied by
+// the waves: ceil(groups / parallel slots), so a tail wave costs a full one.
+//   launch       1 per phase
+//   pool         1 per phase whose grid has more than one group (the cpu's thread
+//                pool hand-off; a one-group grid runs inline)
+//   waves        waves (per-group dispatch and fill/drain of a group's pipeline)
+//   flops_A      2mnk of mma whose atom's register block has area atom_m * atom_n
+//                A = 1 (scalar), <= 64, <= 256, <= 384, big (> 384: spills on the cpu);
+//                the cuda mma atoms count as 384
+//   mma_blocks   atom-block calls (m/atom_m * n/atom_n per mma executed)
+//   bytes_in     bytes read from global memory (staging copies, fragment loads)
+//   bytes_out    bytes written to global memory
+//   bytes_shared bytes moved between shared buffers and fragments
+//   ew_elems     elements of elementwise ops and reductions on fragments whose
+//                extents are powers of two
+//   ew_elems_odd the same on other fragments (measured slower on the cpu)
+//   transcend    elements of exp, log, tanh, sqrt and friends
+//   fences       fences and barriers executed
+//   loop_iters   loop iterations executed (control overhead)
+// Loops are counted at the midpoint of every enclosing loop and grid coordinate (a
+// causal bound counts half). Tiles count whole: a ragged edge costs a full tile.
+//
+// Coefficients (microseconds per unit) come from a calibration: measured runs fitted
+// by non-negative least squares on relative error (fit_calibration); without one,
+// fallback_calibration gives rough per-target numbers (docs/planner.md).
+#pragma once
+#include <array>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "plan/candidates.h"
+
+namespace tessel {
+
+inline constexpr int kNumFeatures = 17;
+using Features = std::array<double, kNumFeatures>;
+extern const std::array<const char*, kNumFeatures> kFeatureNames;
+int feature_index(const std::string& name);  // -1 when unknown
+
+// Parallel slots groups spread over: cpu threads, cuda SMs, 1 on the sim.
+struct MachineShape {
+  int slots = 1;
+};
+MachineShape machine_shape(TargetKind target, int threads);
+
+Features program_features(const LegalCandidate& candidate, const std::map<std::string, int64_t>& sizes,
+                          const MachineShape& machine);
+
+struct Calibration {
+  TargetKind target = TargetKind::Cpu;
+  int threads = 0;
+  std::string machine;   // a stamp: cpu model / device, as measured
+  std::string fitted_on; // what the fit saw (command, shape seed), for the record
+  int samples = 0;
+  double fit_median_rel_err = 0;
+  std::array<double, kNumFeatures> coef{};  // us per unit
+};
+
+// Rough coefficients for a target when no calibration exists.
+Calibration fallback_calibration(TargetKind target, int threads);
+
+double predict_us(const Calibration& c, const Features& f);
+// The terms of the prediction: coef[i] * f[i].
+std::array<double, kNumFeatures> predict_terms(const Calibration& c, const Features& f);
+
+// One measured run for calibration.
+struct Sample {
+  Features features{};
+  double us = 0;
+};
+// Non-negative least squares on relative error: minimizes sum ((pred - us) / us)^2
+// with every coefficient >= 0. Fewer than 2 samples is a user error.
+Calibration fit_calibration(const std::vector<Sample>& samples, TargetKind target, int threads);
+
+// Text form ("tessel-calibration 1", then "key value" lines, one coefficient per
+// feature by name). Parsing refuses unknown versions, missing or negative
+// coefficients (ErrorKind::InvalidArgument, naming the file).
+std::string print_calibration(const Calibration& c);
+Calibration parse_calibration(const std::string& text, const std::string& where);
+
+// Kendall's tau-b between two orderings of the same items (1 = same order).
+double kendall_tau(const std::vector<double>& a, const std::vector<double>& b);
+
+}  // namespace tessel

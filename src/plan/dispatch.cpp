@@ -1,0 +1,77 @@
+#include "plan/dispatch.h"
+
+#include <algorithm>
+#include <sys/stat.h>
+
+#include "runtime/kernel_cache.h"
+#include "tessel/error.h"
+
+namespace tessel {
+
+Ranking rank_candidates(const TileKernel& kernel, TargetKind target, const std::map<std::string, int64_t>& sizes,
+                        const Calibration& calibration, int threads, const CandidateBounds& bounds) {
+  Ranking r;
+  r.set = enumerate_candidates(kernel, target, sizes, bounds);
+  MachineShape machine = machine_shape(target, threads);
+  for (const auto& c : r.set.legal) {
+    RankedCandidate rc;
+    rc.candidate = c;
+    rc.features = program_features(*c, sizes, machine);
+    rc.predicted_us = predict_us(calibration, rc.features);
+    r.ranked.push_back(rc);
+  }
+  std::stable_sort(r.ranked.begin(), r.ranked.end(),
+                   [](const RankedCandidate& a, const RankedCandidate& b) { return a.predicted_us < b.predicted_us; });
+  return r;
+}
+
+std::string default_calibration_path(TargetKind target, int threads) {
+  return kernel_cache_dir() + "/calibration-" + target_name(target) + "-t" + std::to_string(threads) + ".txt";
+}
+
+Calibration load_calibration(const std::string& path_in, TargetKind target, int threads) {
+  std::string path = path_in;
+  if (path.empty()) {
+    path = default_calibration_path(target, threads);
+    struct stat st;
+    if (::lstat(path.c_str(), &st) != 0) return fallback_calibration(target, threads);
+  }
+  std::string text, why;
+  CacheRead r = read_cache_entry(path, &text, &why);
+  if (r == CacheRead::Missing) user_error(ErrorKind::InvalidArgument, "calibration file " + path + " does not exist");
+  if (r == CacheRead::Refused) user_error(ErrorKind::InvalidArgument, "calibration file " + path + " " + why);
+  Calibration c = parse_calibration(text, path);
+  if (c.target != target)
+    user_error(ErrorKind::InvalidArgument, "calibration file " + path + " is for the " + target_name(c.target) +
+                                               " target, not " + target_name(target));
+  return c;
+}
+
+PlanChoice choose_plan(const TileKernel& kernel, TargetKind target, const std::map<std::string, int64_t>& sizes,
+                       const Calibration& calibration, int threads, const TuningCache* cache,
+                       const CandidateBounds& bounds) {
+  PlanChoice choice;
+  if (cache) {
+    bool exact = false;
+    if (auto hit = cache->lookup(kernel_hash(kernel), target, threads, sizes, &exact)) {
+      choice.plan = hit->plan;
+      choice.measured_us = hit->best_us;
+      std::string from;
+      for (const auto& [n, v] : hit->sizes) from += (from.empty() ? "" : ",") + n + "=" + std::to_string(v);
+      choice.source = exact ? "tuning cache (this shape, measured)"
+                            : "tuning cache (measured winner of the nearest shape of its class: " + from + ")";
+      return choice;
+    }
+  }
+  Ranking r = rank_candidates(kernel, target, sizes, calibration, threads, bounds);
+  if (r.ranked.empty())
+    user_error(ErrorKind::Plan, "no legal candidate plan for kernel " + kernel.name + " on " + target_name(target) +
+                                    " (" + std::to_string(r.set.tried) + " tried)");
+  choice.plan = r.ranked[0].candidate->plan;
+  choice.predicted_us = r.ranked[0].predicted_us;
+  choice.source = calibration.samples > 0 ? "cost model (calibrated, " + std::to_string(calibration.samples) + " runs)"
+                                          : "cost model (fallback coefficients, no calibration)";
+  return choice;
+}
+
+}  // namespace tessel
