@@ -4,7 +4,7 @@
 # Extra package names on the command line are installed too (scripts/fuzz.sh).
 set -euo pipefail
 packages=(cmake ninja-build g++ nlohmann-json3-dev libgtest-dev libopenblas-dev libblis-dev
-          python3-matplotlib libblas-test libblas3 "$@")
+          python3-matplotlib libblas-test libblas3 python3-venv python3-dev python3-numpy "$@")
 missing=()
 for p in "${packages[@]}"; do
   # Installed, not merely known (a removed package keeps "deinstall ok config-files").

@@ -13,6 +13,17 @@ export TESSEL_CACHE_DIR="$(mktemp -d /tmp/tessel-test-cache-XXXXXX)"
 trap 'rm -rf "$TESSEL_CACHE_DIR"' EXIT
 ctest --test-dir build --output-on-failure -j 2 "$@"
 
+# The Python package (pyproject.toml, docs/python.md): `pip install .` into a venv under
+# build/ (Debian's python3 and NumPy; nanobind, scikit-build-core and pytest from PyPI;
+# its CMake tree build/python/ is kept, so a second run rebuilds only what changed),
+# then pytest; -rs lists what skipped and why (PyTorch, a GPU). TESSEL_PYTHON_TESTS=0 skips.
+if [ "${TESSEL_PYTHON_TESTS:-1}" != 0 ]; then
+  [ -x build/python-venv/bin/python ] || /usr/bin/python3 -m venv --system-site-packages build/python-venv
+  build/python-venv/bin/pip install -q nanobind scikit-build-core pytest
+  build/python-venv/bin/pip install -q --no-build-isolation .
+  PYTHONDONTWRITEBYTECODE=1 build/python-venv/bin/python -m pytest -q -rs -p no:cacheprovider tests/python
+fi
+
 [ "${TESSEL_SANITIZE_TESTS:-1}" = 0 ] && exit 0
 # The whole suite again, sanitized. The cuda target is left out of this tree (no GPU
 # here, and its driver and ASan's shadow memory do not mix), so its tests skip there
