@@ -11,12 +11,16 @@
 #   attention  kernels/attention*.tir on the cuda target at a ragged size, --check
 #   sanitize   compute-sanitizer memcheck, racecheck and synccheck over a few GPU
 #              tests (sanitizer.txt: the summary line of each tool)
+#   hopper     the tma-pipeline pass's GPU tests, --check runs and `tessel bench` of
+#              its plans beside cuBLAS (hopper.txt, hopper-bench.md)
 #   bench-gpu  `tessel bench` of tessel-cuda and cuBLAS with REF's executable as the
 #              reference, on the seed shapes (bench-gpu.md)
 #   bench-cpu  the same on the cpu with one thread (bench-cpu.md)
 #   attention-cpu  kernels/attention*.tir on the cpu (all cores) beside PyTorch's CPU SDPA
 #   attention-gpu  kernels/attention*.tir on the cuda target beside PyTorch's bf16 SDPA
 #              backends, the attention issue's shapes (attention-gpu.md)
+#   python     the Python package from carried wheels (PYWHEELS): pytest and the
+#              call-overhead benchmark (python.txt, python-bench.txt)
 #   ops-cpu    softmax and layernorm on the cpu beside NumPy (scripts/bench_ops_cpu.sh; ops-cpu.md)
 #   fuzz       the differential fuzzer's plain mode on every core but two for
 #              FUZZ_SECONDS (default 240) each (fuzz.txt); process i starts at seed
@@ -85,12 +89,33 @@ for step in $STEPS; do
       filter='CudaOps.EveryProgramMatchesTheFp64Oracle:CudaLibrary.*:CudaGemm.BetaAlphaAndMisalignedRows:CudaGemm.HostArraysRoundTrip'
       for tool in memcheck racecheck synccheck; do
         for bin in gpu_tests cuda_tests; do
-          f=$filter; [ $bin = cuda_tests ] && f='TmaGpu.*'
+          f=$filter; [ $bin = cuda_tests ] && f='TmaGpu.*:TmaPipelineGpu.SmallShapes*'
           (cd tests/cuda && timeout 150 compute-sanitizer --tool $tool --error-exitcode 3 $O/$bin \
             --gtest_filter="$f") > "/tmp/san-$tool-$bin.txt" 2>&1
           echo "compute-sanitizer $tool $bin ($f) rc=$?: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|^\[  (PASSED|FAILED) ' /tmp/san-$tool-$bin.txt | tr '\n' ' ')" | tee -a "$OUT/sanitizer.txt" >> "$OUT/summary.txt"
           grep -E "^\[ RUN|^=========" "/tmp/san-$tool-$bin.txt" | grep -B1 "^=========" | head -40 >> "$OUT/sanitizer.txt"
         done
+      done;;
+    hopper)
+      # The tma-pipeline pass on the H200: its GPU tests, ragged --check runs of its
+      # plans, then tessel bench beside cuBLAS for the default plan and HOPPER_PLANS
+      # (space-separated --plan specs) on HOPPER_SHAPES, dtype HOPPER_DTYPE.
+      (cd tests/cuda && timeout 300 $O/cuda_tests --gtest_filter='TmaPipeline*:TmaCompile.*:TmaGpu.*') > "$OUT/hopper.txt" 2>&1
+      echo "hopper tests rc=$? at $SECONDS s: $(grep -E '^\[  (PASSED|FAILED) ' "$OUT/hopper.txt" | tr '\n' ' ')" >> "$OUT/summary.txt"
+      for args in "1000 1000 1000 --atom wgmma --tile 128x128x64 --workers 2 --window 4 --copy tma --producers 1" \
+                  "2049 1023 257 --atom wgmma --tile 128x256x64 --workers 2 --window 4 --copy tma --producers 1 --persistent 132 --tile-band 8" \
+                  "16 4096 4096 --atom wgmma --tile 64x256x64 --workers 1 --window 4 --copy tma --producers 1"; do
+        timeout 120 $O/tessel gemm $args --target cuda --dtype bf16 --check > /tmp/hg.txt 2>&1
+        echo "tessel gemm $args: rc=$? $(grep -E -i 'rel|error|ok' /tmp/hg.txt | tail -1)" >> "$OUT/hopper.txt"
+      done
+      S=${HOPPER_SHAPES:-4096x4096x4096,8192x8192x8192,1000x1000x1000,16x4096x4096,1536x1536x6144,4096x4096x256}
+      i=0
+      for plan in default ${HOPPER_PLANS:-atom=wgmma,tile=128x256x64,workers=2,window=4,copy=tma,producers=1}; do
+        i=$((i + 1)); extra=(); [ "$plan" = default ] || extra=(--plan "$plan")
+        timeout 280 $O/tessel bench --out /tmp/bh-$i --impl tessel-cuda,cublas --dtype ${HOPPER_DTYPE:-bf16} \
+          --shapes "$S" --rounds 2 "${extra[@]}" > /tmp/bh-$i.log 2>&1
+        echo "hopper bench [$plan] rc=$? at $SECONDS s" >> "$OUT/summary.txt"
+        { echo "## plan: $plan"; cat /tmp/bh-$i/results.md 2>/dev/null || tail -5 /tmp/bh-$i.log; } >> "$OUT/hopper-bench.md"
       done;;
     bench-gpu)
       timeout 280 $O/tessel bench --impl tessel-cuda,cublas --reference /tmp/o-ref/tessel --rounds 2 \
@@ -171,6 +196,22 @@ for line in open(sys.argv[1]):
     print(f"| {r['kernel']} | {s['B']}x{s['Hq']}x{s['Sq']}x{s['D']} | {mine:.2f} | {flop / mine / 1e9:.1f} | " + " | ".join(cells) + " |")
 PY
       echo "attention-gpu rc=$? at $SECONDS s" >> "$OUT/summary.txt";;
+    python)
+      # The Python package: pip-installed from the wheels in PYWHEELS (no package
+      # registry here; `pip download` them into build-pywheels/ and carry it), then its
+      # pytest suite (the PyTorch and CUDA tests run here) and the call-overhead benchmark.
+      W=${PYWHEELS:-$ROOT/build-pywheels}
+      { python3 -m venv --system-site-packages /tmp/tv &&
+        /tmp/tv/bin/pip install -q --no-index --find-links "$W" nanobind scikit-build-core pytest &&
+        CMAKE_PREFIX_PATH=/tmp/pk/usr /tmp/tv/bin/pip install -q --no-index --find-links "$W" \
+          --no-build-isolation . ; } > /tmp/pip.log 2>&1
+      echo "python install rc=$? at $SECONDS s" >> "$OUT/summary.txt"
+      tail -5 /tmp/pip.log > "$OUT/python.txt"
+      (cd /tmp && /tmp/tv/bin/python -c "import time; t = time.perf_counter(); import tessel; print(f'import tessel: {(time.perf_counter() - t) * 1e3:.1f} ms')") >> "$OUT/python.txt" 2>&1
+      timeout 300 /tmp/tv/bin/python -m pytest -q -rs -p no:cacheprovider tests/python >> "$OUT/python.txt" 2>&1
+      echo "pytest rc=$? at $SECONDS s: $(tail -1 "$OUT/python.txt")" >> "$OUT/summary.txt"
+      timeout 200 /tmp/tv/bin/python bench/python/bench_overhead.py > "$OUT/python-bench.txt" 2>&1
+      echo "python bench rc=$? at $SECONDS s" >> "$OUT/summary.txt";;
     ops-cpu)
       BENCH_OPS_CPU=$O/bench_ops_cpu timeout 200 scripts/bench_ops_cpu.sh --threads 1 > "$OUT/ops-cpu.md" 2>&1
       echo "ops-cpu rc=$? at $SECONDS s" >> "$OUT/summary.txt";;
