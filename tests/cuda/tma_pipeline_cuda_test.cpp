@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #ifdef TESSEL_WITH_CUDA
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <random>
@@ -45,7 +46,7 @@ struct Variant {
   int warpgroups, window, producers;
 };
 const Variant kVariants[] = {{128, 128, 2, 3, 0}, {128, 128, 2, 4, 1}, {128, 256, 2, 3, 1},
-                             {128, 256, 2, 4, 0}, {64, 128, 1, 4, 1},  {256, 128, 4, 3, 1}};
+                             {128, 256, 2, 4, 0}, {64, 128, 1, 4, 1}};
 
 TEST(TmaPipelineCompile, ProducedGemmsCompileForSm90aWithoutSpills) {
   for (const Variant& v : kVariants) {
@@ -119,12 +120,13 @@ void expect_gemm(const Plan& plan, GemmPrecision precision, int64_t m, int64_t n
   for (float& x : a) x = round_to_storage(precision, x);
   for (float& x : b) x = round_to_storage(precision, x);
   if (beta == 0) std::fill(c.begin(), c.end(), NAN);  // every element must be written
-  std::vector<double> oracle = gemm_oracle(m, n, k, 1.5, a.data(), k, b.data(), n, beta, c.data(), n);
+  const int64_t lda = std::max<int64_t>(k, 1);  // BLAS's rule: at least 1, even for K = 0
+  std::vector<double> oracle = gemm_oracle(m, n, k, 1.5, a.data(), lda, b.data(), n, beta, c.data(), n);
   GemmOptions o;
   o.target = TargetKind::Cuda;
   o.precision = precision;
   o.plan = plan;
-  GemmReport r = gemm(m, n, k, 1.5f, a.data(), k, b.data(), n, beta, c.data(), n, o);
+  GemmReport r = gemm(m, n, k, 1.5f, a.data(), lda, b.data(), n, beta, c.data(), n, o);
   EXPECT_EQ(r.plan.tma, true);
   double err = gemm_relative_error(m, n, c.data(), n, oracle);
   EXPECT_LE(err, precision_error_bound(precision, k));

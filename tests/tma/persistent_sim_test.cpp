@@ -57,7 +57,9 @@ void expect_exact(const Plan& plan, DType ab, const std::vector<std::tuple<int64
   validate_plan(plan);
   CompiledGroup g = compile_to_group(gemm_kernel(ab), plan, CompileOptions{});
   ASSERT_EQ(g.program.grid.size(), 1u) << print_group_program(g.program);
-  if (plan.tma) EXPECT_EQ(g.tma.loops_converted, 1) << g.tma.skipped_reason;
+  if (plan.tma) {
+    EXPECT_EQ(g.tma.loops_converted, 1) << g.tma.skipped_reason;
+  }
   for (auto [m, n, k] : shapes)
     for (double beta : {0.0, 2.0}) {
       int64_t races = 0;

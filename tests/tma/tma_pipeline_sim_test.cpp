@@ -368,5 +368,21 @@ TEST(TmaPipelineSim, ProtocolBreaksAreReportedNamingTheOps) {
   protocol_breaks(wgmma_plan(64, 64, 1, 3, 1), DType::BF16);
 }
 
+// A producer role beside 4 consumer warpgroups hung on the H200 (the sim finds no
+// race in that program): the cuda target refuses the plan, naming the numbers; 2
+// warpgroups, and 4 workers on the sim, stay allowed.
+TEST(TmaPipelineSim, CudaRefusesAProducerBesideFourWarpgroups) {
+  Plan plan = wgmma_plan(256, 128, 4, 3, 1);
+  try {
+    validate_plan(plan);
+    ADD_FAILURE() << "accepted " << plan.to_string();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::Plan);
+    EXPECT_NE(std::string(e.what()).find("beside 4 consumer workers"), std::string::npos) << e.what();
+  }
+  validate_plan(wgmma_plan(128, 128, 2, 3, 1));
+  validate_plan(sim_plan(3, 1));  // 4 workers beside a producer on the sim
+}
+
 }  // namespace
 }  // namespace tessel
