@@ -9,6 +9,7 @@
 // Control flow is structured (for, if) and uniform: conditions and loop bounds
 // depend on sizes, group coordinates and loop variables, never on the worker.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -147,6 +148,14 @@ struct WorkerRole {
   int first = 0, count = 1;
   int regs = 0;
 };
+
+// cuda: the registers per thread a block of `threads` is launched with when it
+// uses setmaxnreg (one block per multiprocessor: the 64K register file split
+// evenly, in steps of 8, at most 255). Roles can only trade these: a role that
+// asks for more than the share gets what the others gave back, and no more.
+inline int cuda_launch_register_share(int threads) {
+  return std::min(255, 65536 / std::max(1, threads)) / 8 * 8;
+}
 
 struct EwOperand {
   enum class Kind { Frag, Scalar, Const, Index } kind = Kind::Const;

@@ -456,9 +456,13 @@ TmaPipelineStats tma_pipeline(GroupProgram& program, const TmaPipelineOptions& o
     roles.id = program.new_op_id();
     WorkerRole producers{computing, options.producers, 0}, consumers{0, computing, 0};
     if (program.lanes == 128) {  // warpgroups: setmaxnreg moves registers to the consumers
-      producers.regs = 40;
-      int64_t left = (65536 - int64_t{options.producers} * 128 * producers.regs) / (int64_t{computing} * 128);
-      consumers.regs = static_cast<int>(std::clamp<int64_t>(left / 8 * 8, 24, 256));
+      // The consumers share what the producers give back of the launch's share, not
+      // the whole register file: asking for more waits forever (4 consumer
+      // warpgroups asking for 112 of a 96-register launch hung on the H200).
+      const int share = cuda_launch_register_share(program.workers * 128);
+      producers.regs = std::min(40, share);
+      const int64_t freed = int64_t{options.producers} * (share - producers.regs);
+      consumers.regs = static_cast<int>(std::clamp<int64_t>((share + freed / computing) / 8 * 8, 24, 256));
     }
     roles.roles = {producers, consumers};
     roles.bodies = {std::move(pipeliner.producer_body), std::move(consumer)};

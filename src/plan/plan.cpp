@@ -66,7 +66,6 @@ namespace {
 constexpr int64_t kMaxTileElems = int64_t{1} << 22;  // per staging buffer or fragment
 constexpr int kMaxWorkers = 1024;
 constexpr int kCudaMaxThreadsPerBlock = 1024;
-constexpr int kCudaMaxConsumersBesideProducers = 2;
 constexpr int kMaxWindow = 8;
 constexpr int kMaxCopyBatch = 1 << 16;  // elements a worker copies per turn
 constexpr int kMaxPersistentGroups = 1 << 16;
@@ -129,14 +128,6 @@ void validate_plan(const Plan& p) {
              atom_name(p.atom) + " atom");
   if (p.tma && p.target == TargetKind::Cpu)
     bad_plan("copy=tma is a copy engine's protocol: the sim and cuda targets, not cpu");
-  // Measured on the H200 (2026-11-30): a producer role beside 4 consumer warpgroups
-  // never finished (with 1 and 2 the results were exact); the sim finds no race in
-  // that program, and the cause is not known yet, so the plan is refused.
-  if (p.target == TargetKind::Cuda && p.producers > 0 && p.workers > kCudaMaxConsumersBesideProducers)
-    bad_plan("producers " + std::to_string(p.producers) + " beside " + std::to_string(p.workers) +
-             " consumer workers: the cuda target runs a producer role beside at most " +
-             std::to_string(kCudaMaxConsumersBesideProducers) +
-             " consumer workers (with 4 it hung on the H200; docs/cuda.md)");
   // A cuda worker is atom_lanes threads (a warp for mma.sync, a warpgroup for wgmma).
   const int64_t all_workers = int64_t{p.workers} + p.producers;
   if (p.target == TargetKind::Cuda && all_workers * atom_lanes(p.atom) > kCudaMaxThreadsPerBlock)

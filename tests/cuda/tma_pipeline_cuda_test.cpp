@@ -46,7 +46,7 @@ struct Variant {
   int warpgroups, window, producers;
 };
 const Variant kVariants[] = {{128, 128, 2, 3, 0}, {128, 128, 2, 4, 1}, {128, 256, 2, 3, 1},
-                             {128, 256, 2, 4, 0}, {64, 128, 1, 4, 1}};
+                             {128, 256, 2, 4, 0}, {64, 128, 1, 4, 1}, {256, 128, 4, 4, 1}};
 
 TEST(TmaPipelineCompile, ProducedGemmsCompileForSm90aWithoutSpills) {
   for (const Variant& v : kVariants) {

@@ -765,7 +765,7 @@ class Emitter {
   // warpgroup's role to be one branch). A role's register request is setmaxnreg's
   // .inc above the launch's even share of the register file, .dec below it.
   void emit_roles(const GroupOp& op) {
-    const int64_t share = std::min<int64_t>(255, 65536 / threads_) / 8 * 8;
+    const int64_t share = cuda_launch_register_share(static_cast<int>(threads_));
     for (size_t r = 0; r < op.roles.size(); ++r) {
       const WorkerRole& role = op.roles[r];
       std::string cond = "worker >= " + num(role.first) + " && worker < " + num(int64_t{role.first} + role.count);
