@@ -126,7 +126,7 @@ for step in $STEPS; do
       for plan in default ${HOPPER_PLANS:-$P1}; do
         i=$((i + 1)); extra=(); [ "$plan" = default ] || extra=(--plan "$plan")
         timeout ${HOPPER_BENCH_TIMEOUT:-150} $O/tessel bench --out /tmp/bh-$i --impl tessel-cuda,cublas --dtype ${HOPPER_DTYPE:-bf16} \
-          --shapes "$S" --rounds 2 "${extra[@]}" > /tmp/bh-$i.log 2>&1
+          --shapes "$S" --rounds 2 $HOPPER_BENCH_ARGS "${extra[@]}" > /tmp/bh-$i.log 2>&1
         echo "hopper bench [$plan] rc=$? at $SECONDS s" >> "$OUT/summary.txt"
         { echo "## plan: $plan"; cat /tmp/bh-$i/results.md 2>/dev/null || tail -5 /tmp/bh-$i.log; } >> "$OUT/hopper-bench.md"
       done;;

@@ -305,11 +305,20 @@ class Emitter {
                                              " is not supported on the " + atom_name(p_.atom) +
                                              " atom (plan the fma atom)");
     };
-    for (const GroupOp& op : ops) {
+    for (size_t i = 0; i < ops.size(); ++i) {
+      const GroupOp& op = ops[i];
       for (const auto& body : op.bodies) check_ops(body);
       if (is_mbarrier_op(op.kind) && (op.mbar < 0 || op.mbar >= static_cast<int>(p_.mbarriers.size())))
         user_error(ErrorKind::Verify, std::string(group_op_name(op.kind)) + " #" + num(op.id) +
                                           ": names mbarrier id " + num(op.mbar) + " of " + num(p_.mbarriers.size()));
+      if (op.kind == GroupOpKind::MbarArrive && op.leader) {
+        leader_arrived_.insert(op.mbar);
+        // After a wait, only the leader thread's own tma and expect_tx: it can
+        // arrive without first syncing the worker's other lanes.
+        size_t j = i;
+        while (j > 0 && (ops[j - 1].kind == GroupOpKind::Tma || ops[j - 1].kind == GroupOpKind::MbarExpectTx)) --j;
+        if (j > 0 && j < i && ops[j - 1].kind == GroupOpKind::MbarWait) leader_thread_arrivals_.insert(op.id);
+      }
       if (op.kind == GroupOpKind::Roles)
         for (const WorkerRole& r : op.roles) {
           // setmaxnreg is per warpgroup; named barriers number the workers from 1.
@@ -727,12 +736,17 @@ class Emitter {
         // follow (GroupIR's rule) makes it visible to the other threads.
         line("if (" + leader_thread() + ") {  // mbar.init #" + num(op.id));
         line("  for (int s = 0; s < " + num(b.slots) + "; ++s) tsl_mbar_init(mb" + num(b.id) + " + 8 * s, " +
-             num(op.mbar_count) + ");");
+             num(op.mbar_count * warp_arrivals(b.id)) + ");");
         line("  asm volatile(\"fence.mbarrier_init.release.cluster;\\n\" ::: \"memory\");");
         line("}");
         return;
       }
       case GroupOpKind::MbarArrive:
+        if (leader_thread_arrivals_.count(op.id)) {
+          line("if (" + leader_thread() + ") tsl_mbar_arrive(" + mbar_addr(op) + ");  // mbar.arrive #" +
+               num(op.id) + " leader");
+          return;
+        }
         if (op.leader) {
           line("// mbar.arrive #" + num(op.id) + " leader");
           open("if (worker == " + num(leader_worker_) + ")");
@@ -741,9 +755,15 @@ class Emitter {
           open("");
         }
         // The worker's lanes first: what each did is then the arrival's to release.
-        if (p_.lanes == 32) line("__syncwarp();");
-        if (p_.lanes == 128) line("asm volatile(\"bar.sync %0, 128;\\n\" :: \"r\"(1 + worker) : \"memory\");");
-        line("if (lane == 0) tsl_mbar_arrive(" + mbar_addr(op) + ");");
+        // A warpgroup worker arrives once per warp where every arrival on the
+        // mbarrier is a whole worker's (its count scaled at init), else once.
+        if (p_.lanes == 32 || warp_arrivals(op.mbar) > 1) {
+          line("__syncwarp();");
+          line(std::string("if (lane % 32 == 0) tsl_mbar_arrive(") + mbar_addr(op) + ");");
+        } else {
+          if (p_.lanes == 128) line("asm volatile(\"bar.sync %0, 128;\\n\" :: \"r\"(1 + worker) : \"memory\");");
+          line("if (lane == 0) tsl_mbar_arrive(" + mbar_addr(op) + ");");
+        }
         close();
         return;
       case GroupOpKind::MbarExpectTx:
@@ -777,11 +797,27 @@ class Emitter {
              ".sync.aligned.u32 " + num(role.regs) + ";\\n\" ::: \"memory\");");
       const int saved = leader_worker_;
       leader_worker_ = role.first;
+      // A body of the leader thread's work alone (waits, tma, expect_tx, its own
+      // arrivals) runs on that thread: the role's other lanes would only spin.
+      const bool leader_only = leader_thread_body(op.bodies.at(r));
+      if (leader_only) open("if (" + leader_thread() + ")");
       emit_ops(op.bodies.at(r));
+      if (leader_only) close();
       leader_worker_ = saved;
       --depth_;
     }
     line("}");
+  }
+
+  bool leader_thread_body(const std::vector<GroupOp>& ops) const {
+    for (const GroupOp& op : ops) {
+      if (op.kind == GroupOpKind::For && leader_thread_body(op.bodies.at(0))) continue;
+      if (op.kind == GroupOpKind::MbarWait || op.kind == GroupOpKind::Tma || op.kind == GroupOpKind::MbarExpectTx)
+        continue;
+      if (op.kind == GroupOpKind::MbarArrive && leader_thread_arrivals_.count(op.id)) continue;
+      return false;
+    }
+    return true;
   }
 
   // The shared address of the slot of the mbarrier `op` names.
@@ -1848,6 +1884,13 @@ class Emitter {
   std::vector<CudaTensorMap> maps_;      // tensor map parameters, in order
   std::map<int, int> tma_map_;           // tma op id -> its map
   int leader_worker_ = 0;                // the first worker of the workers running (in a role: its first)
+  std::set<int> leader_arrived_;         // mbarriers some leader arrival names
+  std::set<int> leader_thread_arrivals_;  // leader arrivals the leader thread makes alone (op ids)
+  // Arrivals per worker arrival on mbarrier `id`: one per warp of a warpgroup
+  // worker where only whole workers arrive on it.
+  int64_t warp_arrivals(int id) const {
+    return p_.lanes == 128 && !leader_arrived_.count(id) ? p_.lanes / 32 : 1;
+  }
   bool has_setmaxnreg_ = false;          // some role asks for registers (sm_90a)
   int64_t shared_bytes_ = 0;
   int threads_ = 0;
