@@ -52,6 +52,9 @@ struct CudaTile {
 // 256x128 over 4, 1.34x 128x128 over 2 (docs/cuda.md).
 constexpr int64_t kWgmmaBM = 128, kWgmmaBN = 256, kWgmmaBK = 64;
 constexpr int kWgmmaWarpgroups = 2, kWgmmaWindow = 4;
+// With tma, wgmma takes every shape above the smallest class, and few-row ones
+// with at least this much work (16x4096x4096: 2.4x mma.sync on the H200).
+constexpr int64_t kWgmmaMinFlops = int64_t{1} << 27;
 constexpr CudaTile kCudaTiles[] = {
     {256 * 256, 32, 32, 32, 32, 32, 32, 64, 4, 3},
     {1024 * 1024, 64, 64, 16, 64, 64, 32, 256, 4, 3},
@@ -63,6 +66,23 @@ int64_t pick(const int64_t (&sizes)[N], int64_t extent) {
   for (int64_t s : sizes)
     if (s >= extent) return s;
   return sizes[N - 1];
+}
+
+// Time ~ waves x tile work / rate: a wave is one tile per multiprocessor, and a
+// 128x128 tile ran at 0.88 the rate of a 128x256 one (4096^3 bf16 on the H200,
+// docs/cuda.md). 1024^2, 3000x2000 and 16x4096 take 128x128; 1536^2, 2048^2
+// and 4096^2 128x256, as measured.
+bool wide_wgmma_tiles_pay(int64_t m, int64_t n) {
+  int64_t sms = 132;
+#ifdef TESSEL_WITH_CUDA
+  static const int64_t device_sms = default_cuda_multiprocessors();
+  sms = device_sms;
+#endif
+  auto waves = [&](int64_t bn) {
+    const int64_t tiles = (m + kWgmmaBM - 1) / kWgmmaBM * ((n + bn - 1) / bn);
+    return double((tiles + sms - 1) / sms);
+  };
+  return waves(kWgmmaBN) * 2.0 <= waves(kWgmmaBN / 2) / 0.88;
 }
 
 // Worker grid: rows x cols == workers when the tile divides that way (closest to
@@ -152,7 +172,21 @@ void validate_pointers(int64_t m, int64_t n, int64_t k, const float* a, const fl
     bad_argument("C is null but M x N = " + std::to_string(m) + " x " + std::to_string(n));
 }
 
-Plan resolve_plan(int64_t m, int64_t n, int64_t k, const GemmOptions& options) {
+// Whether tensor maps can describe A and B as passed: 16-byte row strides and base
+// addresses (the tma plans' copies); cuda only.
+bool operands_fit_tensor_maps(int64_t k, int64_t n, const void* a, int64_t lda, const void* b, int64_t ldb,
+                              const GemmOptions& o) {
+  const int64_t bytes = o.precision == GemmPrecision::BF16 || o.precision == GemmPrecision::F16 ? 2 : 4;
+  const bool addresses = !o.device_pointers ||
+                         (reinterpret_cast<uintptr_t>(a) % 16 == 0 && reinterpret_cast<uintptr_t>(b) % 16 == 0);
+  // Host arrays travel to packed device copies: their rows are K and N long.
+  const int64_t a_row = o.device_pointers ? lda : k, b_row = o.device_pointers ? ldb : n;
+  return a_row * bytes % 16 == 0 && b_row * bytes % 16 == 0 && addresses;
+}
+
+// The plan a call runs: options.plan, else the default plan for the shape, on
+// the cp.async pipeline where tensor maps cannot describe the operands.
+Plan resolve_plan(int64_t m, int64_t n, int64_t k, const GemmOptions& options, bool tma_operands = true) {
   if (options.target != TargetKind::Cuda && options.precision != GemmPrecision::F32)
     user_error(ErrorKind::Unsupported, std::string("dtype ") + precision_name(options.precision) +
                                            " runs on the cuda target only (" + target_name(options.target) +
@@ -162,6 +196,11 @@ Plan resolve_plan(int64_t m, int64_t n, int64_t k, const GemmOptions& options) {
     user_error(ErrorKind::Unsupported, "the cuda target is not built: tessel was built without the CUDA toolkit");
 #endif
   Plan plan = options.plan ? *options.plan : default_gemm_plan(options.target, m, n, k, options.precision, options.arch);
+  if (!options.plan && plan.tma && !tma_operands) {
+    plan.tma = false;
+    plan.producers = 0;
+    plan.async_copy = true;
+  }
   plan.target = options.target;
   if (plan.atom == AtomKind::MmaSync && options.precision == GemmPrecision::F32)
     user_error(ErrorKind::Plan, "the mma.sync atom computes fp32 operands in tf32; ask for dtype tf32, or plan the fma atom");
@@ -307,14 +346,26 @@ Plan default_gemm_plan(TargetKind target, int64_t m, int64_t n, int64_t k, GemmP
     }
 #endif
     bool sm90 = arch.empty() || arch == "sm_90" || arch == "sm_90a";
-    if (sixteen_bit && sm90 && t->max_mn == INT64_MAX) {
+    // Tensor maps take rows of 16-byte multiples: packed operands need N and K
+    // multiples of 8 (gemm() drops tma for other strides and unaligned pointers).
+    const bool tma_rows = n % 8 == 0 && k % 8 == 0;
+    const bool mid = t->max_mn > kCudaTiles[0].max_mn || m * n * k >= kWgmmaMinFlops;
+    if (sixteen_bit && sm90 && (t->max_mn == INT64_MAX || (tma_rows && mid))) {
       p.atom = AtomKind::Wgmma;
       set_gemm_tile(p, kWgmmaBM, kWgmmaBN, kWgmmaBK);
       p.workers = kWgmmaWarpgroups;
       p.atom_m = p.atom_n = 64;
       p.window = kWgmmaWindow;
+      if (tma_rows) {
+        // The copy engine and a producer warpgroup (2026-11-30, H200, bf16: 1.24x
+        // cp.async at 4096^3, 2.2x mma.sync at 1024^3). 128x128 tiles where the
+        // wider ones leave more multiprocessors idle than they gain (below).
+        p.async_copy = false;
+        p.tma = true;
+        p.producers = 1;
+        if (!wide_wgmma_tiles_pay(m, n)) set_gemm_tile(p, kWgmmaBM, kWgmmaBN / 2, kWgmmaBK);
+      }
     }
-    (void)k;
   } else if (target == TargetKind::Cpu) {
     // Tiles fitted to the shape: as few blocks as the largest tile allows, each a
     // multiple of the atom (of 16 in K), so that a ragged extent does not fill, pack
@@ -361,7 +412,8 @@ GemmReport gemm(int64_t m, int64_t n, int64_t k, float alpha, const float* a, in
   bool fast = fast_path_allowed(options) && m > 0 && n > 0;
   auto key = std::make_tuple(m, n, k, lda, ldb, ldc, options.target, options.precision,
                              options.coalesce_barriers, options.device_pointers);
-  if (fast && last.valid && last.key == key) {
+  if (fast && last.valid && last.key == key &&
+      (!last.plan.tma || operands_fit_tensor_maps(k, n, a, lda, b, ldb, options))) {
     // Indices in gemm_kernel's declaration order: tensors A, B, C; scalars alpha, beta.
     report.plan = last.plan;
     last.launch.set_tensor(0, const_cast<float*>(a));
@@ -380,7 +432,7 @@ GemmReport gemm(int64_t m, int64_t n, int64_t k, float alpha, const float* a, in
     return report;
   }
 
-  report.plan = resolve_plan(m, n, k, options);
+  report.plan = resolve_plan(m, n, k, options, operands_fit_tensor_maps(k, n, a, lda, b, ldb, options));
   bool fresh = false;
   Kernel kernel = compiled_gemm(report.plan, options, &fresh);
   report.compile_ms = fresh ? kernel.compile_ms() : 0;

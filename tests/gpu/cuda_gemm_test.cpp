@@ -14,6 +14,7 @@
 #include "ops/gemm.h"
 #include "ops/gemm_reference.h"
 #include "target/cuda/cuda_driver.h"
+#include "target/cuda/cuda_kernel.h"
 #include "target/cuda/cuda_memory.h"
 
 namespace tessel {
@@ -84,21 +85,27 @@ Prepared prepare(const Case& c, uint64_t seed) {
 
 // Runs one case on device pointers (the kernel sees the real leading dimensions)
 // with the given plan (null: the default) and returns C; fails on padding damage.
-std::vector<float> run_prepared(const Case& c, const Prepared& in, const Plan* plan) {
+// shift: A and B start that many bytes into their buffers; *ran: the plan run.
+std::vector<float> run_prepared(const Case& c, const Prepared& in, const Plan* plan, size_t shift = 0,
+                                Plan* ran = nullptr) {
   const int64_t lda = std::max<int64_t>(1, c.k + c.pad), ldb = c.n + c.pad, ldc = c.n + c.pad;
   const std::vector<float>& C = in.C;
   std::vector<char> a = stored(in.A, c.p), b = stored(in.B, c.p);
-  DeviceBuffer da(std::max<size_t>(a.size(), 16)), db(std::max<size_t>(b.size(), 16)), dc(C.size() * 4);
-  da.upload(a.data(), a.size());
-  db.upload(b.data(), b.size());
+  DeviceBuffer da(std::max<size_t>(a.size(), 16) + shift), db(std::max<size_t>(b.size(), 16) + shift),
+      dc(C.size() * 4);
+  da.upload(a.data(), a.size(), shift);
+  db.upload(b.data(), b.size(), shift);
   dc.upload(C.data(), C.size() * 4);
   GemmOptions o;
   o.target = TargetKind::Cuda;
   o.precision = c.p;
   o.device_pointers = true;
   if (plan) o.plan = *plan;
-  gemm(c.m, c.n, c.k, float(c.alpha), static_cast<const float*>(da.get()), lda, static_cast<const float*>(db.get()),
-       ldb, float(c.beta), static_cast<float*>(dc.get()), ldc, o);
+  const char* pa = static_cast<const char*>(da.get()) + shift;
+  const char* pb = static_cast<const char*>(db.get()) + shift;
+  GemmReport r = gemm(c.m, c.n, c.k, float(c.alpha), reinterpret_cast<const float*>(pa), lda,
+                      reinterpret_cast<const float*>(pb), ldb, float(c.beta), static_cast<float*>(dc.get()), ldc, o);
+  if (ran) *ran = r.plan;
   cuda_synchronize();
   std::vector<float> out(C.size());
   dc.download(out.data(), out.size() * 4);
@@ -119,6 +126,38 @@ void check(const Case& c, uint64_t seed) {
   double err = run_case(c, seed), bound = precision_error_bound(c.p, c.k);
   EXPECT_LE(err, bound) << name(c);
   std::printf("[gpu] %-52s rel_err %.3g (bound %.3g)\n", name(c).c_str(), err, bound);
+}
+
+// 16-bit default plans on sm_90 stage through tensor maps where the rows allow it
+// and fall back to cp.async where strides or base addresses are not 16-byte
+// multiples; both match the oracle.
+TEST(CudaGemm, DefaultSixteenBitPlansTakeTmaWhereRowsAllow) {
+  EXPECT_TRUE(default_gemm_plan(TargetKind::Cuda, 1024, 1024, 1024, GemmPrecision::BF16, "sm_90").tma);
+  EXPECT_TRUE(default_gemm_plan(TargetKind::Cuda, 16, 4096, 4096, GemmPrecision::F16, "sm_90").tma);
+  EXPECT_FALSE(default_gemm_plan(TargetKind::Cuda, 1000, 1000, 1001, GemmPrecision::BF16, "sm_90").tma);
+  EXPECT_FALSE(default_gemm_plan(TargetKind::Cuda, 1024, 1024, 1024, GemmPrecision::F32, "sm_90").tma);
+  REQUIRE_GPU();
+  if (default_cuda_arch() != "sm_90") GTEST_SKIP() << "wgmma needs sm_90; this GPU is " << default_cuda_arch();
+  struct Run {
+    Case c;
+    size_t shift;
+    bool tma;
+  };
+  const Run runs[] = {{{520, 264, 776, GemmPrecision::BF16, 1.5, 0, 0}, 0, true},
+                      {{520, 264, 776, GemmPrecision::F16, 1.5, 0.5, 8}, 0, true},     // rows of 16-byte multiples
+                      {{520, 264, 776, GemmPrecision::BF16, 1.5, 0, 3}, 0, false},     // rows off 16 bytes
+                      {{520, 264, 776, GemmPrecision::BF16, 1.5, 0.5, 0}, 2, false},   // A and B off 16 bytes
+                      {{1024, 1024, 1024, GemmPrecision::F16, -1.0, 0, 0}, 0, true}};
+  uint64_t seed = 77;
+  for (const Run& run : runs) {
+    Prepared in = prepare(run.c, seed++);
+    Plan ran;
+    std::vector<float> out = run_prepared(run.c, in, nullptr, run.shift, &ran);
+    EXPECT_EQ(ran.tma, run.tma) << name(run.c) << " shift " << run.shift << ": " << ran.to_string();
+    EXPECT_EQ(ran.atom, AtomKind::Wgmma) << ran.to_string();
+    double err = gemm_relative_error(run.c.m, run.c.n, out.data(), run.c.n + run.c.pad, in.oracle);
+    EXPECT_LE(err, precision_error_bound(run.c.p, run.c.k)) << name(run.c) << " shift " << run.shift;
+  }
 }
 
 const GemmPrecision kAll[] = {GemmPrecision::F32, GemmPrecision::TF32, GemmPrecision::BF16, GemmPrecision::F16};

@@ -260,6 +260,14 @@ std::string default_cuda_arch() {
   return "sm_" + std::to_string(major) + std::to_string(minor);
 }
 
+int64_t default_cuda_multiprocessors() {
+  if (!cuda_gpu_available()) return 132;
+  const CudaDriver& d = cuda_driver();
+  int sms = 0;
+  cuda_check(d.cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, d.device), "cuDeviceGetAttribute");
+  return sms;
+}
+
 std::shared_ptr<const CudaKernel> compile_cuda(const GroupProgram& program, const std::string& arch_in,
                                                bool folded_grid) {
   std::string arch = arch_in.empty() ? default_cuda_arch() : arch_in;

@@ -55,6 +55,8 @@ class CudaKernel {
 // The arch to compile for: $TESSEL_CUDA_ARCH, else the GPU's compute capability,
 // else sm_90 where there is no GPU.
 std::string default_cuda_arch();
+// The GPU's multiprocessor count (132 without one: the H200's).
+int64_t default_cuda_multiprocessors();
 
 // arch "" = default_cuda_arch(). folded_grid: see emit_cuda (launch() compiles that
 // variant itself when a grid needs it).
