@@ -123,7 +123,7 @@ for step in $STEPS; do
         echo "ncu rc=$? at $SECONDS s" >> "$OUT/summary.txt"
       fi
       i=0
-      for plan in default ${HOPPER_PLANS:-$P1}; do
+      for plan in default ${HOPPER_PLANS-$P1}; do  # HOPPER_PLANS="": the default plan alone
         i=$((i + 1)); extra=(); [ "$plan" = default ] || extra=(--plan "$plan")
         timeout ${HOPPER_BENCH_TIMEOUT:-150} $O/tessel bench --out /tmp/bh-$i --impl tessel-cuda,cublas --dtype ${HOPPER_DTYPE:-bf16} \
           --shapes "$S" --rounds 2 $HOPPER_BENCH_ARGS "${extra[@]}" > /tmp/bh-$i.log 2>&1
