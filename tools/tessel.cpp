@@ -154,6 +154,7 @@ Args parse_args(int argc, char** argv) {
     if (copy_batch >= 0) p.copy_batch = static_cast<int>(copy_batch);
     if (window >= 0) p.window = static_cast<int>(window);
     if (!copy.empty()) p.async_copy = copy == "async", p.tma = copy == "tma";
+    if (!p.tma) p.producers = 0;  // producers issue tma copies: a thread-copy plan has none
     if (producers >= 0) p.producers = static_cast<int>(producers);
     if (persistent >= 0) p.persistent = static_cast<int>(persistent);
     if (tile_band >= 0) p.tile_band = static_cast<int>(tile_band);

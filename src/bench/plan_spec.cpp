@@ -24,6 +24,11 @@ int to_int(const std::string& key, const std::string& v) {
 }  // namespace
 
 void apply_plan_spec(const std::string& spec, Plan& plan) {
+  // A plan of thread copies has no producers (they issue tma copies), unless the
+  // spec asks for them: then validate_plan says why that cannot be.
+  if (spec.find("copy=") != std::string::npos && spec.find("copy=tma") == std::string::npos &&
+      spec.find("producers=") == std::string::npos)
+    plan.producers = 0;
   std::stringstream ss(spec);
   for (std::string part; std::getline(ss, part, ',');) {
     size_t eq = part.find('=');

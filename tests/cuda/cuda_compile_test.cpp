@@ -121,6 +121,8 @@ TEST(CudaCompile, PipelineVariantsCompile) {
         Plan plan = default_gemm_plan(TargetKind::Cuda, 4096, 4096, 4096, p);
         plan.window = window;
         plan.async_copy = async;
+        plan.tma = false;  // thread copies here (tensor maps: tests/cuda/tma_*)
+        plan.producers = 0;
         // The default wgmma tile (64x256 parts, 128 accumulator registers) spills
         // with synchronous copies (their staging registers) and single-buffered; a
         // 128x128 tile takes those variants.
@@ -141,6 +143,8 @@ TEST(CudaCompile, ResourcesFromTheCubinWhenTheLogLacksTheReport) {
   spilling.tiles["BM"] = 128, spilling.tiles["BN"] = 256, spilling.workers = 2, spilling.worker_rows = 2, spilling.worker_cols = 1;
   spilling.window = 2;
   spilling.async_copy = false;
+  spilling.tma = false;
+  spilling.producers = 0;
   for (bool spills : {false, true}) {
     const Plan plan = spills ? spilling : default_gemm_plan(TargetKind::Cuda, 512, 512, 512, GemmPrecision::BF16);
     CompiledGroup g = compile_to_group(gemm_kernel(DType::BF16), plan, CompileOptions{});
@@ -175,7 +179,7 @@ TEST(CudaCompile, DoubleBufferedFragmentsCompileAndRunOnSim) {
     int64_t size;  // picks the default plan's tile class
   };
   for (Case c : {Case{GemmPrecision::F32, 4096}, Case{GemmPrecision::F32, 512}, Case{GemmPrecision::TF32, 4096},
-                 Case{GemmPrecision::BF16, 512}}) {
+                 Case{GemmPrecision::BF16, 300}}) {  // 300: rows off 16 bytes, mma.sync
     Plan plan = default_gemm_plan(TargetKind::Cuda, c.size, c.size, c.size, c.p);
     ASSERT_NE(plan.atom, AtomKind::Wgmma);
     plan.frag_buffers = 2;
@@ -256,6 +260,9 @@ TEST(CudaCompileErrors, WgmmaMisusesArePlanErrors) {
     }
   };
   Plan wg = default_gemm_plan(TargetKind::Cuda, 4096, 4096, 4096, GemmPrecision::BF16);
+  wg.tma = false;  // the cp.async stages (tma's own misuses: tests/cuda/tma_*)
+  wg.producers = 0;
+  wg.async_copy = true;
   ASSERT_EQ(wg.atom, AtomKind::Wgmma);
   auto compile = [](const Plan& plan, DType t, const std::string& arch) {
     CompiledGroup g = compile_to_group(gemm_kernel(t), plan, CompileOptions{});
@@ -293,7 +300,7 @@ TEST(CudaCompileErrors, WgmmaMisusesArePlanErrors) {
 }
 
 TEST(CudaCompileErrors, TooManyThreadsIsAPlanError) {
-  Plan plan = default_gemm_plan(TargetKind::Cuda, 512, 512, 512, GemmPrecision::BF16);
+  Plan plan = default_gemm_plan(TargetKind::Cuda, 300, 300, 300, GemmPrecision::BF16);  // mma.sync warps
   plan.workers = 64;  // 64 warps = 2048 threads
   plan.worker_rows = 8;
   plan.worker_cols = 8;
