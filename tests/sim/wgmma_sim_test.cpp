@@ -42,6 +42,8 @@ TEST(WgmmaProgram, EveryWindowRunsRaceFreeOnSim) {
       plan.worker_rows = t.warpgroups, plan.worker_cols = 1;
       plan.window = window;
       plan.async_copy = async;
+      plan.tma = false;  // thread copies (tensor maps: tests/tma)
+      plan.producers = 0;
       CompiledGroup g = compile_to_group(gemm_kernel(DType::BF16), plan, CompileOptions{});
       ASSERT_EQ(g.program.lanes, 128);
       if (window >= 2 && plan.async_copy) {
@@ -78,6 +80,8 @@ struct FourStageGemm {
     plan.tiles["BM"] = 128, plan.tiles["BN"] = 128, plan.workers = 2, plan.worker_rows = 2, plan.worker_cols = 1;
     plan.window = 4;
     plan.async_copy = true;
+    plan.tma = false;
+    plan.producers = 0;
     program = compile_to_group(gemm_kernel(DType::BF16), plan, CompileOptions{}).program;
     args.sizes = {{"M", m}, {"N", n}, {"K", k}, {"lda", k}, {"ldb", n}, {"ldc", n}};
     args.scalars = {{"alpha", 1.0}, {"beta", 0.0}};

@@ -66,7 +66,7 @@ Plan wgmma_plan() {
   Plan p = default_gemm_plan(TargetKind::Cuda, 4096, 4096, 4096, GemmPrecision::BF16, "sm_90");
   set_gemm_tile(p, 128, 128, 64);
   p.workers = 2, p.worker_rows = 2, p.worker_cols = 1;
-  p.window = 1, p.async_copy = false;
+  p.window = 1, p.async_copy = false, p.tma = false, p.producers = 0;  // the pass is applied by hand
   return p;
 }
 
