@@ -194,10 +194,7 @@ class Emitter {
     for (const Buffer& b : p_.buffers)
       if (b.space == Space::Private) frag_regs = std::max(frag_regs, regs(b));
     // setmaxnreg takes effect only under a register cap with one block (HOPPER.md).
-    // wgmma from tma stages keeps neither operand fragments nor staging values in
-    // registers: 64 accumulator registers fit (126 registers, no spills, 128x128).
-    const int64_t two_block_frag_regs = p_.atom == AtomKind::Wgmma && !p_.mbarriers.empty() ? 64 : 63;
-    int min_blocks = threads_ <= 256 && frag_regs <= two_block_frag_regs && !has_setmaxnreg_ ? 2 : 1;
+    int min_blocks = threads_ <= 256 && frag_regs < 64 && !has_setmaxnreg_ ? 2 : 1;
     out.sm90a = out.sm90a || has_setmaxnreg_;
     s += "\nextern \"C\" __global__ void __launch_bounds__(" + num(threads_) + ", " + num(min_blocks) + ") " +
          out.entry + "(";
