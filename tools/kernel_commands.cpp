@@ -9,6 +9,7 @@
 #include <iostream>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "check/checked_run.h"
@@ -16,6 +17,7 @@
 #include "ir/tile_text.h"
 #include "passes/pipeline.h"
 #include "plan/default_plan.h"
+#include "plan/dispatch.h"
 #include "passes/plan_barriers.h"
 #include "passes/tma_pipeline.h"
 #include "ir/group_verify.h"
@@ -65,6 +67,7 @@ struct Options {
   TargetKind target = TargetKind::Cpu;
   int workers = -1, threads = 0, window = 1, repeat = 0, producers = 0, persistent = 0, tile_band = 8;
   bool async_copy = false, tma = false, check = false, json = false;
+  bool plan_options = false;  // some option above names part of a plan
   uint64_t seed = 42;
   std::vector<std::string> passes;
 };
@@ -77,6 +80,9 @@ Options parse(int argc, char** argv, int first) {
       if (i + 1 >= argc) bad(s + " needs a value");
       return argv[++i];
     };
+    if (s == "--tile" || s == "--workers" || s == "--window" || s == "--copy" || s == "--producers" ||
+        s == "--persistent" || s == "--tile-band")
+      o.plan_options = true;
     if (s == "--size") {
       auto [n, v] = name_value(s, value());
       o.sizes[n] = to_int("--size " + n, v);
@@ -131,9 +137,17 @@ Options parse(int argc, char** argv, int first) {
 
 TileKernel load_kernel(const Options& o) { return parse_tile_kernel(read_file(o.file)); }
 
-// The default plan for these sizes, with the user's tiles and workers over it.
-Plan plan_for(const TileKernel& k, const Options& o) {
-  Plan p = default_plan(k, o.target, o.sizes);
+// With no plan options, the dispatcher's plan (tuning cache, calibrated model, else
+// the default); else the default plan with the user's options over it.
+PlanChoice plan_for(const TileKernel& k, const Options& o) {
+  if (!o.plan_options) {
+    const int threads = o.threads > 0 ? o.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    return dispatch_plan(k, o.target, o.sizes, threads);  // counted as `tessel tune` counts them
+  }
+  PlanChoice choice;
+  choice.source = "default plan with the command line's plan options";
+  Plan& p = choice.plan;
+  p = default_plan(k, o.target, o.sizes);
   for (const auto& [n, v] : o.tiles) p.tiles[n] = v;  // the lowering refuses unknown names
   p.window = o.window;
   p.async_copy = o.async_copy;
@@ -143,7 +157,7 @@ Plan plan_for(const TileKernel& k, const Options& o) {
   p.tile_band = o.tile_band;
   if (o.workers > 0) p.workers = o.workers;
   if (!o.tiles.empty() || o.workers > 0) fit_worker_grid(k, p);
-  return p;
+  return choice;
 }
 
 std::string json_number(double v) {
@@ -190,7 +204,8 @@ double warm_launch_us(const Kernel& compiled, const Options& o, const LaunchOpti
 int run_command(int argc, char** argv) {
   Options o = parse(argc, argv, 2);
   TileKernel k = load_kernel(o);
-  Plan plan = plan_for(k, o);
+  PlanChoice choice = plan_for(k, o);
+  const Plan& plan = choice.plan;
   Kernel compiled = compile(k, plan);
   LaunchOptions lo;
   lo.threads = o.threads;
@@ -204,7 +219,8 @@ int run_command(int argc, char** argv) {
   if (o.json) {
     std::cout << "{\"kernel\": " << json_string(k.name) << ", \"version\": " << json_string(version())
               << ", \"target\": " << json_string(target_name(plan.target))
-              << ", \"plan\": " << json_string(plan.to_string()) << ", \"sizes\": {";
+              << ", \"plan\": " << json_string(plan.to_string())
+              << ", \"plan_source\": " << json_string(choice.source) << ", \"sizes\": {";
     bool first = true;
     for (const auto& [n, v] : o.sizes) {
       std::cout << (first ? "" : ", ") << json_string(n) << ": " << v;
@@ -233,7 +249,8 @@ int run_command(int argc, char** argv) {
 int explain_file_command(int argc, char** argv) {
   Options o = parse(argc, argv, 2);
   TileKernel k = load_kernel(o);
-  std::cout << compile(k, plan_for(k, o)).explain();
+  PlanChoice choice = plan_for(k, o);
+  std::cout << "// plan from: " << choice.source << "\n" << compile(k, choice.plan).explain();
   return 0;
 }
 

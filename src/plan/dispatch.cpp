@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <sys/stat.h>
 
+#include "plan/default_plan.h"
 #include "runtime/kernel_cache.h"
 #include "tessel/error.h"
 
@@ -45,6 +46,25 @@ Calibration load_calibration(const std::string& path_in, TargetKind target, int 
     user_error(ErrorKind::InvalidArgument, "calibration file " + path + " is for the " + target_name(c.target) +
                                                " target, not " + target_name(target));
   return c;
+}
+
+PlanChoice dispatch_plan(const TileKernel& kernel, TargetKind target, const std::map<std::string, int64_t>& sizes,
+                         int threads) {
+  std::optional<TuningCache> cache;
+  try {
+    cache.emplace();
+  } catch (const Error&) {
+  }
+  const TuningCache* tuned = cache ? &*cache : nullptr;
+  if (tuned && tuned->lookup(kernel_hash(kernel), target, threads, sizes))
+    return choose_plan(kernel, target, sizes, Calibration{}, threads, tuned);
+  struct stat st;
+  if (::lstat(default_calibration_path(target, threads).c_str(), &st) == 0)
+    return choose_plan(kernel, target, sizes, load_calibration("", target, threads), threads, nullptr);
+  PlanChoice choice;
+  choice.plan = default_plan(kernel, target, sizes);
+  choice.source = "default plan (no tuning-cache entry or calibration for this target and thread count)";
+  return choice;
 }
 
 PlanChoice choose_plan(const TileKernel& kernel, TargetKind target, const std::map<std::string, int64_t>& sizes,

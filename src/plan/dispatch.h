@@ -47,4 +47,13 @@ PlanChoice choose_plan(const TileKernel& kernel, TargetKind target, const std::m
                        const Calibration& calibration, int threads, const TuningCache* cache,
                        const CandidateBounds& bounds = {});
 
+// The plan a command uses when it names none (`tessel run`, `tessel explain` on a
+// TileIR file): the tuning cache's winner, else the calibrated cost model when this
+// machine has a calibration for the target and thread count, else the kernel's
+// default plan (the fallback coefficients rank worse than the default's hand
+// rules: docs/planner.md). An unusable cache directory reads as no cache (the
+// kernel cache has said why).
+PlanChoice dispatch_plan(const TileKernel& kernel, TargetKind target, const std::map<std::string, int64_t>& sizes,
+                         int threads);
+
 }  // namespace tessel

@@ -7,6 +7,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <set>
 #include <fstream>
 #include <random>
@@ -251,6 +252,68 @@ TEST(PlanTuningCache, RecordsWinnersAndDispatchPrefersThem) {
   EXPECT_EQ(plan_from_line(plan_to_line(cuda), TargetKind::Cuda), cuda);
   std::remove(cache.path().c_str());
   ::rmdir(dir.c_str());
+}
+
+// `tessel run` and `tessel explain` on a TileIR file, with no plan options: the
+// tuning cache's winner, else the calibrated model, else the default plan; plan
+// options on the command line override all three. Each run is checked.
+std::string cli_output(const std::string& dir, const std::string& args) {
+  std::string cmd = "TESSEL_CACHE_DIR=" + dir + " " + std::string(TESSEL_CLI) + " " + args + " 2>&1";
+  std::string out;
+  FILE* f = ::popen(cmd.c_str(), "r");
+  if (!f) return out;
+  char buf[4096];
+  for (size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) out.append(buf, n);
+  ::pclose(f);
+  return out;
+}
+
+TEST(PlanDispatch, CommandsWithoutPlanOptionsFollowTheCacheThenTheCalibration) {
+  std::string dir = temp_dir(0700);
+  TileKernel k = kernel_file("softmax.tir");
+  const std::map<std::string, int64_t> sizes = {{"M", 100}, {"N", 70}};
+  const std::string run = "run " + std::string(TESSEL_SOURCE_DIR) + "/kernels/softmax.tir --size M=100 --size N=70 " +
+                          "--target cpu --threads 2 --check --json";
+  std::string out = cli_output(dir, run);
+  EXPECT_NE(out.find("\"plan_source\": \"default plan (no tuning"), std::string::npos) << out;
+  EXPECT_NE(out.find("\"plan\": \"" + default_plan(k, TargetKind::Cpu, sizes).to_string() + "\""), std::string::npos) << out;
+  EXPECT_NE(out.find("\"ok\": true"), std::string::npos) << out;
+
+  // A measured winner that is not the default plan.
+  CandidateSet set = enumerate_candidates(k, TargetKind::Cpu, sizes);
+  ASSERT_GE(set.legal.size(), 2u);
+  Plan winner = set.legal[0]->plan == default_plan(k, TargetKind::Cpu, sizes) ? set.legal[1]->plan : set.legal[0]->plan;
+  {
+    TuningCache cache(dir);
+    cache.record(TunedShape{kernel_hash(k), TargetKind::Cpu, 2, sizes, 3.0, winner});
+  }
+  out = cli_output(dir, run);
+  EXPECT_NE(out.find("\"plan_source\": \"tuning cache (this shape"), std::string::npos) << out;
+  EXPECT_NE(out.find("\"plan\": \"" + winner.to_string() + "\""), std::string::npos) << out;
+  EXPECT_NE(out.find("\"ok\": true"), std::string::npos) << out;
+  EXPECT_NE(cli_output(dir, "explain " + std::string(TESSEL_SOURCE_DIR) +
+                                "/kernels/softmax.tir --size M=100 --size N=70 --target cpu --threads 2")
+                .find("// plan from: tuning cache"),
+            std::string::npos);
+
+  // Another shape class, with a calibration for the cpu at 2 threads: the model.
+  Calibration cal = fallback_calibration(TargetKind::Cpu, 2);
+  cal.samples = 5;
+  {
+    std::ofstream f(dir + "/calibration-cpu-t2.txt");
+    f << print_calibration(cal);
+  }
+  ::chmod((dir + "/calibration-cpu-t2.txt").c_str(), 0600);
+  out = cli_output(dir, "run " + std::string(TESSEL_SOURCE_DIR) + "/kernels/softmax.tir --size M=33 --size N=500 " +
+                            "--target cpu --threads 2 --check --json");
+  EXPECT_NE(out.find("\"plan_source\": \"cost model (calibrated, 5 runs)"), std::string::npos) << out;
+  EXPECT_NE(out.find("\"ok\": true"), std::string::npos) << out;
+  // Plan options: the default plan under them, whatever the cache holds.
+  out = cli_output(dir, run + " --window 2");
+  EXPECT_NE(out.find("\"plan_source\": \"default plan with the command line"), std::string::npos) << out;
+  std::remove((dir + "/calibration-cpu-t2.txt").c_str());
+  std::remove((dir + "/tuning-v1.txt").c_str());
+  std::filesystem::remove_all(dir);
 }
 
 int cli(const std::string& args) {
