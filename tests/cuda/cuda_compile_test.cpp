@@ -169,6 +169,20 @@ TEST(CudaCompile, ResourcesFromTheCubinWhenTheLogLacksTheReport) {
   }
 }
 
+// NVRTC's phase times (front end, NVVM optimizer, ptxas) come with every compile
+// and add up to no more than the whole (issue 14: cold compiles reported by part).
+TEST(CudaCompile, PhaseTimesAreReported) {
+  const Plan plan = default_gemm_plan(TargetKind::Cuda, 1024, 1024, 1024, GemmPrecision::BF16, "sm_90");
+  CudaSource src = emit_cuda(compile_to_group(gemm_kernel(DType::BF16), plan, CompileOptions{}).program);
+  NvrtcOutput o = nvrtc_compile(src.code, cuda_compile_arch(src, "sm_90"));
+  std::printf("[nvrtc] %s: %.0f ms = front end %.0f + nvvm optimizer %.0f + ptxas %.0f (+ the rest)\n",
+              plan.to_string().c_str(), o.compile_ms, o.frontend_ms, o.optimizer_ms, o.ptxas_ms);
+  EXPECT_GE(o.frontend_ms, 0);
+  EXPECT_GE(o.optimizer_ms, 0);
+  EXPECT_GT(o.ptxas_ms, 0);
+  EXPECT_LE(o.frontend_ms + o.optimizer_ms + o.ptxas_ms, o.compile_ms + 5);
+}
+
 // Register-level double buffering of the operand fragments (Plan::frag_buffers 2):
 // the fma and mma.sync kernels load step kk + 1's fragments before step kk's math,
 // compile without spills, print and parse the choice in GroupIR, and (the program

@@ -2,9 +2,14 @@
 
 #include <nvrtc.h>
 
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <regex>
 
 #include "runtime/kernel_cache.h"
@@ -20,6 +25,20 @@ std::string program_log(nvrtcProgram prog) {
   nvrtcGetProgramLog(prog, log.data());
   while (!log.empty() && (log.back() == '\0' || log.back() == '\n')) log.pop_back();
   return log;
+}
+
+// NVRTC's --time file: "name, phase, value, ms" lines.
+void read_phase_times(const std::string& path, NvrtcOutput* out) {
+  std::ifstream in(path);
+  for (std::string line; std::getline(in, line);) {
+    std::smatch m;
+    if (!std::regex_match(line, m, std::regex("[^,]*, *([^,]+), *([0-9.]+), *ms *"))) continue;
+    const double ms = std::stod(m[2]);
+    const std::string phase = m[1];
+    if (phase.find("Frontend") != std::string::npos) out->frontend_ms = ms;
+    else if (phase.find("Optimizer") != std::string::npos) out->optimizer_ms = ms;
+    else if (phase.find("PTX") != std::string::npos) out->ptxas_ms = ms;
+  }
 }
 
 int report_number(const std::string& log, const char* pattern) {
@@ -110,8 +129,17 @@ NvrtcOutput nvrtc_compile(const std::string& source, const std::string& arch) {
   if (nvrtcCreateProgram(&prog, source.c_str(), "tessel_kernel.cu", 0, nullptr, nullptr) != NVRTC_SUCCESS)
     user_error(ErrorKind::Compile, "nvrtc: cannot create a program");
   std::string arch_opt = "--gpu-architecture=" + arch;
-  const char* options[] = {arch_opt.c_str(), "-std=c++17", "--ptxas-options=-v", "-default-device"};
-  nvrtcResult r = nvrtcCompileProgram(prog, 4, options);
+  char time_path[] = "/tmp/tessel-nvrtc-time-XXXXXX";
+  const int time_fd = ::mkstemp(time_path);
+  if (time_fd >= 0) ::close(time_fd);
+  const std::string time_opt = std::string("--time=") + time_path;
+  const char* options[] = {arch_opt.c_str(), "-std=c++17", "--ptxas-options=-v", "-default-device", time_opt.c_str()};
+  nvrtcResult r = nvrtcCompileProgram(prog, time_fd >= 0 ? 5 : 4, options);
+  if (r == NVRTC_ERROR_INVALID_OPTION && time_fd >= 0) r = nvrtcCompileProgram(prog, 4, options);  // an NVRTC without --time
+  if (time_fd >= 0) {
+    read_phase_times(time_path, &out);
+    ::unlink(time_path);
+  }
   out.log = program_log(prog);
   if (r != NVRTC_SUCCESS) {
     nvrtcDestroyProgram(&prog);
@@ -134,6 +162,9 @@ NvrtcOutput nvrtc_compile(const std::string& source, const std::string& arch) {
   read_ptxas_report(&out);
   out.compile_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  if (std::getenv("TESSEL_PASS_TIMING"))
+    std::fprintf(stderr, "tessel: %-14s %8.3f ms (front end %.0f, nvvm optimizer %.0f, ptxas %.0f)\n", "nvrtc",
+                 out.compile_ms, out.frontend_ms, out.optimizer_ms, out.ptxas_ms);
   return out;
 }
 

@@ -14,6 +14,10 @@ struct NvrtcOutput {
   int spill_stores = -1, spill_loads = -1;  // bytes, from the report
   int stack_bytes = -1;
   double compile_ms = 0;
+  // NVRTC's own phase times (its --time report; -1 where it gave none): the C++
+  // front end, the NVVM optimizer, and ptxas (PTX to SASS). TESSEL_PASS_TIMING=1
+  // prints them on stderr.
+  double frontend_ms = -1, optimizer_ms = -1, ptxas_ms = -1;
 };
 
 // A failed compile is a user error (ErrorKind::Compile) that carries NVRTC's log
