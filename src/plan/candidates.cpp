@@ -10,6 +10,9 @@
 #include "ir/tile_text.h"
 #include "plan/default_plan.h"
 #include "runtime/kernel_cache.h"
+#ifdef TESSEL_WITH_CUDA
+#include "target/cuda/cuda_emit.h"
+#endif
 #include "tessel/error.h"
 
 namespace tessel {
@@ -112,6 +115,13 @@ std::shared_ptr<const LegalCandidate> realize_candidate(const TileKernel& kernel
     c->plan = plan;
     for (const TileKernel& phase : split_phases(kernel))
       c->phases.push_back(compile_to_group(phase, plan, CompileOptions{}).program);
+#ifdef TESSEL_WITH_CUDA
+    // What the cuda emitter refuses (an atom's operand types, k steps of the atom)
+    // is illegal too: of 8408 bf16 candidates of a matrix product at M = N = K =
+    // 1000, 7588 were.
+    if (plan.target == TargetKind::Cuda)
+      for (const GroupProgram& phase : c->phases) emit_cuda(phase);
+#endif
     m.legal = c;
   } catch (const Error& e) {
     m.why = reason(e);

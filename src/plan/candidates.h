@@ -7,7 +7,8 @@
 // nest), sync or async copies, the copy batch and the mma atom (kernels with an mma).
 // A candidate is legal when validate_plan accepts it and every phase lowers and passes
 // the GroupIR verifier and the target's limits (compile_to_group: shared memory,
-// scratch, threads, fragment divisibility). Tile values above the power of two >=
+// scratch, threads, fragment divisibility) and, on cuda, the emitter takes every
+// phase (atom operand types, k steps of the atom). Tile values above the power of two >=
 // the size they cover are left out: they only add padding.
 // Nothing here looks at a kernel's name.
 #pragma once

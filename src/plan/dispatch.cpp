@@ -5,6 +5,9 @@
 
 #include "plan/default_plan.h"
 #include "runtime/kernel_cache.h"
+#ifdef TESSEL_WITH_CUDA
+#include "target/cuda/cuda_kernel.h"
+#endif
 #include "tessel/error.h"
 
 namespace tessel {
@@ -24,6 +27,19 @@ Ranking rank_candidates(const TileKernel& kernel, TargetKind target, const std::
   std::stable_sort(r.ranked.begin(), r.ranked.end(),
                    [](const RankedCandidate& a, const RankedCandidate& b) { return a.predicted_us < b.predicted_us; });
   return r;
+}
+
+bool cuda_candidate_spills(const LegalCandidate& candidate) {
+#ifdef TESSEL_WITH_CUDA
+  for (const GroupProgram& phase : candidate.phases) {
+    const NvrtcOutput& o = compile_cuda(phase, "")->info().nvrtc;
+    if (o.spill_stores > 0 || o.stack_bytes > 0) return true;
+  }
+  return false;
+#else
+  (void)candidate;
+  user_error(ErrorKind::Unsupported, "the cuda target is not built: tessel was built without the CUDA toolkit");
+#endif
 }
 
 std::string default_calibration_path(TargetKind target, int threads) {
@@ -87,10 +103,18 @@ PlanChoice choose_plan(const TileKernel& kernel, TargetKind target, const std::m
   if (r.ranked.empty())
     user_error(ErrorKind::Plan, "no legal candidate plan for kernel " + kernel.name + " on " + target_name(target) +
                                     " (" + std::to_string(r.set.tried) + " tried)");
-  choice.plan = r.ranked[0].candidate->plan;
-  choice.predicted_us = r.ranked[0].predicted_us;
+  size_t pick = 0;
+  if (target == TargetKind::Cuda) {
+    while (pick < r.ranked.size() && cuda_candidate_spills(*r.ranked[pick].candidate)) ++pick;
+    if (pick == r.ranked.size())
+      user_error(ErrorKind::Plan, "every legal candidate plan for kernel " + kernel.name + " spills registers on " +
+                                      "the cuda target (" + std::to_string(pick) + " compiled)");
+  }
+  choice.plan = r.ranked[pick].candidate->plan;
+  choice.predicted_us = r.ranked[pick].predicted_us;
   choice.source = calibration.samples > 0 ? "cost model (calibrated, " + std::to_string(calibration.samples) + " runs)"
                                           : "cost model (fallback coefficients, no calibration)";
+  if (pick > 0) choice.source += "; " + std::to_string(pick) + " better-ranked candidate(s) spill registers";
   return choice;
 }
 

@@ -31,6 +31,14 @@ struct Ranking {
 Ranking rank_candidates(const TileKernel& kernel, TargetKind target, const std::map<std::string, int64_t>& sizes,
                         const Calibration& calibration, int threads, const CandidateBounds& bounds = {});
 
+// Whether ptxas spills registers (or keeps a stack frame) for any phase of a cuda
+// candidate: compiled with NVRTC, and cached like any kernel. Register use is known
+// only to ptxas: the fragment registers a plan implies did not predict it (a
+// 32-register plan spilled under a two-block launch bound, a 192-register one did
+// not; docs/planner.md), so choose_plan compiles the model's picks in rank order and
+// takes the first that does not spill.
+bool cuda_candidate_spills(const LegalCandidate& candidate);
+
 // <cache dir>/calibration-<target>-t<threads>.txt
 std::string default_calibration_path(TargetKind target, int threads);
 // The calibration at `path` ("" = the default path when that file exists), else the
