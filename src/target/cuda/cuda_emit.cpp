@@ -181,8 +181,6 @@ class Emitter {
 
     CudaSource out;
     out.threads = threads_;
-    for (const Buffer& b : p_.buffers)
-      if (b.space == Space::Private) out.fragment_registers += regs(b);
     out.shared_bytes = shared_bytes_ + (swizzled_any_ ? 1024 : 0);  // room to align the base
     out.sm90a = p_.atom == AtomKind::Wgmma;
     std::string s = kPrelude;

@@ -61,7 +61,6 @@ struct CudaSource {
   std::string entry = "tessel_kernel";
   int threads = 0;           // per block: workers * lanes
   int64_t shared_bytes = 0;  // dynamic shared memory per block
-  int64_t fragment_registers = 0;  // per thread, every private buffer's (a lower bound on ptxas's count)
   bool sm90a = false;        // uses sm_90a-only instructions (wgmma): compile for sm_90a
   bool folded_grid = false;  // takes the whole grid in blockIdx.x (CudaGrid::folded)
   std::vector<CudaTensorMap> tensor_maps;  // tma copies' maps: kernel parameters after the tensors
