@@ -123,7 +123,10 @@ TEST(PlanCandidates, TargetLimitsRejectPlansWithAReason) {
         if (buf.space == Space::Shared) shared += buf.rows * buf.cols * buf.versions * dtype_bytes(buf.dtype);
     EXPECT_LE(shared, 227 * 1024) << c->plan.to_string();
   }
-  EXPECT_EQ(atoms.size(), 3u);  // fma, mma.sync and wgmma all have legal plans
+  EXPECT_TRUE(atoms.count(AtomKind::MmaSync) && atoms.count(AtomKind::Wgmma));
+#ifdef TESSEL_WITH_CUDA
+  EXPECT_FALSE(atoms.count(AtomKind::Fma));  // the emitter takes f32 operands only on the fma atom
+#endif
 }
 
 TEST(PlanCostModel, FitRecoversASyntheticMachineAndRanksByIt) {
