@@ -3,7 +3,7 @@
 # "Dependencies", says what each is for; CMakeLists.txt names the one it misses).
 # Extra package names on the command line are installed too (scripts/fuzz.sh).
 set -euo pipefail
-packages=(cmake ninja-build g++ nlohmann-json3-dev libgtest-dev libopenblas-dev libblis-dev
+packages=(cmake ninja-build g++ nlohmann-json3-dev libgtest-dev libopenblas-dev libblis-dev libxsmm-dev
           python3-matplotlib libblas-test libblas3 python3-venv python3-dev python3-numpy "$@")
 missing=()
 for p in "${packages[@]}"; do

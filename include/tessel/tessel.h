@@ -56,6 +56,7 @@ struct KernelArgs {
 struct LaunchOptions {
   int threads = 0;         // cpu: threads over the grid (0 = all cores)
   uint64_t sim_seed = 1;   // sim: worker order
+  bool timed = true;       // false: LaunchReport::run_us stays 0 (no clock reads on the call path)
 };
 
 struct LaunchReport {
@@ -79,9 +80,11 @@ class BoundLaunchImpl;
 // allocation and no lock; larger grids go to the thread pool), and on cuda with
 // every tensor on the device it launches with the kept parameters (kernels with
 // tma copies encode their tensor maps per run). A caller that launches one kernel
-// on one shape many times so pays little beyond the kernel. Tensors (in tile_kernel().tensors order) and scalars (in .scalars order)
-// may be changed between runs: a new pointer must hold the same layout. A null
-// pointer is refused at once, an overlap by the next run() (before anything runs).
+// on one shape many times so pays little beyond the kernel (with
+// LaunchOptions::timed false, no clock reads either). Tensors (in
+// tile_kernel().tensors order) and scalars (in .scalars order) may be changed
+// between runs: a new pointer must hold the same layout. A null pointer is
+// refused at once, an overlap by the next run() (before anything runs).
 // Not for use from two threads at once.
 class BoundLaunch {
  public:

@@ -35,9 +35,11 @@ const char* const kBenchUsage =
     "  Counterbalanced paired rounds of GEMM (fp32 unless --dtype), every output checked against an\n"
     "  FP64 oracle; writes results.json, results.md and gflops.png into DIR, which\n"
     "  must not exist.\n"
-    "  --impl     tessel,openblas,blis,reference (default tessel,openblas), and where\n"
-    "             the cuda target is built tessel-cuda,cublas; the first is the\n"
-    "             candidate the others are compared with\n"
+    "  --impl     tessel,openblas,blis,libxsmm,reference (default tessel,openblas), and\n"
+    "             where the cuda target is built tessel-cuda,cublas; the first is the\n"
+    "             candidate the others are compared with. libxsmm: its JIT kernel per\n"
+    "             shape, dispatched once, then called (one thread: --threads 1; built\n"
+    "             where libxsmm-dev is installed)\n"
     "  --shapes   MxNxK,... and the names seed (the default, eight shapes) and large\n"
     "  --rounds 4 --warmup-ms 200 --samples 9 --sample-ms 40 --threads 1 (0 = all)\n"
     "  --tile     run tessel with this tile instead of its dispatch\n"
@@ -109,9 +111,13 @@ BenchConfig parse_config(int argc, char** argv) {
   for (const std::string& name : split(impls, ',')) {
     bool gpu = name == "cublas" || name == "tessel-cuda";
     if (gpu && !cuda_impls_built()) bad(name + " is not available in this build");
-    if (!gpu && name != "tessel" && name != "openblas" && name != "blis" && name != "reference")
+    if (!gpu && name != "tessel" && name != "openblas" && name != "blis" && name != "libxsmm" &&
+        name != "reference")
       bad("unknown implementation '" + name +
-          "' (known: tessel, openblas, blis, tessel-cuda, cublas, reference)");
+          "' (known: tessel, openblas, blis, libxsmm, tessel-cuda, cublas, reference)");
+    if (name == "libxsmm" && c.threads != 1)
+      bad("--impl libxsmm runs on one thread (a JIT kernel per call); use --threads 1, not " +
+          std::to_string(c.threads));
     if (name == "reference" && c.reference.empty()) bad("--impl reference needs --reference PATH");
     if (seen.insert(name).second) c.impls.push_back(name);
   }

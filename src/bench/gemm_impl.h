@@ -34,7 +34,7 @@ class GemmImpl {
 };
 
 struct ImplRequest {
-  std::string name;  // tessel | openblas | blis | tessel-cuda | cublas
+  std::string name;  // tessel | openblas | blis | libxsmm | tessel-cuda | cublas
   Shape shape;
   int threads = 1;   // cpu: 0 = all cores
   std::string tile;  // tessel: named plan BMxBNxBK, "" = dispatch

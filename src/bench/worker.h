@@ -25,7 +25,7 @@
 namespace tessel::bench {
 
 struct WorkerRequest {
-  std::string impl = "tessel";  // tessel | openblas | blis | tessel-cuda | cublas
+  std::string impl = "tessel";  // tessel | openblas | blis | libxsmm | tessel-cuda | cublas
   Shape shape{8, 8, 8};
   double warmup_ms = 200;
   int samples = 9;

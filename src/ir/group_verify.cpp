@@ -273,15 +273,24 @@ class Verifier {
           fail(op, "accumulator " + acc.name + " is " + std::to_string(acc.rows) + "x" +
                        std::to_string(acc.cols) + ", not " + std::to_string(op.m) + "x" +
                        std::to_string(op.n));
-        // The atom is the register block of an mma: each worker's part is a multiple.
+        // The atom is the register block of an mma. The warp atoms (mma.sync, wgmma)
+        // cover a worker's part in whole blocks; the fma atom's block is where the
+        // cpu kernel is fastest, and it takes leftover rows and columns with edge
+        // kernels (cuda's fma threads take any part), so any part goes.
         FragPart part = frag_part(p_, acc, 0);
-        if (part.rows % p_.atom_m || part.cols % p_.atom_n)
+        if (p_.atom != AtomKind::Fma && (part.rows % p_.atom_m || part.cols % p_.atom_n))
           fail(op, "accumulator " + acc.name + " " + shape(acc) + " over a " +
                        shape(p_.worker_rows, p_.worker_cols) + " worker grid gives parts of " +
                        shape(part.rows, part.cols) + ", not multiples of the atom " +
                        shape(p_.atom_m, p_.atom_n));
-        window(op, op.a, op.m, op.k, "operand a", {Space::Shared});
-        window(op, op.b, op.k, op.n, "operand b", {Space::Shared});
+        // A tensor read in place (Plan::direct) is read only inside the valid part,
+        // which therefore must be given.
+        const Buffer& a = window(op, op.a, op.m, op.k, "operand a", {Space::Shared, Space::Global});
+        const Buffer& b = window(op, op.b, op.k, op.n, "operand b", {Space::Shared, Space::Global});
+        if (a.space == Space::Global && !(op.m_valid && op.k_valid))
+          fail(op, "operand a " + a.name + " is global: the mma needs valid(m, n, k) with m and k bounded");
+        if (b.space == Space::Global && !(op.n_valid && op.k_valid))
+          fail(op, "operand b " + b.name + " is global: the mma needs valid(m, n, k) with n and k bounded");
         break;
       }
       case GroupOpKind::Elementwise: {

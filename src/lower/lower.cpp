@@ -17,8 +17,10 @@ struct Consumers {
 
 // What a TileIR value became in GroupIR.
 struct Lowered {
-  enum class Kind { Frag, Scalar, Const, Index, Staged } kind = Kind::Const;
+  enum class Kind { Frag, Scalar, Const, Index, Staged, Direct } kind = Kind::Const;
   int buffer = -1;     // Frag: private buffer; Staged: shared buffer
+  BufferRef window;    // Direct: the tensor window an mma reads in place (Plan::direct)
+  Expr row_bound, col_bound;  // Direct: the tensor's extents along the window's rows and columns
   std::string scalar;  // Scalar
   double value = 0;    // Const
   Expr index;          // Index
@@ -242,6 +244,17 @@ class Lowering {
     return b.id;
   }
 
+  // A shared buffer for an mma's b operand: column panels of the atom's width, in
+  // whole panels (a tile narrower than a multiple of the panel leaves columns past
+  // its edge that nothing writes; the mma reads only its n columns of them).
+  int new_b_panels(const TileOp& op, const std::string& base, int64_t rows, int64_t cols) {
+    const int64_t panel = plan_.atom_n;
+    int s = new_buffer(op, base, Space::Shared, rows, (cols + panel - 1) / panel * panel);
+    p_.buffers[s].layout = Layout::ColPanels;
+    p_.buffers[s].panel = panel;
+    return s;
+  }
+
   GroupOp new_op(GroupOpKind kind) {
     GroupOp g;
     g.kind = kind;
@@ -288,6 +301,7 @@ class Lowering {
       case Lowered::Kind::Const: o.kind = EwOperand::Kind::Const; o.value = l.value; break;
       case Lowered::Kind::Index: o.kind = EwOperand::Kind::Index; o.index = l.index; break;
       case Lowered::Kind::Staged: o.kind = EwOperand::Kind::Frag; o.frag = staged_frag(op, value); break;
+      case Lowered::Kind::Direct: TESSEL_ASSERT(false, "a tile read in place feeds only mmas"); break;
     }
     return o;
   }
@@ -539,12 +553,23 @@ class Lowering {
     }
     if (c.mma_a && c.mma_b)
       fail(ErrorKind::Unsupported, op, "one loaded tile feeds an mma as both its a and its b operand");
-    int s = new_buffer(op, tensor.name + "s", Space::Shared, rows, cols);
-    p_.buffers[s].dtype = tensor.dtype;  // staged as stored: the atom reads it
-    if (c.mma_b) {
-      p_.buffers[s].layout = Layout::ColPanels;
-      p_.buffers[s].panel = plan_.atom_n;
+    int64_t unit = 0;
+    if (plan_.direct && !c.other && op.constant == 0 && expr_is_const(w.ref.col_stride, &unit) && unit == 1) {
+      // Plan::direct: the mma reads the tensor in place, only inside its extents
+      // (the mma's valid part, lower_mma), which is what zero padding gives. Only a
+      // tile with contiguous rows: another (a transposed view) is staged as before.
+      Lowered l;
+      l.kind = Lowered::Kind::Direct;
+      l.window = w.ref;
+      l.row_bound = w.row_bound;
+      l.col_bound = w.col_bound;
+      lowered_[op.results[0]] = l;
+      read_in_place_.insert(t);
+      return;
     }
+    int s = c.mma_b ? new_b_panels(op, tensor.name + "s", rows, cols)
+                    : new_buffer(op, tensor.name + "s", Space::Shared, rows, cols);
+    p_.buffers[s].dtype = tensor.dtype;  // staged as stored: the atom reads it
     GroupOp g = new_op(GroupOpKind::Copy);
     g.src = w.ref;
     g.dst = origin(s);
@@ -586,7 +611,7 @@ class Lowering {
     // that each element was read by the worker that now writes it.
     bool same_owner = true;
     for (const GroupOp& earlier : loaded_[w.ref.buffer]) same_owner &= same_elements_per_worker(earlier, g);
-    if (!same_owner || stored_.count(w.ref.buffer)) fence(out);
+    if (!same_owner || stored_.count(w.ref.buffer) || read_in_place_.count(w.ref.buffer)) fence(out);
     out.push_back(g);
     stored_.insert(w.ref.buffer);
   }
@@ -613,11 +638,8 @@ class Lowering {
     const TileType& type = k_.values.at(value).type;
     int f = frag_of(op, value, out, type);
     const Buffer& frag = p_.buffer(f);
-    int s = new_buffer(op, is_b ? "Bs" : "As", Space::Shared, frag.rows, frag.cols);
-    if (is_b) {
-      p_.buffers[s].layout = Layout::ColPanels;
-      p_.buffers[s].panel = plan_.atom_n;
-    }
+    int s = is_b ? new_b_panels(op, "Bs", frag.rows, frag.cols)
+                 : new_buffer(op, "As", Space::Shared, frag.rows, frag.cols);
     GroupOp g = new_op(GroupOpKind::FragStore);
     g.frag = f;
     g.dst = origin(s);
@@ -632,18 +654,40 @@ class Lowering {
     // An extent of 1 is replicated, not split: every worker holds it whole.
     int64_t part_m = accb.rows > 1 ? accb.rows / plan_.worker_rows : accb.rows;
     int64_t part_n = accb.cols > 1 ? accb.cols / plan_.worker_cols : accb.cols;
-    if (part_m % plan_.atom_m || part_n % plan_.atom_n)
+    // The warp atoms need whole blocks; the fma atom takes any part (group_verify.cpp).
+    if (plan_.atom != AtomKind::Fma && (part_m % plan_.atom_m || part_n % plan_.atom_n))
       fail(ErrorKind::Plan, op, "a worker's accumulator part " + std::to_string(part_m) + "x" +
                                     std::to_string(part_n) + " is not a multiple of the atom " +
                                     std::to_string(plan_.atom_m) + "x" + std::to_string(plan_.atom_n));
+    const Lowered la = lowered(op, op.operands[0]), lb = lowered(op, op.operands[1]);
+    const bool a_direct = la.kind == Lowered::Kind::Direct, b_direct = lb.kind == Lowered::Kind::Direct;
+    if ((a_direct || b_direct) && plan_.target == TargetKind::Cuda)
+      fail(ErrorKind::Plan, op, "mma operands read in place (plan direct) run on the cpu and sim targets");
     GroupOp g = new_op(GroupOpKind::Mma);
     g.frag = acc;
-    g.a = origin(mma_operand(op, op.operands[0], false, out));
-    g.b = origin(mma_operand(op, op.operands[1], true, out));
-    g.m = p_.buffer(g.a.buffer).rows;
-    g.k = p_.buffer(g.a.buffer).cols;
-    g.n = p_.buffer(g.b.buffer).cols;
+    g.a = a_direct ? la.window : origin(mma_operand(op, op.operands[0], false, out));
+    g.b = b_direct ? lb.window : origin(mma_operand(op, op.operands[1], true, out));
+    g.m = p_.buffer(acc).rows;
+    g.k = static_extent(op, k_.values.at(op.operands[0]).type.shape[1]);
+    g.n = p_.buffer(acc).cols;  // b's buffer may be wider: whole panels
     set_valid_extents(g);
+    // A tensor read in place: only its valid part is read, in k too.
+    auto extent = [](int64_t full, const Expr& bound, const Expr& origin) {
+      return expr_min(expr_const(full), bound - origin);
+    };
+    Expr ka, kb;
+    if (a_direct) {
+      g.m_valid = extent(g.m, la.row_bound, la.window.row);
+      ka = extent(g.k, la.col_bound, la.window.col);
+    }
+    if (b_direct) {
+      g.n_valid = extent(g.n, lb.col_bound, lb.window.col);
+      kb = extent(g.k, lb.row_bound, lb.window.row);
+    }
+    if (ka || kb) {
+      Expr k = ka && kb && !expr_equal(ka, kb) ? expr_min(ka, kb) : (ka ? ka : kb);
+      g.k_valid = g.k_valid && !expr_equal(g.k_valid, k) ? expr_min(g.k_valid, k) : k;
+    }
     out.push_back(g);
     lowered_[op.results[0]] = frag_value(acc);
   }
@@ -829,6 +873,7 @@ class Lowering {
   std::set<int> in_pipeline_;  // values loaded inside a pipelined loop
   std::map<int, int> uses_;
   std::map<int, Lowered> lowered_;
+  std::set<int> read_in_place_;  // tensors an mma reads in place (Plan::direct)
   std::map<int, GroupOp> staging_copy_;  // shared buffer -> the copy that fills it
   std::set<int> stored_;   // global buffers this group has stored
   std::map<int, std::vector<GroupOp>> loaded_;  // global buffer -> this group's loads of it

@@ -49,7 +49,8 @@ std::string Plan::to_string() const {
          (frag_buffers == 1 ? "" : " frag_buffers=" + std::to_string(frag_buffers)) +
          (producers == 0 ? "" : " producers=" + std::to_string(producers)) +
          (persistent == 0 ? ""
-                          : " persistent=" + std::to_string(persistent) + " band=" + std::to_string(tile_band));
+                          : " persistent=" + std::to_string(persistent) + " band=" + std::to_string(tile_band)) +
+         (direct ? " direct" : "");
 }
 
 int64_t Plan::tile(const std::string& name) const {

@@ -57,10 +57,14 @@ struct Plan {
   // 0: one group per tile. src/passes/persistent_tiles.h.
   int persistent = 0;
   int tile_band = 8;
+  // mma operands loaded from a tensor (rows contiguous) and read by nothing else are
+  // read in place, inside the tensor's extents, instead of staged (packed) in shared
+  // memory (cpu and sim; for small problems, where packing does not pay).
+  bool direct = false;
 
   auto operator<=>(const Plan&) const = default;  // a key for compiled-kernel caches
   // "BK=32 BM=64 BN=64 workers=4(2x2) copy_batch=4 window=1 copy=sync atom=1x1"
-  // (copy=tma, and " producers=P" when there are producers, " persistent=G band=B")
+  // (copy=tma, and " producers=P" when there are producers, " persistent=G band=B", " direct")
   std::string to_string() const;
   // The value bound to tile parameter `name`; a Plan error naming it when unbound.
   int64_t tile(const std::string& name) const;

@@ -150,24 +150,6 @@ BoundArgs bind_args(const TileKernel& k, const KernelArgs& in) {
   return out;
 }
 
-// Allocation-free form of check_tensor_overlap's rule, for BoundLaunch::set_tensor:
-// true when some written tensor's byte range meets another tensor's.
-bool written_overlap(const std::vector<TensorSpan>& spans) {
-  auto end = [](const TensorSpan& t) {
-    return static_cast<unsigned __int128>(t.base) +
-           static_cast<unsigned __int128>(t.layout.elements) * dtype_bytes(t.param->dtype);
-  };
-  for (size_t i = 0; i < spans.size(); ++i)
-    for (size_t j = 0; j < i; ++j) {
-      const TensorSpan &a = spans[i], &b = spans[j];
-      if (a.layout.elements <= 0 || b.layout.elements <= 0) continue;
-      if (a.param->access == Access::In && b.param->access == Access::In) continue;
-      if (a.param->may_overlap_with(b.param->name) || b.param->may_overlap_with(a.param->name)) continue;
-      if (a.base < end(b) && b.base < end(a)) return true;
-    }
-  return false;
-}
-
 std::string cache_key(const TileKernel& k, const Plan& plan, const CompileSettings& settings) {
   // The cpu target's ISA may be switched within a process (TESSEL_CPU_ISA, tests).
   std::string isa = plan.target == TargetKind::Cpu ? cpu_isa_info(cpu_isa()).name : "";
@@ -208,19 +190,71 @@ void launch_cuda(const CompiledKernelImpl& c, const TileKernel& k, const KernelA
 
 class BoundLaunchImpl {
  public:
-  std::shared_ptr<const CompiledKernelImpl> compiled;
-  KernelArgs args;  // as given, kept current by set_tensor / set_scalar (sim, cuda)
-  BoundArgs bound;
-  // flat: the cpu, and cuda with every tensor on the device. Each phase's flat
-  // arguments, and where kernel tensor i / scalar i sit in them (-1: the phase
-  // does not use it). Otherwise run() reads the maps above.
+  // What set_tensor, set_scalar and run() read on every call comes first and is
+  // kept small, so that a re-pointed call touches few cache lines (after a kernel
+  // that evicted them, each is a miss): the target, and per tensor its current
+  // address, its size in bytes (0: no elements) and where it sits in the phases'
+  // flat arguments.
+  struct TensorSlot {
+    uintptr_t base = 0;
+    uint64_t bytes = 0;      // saturated at 2^64 - 1
+    uint32_t first = 0, end = 0;  // its entries of tensor_at (flat only)
+  };
+  TargetKind target = TargetKind::Cpu;
+  // flat: the cpu, and cuda with every tensor on the device: run() calls each
+  // phase with its flat arguments (cpu / cuda below). Otherwise it reads the maps
+  // of args and bound.
   bool flat = false;
+  bool recheck_overlap = false;  // a tensor was replaced since the last check
+  std::vector<TensorSlot> tensors;
+  // Flat only: addresses into the phases' argument arrays (which never resize
+  // after bind): a tensor's entry is a float* (cpu) or a uint64_t (cuda); scalar
+  // i's entries are scalar_at[scalar_first[i] .. scalar_first[i + 1]).
+  std::vector<void*> tensor_at;
+  std::vector<double*> scalar_at;
+  std::vector<uint32_t> scalar_first;
+  // check_tensor_overlap's rule, decided at bind for everything but the addresses:
+  // the pairs of tensors (both with elements, one written, not declared
+  // overlapping) that must stay apart. A re-check is arithmetic only.
+  std::vector<std::pair<int, int>> disjoint_pairs;
   std::vector<CpuLaunch> cpu;
+  std::vector<const CpuKernel*> cpu_kernels;  // per phase
 #ifdef TESSEL_WITH_CUDA
   std::vector<CudaLaunch> cuda;
 #endif
-  std::vector<std::vector<int>> tensor_slot, scalar_slot;
-  bool recheck_overlap = false;  // a tensor was replaced since the last check
+
+  std::shared_ptr<const CompiledKernelImpl> compiled;
+  KernelArgs args;  // as given, kept current by set_tensor / set_scalar (sim, cuda)
+  BoundArgs bound;  // its spans' addresses are those of bind (tensors[i].base is current)
+
+  void plan_overlap_checks() {
+    const std::vector<TensorSpan>& spans = bound.spans;
+    for (const TensorSpan& t : spans) {
+      TensorSlot slot;
+      slot.base = t.base;
+      unsigned __int128 bytes =
+          static_cast<unsigned __int128>(std::max<int64_t>(0, t.layout.elements)) * dtype_bytes(t.param->dtype);
+      slot.bytes = bytes > UINT64_MAX ? UINT64_MAX : uint64_t(bytes);
+      tensors.push_back(slot);
+    }
+    for (size_t i = 0; i < spans.size(); ++i)
+      for (size_t j = 0; j < i; ++j) {
+        const TensorParam &a = *spans[i].param, &b = *spans[j].param;
+        if (spans[i].layout.elements <= 0 || spans[j].layout.elements <= 0) continue;
+        if (a.access == Access::In && b.access == Access::In) continue;
+        if (a.may_overlap_with(b.name) || b.may_overlap_with(a.name)) continue;
+        disjoint_pairs.emplace_back(int(i), int(j));
+      }
+  }
+  // True when some pair of disjoint_pairs meets.
+  bool written_overlap() const {
+    for (auto [i, j] : disjoint_pairs) {
+      const TensorSlot &x = tensors[i], &y = tensors[j];
+      unsigned __int128 a = x.base, b = y.base;
+      if (a < b + y.bytes && b < a + x.bytes) return true;
+    }
+    return false;
+  }
 };
 
 TensorArg TensorArg::host(float* data, std::vector<int64_t> shape, std::vector<int64_t> strides) {
@@ -295,6 +329,8 @@ BoundLaunch Kernel::bind(const KernelArgs& args) const {
   b->compiled = impl_;
   b->args = args;
   b->bound = bind_args(c.kernel, args);
+  b->plan_overlap_checks();
+  b->target = c.plan.target;
   b->flat = c.plan.target == TargetKind::Cpu;
 #ifdef TESSEL_WITH_CUDA
   if (c.plan.target == TargetKind::Cuda) {
@@ -304,27 +340,45 @@ BoundLaunch Kernel::bind(const KernelArgs& args) const {
 #endif
   if (b->flat) {
     for (const CompiledPhase& phase : c.phases) {
-      if (phase.cpu) b->cpu.push_back(phase.cpu->bind(b->bound.args));
+      if (phase.cpu) {
+        b->cpu.push_back(phase.cpu->bind(b->bound.args));
+        b->cpu_kernels.push_back(phase.cpu.get());
+      }
 #ifdef TESSEL_WITH_CUDA
       if (phase.cuda) b->cuda.push_back(phase.cuda->bind(b->bound.args));
 #endif
-      const GroupProgram& p = phase.group.program;
-      std::vector<int> tensor_slot, scalar_slot;
-      for (const TensorParam& t : c.kernel.tensors) {
-        int slot = -1;
-        for (size_t i = 0; i < p.tensors.size(); ++i)
-          if (p.tensors[i].name == t.name) slot = static_cast<int>(i);
-        tensor_slot.push_back(slot);
-      }
-      for (const ScalarParam& s : c.kernel.scalars) {
-        int slot = -1;
-        for (size_t i = 0; i < p.scalars.size(); ++i)
-          if (p.scalars[i].name == s.name) slot = static_cast<int>(i);
-        scalar_slot.push_back(slot);
-      }
-      b->tensor_slot.push_back(std::move(tensor_slot));
-      b->scalar_slot.push_back(std::move(scalar_slot));
     }
+    // A phase takes the tensors and scalars its program names, in its own order.
+    for (size_t t = 0; t < c.kernel.tensors.size(); ++t) {
+      b->tensors[t].first = uint32_t(b->tensor_at.size());
+      for (size_t p = 0; p < c.phases.size(); ++p) {
+        const GroupProgram& program = c.phases[p].group.program;
+        for (size_t i = 0; i < program.tensors.size(); ++i) {
+          if (program.tensors[i].name != c.kernel.tensors[t].name) continue;
+          if (!b->cpu.empty()) b->tensor_at.push_back(&b->cpu[p].tensors[i]);
+#ifdef TESSEL_WITH_CUDA
+          if (!b->cuda.empty()) b->tensor_at.push_back(&b->cuda[p].tensors[i]);
+#endif
+        }
+      }
+      b->tensors[t].end = uint32_t(b->tensor_at.size());
+    }
+    for (const ScalarParam& s : c.kernel.scalars) {
+      b->scalar_first.push_back(uint32_t(b->scalar_at.size()));
+      for (size_t p = 0; p < c.phases.size(); ++p) {
+        const GroupProgram& program = c.phases[p].group.program;
+        for (size_t i = 0; i < program.scalars.size(); ++i) {
+          if (program.scalars[i].name != s.name) continue;
+          if (!b->cpu.empty()) b->scalar_at.push_back(&b->cpu[p].scalars[i]);
+#ifdef TESSEL_WITH_CUDA
+          if (!b->cuda.empty()) b->scalar_at.push_back(&b->cuda[p].scalars[i]);
+#endif
+        }
+      }
+    }
+    b->scalar_first.push_back(uint32_t(b->scalar_at.size()));
+  } else {
+    b->scalar_first.assign(c.kernel.scalars.size() + 1, 0);  // for the scalar count
   }
   BoundLaunch out;
   out.impl_ = std::move(b);
@@ -333,66 +387,65 @@ BoundLaunch Kernel::bind(const KernelArgs& args) const {
 
 void BoundLaunch::set_tensor(size_t index, void* data) {
   BoundLaunchImpl& b = *impl_;
-  const TileKernel& k = b.compiled->kernel;
-  if (index >= k.tensors.size())
+  if (index >= b.tensors.size()) {
+    const TileKernel& k = b.compiled->kernel;
     bad_argument("tensor index " + std::to_string(index) + " out of range: kernel " + k.name + " has " +
                  std::to_string(k.tensors.size()) + " tensors");
-  TensorSpan& span = b.bound.spans[index];
-  if (!data && span.layout.elements > 0) bad_argument("tensor " + k.tensors[index].name + " is a null pointer");
+  }
+  BoundLaunchImpl::TensorSlot& slot = b.tensors[index];
+  if (!data && slot.bytes > 0) bad_argument("tensor " + b.bound.spans[index].param->name + " is a null pointer");
   static float empty = 0;
   float* ptr = data ? static_cast<float*>(data) : &empty;
   // Overlap is checked by run(), once every replacement is in: checked here, a
   // tensor moved onto memory that another is about to leave would be refused.
-  span.base = reinterpret_cast<uintptr_t>(data);
+  slot.base = reinterpret_cast<uintptr_t>(data);
   b.recheck_overlap = true;
-  for (size_t p = 0; p < b.tensor_slot.size(); ++p) {
-    int slot = b.tensor_slot[p][index];
-    if (slot < 0) continue;
-    if (!b.cpu.empty()) b.cpu[p].tensors[slot] = ptr;
-#ifdef TESSEL_WITH_CUDA
-    if (!b.cuda.empty()) b.cuda[p].tensors[slot] = reinterpret_cast<uint64_t>(ptr);
-#endif
+  if (b.flat) {
+    bool device = b.cpu.empty();
+    for (uint32_t e = slot.first; e < slot.end; ++e) {
+      if (device)
+        *static_cast<uint64_t*>(b.tensor_at[e]) = reinterpret_cast<uint64_t>(ptr);
+      else
+        *static_cast<float**>(b.tensor_at[e]) = ptr;
+    }
+    return;
   }
-  if (!b.flat) {
-    const std::string& name = k.tensors[index].name;
-    b.args.tensors[name].data = data;
-    b.bound.args.tensors[name] = ptr;
-  }
+  const std::string& name = b.bound.spans[index].param->name;
+  b.args.tensors[name].data = data;
+  b.bound.args.tensors[name] = ptr;
 }
 
 void BoundLaunch::set_scalar(size_t index, double value) {
   BoundLaunchImpl& b = *impl_;
-  const TileKernel& k = b.compiled->kernel;
-  if (index >= k.scalars.size())
+  if (index + 1 >= b.scalar_first.size()) {
+    const TileKernel& k = b.compiled->kernel;
     bad_argument("scalar index " + std::to_string(index) + " out of range: kernel " + k.name + " has " +
                  std::to_string(k.scalars.size()) + " scalars");
-  for (size_t p = 0; p < b.scalar_slot.size(); ++p) {
-    int slot = b.scalar_slot[p][index];
-    if (slot < 0) continue;
-    if (!b.cpu.empty()) b.cpu[p].scalars[slot] = value;
-#ifdef TESSEL_WITH_CUDA
-    if (!b.cuda.empty()) b.cuda[p].scalars[slot] = value;
-#endif
   }
-  if (!b.flat) {
-    const std::string& name = k.scalars[index].name;
-    b.args.scalars[name] = value;
-    b.bound.args.scalars[name] = value;
+  if (b.flat) {
+    for (uint32_t e = b.scalar_first[index]; e < b.scalar_first[index + 1]; ++e) *b.scalar_at[e] = value;
+    return;
   }
+  const std::string& name = b.compiled->kernel.scalars[index].name;
+  b.args.scalars[name] = value;
+  b.bound.args.scalars[name] = value;
 }
 
 LaunchReport BoundLaunch::run(const LaunchOptions& options) {
   BoundLaunchImpl& b = *impl_;
-  const CompiledKernelImpl& c = *b.compiled;
   if (b.recheck_overlap) {
-    if (written_overlap(b.bound.spans)) check_tensor_overlap(b.bound.spans);  // throws, naming both
+    if (b.written_overlap()) {
+      for (size_t i = 0; i < b.tensors.size(); ++i) b.bound.spans[i].base = b.tensors[i].base;
+      check_tensor_overlap(b.bound.spans);  // throws, naming both
+    }
     b.recheck_overlap = false;
   }
   LaunchReport report;
-  auto start = std::chrono::steady_clock::now();
-  switch (c.plan.target) {
+  std::chrono::steady_clock::time_point start;
+  if (options.timed) start = std::chrono::steady_clock::now();
+  switch (b.target) {
     case TargetKind::Sim:
-      for (const CompiledPhase& phase : c.phases) {
+      for (const CompiledPhase& phase : b.compiled->phases) {
         SimOptions so;
         so.seed = options.sim_seed;
         SimResult r = run_sim(phase.group.program, b.bound.args, so);
@@ -401,21 +454,24 @@ LaunchReport BoundLaunch::run(const LaunchOptions& options) {
       }
       break;
     case TargetKind::Cpu:
-      for (size_t p = 0; p < c.phases.size(); ++p) c.phases[p].cpu->execute(b.cpu[p], options.threads);
+      for (size_t p = 0; p < b.cpu.size(); ++p) b.cpu_kernels[p]->execute(b.cpu[p], options.threads);
       break;
     case TargetKind::Cuda:
 #ifdef TESSEL_WITH_CUDA
       // Every tensor on the device: the flat arguments, asynchronously in stream
       // order like any CUDA launch. Otherwise host tensors travel (launch_cuda).
-      if (b.flat)
+      if (b.flat) {
+        const CompiledKernelImpl& c = *b.compiled;
         for (size_t p = 0; p < c.phases.size(); ++p) c.phases[p].cuda->execute(b.cuda[p]);
-      else
-        launch_cuda(c, c.kernel, b.args, b.bound);
+      } else {
+        launch_cuda(*b.compiled, b.compiled->kernel, b.args, b.bound);
+      }
 #endif
       break;
   }
-  report.run_us =
-      std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
+  if (options.timed)
+    report.run_us =
+        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
   return report;
 }
 

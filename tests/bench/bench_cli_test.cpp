@@ -176,6 +176,43 @@ TEST(BenchCliGpu, TesselCudaAgainstCublas) {
 #endif
 }
 
+// libxsmm's JIT kernels beside tessel: dispatched once, called C^T = B^T A^T,
+// every output checked against the FP64 oracle like any impl (odd shapes, so a
+// swapped operand or M/N mix-up shows).
+TEST(BenchCliXsmm, LibxsmmBesideTessel) {
+  fs::path module = fs::path(TESSEL_CLI).parent_path() / "libtessel_xsmm_peer.so";
+  if (!fs::exists(module))
+    GTEST_SKIP() << module << " was not built: libxsmm-dev was missing at configure time (scripts/deps.sh)";
+  fs::path d = fresh_temp_dir();
+  CliResult r = run_cli("bench --impl tessel,libxsmm --shapes 16x16x16,33x17x9,5x70x3 --rounds 1 "
+                        "--warmup-ms 1 --samples 2 --sample-ms 1 --threads 1 --out " + (d / "o").string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  nlohmann::json j = nlohmann::json::parse(read_text(d / "o" / "results.json"));
+  ASSERT_EQ(j["runs"].size(), 6u);
+  for (const auto& run : j["runs"]) EXPECT_TRUE(run["valid"].get<bool>()) << run.dump();
+  ASSERT_EQ(j["impls"].size(), 2u);
+  EXPECT_NE(j["impls"][1]["version"].get<std::string>().find("libxsmm 1."), std::string::npos)
+      << j["impls"][1].dump();
+  EXPECT_EQ(j["impls"][1]["library"], module.string());
+  fs::remove_all(d);
+}
+
+// Without the module beside the executable, the worker says which package brings it.
+TEST(BenchCliXsmm, MissingModuleNamesThePackage) {
+  fs::path d = fresh_temp_dir();
+  fs::copy_file(TESSEL_CLI, d / "tessel");
+  std::string cmd = (d / "tessel").string() + " bench-worker --impl libxsmm --shape 8x8x8 2>&1";
+  FILE* f = popen(cmd.c_str(), "r");
+  ASSERT_NE(f, nullptr);
+  std::string out;
+  char buf[4096];
+  for (size_t n; (n = fread(buf, 1, sizeof buf, f)) > 0;) out.append(buf, n);
+  int status = pclose(f);
+  EXPECT_EQ(WIFEXITED(status) ? WEXITSTATUS(status) : -1, 2) << out;
+  EXPECT_NE(out.find("libxsmm-dev"), std::string::npos) << out;
+  fs::remove_all(d);
+}
+
 void expect_user_error(const std::string& args, const std::string& message) {
   CliResult r = run_cli(args);
   EXPECT_EQ(r.status, 2) << args << "\n" << r.output;
@@ -185,6 +222,8 @@ void expect_user_error(const std::string& args, const std::string& message) {
 TEST(BenchCliErrors, UnknownImplementation) {
   fs::path d = fresh_temp_dir();
   expect_user_error("bench --impl tessel,mkl --out " + (d / "o").string(), "unknown implementation 'mkl'");
+  expect_user_error("bench --impl tessel,libxsmm --threads 2 --out " + (d / "o").string(),
+                    "--impl libxsmm runs on one thread");
 #ifndef TESSEL_WITH_CUDA
   expect_user_error("bench --impl cublas --out " + (d / "o").string(), "cublas is not available in this build");
 #endif

@@ -20,8 +20,11 @@
 #include "compiler/compile.h"
 #include "compiler/phases.h"
 #include "eval/evaluate.h"
+#include "ir/group_verify.h"
 #include "gemm_oracle.h"
 #include "hand_gemm.h"
+#include "ops/gemm.h"
+#include "ops/gemm_kernel.h"
 #include "ops/library.h"
 #include "plan/default_plan.h"
 #include "target/cpu/cpu_emit.h"
@@ -115,6 +118,49 @@ TEST_P(CpuIsaPath, MicroKernelMatchesItsReference) {
   }
 }
 
+// The variant that reads A and B in place (run-time lda and ldb; B row-major, its
+// partial last vector read only up to NR: the columns after it, NaN here, may lie
+// past the tensor, and B's allocation ends right after row kc - 1's NR columns).
+using UkrInPlaceFn = void (*)(int64_t, const float*, const float*, float*, int64_t, int64_t, int64_t);
+TEST_P(CpuIsaPath, InPlaceMicroKernelMatchesItsReference) {
+  const CpuIsaInfo& isa = cpu_isa_info(GetParam());
+  const std::string dir = std::getenv("TESSEL_CACHE_DIR");
+  const int64_t shapes[][2] = {{12, 32}, {11, 13}, {3, 21}, {1, 1}, {7, 40}, {10, 64}, {4, 5}};
+  std::mt19937 rng(GetParam() == CpuIsa::Avx512 ? 3 : 4);
+  std::uniform_real_distribution<float> u(-1, 1);
+  for (const auto& [mr, nr] : shapes) {
+    const int64_t lda = 37, ldb = nr + 3, kc = 29, ldc = nr + 2;
+    const std::string name = cpu_microkernel_name(mr, nr, kCpuRuntimeLd, kCpuRuntimeLd);
+    const std::string src = dir + "/" + name + "_" + isa.name + ".cpp", so = dir + "/" + name + "_" + isa.name + ".so";
+    std::ofstream(src) << cpu_vector_types(isa) << emit_cpu_microkernel(mr, nr, kCpuRuntimeLd, kCpuRuntimeLd, isa)
+                       << "extern \"C\" void entry(int64_t kc, const float* a, const float* b, float* c, "
+                          "int64_t ldc, int64_t lda, int64_t ldb) { "
+                       << name << "(kc, a, b, c, ldc, lda, ldb); }\n";
+    const std::string command = std::string("c++ ") + isa.flags + " -O2 -ffp-contract=fast -fPIC -shared -o " + so +
+                                " " + src;
+    ASSERT_EQ(std::system(command.c_str()), 0) << command;
+    void* h = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
+    ASSERT_NE(h, nullptr) << dlerror();
+    auto f = reinterpret_cast<UkrInPlaceFn>(dlsym(h, "entry"));
+    std::vector<float> a(mr * lda), b((kc - 1) * ldb + nr), c(mr * ldc);
+    for (float& x : a) x = u(rng);
+    for (int64_t k = 0; k < kc; ++k)
+      for (int64_t j = 0; j < ldb && k * ldb + j < int64_t(b.size()); ++j) b[k * ldb + j] = j < nr ? u(rng) : NAN;
+    for (float& x : c) x = u(rng);
+    std::vector<float> want = c;
+    cpu_microkernel_reference(mr, nr, kc, a.data(), lda, b.data(), ldb, want.data(), ldc);
+    f(kc, a.data(), b.data(), c.data(), ldc, lda, ldb);
+    int bad = 0;
+    for (int64_t r = 0; r < mr; ++r)
+      for (int64_t j = 0; j < ldc; ++j) {
+        float got = c[r * ldc + j], w = want[r * ldc + j];
+        bool ok = j < nr ? std::abs(got - w) <= 1e-5f * (1 + std::abs(w)) : got == w;
+        if (!ok && bad++ < 5)
+          ADD_FAILURE() << isa.name << " " << name << ": C[" << r << ", " << j << "] = " << got << ", want " << w;
+      }
+  }
+}
+
 const GemmCase kRagged[] = {
     {1, 1, 1, 1.0, 0.0},       {13, 29, 7, -0.75, 0.0}, {13, 29, 7, 1.25, -0.5}, {127, 193, 61, 0.5, 0.0},
     {127, 193, 61, 2.0, 1.5},  {100, 70, 300, 1.0, 1.0}, {33, 97, 17, 1.0, 0.0},
@@ -143,6 +189,62 @@ TEST_P(CpuIsaPath, GemmOnRaggedShapesWithSeveralAtoms) {
   workers.worker_cols = 2, workers.batch = 8;
   auto kernel = compile_cpu(hand_gemm_program(workers));
   for (const GemmCase& g : kRagged) check_gemm(*kernel, g, seed++);
+}
+
+// Plan::direct (A and B read in place, no packing; tsl_ukr_*_s_s with masked or
+// copied partial B vectors): the GEMM plans of small shapes, each on its own exact
+// shape, and one plan on shapes that leave its tiles ragged (blocks across the edge
+// take the scalar loop). Compiled for the ISA through the compiler's steps.
+TEST_P(CpuIsaPath, GemmReadInPlaceOnRaggedShapes) {
+  const GemmCase exact[] = {{1, 1, 1, 1.0, 0.0},     {32, 32, 32, 1.0, 0.0},  {13, 29, 7, -0.75, 0.0},
+                            {13, 29, 7, 1.25, -0.5}, {96, 33, 17, 0.5, 0.0},  {77, 77, 77, 1.0, 1.0},
+                            {120, 7, 90, 2.0, 1.5},  {17, 100, 50, 1.0, 0.0}, {5, 128, 3, 1.0, 0.0}};
+  uint32_t seed = 100 + 10 * static_cast<uint32_t>(GetParam());
+  auto compile_plan = [](const Plan& p) {
+    EXPECT_TRUE(p.direct) << p.to_string();
+    return compile_cpu(compile_to_group(gemm_kernel(DType::F32), p, CompileOptions{}).program);
+  };
+  for (const GemmCase& g : exact) {
+    SCOPED_TRACE(std::to_string(g.m) + "x" + std::to_string(g.n) + "x" + std::to_string(g.k));
+    check_gemm(*compile_plan(default_gemm_plan(TargetKind::Cpu, g.m, g.n, g.k)), g, seed++);
+  }
+  auto ragged = compile_plan(default_gemm_plan(TargetKind::Cpu, 24, 40, 16));
+  for (const GemmCase& g : kRagged) check_gemm(*ragged, g, seed++);
+}
+
+// An mma that reads a tensor in place must carry the valid part that keeps it inside.
+TEST(CpuInPlace, GlobalOperandWithoutItsValidPartIsAVerifyError) {
+  GroupProgram p = compile_to_group(gemm_kernel(DType::F32), default_gemm_plan(TargetKind::Cpu, 20, 30, 10),
+                                    CompileOptions{})
+                       .program;
+  std::function<GroupOp*(std::vector<GroupOp>&)> find_mma = [&](std::vector<GroupOp>& ops) -> GroupOp* {
+    for (GroupOp& op : ops) {
+      if (op.kind == GroupOpKind::Mma) return &op;
+      for (std::vector<GroupOp>& body : op.bodies)
+        if (GroupOp* m = find_mma(body)) return m;
+    }
+    return nullptr;
+  };
+  GroupOp* mma = find_mma(p.body);
+  ASSERT_NE(mma, nullptr);
+  EXPECT_EQ(p.buffer(mma->a.buffer).space, Space::Global);
+  verify_group_program(p);  // as lowered: valid
+  auto expect_error = [&](const std::string& operand) {
+    try {
+      verify_group_program(p);
+      ADD_FAILURE() << "no error for " << operand;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::Verify);
+      EXPECT_NE(std::string(e.what()).find("operand " + operand + " is global"), std::string::npos) << e.what();
+    }
+  };
+  const Expr m_valid = mma->m_valid, n_valid = mma->n_valid;
+  mma->m_valid = nullptr;  // a's rows unbounded
+  expect_error("a A");
+  mma->m_valid = m_valid;
+  mma->n_valid = nullptr;  // b's columns unbounded
+  expect_error("b B");
+  mma->n_valid = n_valid;
 }
 
 // A library kernel compiled for the ISA through the compiler's steps (the public

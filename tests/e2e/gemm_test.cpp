@@ -123,20 +123,61 @@ TEST(GemmCpu, RepeatedShapeWithNewBuffersAndScalars) {
   for (const auto& [alpha, beta] : scalars) run_case(Case{37, 45, 29, 31, 47, 50, alpha, beta}, o, ++seed);
 }
 
-// The cpu's default plans on small and ragged shapes: K up to 128 is one block of
-// exactly K (no padding, no guarded copy in K); the M and N edges go through the
-// guarded copy (B's panel path, and the rows of A and C). On the cpu against the
-// oracle, and the same plan's GroupIR on the simulator with the race detector.
+// The cpu's default plans on small and ragged shapes: M and K up to 128 and N up to
+// 256 are one block of exactly that extent (no padding, no guarded copy), and when
+// all three are, A and B are read in place (Plan::direct: no packing); otherwise the edges go
+// through the guarded copy (B's panel path, and the rows of A and C). On the cpu
+// against the oracle, and the same plan's GroupIR on the simulator with the race
+// detector.
 TEST(GemmCpu, DefaultPlansOfRaggedShapesOnCpuAndSim) {
   uint64_t seed = 900;
   for (const Case& c : {packed(13, 40, 7, 1.0f, 0.0f), packed(25, 33, 61, -1.5f, 0.0f),
-                        packed(50, 70, 100, 0.5f, 1.25f), Case{37, 45, 129, 131, 47, 50, 1.0f, 0.0f}}) {
+                        packed(50, 70, 100, 0.5f, 1.25f), Case{37, 45, 129, 131, 47, 50, 1.0f, 0.0f},
+                        packed(96, 33, 17, 1.0f, 0.0f), Case{31, 17, 9, 40, 19, 18, 0.75f, -0.5f},
+                        packed(1, 1, 1, 2.0f, 0.0f), Case{5, 130, 3, 7, 133, 131, 1.0f, 0.0f},
+                        packed(3, 300, 5, 1.0f, 0.0f)}) {
     Plan p = default_gemm_plan(TargetKind::Cpu, c.m, c.n, c.k);
     if (c.k <= 128) EXPECT_EQ(p.tile("BK"), c.k) << describe(c);
+    if (c.m <= 128) EXPECT_EQ(p.tile("BM"), c.m) << describe(c);
+    if (c.n <= 256) EXPECT_EQ(p.tile("BN"), c.n) << describe(c);
+    EXPECT_EQ(p.direct, c.m <= 128 && c.n <= 256 && c.k <= 128) << describe(c);
     GemmOptions cpu, sim;
     cpu.threads = 1;
     sim.target = TargetKind::Sim;
     sim.plan = p;
+    run_case(c, cpu, seed);
+    run_case(c, sim, seed);
+    ++seed;
+  }
+}
+
+// Plan::direct on tiles that the shapes leave ragged: the micro-kernel reads A and
+// B in place only in blocks wholly inside them; blocks across the edge take the
+// scalar loop. On the cpu and (0 races) on the simulator.
+TEST(GemmCpu, ReadInPlaceOnRaggedTiles) {
+  uint64_t seed = 950;
+  Plan p = default_gemm_plan(TargetKind::Cpu, 24, 40, 16);
+  ASSERT_TRUE(p.direct);
+  for (const Case& c : {packed(13, 29, 7, -0.75f, 0.0f), Case{50, 70, 37, 40, 75, 71, 1.25f, 0.5f},
+                        packed(25, 41, 17, 1.0f, 0.0f)}) {
+    GemmOptions cpu, sim;
+    cpu.plan = p;
+    sim.target = TargetKind::Sim;
+    sim.plan = p;
+    run_case(c, cpu, seed);
+    run_case(c, sim, seed);
+    ++seed;
+  }
+  // Four workers on a 2x2 grid, each reading its part of A and B in place.
+  Plan four = default_gemm_plan(TargetKind::Cpu, 48, 64, 37);
+  four.workers = 4;
+  for (const Case& c :
+       {packed(48, 64, 37, 1.0f, 0.0f), packed(47, 60, 37, 0.5f, 1.5f), packed(30, 70, 20, 1.0f, 0.0f)}) {
+    GemmOptions cpu, sim;
+    cpu.plan = four;
+    sim.target = TargetKind::Sim;
+    sim.plan = four;
+    EXPECT_NE(explain_gemm(c.m, c.n, c.k, cpu).find("workers 4 grid 2x2"), std::string::npos);
     run_case(c, cpu, seed);
     run_case(c, sim, seed);
     ++seed;

@@ -563,9 +563,7 @@ class Emitter {
         line("// frag.fill #" + num(op.id));
         for_workers(f, [&](const Worker& w) {
           FragPart part = part_of(f, w);
-          open("for (int64_t e = 0; e < " + num(part.rows * part.cols) + "; ++e)");
-          line(base(f, w) + "[e] = " + literal(op.constant, is_f64(f.dtype)) + ";");
-          close();
+          flat_loop(part.rows * part.cols, base(f, w) + "[e] = " + literal(op.constant, is_f64(f.dtype)) + ";");
         });
         return;
       }
@@ -703,6 +701,17 @@ class Emitter {
     if (op.ew == EwOp::Cmp) what += std::string(".") + cmp_op_name(op.cmp);
     if (op.ew == EwOp::Cast) what += std::string(".") + dtype_name(op.dtype);
     line("// ew #" + num(op.id) + " " + what);
+    // A fragment scaled in place by a scalar parameter is left alone when the scalar
+    // is 1 at run time (x * 1 == x for every x, NaN and infinities included): a scale
+    // of 1 then costs no pass over an accumulator.
+    std::string unit_scale;
+    if (op.ew == EwOp::Mul && op.operands.size() == 2)
+      for (int i = 0; i < 2; ++i) {
+        const EwOperand &f = op.operands[i], &s = op.operands[1 - i];
+        if (f.kind == EwOperand::Kind::Frag && f.frag == dst.id && s.kind == EwOperand::Kind::Scalar)
+          unit_scale = "s_" + s.scalar;
+      }
+    if (!unit_scale.empty()) open("if (" + unit_scale + " != 1)");
     for_workers(dst, [&](const Worker& w) {
       FragPart part = part_of(dst, w);
       std::vector<std::string> x, per_row;  // per_row: values read once per row
@@ -740,9 +749,7 @@ class Emitter {
       std::string v = ew_value(op, x, f64, ex(op.axis == 0 ? row0(dst, w) : col0(dst, w)));
       std::string d = base(dst, w);
       if (flat) {
-        open("for (int64_t e = 0; e < " + num(part.rows * part.cols) + "; ++e)");
-        line(d + "[e] = " + v + ";");
-        close();
+        flat_loop(part.rows * part.cols, d + "[e] = " + v + ";");
       } else {
         open("for (int64_t r = 0; r < " + num(part.rows) + "; ++r)");
         for (const std::string& h : per_row) line(h);
@@ -752,6 +759,24 @@ class Emitter {
         close();
       }
     });
+    if (!unit_scale.empty()) close();
+  }
+
+  // `statement` (over element e) for e in [0, n): a loop over whole vectors of the ISA,
+  // then one over the rest. GCC at -O2 vectorizes only loops whose trip count is a
+  // multiple of the vector (77x77 fragments were filled and scaled one float at a time).
+  void flat_loop(int64_t n, const std::string& statement) {
+    const int64_t whole = n / isa_.lanes * isa_.lanes;
+    if (whole > 0) {
+      open("for (int64_t e = 0; e < " + num(whole) + "; ++e)");
+      line(statement);
+      close();
+    }
+    if (whole < n) {
+      open("for (int64_t e = " + num(whole) + "; e < " + num(n) + "; ++e)");
+      line(statement);
+      close();
+    }
   }
 
   // The value of one element; x holds the operands' element expressions (array
@@ -936,17 +961,30 @@ class Emitter {
     const Buffer& acc = frag(op.frag, op);
     const Buffer& A = p_.buffer(op.a.buffer);
     const Buffer& B = p_.buffer(op.b.buffer);
-    if (A.space != Space::Shared || B.space != Space::Shared)
-      user_error(ErrorKind::Verify, "mma #" + num(op.id) + ": operands must be shared buffers");
+    if (A.space == Space::Private || B.space == Space::Private)
+      user_error(ErrorKind::Verify, "mma #" + num(op.id) + ": operands must be shared or global buffers");
     const int64_t mr = p_.atom_m, nr = p_.atom_n;
     int64_t b_col = -1;
-    // The micro-kernel takes A, B and acc all fp32 (16-bit staging holds floats) or all f64.
+    // The micro-kernel takes A, B and acc all fp32 (16-bit staging holds floats) or all
+    // f64. A tensor read in place (Plan::direct) is passed with its run-time row
+    // stride and must have unit columns and the compute type.
     const bool f64 = is_f64(acc.dtype);
-    bool fast = mr >= 1 && nr >= 1 && cpu_microkernel_fits(nr, isa_, f64) && A.layout == Layout::RowMajor &&
-                B.layout == Layout::ColPanels && B.panel == nr && expr_is_const(op.b.col, &b_col) &&
-                b_col % nr == 0 && is_f64(A.dtype) == f64 && is_f64(B.dtype) == f64;
-    line("// mma #" + num(op.id) + " (" + num(op.m) + "x" + num(op.n) + "x" + num(op.k) + ")");
     Side a = side(op.a, 0, 0, nullptr, nullptr, op), b = side(op.b, 0, 0, nullptr, nullptr, op);
+    const bool a_global = A.space == Space::Global, b_global = B.space == Space::Global;
+    const DType compute = f64 ? DType::F64 : DType::F32;
+    const bool a_fits = a_global ? a.unit_cols() && a.dtype == compute
+                                 : A.layout == Layout::RowMajor && is_f64(A.dtype) == f64;
+    const bool b_fits = b_global ? b.unit_cols() && b.dtype == compute
+                                 : cpu_microkernel_fits(nr, isa_, f64) && B.layout == Layout::ColPanels &&
+                                       B.panel == nr && expr_is_const(op.b.col, &b_col) && b_col % nr == 0 &&
+                                       is_f64(B.dtype) == f64;
+    bool fast = mr >= 1 && nr >= 1 && a_fits && b_fits;
+    const int64_t lda = a_global ? kCpuRuntimeLd : A.cols, ldb = b_global ? kCpuRuntimeLd : nr;
+    // A kernel reading a tensor in place must stay inside the valid part: a block
+    // that crosses its edge (a ragged tile) takes the scalar loop instead.
+    const bool in_place = a_global || b_global;
+    const std::string ld_args = in_place ? ", " + (a_global ? a.ld : "0") + ", " + (b_global ? b.ld : "0") : "";
+    line("// mma #" + num(op.id) + " (" + num(op.m) + "x" + num(op.n) + "x" + num(op.k) + ")");
     // The valid part of the tile (GroupOp::m_valid): work outside it is skipped.
     open("");
     line("const int64_t mv = " + (op.m_valid ? ex(op.m_valid) : num(op.m)) + ";");
@@ -960,35 +998,63 @@ class Emitter {
       // The kernels read B by whole panel rows from the part's first column: it must
       // start a panel (a worker grid whose parts are not a multiple of NR wide
       // leaves some parts off the boundaries; those take the scalar loop).
-      if (!fast || part.col0 % nr != 0) {
+      if (!fast || (!b_global && part.col0 % nr != 0)) {
         emit_scalar_mma(acc, a, b, c, part, 0, part.rows, 0, part.cols);
         continue;
       }
-      const int64_t rows_fast = part.rows / mr * mr, cols_fast = part.cols / nr * nr;
-      const int64_t rows_left = part.rows - rows_fast, cols_left = part.cols - cols_fast;
+      // Rows in near-equal blocks of at most MR (100 rows: one of 12 and eight of 11,
+      // not eight of 12 and a thin one of 4); columns in whole panels, then the rest.
+      const int64_t row_blocks = (part.rows + mr - 1) / mr, row_base = part.rows / row_blocks;
+      const int64_t rows_big = (part.rows % row_blocks) * (row_base + 1);  // rows in blocks of row_base + 1
+      const int64_t cols_fast = part.cols / nr * nr, cols_left = part.cols - cols_fast;
       // Blocks of [r0, r1) x [c0, c1) of the part, `br` x `bc` at a time.
       auto blocks = [&](int64_t r0, int64_t r1, int64_t br, int64_t c0, int64_t c1, int64_t bc) {
         if (r0 >= r1 || c0 >= c1) return;
-        std::string name = cpu_microkernel_name(br, bc, A.cols, nr, f64);
-        if (!microkernels_.count(name)) microkernels_[name] = emit_cpu_microkernel(br, bc, A.cols, nr, isa_, f64);
+        std::string name = cpu_microkernel_name(br, bc, lda, ldb, f64);
+        if (!microkernels_.count(name)) microkernels_[name] = emit_cpu_microkernel(br, bc, lda, ldb, isa_, f64);
         // jr outer, ir inner (BLIS): one B micro-panel stays in L1 while the A
         // micro-panels stream past it.
         open("for (int64_t jr = " + num(c0) + "; jr < " + num(c1) + " && " + num(part.col0) +
              " + jr < nv; jr += " + num(bc) + ")");
         open("for (int64_t ir = " + num(r0) + "; ir < " + num(r1) + " && " + num(part.row0) +
              " + ir < mv; ir += " + num(br) + ")");
-        line(name + "(kv, &" + a.at(num(part.row0) + " + ir", "0") + ", &" +
-             b.at("0", num(part.col0) + " + jr") + ", " + c + " + ir * " + num(part.cols) + " + jr, " +
-             num(part.cols) + ");");
+        const std::string call = name + "(kv, &" + a.at(num(part.row0) + " + ir", "0") + ", &" +
+                                 b.at("0", num(part.col0) + " + jr") + ", " + c + " + ir * " + num(part.cols) +
+                                 " + jr, " + num(part.cols) + ld_args + ");";
+        if (!in_place) {
+          line(call);
+        } else {
+          open("if (" + num(part.row0) + " + ir + " + num(br) + " <= mv && " + num(part.col0) + " + jr + " + num(bc) +
+               " <= nv)");
+          line(call);
+          --depth_;
+          open("} else");
+          emit_block_scalar(acc, a, b, c, part, br, bc);
+          close();
+        }
         close();
         close();
       };
       // Full blocks, then the edge kernels: the right columns, the bottom rows, the corner.
-      blocks(0, rows_fast, mr, 0, cols_fast, nr);
-      blocks(0, rows_fast, mr, cols_fast, part.cols, cols_left);
-      blocks(rows_fast, part.rows, rows_left, 0, cols_fast, nr);
-      blocks(rows_fast, part.rows, rows_left, cols_fast, part.cols, cols_left);
+      blocks(0, rows_big, row_base + 1, 0, cols_fast, nr);
+      blocks(0, rows_big, row_base + 1, cols_fast, part.cols, cols_left);
+      blocks(rows_big, part.rows, row_base, 0, cols_fast, nr);
+      blocks(rows_big, part.rows, row_base, cols_fast, part.cols, cols_left);
     }
+    close();
+  }
+
+  // The block at (ir, jr) of br x bc inside a worker's part, inside the valid part only.
+  void emit_block_scalar(const Buffer& acc, const Side& a, const Side& b, const std::string& c,
+                         const FragPart& part, int64_t br, int64_t bc) {
+    open("for (int64_t r = ir; r < ir + " + num(br) + " && " + num(part.row0) + " + r < mv; ++r)");
+    open("for (int64_t c = jr; c < jr + " + num(bc) + " && " + num(part.col0) + " + c < nv; ++c)");
+    line(scratch_ctype(acc.dtype) + " s = " + c + "[r * " + num(part.cols) + " + c];");
+    open("for (int64_t kk = 0; kk < kv; ++kk)");
+    line("s += " + a.read(num(part.row0) + " + r", "kk") + " * " + b.read("kk", num(part.col0) + " + c") + ";");
+    close();
+    line(c + "[r * " + num(part.cols) + " + c] = s;");
+    close();
     close();
   }
 
@@ -1001,7 +1067,7 @@ class Emitter {
          " + c < nv; ++c)");
     line(scratch_ctype(acc.dtype) + " s = " + c + "[r * " + num(part.cols) + " + c];");
     open("for (int64_t kk = 0; kk < kv; ++kk)");
-    line("s += " + a.at(num(part.row0) + " + r", "kk") + " * " + b.at("kk", num(part.col0) + " + c") + ";");
+    line("s += " + a.read(num(part.row0) + " + r", "kk") + " * " + b.read("kk", num(part.col0) + " + c") + ";");
     close();
     line(c + "[r * " + num(part.cols) + " + c] = s;");
     close();

@@ -33,7 +33,8 @@ bool cpu_microkernel_fits(int64_t ldb, const CpuIsaInfo& isa, bool f64) {
 }
 
 std::string cpu_microkernel_name(int64_t mr, int64_t nr, int64_t lda, int64_t ldb, bool f64) {
-  return std::string(f64 ? "tsl_ukr_d_" : "tsl_ukr_") + num(mr) + "x" + num(nr) + "_" + num(lda) + "_" + num(ldb);
+  auto ld = [](int64_t v) { return v == kCpuRuntimeLd ? std::string("s") : num(v); };
+  return std::string(f64 ? "tsl_ukr_d_" : "tsl_ukr_") + num(mr) + "x" + num(nr) + "_" + ld(lda) + "_" + ld(ldb);
 }
 
 // Accumulators plus the B vectors of a pass must fit the registers; without
@@ -63,8 +64,10 @@ CpuRegisterBlock cpu_microkernel_blocking(int64_t mr, int64_t nr, const CpuIsaIn
 
 std::string emit_cpu_microkernel(int64_t mr, int64_t nr, int64_t lda, int64_t ldb, const CpuIsaInfo& isa,
                                  bool f64) {
-  TESSEL_ASSERT(mr >= 1 && nr >= 1 && nr <= ldb && cpu_microkernel_fits(ldb, isa, f64),
+  const bool b_rows = ldb == kCpuRuntimeLd;  // B read in place: rows of a tensor
+  TESSEL_ASSERT(mr >= 1 && nr >= 1 && (b_rows || (nr <= ldb && cpu_microkernel_fits(ldb, isa, f64))),
                 "micro-kernel " + num(mr) + "x" + num(nr) + " on a B panel of width " + num(ldb));
+  const std::string ldb_s = b_rows ? "ldb" : num(ldb);
   const int64_t L = lanes_of(isa, f64), nv = ceil_div(nr, L);
   const int64_t tail = nr - (nv - 1) * L;  // elements of the last vector of a row
   const int64_t esize = f64 ? 8 : 4;
@@ -73,13 +76,34 @@ std::string emit_cpu_microkernel(int64_t mr, int64_t nr, int64_t lda, int64_t ld
   const int64_t row_chunks = ceil_div(mr, blk.rows), vec_chunks = ceil_div(nv, blk.vecs);
   auto acc = [](int64_t r, int64_t v) { return "c" + num(r) + "_" + num(v); };
   auto c_at = [&](int64_t r, int64_t v) { return "c + " + num(r) + " * ldc + " + num(v * L); };
+  // A partial last vector (tail < L) touches only its first `tail` elements: AVX-512
+  // masked loads and stores; other ISAs move C through a fixed-size memcpy and
+  // clear B's other lanes with an AND, since they may hold anything (a denormal
+  // there would cost a microcode assist per FMA).
+  const bool masked = tail < L && isa.isa == CpuIsa::Avx512;
+  const std::string mask = num((int64_t{1} << tail) - 1);
+  const std::string mask_type = f64 ? "(unsigned char)" : "(unsigned short)";
+  const std::string load_mask = f64 ? "__builtin_ia32_loadupd512_mask" : "__builtin_ia32_loadups512_mask";
+  const std::string store_mask = f64 ? "__builtin_ia32_storeupd512_mask" : "__builtin_ia32_storeups512_mask";
+  auto tail_load = [&](const std::string& ptr) {
+    return load_mask + "(" + ptr + ", (" + V + "){}, " + mask_type + mask + ")";
+  };
   std::string s;
   // noinline: inlined into the group function, GCC spills an accumulator.
   s += "__attribute__((noinline)) static void " + cpu_microkernel_name(mr, nr, lda, ldb, f64) + "(int64_t kc, const " +
-       T + "* __restrict a, const " + T + "* __restrict b,\n    " + T + "* __restrict c, int64_t ldc) {\n";
+       T + "* __restrict a, const " + T + "* __restrict b,\n    " + T + "* __restrict c, int64_t ldc" +
+       (lda == kCpuRuntimeLd || b_rows ? ", int64_t lda, int64_t ldb" : "") + ") {\n";
   if (f64)
     s += "  typedef double tsl_vd __attribute__((vector_size(" + num(isa.lanes * 4) +
          ")));\n  typedef double tsl_vdu __attribute__((vector_size(" + num(isa.lanes * 4) + "), aligned(8)));\n";
+  if (tail < L && !masked && !b_rows) {
+    // Lanes < tail all ones: B's last vector ANDed with it.
+    const std::string I = f64 ? "long long" : "int";
+    s += "  typedef " + I + " tsl_vmask __attribute__((vector_size(" + num(isa.lanes * 4) + ")));\n";
+    s += "  const tsl_vmask tail_lanes = {";
+    for (int64_t i = 0; i < L; ++i) s += std::string(i ? ", " : "") + (i < tail ? "-1" : "0");
+    s += "};\n";
+  }
   for (int64_t rc = 0; rc < row_chunks; ++rc)
     for (int64_t vc = 0; vc < vec_chunks; ++vc) {
       auto [r0, r1] = chunk(mr, row_chunks, rc);
@@ -88,25 +112,66 @@ std::string emit_cpu_microkernel(int64_t mr, int64_t nr, int64_t lda, int64_t ld
       // C in: a partial last vector through a fixed-size memcpy (columns >= NR untouched).
       for (int64_t r = r0; r < r1; ++r)
         for (int64_t v = v0; v < v1; ++v) {
-          if (v == nv - 1 && tail < L)
+          if (v == nv - 1 && masked)
+            s += "    " + V + " " + acc(r, v) + " = " + tail_load(c_at(r, v)) + ";\n";
+          else if (v == nv - 1 && tail < L)
             s += "    " + V + " " + acc(r, v) + " = {}; __builtin_memcpy(&" + acc(r, v) + ", " + c_at(r, v) +
                  ", " + num(tail * esize) + ");\n";
           else
             s += "    " + V + " " + acc(r, v) + " = *(const " + VU + "*)(" + c_at(r, v) + ");\n";
         }
-      s += "    const " + T + "* ak = a;\n    const " + T + "* bk = b;\n";
-      s += "    for (int64_t k = 0; k < kc; ++k, ++ak, bk += " + num(ldb) + ") {\n";
-      for (int64_t v = v0; v < v1; ++v)
-        s += "      const " + V + " b" + num(v) + " = *(const " + VU + "*)(bk + " + num(v * L) + ");\n";
-      for (int64_t r = r0; r < r1; ++r) {
-        // Scalar times vector broadcasts; GCC folds it into the FMA's memory operand.
-        const std::string ar = "ak[" + num(r * lda) + "]";
-        for (int64_t v = v0; v < v1; ++v) s += "      " + acc(r, v) + " += " + ar + " * b" + num(v) + ";\n";
+      // Fewer independent FMA chains than the FMA latency times the FMA ports (about
+      // 8) leave the pipes idle (one row of a 1 x N product): then k is split over U
+      // copies of the accumulators (k, k + 1, ... in turn), summed at the end.
+      const int64_t chains = (r1 - r0) * (v1 - v0), bvecs = v1 - v0;
+      int64_t U = 1;
+      while (U < 4 && chains * U < 8 && (chains + bvecs) * (U + 1) + 1 <= isa.registers) ++U;
+      for (int64_t u = 1; u < U; ++u)
+        for (int64_t r = r0; r < r1; ++r)
+          for (int64_t v = v0; v < v1; ++v) s += "    " + V + " " + acc(r, v) + "_" + num(u) + " = {};\n";
+      // One k step at ak[u], bk + u * LDB into copy u.
+      auto step = [&](int64_t u) {
+        const std::string sfx = u == 0 ? "" : "_" + num(u);
+        const std::string row = u == 0 ? "bk" : "bk + " + num(u) + " * " + ldb_s;
+        for (int64_t v = v0; v < v1; ++v) {
+          const std::string at = row + " + " + num(v * L), bv = "b" + num(v) + sfx;
+          if (v == nv - 1 && masked)
+            s += "      const " + V + " " + bv + " = " + tail_load(at) + ";\n";
+          else if (v == nv - 1 && tail < L && b_rows)  // past the tail may be past the tensor
+            s += "      " + V + " " + bv + " = {}; __builtin_memcpy(&" + bv + ", " + at + ", " +
+                 num(tail * esize) + ");\n";
+          else if (v == nv - 1 && tail < L)
+            s += "      const " + V + " " + bv + " = (" + V + ")((tsl_vmask)*(const " + VU + "*)(" + at +
+                 ") & tail_lanes);\n";
+          else
+            s += "      const " + V + " " + bv + " = *(const " + VU + "*)(" + at + ");\n";
+        }
+        for (int64_t r = r0; r < r1; ++r) {
+          // Scalar times vector broadcasts; GCC folds it into the FMA's memory operand.
+          const std::string ar = lda == kCpuRuntimeLd ? "ak[" + num(u) + " + " + num(r) + " * lda]"
+                                                      : "ak[" + num(u + r * lda) + "]";
+          for (int64_t v = v0; v < v1; ++v)
+            s += "      " + acc(r, v) + sfx + " += " + ar + " * b" + num(v) + sfx + ";\n";
+        }
+      };
+      s += "    const " + T + "* ak = a;\n    const " + T + "* bk = b;\n    int64_t k = 0;\n";
+      if (U > 1) {
+        s += "    for (; k + " + num(U) + " <= kc; k += " + num(U) + ", ak += " + num(U) + ", bk += " + num(U) +
+             " * " + ldb_s + ") {\n";
+        for (int64_t u = 0; u < U; ++u) step(u);
+        s += "    }\n";
       }
+      s += "    for (; k < kc; ++k, ++ak, bk += " + ldb_s + ") {\n";
+      step(0);
       s += "    }\n";
+      for (int64_t u = 1; u < U; ++u)
+        for (int64_t r = r0; r < r1; ++r)
+          for (int64_t v = v0; v < v1; ++v) s += "    " + acc(r, v) + " += " + acc(r, v) + "_" + num(u) + ";\n";
       for (int64_t r = r0; r < r1; ++r)
         for (int64_t v = v0; v < v1; ++v) {
-          if (v == nv - 1 && tail < L)
+          if (v == nv - 1 && masked)
+            s += "    " + store_mask + "(" + c_at(r, v) + ", " + acc(r, v) + ", " + mask_type + mask + ");\n";
+          else if (v == nv - 1 && tail < L)
             s += "    __builtin_memcpy(" + c_at(r, v) + ", &" + acc(r, v) + ", " + num(tail * esize) + ");\n";
           else
             s += "    *(" + VU + "*)(" + c_at(r, v) + ") = " + acc(r, v) + ";\n";

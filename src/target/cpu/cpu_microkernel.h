@@ -13,16 +13,20 @@
 //   B           k-major with compile-time row stride LDB (a ColPanels panel of the
 //               shared B staging buffer, LDB = the panel width): B(k, j) = b[k * LDB + j].
 //                 b: | k=0: j0 .. j(LDB-1) | k=1: j0 .. j(LDB-1) | ...
-//               Whole vectors are read: columns NR .. round_up(NR, lanes) - 1 of each
-//               row are read and their products thrown away, so they must be readable
-//               (LDB is a multiple of the lane count: cpu_microkernel_fits).
+//               A partial last vector uses only columns < NR: an AVX-512 masked
+//               load, else a whole vector ANDed with a lane mask (the columns up to
+//               round_up(NR, lanes) must be readable: LDB is a multiple of the lane
+//               count, cpu_microkernel_fits), so whatever lies past NR never enters
+//               an FMA.
 //   C           row-major, runtime leading dimension: C(r, j) = c[r * ldc + j] (the
 //               acc fragment's part); held in registers over all of kc, loaded and
 //               stored once. Columns >= NR are neither read nor written: a partial
-//               last vector moves through a fixed-size memcpy (the edge kernels).
+//               last vector moves through AVX-512 masked moves or a fixed-size memcpy
+//               (the edge kernels).
 //   blocking    when the MR x NR accumulators and the B vectors do not fit the ISA's
 //               registers, the block is computed in register sub-blocks, each a pass
-//               over kc (cpu_microkernel_blocking).
+//               over kc (cpu_microkernel_blocking). A sub-block of fewer than 8
+//               accumulators splits kc over up to 4 copies of them (FMA latency).
 //   edges       the caller uses full MR x NR blocks where it can, and edge kernels
 //               (smaller MR or NR, same LDA and LDB) for the rest of a fragment part.
 //               kc may be anything >= 0 (ragged K is zero-filled by the copies).
@@ -47,6 +51,11 @@ std::string cpu_vector_types(const CpuIsaInfo& isa);
 // f64: the double kernel (half the lanes a vector).
 bool cpu_microkernel_fits(int64_t ldb, const CpuIsaInfo& isa, bool f64 = false);
 std::string cpu_microkernel_name(int64_t mr, int64_t nr, int64_t lda, int64_t ldb, bool f64 = false);
+// LDA and LDB as run-time arguments instead (Plan::direct: A and B read in place
+// from tensors, B row-major): tsl_ukr_<MR>x<NR>_s_s(kc, a, b, c, ldc, lda, ldb).
+// B's partial last vector is then read only up to NR (a masked load, or a memcpy
+// without AVX-512): what lies past it may lie past the tensor.
+constexpr int64_t kCpuRuntimeLd = -1;
 // The emitted function (fp32: uses the unit's tsl_vf / tsl_vfu vector types; f64
 // declares its own).
 std::string emit_cpu_microkernel(int64_t mr, int64_t nr, int64_t lda, int64_t ldb, const CpuIsaInfo& isa,

@@ -938,11 +938,16 @@ class Interpreter {
         mma_groups_[w].back().reads.push_back({x.buffer->id, x.version, r, c, i});
         return shared_[x.buffer->id][i];
       };
-      for (int64_t i = 0; i < part.rows; ++i)
-        for (int64_t kk = 0; kk < k; ++kk)
+      // A tensor read in place (Plan::direct) is read only inside the valid part.
+      const bool a_global = a.buffer->space == Space::Global, b_global = b.buffer->space == Space::Global;
+      const int64_t rows_read = a_global ? std::min(part.rows, m_valid - part.row0) : part.rows;
+      const int64_t cols_read = b_global ? std::min(part.cols, n_valid - part.col0) : part.cols;
+      const int64_t ka_read = a_global ? std::min(k, k_valid) : k, kb_read = b_global ? std::min(k, k_valid) : k;
+      for (int64_t i = 0; i < rows_read; ++i)
+        for (int64_t kk = 0; kk < ka_read; ++kk)
           a_[i * k + kk] = get(a, a.row + part.row0 + i, a.col + kk);
-      for (int64_t kk = 0; kk < k; ++kk)
-        for (int64_t j = 0; j < part.cols; ++j)
+      for (int64_t kk = 0; kk < kb_read; ++kk)
+        for (int64_t j = 0; j < cols_read; ++j)
           b_[kk * part.cols + j] = get(b, b.row + kk, b.col + part.col0 + j);
       float* acc = frag(op.frag, w);
       // Elements outside the valid part are left as they were (GroupOp::m_valid).

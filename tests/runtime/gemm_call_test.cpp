@@ -1,0 +1,170 @@
+// The cached call path of tessel::gemm (src/ops/gemm.cpp's per-thread memo of the
+// last call's bound launch) and the BoundLaunch it runs: repeated calls on new
+// buffers, scalars and plans compute the right thing (complete output against
+// the FP64 oracle, C poisoned with NaN when beta == 0), GemmOptions::report and
+// LaunchOptions::timed leave the report empty, and every check of the slow path
+// (sizes, null pointers, overlap) still refuses bad calls that hit the memo.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <vector>
+
+#include "ops/gemm.h"
+#include "ops/gemm_kernel.h"
+#include "ops/gemm_reference.h"
+#include "tessel/tessel.h"
+
+namespace tessel {
+namespace {
+
+void expect_error(ErrorKind kind, const std::string& needle, const std::function<void()>& f) {
+  try {
+    f();
+    ADD_FAILURE() << "no error; expected one mentioning '" << needle << "'";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), kind) << e.what();
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+  }
+}
+
+// Operands of one call, fresh random values (never zero); C is NaN where beta == 0
+// would never read it, random otherwise.
+struct Operands {
+  int64_t m, n, k, lda, ldb, ldc;
+  std::vector<float> a, b, c;
+  Operands(int64_t m_, int64_t n_, int64_t k_, int64_t pad, float beta, uint64_t seed)
+      : m(m_), n(n_), k(k_), lda(k_ + pad), ldb(n_ + pad), ldc(n_ + pad),
+        a(m * lda), b(k * ldb), c(m * ldc) {
+    std::mt19937_64 rng(seed);
+    fill_random(a, rng);
+    fill_random(b, rng);
+    fill_random(c, rng);
+    if (beta == 0) std::fill(c.begin(), c.end(), NAN);
+  }
+};
+
+// Runs one call and checks the complete output against the oracle.
+GemmReport checked_call(Operands& x, float alpha, float beta, const GemmOptions& o) {
+  std::vector<double> want =
+      gemm_oracle(x.m, x.n, x.k, alpha, x.a.data(), x.lda, x.b.data(), x.ldb, beta, x.c.data(), x.ldc);
+  GemmReport r = gemm(x.m, x.n, x.k, alpha, x.a.data(), x.lda, x.b.data(), x.ldb, beta, x.c.data(), x.ldc, o);
+  EXPECT_LE(gemm_relative_error(x.m, x.n, x.c.data(), x.ldc, want), gemm_error_bound(x.k))
+      << x.m << "x" << x.n << "x" << x.k << " alpha " << alpha << " beta " << beta;
+  return r;
+}
+
+// Repeated calls of one shape (the memo) on new buffers and scalars; with
+// report = false the report is empty, with report = true it carries the plan of
+// the call that made the memo and a launch time.
+TEST(GemmCall, RepeatedCallsOnNewBuffersWithAndWithoutReport) {
+  const float scalars[][2] = {{1.0f, 0.0f}, {-0.5f, 2.0f}, {1.5f, 0.0f}, {0.25f, -1.0f}, {2.0f, 0.0f}};
+  for (auto [m, n, k, pad] : {std::array<int64_t, 4>{32, 32, 32, 0}, {37, 45, 29, 3}, {5, 70, 3, 1}}) {
+    GemmOptions loud, quiet;
+    loud.threads = quiet.threads = 1;
+    quiet.report = false;
+    Operands first(m, n, k, pad, 0.0f, 1);
+    GemmReport made = checked_call(first, 1.0f, 0.0f, loud);
+    ASSERT_FALSE(made.plan.tiles.empty());
+    uint64_t seed = 10;
+    for (auto [alpha, beta] : scalars) {
+      Operands x(m, n, k, pad, beta, ++seed);
+      GemmReport q = checked_call(x, alpha, beta, quiet);
+      EXPECT_TRUE(q.plan.tiles.empty());
+      EXPECT_EQ(q.run_us, 0);
+      Operands y(m, n, k, pad, beta, ++seed);
+      GemmReport l = checked_call(y, alpha, beta, loud);
+      EXPECT_EQ(l.plan, made.plan);
+      EXPECT_GT(l.run_us, 0);
+    }
+  }
+}
+
+// A call with a plan of its own is served by the memo too, and a different plan
+// (or none) is not served by the memo of another.
+TEST(GemmCall, ExplicitPlansAreMemoizedAndTellApart) {
+  const int64_t m = 50, n = 70, k = 40;
+  GemmOptions big, small, none;
+  big.threads = small.threads = none.threads = 1;
+  Plan p = default_gemm_plan(TargetKind::Cpu, m, n, k);
+  set_gemm_tile(p, 48, 64, 16);
+  big.plan = p;
+  set_gemm_tile(p, 12, 32, 8);
+  small.plan = p;
+  uint64_t seed = 100;
+  for (int round = 0; round < 2; ++round)
+    for (const GemmOptions* o : {&big, &big, &small, &small, &none, &big}) {
+      Operands x(m, n, k, 2, 0.0f, ++seed);
+      GemmReport r = checked_call(x, 1.25f, 0.0f, *o);
+      std::string want = o->plan ? gemm_tile_string(*o->plan)
+                                 : gemm_tile_string(default_gemm_plan(TargetKind::Cpu, m, n, k));
+      EXPECT_EQ(gemm_tile_string(r.plan), want);
+    }
+}
+
+// Bad calls of a shape the memo holds are refused as on the first call, with or
+// without a report, and the memo still serves good calls afterwards.
+TEST(GemmCall, MemoizedCallsAreCheckedLikeTheFirst) {
+  const int64_t m = 32, n = 32, k = 32;
+  for (bool report : {true, false}) {
+    GemmOptions o;
+    o.threads = 1;
+    o.report = report;
+    Operands x(m, n, k, 0, 0.0f, 7);
+    checked_call(x, 1.0f, 0.0f, o);
+    checked_call(x, 1.0f, 0.0f, o);  // the memo
+    expect_error(ErrorKind::InvalidArgument, "A is null", [&] {
+      gemm(m, n, k, 1.0f, nullptr, k, x.b.data(), n, 0.0f, x.c.data(), n, o);
+    });
+    expect_error(ErrorKind::InvalidArgument, "C is null", [&] {
+      gemm(m, n, k, 1.0f, x.a.data(), k, x.b.data(), n, 0.0f, nullptr, n, o);
+    });
+    expect_error(ErrorKind::InvalidArgument, "ldc = 31", [&] {
+      gemm(m, n, k, 1.0f, x.a.data(), k, x.b.data(), n, 0.0f, x.c.data(), n - 1, o);
+    });
+    // C over A (and over B), same shape and leading dimensions: refused before
+    // anything runs, so A keeps its values.
+    std::vector<float> a_before = x.a;
+    expect_error(ErrorKind::InvalidArgument, "overlap", [&] {
+      gemm(m, n, k, 1.0f, x.a.data(), k, x.b.data(), n, 0.0f, x.a.data() + 5, n, o);
+    });
+    EXPECT_EQ(0, std::memcmp(a_before.data(), x.a.data(), a_before.size() * sizeof(float)));
+    expect_error(ErrorKind::InvalidArgument, "overlap", [&] {
+      gemm(m, n, k, 1.0f, x.a.data(), k, x.b.data(), n, 0.0f, x.b.data(), n, o);
+    });
+    Operands y(m, n, k, 0, 0.5f, 8);
+    checked_call(y, -1.0f, 0.5f, o);
+  }
+}
+
+// A bound launch with LaunchOptions::timed false reports no time; its re-pointed
+// tensors are checked for overlap as at bind.
+TEST(GemmCall, UntimedBoundLaunchStillRefusesAnOverlap) {
+  const int64_t m = 16, n = 32, k = 8;
+  Operands x(m, n, k, 0, 0.0f, 3);
+  GemmReport made = gemm(m, n, k, 1.0f, x.a.data(), k, x.b.data(), n, 0.0f, x.c.data(), n);
+  Kernel kernel = compile(gemm_kernel(), made.plan);
+  KernelArgs args;
+  args.tensors["A"] = TensorArg::host(x.a.data(), {m, k});
+  args.tensors["B"] = TensorArg::host(x.b.data(), {k, n});
+  args.tensors["C"] = TensorArg::host(x.c.data(), {m, n});
+  args.scalars = {{"alpha", 1.0}, {"beta", 0.0}};
+  BoundLaunch launch = kernel.bind(args);
+  LaunchOptions untimed;
+  untimed.timed = false;
+  std::fill(x.c.begin(), x.c.end(), NAN);
+  EXPECT_EQ(launch.run(untimed).run_us, 0);
+  std::vector<double> want = gemm_oracle(m, n, k, 1.0, x.a.data(), k, x.b.data(), n, 0.0, nullptr, n);
+  EXPECT_LE(gemm_relative_error(m, n, x.c.data(), n, want), gemm_error_bound(k));
+  launch.set_tensor(2, x.b.data() + 3);  // C now over B
+  expect_error(ErrorKind::InvalidArgument, "overlap", [&] { launch.run(untimed); });
+  launch.set_tensor(0, x.b.data());  // A and B on one buffer: both read-only, allowed
+  launch.set_tensor(2, x.c.data());
+  launch.run(untimed);
+}
+
+}  // namespace
+}  // namespace tessel
