@@ -40,8 +40,16 @@ std::vector<Plan> shipped_plans() {
   shapes.push_back({4096, 4096, 4096});
   std::vector<Plan> plans;
   for (const bench::Shape& s : shapes)
-    for (Plan p : {default_gemm_plan(TargetKind::Cpu, s.m, s.n, s.k), default_gemm_plan(TargetKind::Cpu, s.n, s.m, s.k)})
+    for (Plan p : {default_gemm_plan(TargetKind::Cpu, s.m, s.n, s.k), default_gemm_plan(TargetKind::Cpu, s.n, s.m, s.k)}) {
+      // A shipped kernel serves every shape near its own, where an exact tile (one
+      // shape's M or N) or operands read in place (tiles inside the tensors) would run
+      // the scalar edge loops: M and N tiles round up to the register block, and A
+      // and B are packed.
+      p.direct = false;
+      p.tiles["BM"] = (p.tile("BM") + p.atom_m - 1) / p.atom_m * p.atom_m;
+      p.tiles["BN"] = (p.tile("BN") + p.atom_n - 1) / p.atom_n * p.atom_n;
       if (std::find(plans.begin(), plans.end(), p) == plans.end()) plans.push_back(p);
+    }
   return plans;
 }
 

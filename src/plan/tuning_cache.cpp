@@ -58,7 +58,8 @@ std::string plan_to_line(const Plan& p) {
          // The cuda-only fields, when set.
          (p.tma ? " tma=1 producers=" + std::to_string(p.producers) : std::string()) +
          (p.persistent ? " persistent=" + std::to_string(p.persistent) + " band=" + std::to_string(p.tile_band)
-                       : std::string());
+                       : std::string()) +
+         (p.direct ? " direct=1" : "");
 }
 
 Plan plan_from_line(const std::string& line, TargetKind target) {
@@ -103,6 +104,7 @@ Plan plan_from_line(const std::string& line, TargetKind target) {
     else if (key == "producers") { p.producers = static_cast<int>(to_int(key, value)); --fields; }
     else if (key == "persistent") { p.persistent = static_cast<int>(to_int(key, value)); --fields; }
     else if (key == "band") { p.tile_band = static_cast<int>(to_int(key, value)); --fields; }
+    else if (key == "direct") { p.direct = to_int(key, value) != 0; --fields; }
     else bad_line("plan: unknown field '" + key + "'");
   }
   if (fields != 8) bad_line("plan: expected 8 fields, got " + std::to_string(fields) + " in '" + line + "'");

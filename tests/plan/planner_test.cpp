@@ -253,6 +253,9 @@ TEST(PlanTuningCache, RecordsWinnersAndDispatchPrefersThem) {
   cuda.persistent = 132;
   cuda.tile_band = 4;
   EXPECT_EQ(plan_from_line(plan_to_line(cuda), TargetKind::Cuda), cuda);
+  Plan direct = e.plan;
+  direct.direct = true;
+  EXPECT_EQ(plan_from_line(plan_to_line(direct), TargetKind::Cpu), direct);
   std::remove(cache.path().c_str());
   ::rmdir(dir.c_str());
 }
