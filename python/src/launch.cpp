@@ -406,6 +406,7 @@ void bind_launch(nb::module_& m) {
           GemmCall g = gemm_call(a, b, out, target, plan);
           if (!g.row_major) return false;
           g.options.threads = threads;
+          g.options.report = false;  // the report is not returned: a repeated call skips making it
           nb::gil_scoped_release release;
           tessel::gemm(g.m, g.n, g.k, alpha, static_cast<const float*>(g.a.data), g.lda,
                        static_cast<const float*>(g.b.data), g.ldb, beta, static_cast<float*>(g.c.data), g.ldc,
@@ -427,6 +428,7 @@ void bind_launch(nb::module_& m) {
         [](nb::handle a, nb::handle b, nb::handle out, int iters) {
           GemmCall g = gemm_call(a, b, out, "", std::nullopt);
           if (!g.row_major) throw nb::value_error("_bench_cpp_gemm: row-major operands only");
+          g.options.report = false;  // as gemm_rowmajor calls it
           nb::gil_scoped_release release;
           auto start = std::chrono::steady_clock::now();
           for (int i = 0; i < iters; ++i)
