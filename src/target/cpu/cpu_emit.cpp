@@ -1047,24 +1047,22 @@ class Emitter {
   // The block at (ir, jr) of br x bc inside a worker's part, inside the valid part only.
   void emit_block_scalar(const Buffer& acc, const Side& a, const Side& b, const std::string& c,
                          const FragPart& part, int64_t br, int64_t bc) {
-    open("for (int64_t r = ir; r < ir + " + num(br) + " && " + num(part.row0) + " + r < mv; ++r)");
-    open("for (int64_t c = jr; c < jr + " + num(bc) + " && " + num(part.col0) + " + c < nv; ++c)");
-    line(scratch_ctype(acc.dtype) + " s = " + c + "[r * " + num(part.cols) + " + c];");
-    open("for (int64_t kk = 0; kk < kv; ++kk)");
-    line("s += " + a.read(num(part.row0) + " + r", "kk") + " * " + b.read("kk", num(part.col0) + " + c") + ";");
-    close();
-    line(c + "[r * " + num(part.cols) + " + c] = s;");
-    close();
-    close();
+    emit_scalar_loops(acc, a, b, c, part, "ir", "ir + " + num(br), "jr", "jr + " + num(bc));
   }
 
   void emit_scalar_mma(const Buffer& acc, const Side& a, const Side& b, const std::string& c,
                        const FragPart& part, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
     if (r0 >= r1 || c0 >= c1) return;
-    open("for (int64_t r = " + num(r0) + "; r < " + num(r1) + " && " + num(part.row0) +
-         " + r < mv; ++r)");
-    open("for (int64_t c = " + num(c0) + "; c < " + num(c1) + " && " + num(part.col0) +
-         " + c < nv; ++c)");
+    emit_scalar_loops(acc, a, b, c, part, num(r0), num(r1), num(c0), num(c1));
+  }
+
+  // Rows [r0, r1) and columns [c0, c1) of a worker's part, inside the valid part only,
+  // one scalar multiply-add at a time.
+  void emit_scalar_loops(const Buffer& acc, const Side& a, const Side& b, const std::string& c,
+                         const FragPart& part, const std::string& r0, const std::string& r1,
+                         const std::string& c0, const std::string& c1) {
+    open("for (int64_t r = " + r0 + "; r < " + r1 + " && " + num(part.row0) + " + r < mv; ++r)");
+    open("for (int64_t c = " + c0 + "; c < " + c1 + " && " + num(part.col0) + " + c < nv; ++c)");
     line(scratch_ctype(acc.dtype) + " s = " + c + "[r * " + num(part.cols) + " + c];");
     open("for (int64_t kk = 0; kk < kv; ++kk)");
     line("s += " + a.read(num(part.row0) + " + r", "kk") + " * " + b.read("kk", num(part.col0) + " + c") + ";");
