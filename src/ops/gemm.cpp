@@ -53,8 +53,9 @@ struct CudaTile {
 constexpr int64_t kWgmmaBM = 128, kWgmmaBN = 256, kWgmmaBK = 64;
 constexpr int kWgmmaWarpgroups = 2, kWgmmaWindow = 4;
 // With tma, wgmma takes every shape above the smallest class, and few-row ones
-// with at least this much work (16x4096x4096: 2.4x mma.sync on the H200).
-constexpr int64_t kWgmmaMinFlops = int64_t{1} << 27;
+// with at least this many multiply-adds, M x N x K (16x4096x4096: 2.4x mma.sync on
+// the H200).
+constexpr int64_t kWgmmaMinMultiplyAdds = int64_t{1} << 27;
 constexpr CudaTile kCudaTiles[] = {
     {256 * 256, 32, 32, 32, 32, 32, 32, 64, 4, 3},
     {1024 * 1024, 64, 64, 16, 64, 64, 32, 256, 4, 3},
@@ -360,7 +361,7 @@ Plan default_gemm_plan(TargetKind target, int64_t m, int64_t n, int64_t k, GemmP
     // Tensor maps take rows of 16-byte multiples: packed operands need N and K
     // multiples of 8 (gemm() drops tma for other strides and unaligned pointers).
     const bool tma_rows = n % 8 == 0 && k % 8 == 0;
-    const bool mid = t->max_mn > kCudaTiles[0].max_mn || m * n * k >= kWgmmaMinFlops;
+    const bool mid = t->max_mn > kCudaTiles[0].max_mn || m * n * k >= kWgmmaMinMultiplyAdds;
     if (sixteen_bit && sm90 && (t->max_mn == INT64_MAX || (tma_rows && mid))) {
       p.atom = AtomKind::Wgmma;
       set_gemm_tile(p, kWgmmaBM, kWgmmaBN, kWgmmaBK);
