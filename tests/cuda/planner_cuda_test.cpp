@@ -3,6 +3,8 @@
 // without spilling (plan/dispatch.h).
 #include <gtest/gtest.h>
 
+#ifdef TESSEL_WITH_CUDA
+
 #include <cstdio>
 #include <map>
 #include <string>
@@ -56,3 +58,7 @@ TEST(PlanCuda, SpillingCandidatesAreNotChosen) {
 
 }  // namespace
 }  // namespace tessel
+
+#else
+TEST(PlanCuda, Skipped) { GTEST_SKIP() << "tessel was built without the CUDA toolkit"; }
+#endif
