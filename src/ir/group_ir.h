@@ -250,6 +250,13 @@ struct GroupProgram {
   int next_op_id = 0;
 
   int new_op_id() { return next_op_id++; }
+  // An op of this kind with a fresh id, every other field at its default.
+  GroupOp new_op(GroupOpKind kind) {
+    GroupOp op;
+    op.kind = kind;
+    op.id = new_op_id();
+    return op;
+  }
   const Buffer& buffer(int id) const;
   int find_buffer(const std::string& name) const;  // -1 if none
   int find_mbarrier(const std::string& name) const;  // -1 if none

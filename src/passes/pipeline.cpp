@@ -110,12 +110,6 @@ class Pipeliner {
   }
 
  private:
-  GroupOp make(GroupOpKind kind) {
-    GroupOp g;
-    g.kind = kind;
-    g.id = p_.new_op_id();
-    return g;
-  }
 
   // The copy for iteration `iteration` (an expression in the loop variable) into
   // version `version`: a fresh op with its own id. Every expression of the copy
@@ -178,33 +172,33 @@ class Pipeliner {
     for (int s = 0; s < lead; ++s) {
       for (const GroupOp& c : copies)
         out.push_back(shifted_copy(c, loop, loop.lo + expr_const(s), expr_const(s), true));
-      if (o_.async) out.push_back(make(GroupOpKind::AsyncCommit));
+      if (o_.async) out.push_back(p_.new_op(GroupOpKind::AsyncCommit));
     }
-    if (!o_.async && w > 1) out.push_back(make(GroupOpKind::Fence));
+    if (!o_.async && w > 1) out.push_back(p_.new_op(GroupOpKind::Fence));
 
     std::vector<GroupOp> next;
     Expr ahead = k + expr_const(lead);
     if (!o_.async) {
       for (const GroupOp& c : copies) {
         next.push_back(shifted_copy(c, loop, ahead, slot(w - 1), true));
-        next.push_back(make(GroupOpKind::Fence));
+        next.push_back(p_.new_op(GroupOpKind::Fence));
       }
       for (GroupOp& c : consumers) next.push_back(std::move(c));
     } else {
       // With W = 1 the copy for k is issued and waited for in the same iteration.
       if (w == 1) {
         for (const GroupOp& c : copies) next.push_back(shifted_copy(c, loop, k, slot(0), false));
-        next.push_back(make(GroupOpKind::AsyncCommit));
+        next.push_back(p_.new_op(GroupOpKind::AsyncCommit));
       }
-      GroupOp wait = make(GroupOpKind::AsyncWait);
+      GroupOp wait = p_.new_op(GroupOpKind::AsyncWait);
       wait.pending = w >= 2 ? lead - 1 : 0;
       next.push_back(wait);
       if (async_mma) {
-        GroupOp mma_wait = make(GroupOpKind::MmaWait);
+        GroupOp mma_wait = p_.new_op(GroupOpKind::MmaWait);
         mma_wait.pending = lag;
         next.push_back(mma_wait);
       }
-      next.push_back(make(GroupOpKind::Fence));
+      next.push_back(p_.new_op(GroupOpKind::Fence));
       // The fence after the wait also orders this iteration's copies after the
       // previous iteration's consumers, so a trailing fence would be redundant.
       while (w >= 2 && !consumers.empty() && consumers.back().kind == GroupOpKind::Fence)
@@ -214,22 +208,22 @@ class Pipeliner {
         for (GroupOp& c : consumers) next.push_back(std::move(c));
       if (w >= 2) {
         for (const GroupOp& c : copies) next.push_back(shifted_copy(c, loop, ahead, slot(lead), true));
-        next.push_back(make(GroupOpKind::AsyncCommit));
+        next.push_back(p_.new_op(GroupOpKind::AsyncCommit));
       }
       if (!async_mma)
         for (GroupOp& c : consumers) next.push_back(std::move(c));
       // W = 1: the next iteration's copy overwrites what the consumers read.
-      if (w == 1 && next.back().kind != GroupOpKind::Fence) next.push_back(make(GroupOpKind::Fence));
+      if (w == 1 && next.back().kind != GroupOpKind::Fence) next.push_back(p_.new_op(GroupOpKind::Fence));
     }
     body = std::move(next);
     out.push_back(std::move(loop));
     if (async_mma) {
-      GroupOp drain = make(GroupOpKind::MmaWait);
+      GroupOp drain = p_.new_op(GroupOpKind::MmaWait);
       drain.pending = 0;
       out.push_back(drain);
     }
     if (o_.async) {
-      GroupOp drain = make(GroupOpKind::AsyncWait);
+      GroupOp drain = p_.new_op(GroupOpKind::AsyncWait);
       drain.pending = 0;
       out.push_back(drain);
     }

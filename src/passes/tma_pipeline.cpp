@@ -158,7 +158,7 @@ class TmaPipeliner {
           ++stats.loops_converted;
           // The op after the loop: a fence orders the last stages' reads before it.
           if (drop_fences_ && o_.producers == 0 && (i + 1 == ops.size() || ops[i + 1].kind != GroupOpKind::Fence))
-            out.push_back(make(GroupOpKind::Fence));
+            out.push_back(p_.new_op(GroupOpKind::Fence));
           continue;
         }
         ++stats.loops_skipped;
@@ -180,12 +180,6 @@ class TmaPipeliner {
   bool drop_fences_ = false;  // of the last converted loop
 
  private:
-  GroupOp make(GroupOpKind kind) {
-    GroupOp g;
-    g.kind = kind;
-    g.id = p_.new_op_id();
-    return g;
-  }
 
   int add_mbarrier(const std::string& base, int slots) {
     std::string name = base;
@@ -202,7 +196,7 @@ class TmaPipeliner {
   Expr use(const Expr& j) const { return floor_div(j, expr_const(o_.window)); }  // j-th stage's use of its slot
 
   GroupOp mbar_op(GroupOpKind kind, int mbar, const Expr& slot_expr) {
-    GroupOp g = make(kind);
+    GroupOp g = p_.new_op(kind);
     g.mbar = mbar;
     g.mbar_slot = slot_expr;
     return g;
@@ -259,7 +253,7 @@ class TmaPipeliner {
   }
 
   GroupOp if_op(const Expr& lhs, CmpOp cmp, const Expr& rhs, std::vector<GroupOp> then) {
-    GroupOp g = make(GroupOpKind::If);
+    GroupOp g = p_.new_op(GroupOpKind::If);
     g.cond.lhs = lhs;
     g.cond.rhs = rhs;
     g.cond.op = cmp;
@@ -314,7 +308,7 @@ class TmaPipeliner {
         body.push_back(if_op(k + expr_const(w), CmpOp::LT, hi,
                              produce(loop, split.copies, k + expr_const(w), stage(k), 1)));
     } else {
-      GroupOp in_flight = make(GroupOpKind::MmaWait);
+      GroupOp in_flight = p_.new_op(GroupOpKind::MmaWait);
       in_flight.pending = 1;
       body.push_back(in_flight);
       std::vector<GroupOp> previous = {release(stage(k) - expr_const(1))};
@@ -327,7 +321,7 @@ class TmaPipeliner {
     }
 
     if (!roles) {
-      GroupOp prologue = make(GroupOpKind::For);
+      GroupOp prologue = p_.new_op(GroupOpKind::For);
       prologue.iv = loop.iv + "_pro";
       prologue.lo = lo;
       prologue.hi = expr_min(hi, lo + expr_const(w));
@@ -336,14 +330,14 @@ class TmaPipeliner {
       out.push_back(std::move(prologue));
     } else {
       // The producers walk the same loop nest and produce every stage.
-      GroupOp producer = make(GroupOpKind::For);
+      GroupOp producer = p_.new_op(GroupOpKind::For);
       producer.iv = loop.iv;
       producer.lo = lo;
       producer.hi = hi;
       producer.bodies = {produce(loop, split.copies, k, stage(k), 0)};
       std::vector<GroupOp> nest = {std::move(producer)};
       for (auto e = enclosing.rbegin(); e != enclosing.rend(); ++e) {
-        GroupOp f = make(GroupOpKind::For);
+        GroupOp f = p_.new_op(GroupOpKind::For);
         f.iv = e->iv;
         f.lo = e->lo;
         f.hi = e->hi;
@@ -356,7 +350,7 @@ class TmaPipeliner {
     loop.pipelined = false;  // its iterations are ordered by the mbarriers now
     out.push_back(std::move(loop));
     if (lag) {
-      GroupOp drain = make(GroupOpKind::MmaWait);
+      GroupOp drain = p_.new_op(GroupOpKind::MmaWait);
       drain.pending = 0;
       out.push_back(drain);
       out.push_back(if_op(hi, CmpOp::GT, lo, {release(stage(hi) - expr_const(1))}));
@@ -434,26 +428,19 @@ TmaPipelineStats tma_pipeline(GroupProgram& program, const TmaPipelineOptions& o
   // leader's arrival (and the bytes), empty every computing worker's release.
   std::vector<GroupOp> head;
   for (int m = first_mbar; m < static_cast<int>(program.mbarriers.size()); ++m) {
-    GroupOp init;
-    init.kind = GroupOpKind::MbarInit;
-    init.id = program.new_op_id();
+    GroupOp init = program.new_op(GroupOpKind::MbarInit);
     init.mbar = m;
     init.mbar_count = (m - first_mbar) % 2 == 0 ? 1 : computing;
     head.push_back(init);
   }
-  GroupOp fence;
-  fence.kind = GroupOpKind::Fence;
-  fence.id = program.new_op_id();
-  head.push_back(fence);
+  head.push_back(program.new_op(GroupOpKind::Fence));
   if (options.producers > 0) {
     std::vector<GroupOp> consumer = std::move(program.body);
     drop_fences(consumer);
     bool global_written = false;
     check_role_ops(program, consumer, &global_written);
     program.workers = computing + options.producers;
-    GroupOp roles;
-    roles.kind = GroupOpKind::Roles;
-    roles.id = program.new_op_id();
+    GroupOp roles = program.new_op(GroupOpKind::Roles);
     WorkerRole producers{computing, options.producers, 0}, consumers{0, computing, 0};
     if (program.lanes == 128) {  // warpgroups: setmaxnreg moves registers to the consumers
       // The consumers share what the producers give back of the launch's share, not
