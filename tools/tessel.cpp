@@ -33,9 +33,10 @@ const char* kUsage =
     "usage: tessel gemm|explain M N K [--target cpu|sim|cuda] [--dtype fp32|tf32|bf16|fp16] [--arch sm_NN] [--alpha A] [--beta B]\n"
     "         [--threads T] [--tile BMxBNxBK] [--workers W] [--copy-batch C] [--window W] [--copy sync|async|tma]\n"
     "         [--producers P] [--persistent G] [--tile-band B] [--atom fma|mma.sync|wgmma] [--frag-buffers 1|2]\n"
-    "         [--no-coalesce-barriers] [--seed S] [--check] [--json]\n"
+    "         [--split-k S] [--no-coalesce-barriers] [--seed S] [--check] [--json]\n"
     "  gemm:    C = alpha*A*B + beta*C on random fp32 inputs (row-major).\n"
     "           --check compares the complete output with an FP64 oracle.\n"
+    "           --split-k S (cuda): K in S slices summed by a second kernel; 0 = the default's choice, 1 = none.\n"
     "  explain: TileIR, the plan and GroupIR after every compile step.\n"
     "usage: tessel bench --out DIR [options]   (tessel bench --help)\n"
     "usage: tessel run KERNEL.tir --size NAME=V ... [--target sim|cpu|cuda] [--tile NAME=V ...] [--workers W]\n"
@@ -111,6 +112,7 @@ Args parse_args(int argc, char** argv) {
     else if (s == "--producers") producers = parse_int_option(s, value(), 0, 1024);
     else if (s == "--persistent") persistent = parse_int_option(s, value(), 0, 1 << 16);
     else if (s == "--tile-band") tile_band = parse_int_option(s, value(), 1, 1 << 16);
+    else if (s == "--split-k") a.options.split_k = static_cast<int>(parse_int_option(s, value(), 0, 4096));
     else if (s == "--atom") atom = value();
     else if (s == "--frag-buffers") frag_buffers = parse_int_option(s, value(), 1, 2);
     else if (s == "--seed") a.seed = static_cast<uint64_t>(parse_int(s, value()));
@@ -212,7 +214,7 @@ int run_gemm(const Args& a) {
     std::printf(
         "{\"version\": \"%s\", \"m\": %lld, \"n\": %lld, \"k\": %lld, \"target\": \"%s\", \"alpha\": %s, \"beta\": %s, "
         "\"threads\": %d, \"plan\": {\"tile\": [%lld, %lld, %lld], \"workers\": %d, "
-        "\"worker_grid\": [%d, %d], \"window\": %d, \"copy\": \"%s\", \"copy_batch\": %d, \"atom\": [%lld, %lld], \"atom_kind\": \"%s\", \"frag_buffers\": %d, \"producers\": %d, \"persistent\": %d, \"tile_band\": %d}, "
+        "\"worker_grid\": [%d, %d], \"window\": %d, \"copy\": \"%s\", \"copy_batch\": %d, \"atom\": [%lld, %lld], \"atom_kind\": \"%s\", \"frag_buffers\": %d, \"producers\": %d, \"persistent\": %d, \"tile_band\": %d, \"split_k\": %lld}, "
         "\"rel_err\": %s, \"bound\": %s, \"ok\": %s, \"races\": %lld, \"compile_ms\": %s, "
         "\"run_us\": %s, \"device_us\": %s, \"dtype\": \"%s\", \"fences\": {\"static_before\": %d, \"static_after\": %d, "
         "\"loop_before\": %d, \"loop_after\": %d, \"dynamic_before\": %lld, "
@@ -222,7 +224,7 @@ int run_gemm(const Args& a) {
         json_number(a.alpha).c_str(), json_number(a.beta).c_str(), a.options.threads,
         (long long)p.tile("BM"), (long long)p.tile("BN"), (long long)p.tile("BK"), p.workers, p.worker_rows,
         p.worker_cols, p.window, p.tma ? "tma" : p.async_copy ? "async" : "sync", p.copy_batch, (long long)p.atom_m, (long long)p.atom_n,
-        atom_name(p.atom), p.frag_buffers, p.producers, p.persistent, p.tile_band, a.check ? json_number(err).c_str() : "null", json_number(bound).c_str(),
+        atom_name(p.atom), p.frag_buffers, p.producers, p.persistent, p.tile_band, (long long)r.split_k, a.check ? json_number(err).c_str() : "null", json_number(bound).c_str(),
         a.check ? (ok ? "true" : "false") : "null", (long long)r.races,
         json_number(r.compile_ms).c_str(), json_number(r.run_us).c_str(),
         options.time_device ? json_number(r.device_us).c_str() : "null", precision_name(a.options.precision),
@@ -231,8 +233,9 @@ int run_gemm(const Args& a) {
         (long long)r.fences_dynamic_before, (long long)r.fences_dynamic_after,
         r.fences.dynamic_before.c_str(), r.fences.dynamic_after.c_str());
   } else {
-    std::printf("gemm %lldx%lldx%lld on %s, plan %s\n", (long long)a.m, (long long)a.n,
-                (long long)a.k, target_name(p.target), p.to_string().c_str());
+    std::printf("gemm %lldx%lldx%lld on %s, plan %s%s\n", (long long)a.m, (long long)a.n, (long long)a.k,
+                target_name(p.target), p.to_string().c_str(),
+                r.split_k > 1 ? (", split-K " + std::to_string(r.split_k) + " slices").c_str() : "");
     double gflops = r.run_us > 0 ? 2.0 * a.m * a.n * a.k / (r.run_us * 1e3) : 0;
     std::printf("compile %.1f ms, run %.1f us (%.1f GFLOP/s, one cold call)\n", r.compile_ms,
                 r.run_us, gflops);

@@ -94,7 +94,7 @@ class TesselCuda : public DeviceGemm {
   }
   ImplFacts facts() const override {
     ImplFacts f;
-    f.plan = report_.plan.to_string();
+    f.plan = report_.plan.to_string() + (report_.split_k > 1 ? " split_k=" + std::to_string(report_.split_k) : "");
     f.compile_ms = report_.compile_ms;
     f.first_launch_us = report_.run_us;
     return f;

@@ -11,6 +11,7 @@
 #include "compiler/compile.h"
 #include "ir/group_text.h"
 #include "ops/gemm_kernel.h"
+#include "plan/default_plan.h"
 #include "target/cpu/cpu_emit.h"
 #include "tessel/tessel.h"
 #include "tessel/error.h"
@@ -73,17 +74,55 @@ int64_t pick(const int64_t (&sizes)[N], int64_t extent) {
 // 128x128 tile ran at 0.88 the rate of a 128x256 one (4096^3 bf16 on the H200,
 // docs/cuda.md). 1024^2, 3000x2000 and 16x4096 take 128x128; 1536^2, 2048^2
 // and 4096^2 128x256, as measured.
-bool wide_wgmma_tiles_pay(int64_t m, int64_t n) {
-  int64_t sms = 132;
+int64_t cuda_multiprocessors() {
 #ifdef TESSEL_WITH_CUDA
   static const int64_t device_sms = default_cuda_multiprocessors();
-  sms = device_sms;
+  return device_sms;
+#else
+  return 132;
 #endif
+}
+
+bool wide_wgmma_tiles_pay(int64_t m, int64_t n) {
+  const int64_t sms = cuda_multiprocessors();
   auto waves = [&](int64_t bn) {
     const int64_t tiles = (m + kWgmmaBM - 1) / kWgmmaBM * ((n + bn - 1) / bn);
     return double((tiles + sms - 1) / sms);
   };
   return waves(kWgmmaBN) * 2.0 <= waves(kWgmmaBN / 2) / 0.88;
+}
+
+// Split-K (gemm_split_k_kernel, then split_k_sum_kernel) on cuda, for the default
+// wgmma plans: the time of S slices is estimated as waves x one slice's tile work
+// at the device's rate per multiprocessor, plus, when split, the partial sums'
+// traffic (written and read, fp32) at memory bandwidth and a second launch; the
+// fewest slices of the lowest estimate win. Machine numbers of the H200: dense
+// 16-bit wgmma rate, HBM bandwidth, a launch. Slices keep kSplitKMinSteps k tiles.
+constexpr double kCudaMmaFlops = 6e14, kCudaBytesPerSecond = 3e12, kCudaLaunchSeconds = 4e-6;
+constexpr int64_t kSplitKMaxSlices = 16, kSplitKMinSteps = 4;
+
+struct SplitK {
+  int64_t slices = 1, slice_k = 0;  // S and KS
+};
+
+SplitK choose_split_k(const Plan& p, int64_t m, int64_t n, int64_t k) {
+  SplitK best;
+  if (p.target != TargetKind::Cuda || p.atom != AtomKind::Wgmma || m == 0 || n == 0) return best;
+  const int64_t bm = p.tile("BM"), bn = p.tile("BN"), bk = p.tile("BK"), sms = cuda_multiprocessors();
+  const int64_t tiles = (m + bm - 1) / bm * ((n + bn - 1) / bn), steps = (k + bk - 1) / bk;
+  double best_seconds = 0;
+  for (int64_t want = 1; want <= kSplitKMaxSlices; ++want) {
+    const int64_t slice_steps = (steps + want - 1) / want, slices = (steps + slice_steps - 1) / slice_steps;
+    if (slices > 1 && slice_steps < kSplitKMinSteps) break;
+    const double waves = double((tiles * slices + sms - 1) / sms);
+    double seconds = waves * 2.0 * double(bm * bn * bk * slice_steps) / (kCudaMmaFlops / double(sms));
+    if (slices > 1) seconds += 8.0 * double(slices * m * n) / kCudaBytesPerSecond + kCudaLaunchSeconds;
+    if (want == 1 || seconds < best_seconds) {
+      best_seconds = seconds;
+      best = {slices, slice_steps * bk};
+    }
+  }
+  return best;
 }
 
 // Worker grid: rows x cols == workers when the tile divides that way (closest to
@@ -105,16 +144,20 @@ void choose_worker_grid(Plan& p) {
   p.worker_cols = best_c;
 }
 
-// Everything that changes the compiled kernel; compared, not formatted, on every call.
-using CacheKey = std::tuple<Plan, bool, GemmPrecision, std::string>;
+// The kernels the front door runs: gemm_kernel, or split-K's two (gemm_kernel.h).
+enum class GemmKernelKind { Plain, SplitK, SplitKSum };
 
-// One compiled kernel per plan and options, for the life of the process. The
+// Everything that changes the compiled kernel; compared, not formatted, on every call.
+using CacheKey = std::tuple<GemmKernelKind, Plan, bool, GemmPrecision, std::string>;
+
+// One compiled kernel per kind, plan and options, for the life of the process. The
 // public compile() caches too, but keys by the kernel's text: this map spares a
 // call the capture and the printing.
-Kernel compiled_gemm(const Plan& plan, const GemmOptions& options, bool* fresh) {
+Kernel compiled_gemm(const Plan& plan, const GemmOptions& options, bool* fresh,
+                     GemmKernelKind kind = GemmKernelKind::Plain) {
   static std::mutex mutex;
   static std::map<CacheKey, Kernel> cache;
-  CacheKey key{plan, options.coalesce_barriers, options.precision, options.arch};
+  CacheKey key{kind, plan, options.coalesce_barriers, options.precision, options.arch};
   {
     std::lock_guard<std::mutex> lock(mutex);
     auto it = cache.find(key);
@@ -126,7 +169,11 @@ Kernel compiled_gemm(const Plan& plan, const GemmOptions& options, bool* fresh) 
   CompileSettings settings;
   settings.coalesce_barriers = options.coalesce_barriers;
   settings.cuda_arch = options.arch;
-  Kernel kernel = compile(gemm_kernel(storage_dtype(options.precision)), plan, settings);
+  const DType ab = storage_dtype(options.precision);
+  Kernel kernel = compile(kind == GemmKernelKind::Plain    ? gemm_kernel(ab)
+                          : kind == GemmKernelKind::SplitK ? gemm_split_k_kernel(ab)
+                                                           : split_k_sum_kernel(),
+                          plan, settings);
   *fresh = true;
   std::lock_guard<std::mutex> lock(mutex);
   return cache.emplace(key, kernel).first->second;
@@ -181,21 +228,35 @@ void validate_pointers(int64_t m, int64_t n, int64_t k, const float* a, const fl
     bad_argument("C is null but M x N = " + std::to_string(m) + " x " + std::to_string(n));
 }
 
-// Whether tensor maps can describe A and B as passed: 16-byte row strides and base
-// addresses (the tma plans' copies); cuda only.
-bool operands_fit_tensor_maps(int64_t k, int64_t n, const void* a, int64_t lda, const void* b, int64_t ldb,
-                              const GemmOptions& o) {
-  const int64_t bytes = o.precision == GemmPrecision::BF16 || o.precision == GemmPrecision::F16 ? 2 : 4;
-  const bool addresses = !o.device_pointers ||
-                         (reinterpret_cast<uintptr_t>(a) % 16 == 0 && reinterpret_cast<uintptr_t>(b) % 16 == 0);
-  // Host arrays travel to packed device copies: their rows are K and N long.
-  const int64_t a_row = o.device_pointers ? lda : k, b_row = o.device_pointers ? ldb : n;
-  return a_row * bytes % 16 == 0 && b_row * bytes % 16 == 0 && addresses;
+// An operand as a launch reads it: where, its leading dimension, and whether it is
+// a copy (below).
+struct TmaOperand {
+  const void* data;
+  int64_t ld;
+  bool copied;
+};
+
+#ifdef TESSEL_WITH_CUDA
+// Tensor maps (the tma plans' copies) take base addresses and row strides of
+// 16-byte multiples. An operand that is not so is first copied, on the launch's
+// stream, into device scratch of the calling thread with rows padded to 16 bytes.
+// The copy's leading dimension depends on the shape and ld alone, so a repeated
+// call's bound launch stays valid. Copies make unaligned shapes as fast as aligned
+// ones (1000x1000x1001 bf16 on the H200: the copy of A, then the tma kernel).
+TmaOperand tma_operand(int slot, const void* data, int64_t rows, int64_t cols, int64_t ld, int64_t bytes) {
+  if (ld * bytes % 16 == 0 && reinterpret_cast<uintptr_t>(data) % 16 == 0) return {data, ld, false};
+  const int64_t padded = ld * bytes % 16 == 0 ? ld : (std::max<int64_t>(1, cols) * bytes + 15) / 16 * 16 / bytes;
+  return {cuda_thread_scratch(slot, size_t(std::max<int64_t>(1, rows * padded * bytes))), padded, true};
 }
 
-// The plan a call runs: options.plan, else the default plan for the shape, on
-// the cp.async pipeline where tensor maps cannot describe the operands.
-Plan resolve_plan(int64_t m, int64_t n, int64_t k, const GemmOptions& options, bool tma_operands = true) {
+// Queues the copy of an operand that tma_operand moved to scratch.
+void copy_tma_operand(const TmaOperand& to, const void* data, int64_t rows, int64_t cols, int64_t ld, int64_t bytes) {
+  if (to.copied) copy_rows_on_device(const_cast<void*>(to.data), to.ld * bytes, data, ld * bytes, cols * bytes, rows);
+}
+#endif
+
+// The plan a call runs: options.plan, else the default plan for the shape.
+Plan resolve_plan(int64_t m, int64_t n, int64_t k, const GemmOptions& options) {
   if (options.target != TargetKind::Cuda && options.precision != GemmPrecision::F32)
     user_error(ErrorKind::Unsupported, std::string("dtype ") + precision_name(options.precision) +
                                            " runs on the cuda target only (" + target_name(options.target) +
@@ -205,11 +266,6 @@ Plan resolve_plan(int64_t m, int64_t n, int64_t k, const GemmOptions& options, b
     user_error(ErrorKind::Unsupported, "the cuda target is not built: tessel was built without the CUDA toolkit");
 #endif
   Plan plan = options.plan ? *options.plan : default_gemm_plan(options.target, m, n, k, options.precision, options.arch);
-  if (!options.plan && plan.tma && !tma_operands) {
-    plan.tma = false;
-    plan.producers = 0;
-    plan.async_copy = true;
-  }
   plan.target = options.target;
   if (plan.atom == AtomKind::MmaSync && options.precision == GemmPrecision::F32)
     user_error(ErrorKind::Plan, "the mma.sync atom computes fp32 operands in tf32; ask for dtype tf32, or plan the fma atom");
@@ -248,30 +304,136 @@ KernelArgs gemm_args(int64_t m, int64_t n, int64_t k, float alpha, const void* a
   return args;
 }
 
-#ifdef TESSEL_WITH_CUDA
-LaunchReport run_timed(BoundLaunch& launch, const GemmOptions& o, const LaunchOptions& lo, GemmReport* report) {
-  if (!o.time_device) return launch.run(lo);
-  DeviceTimer timer;
-  timer.start();
-  LaunchReport r = launch.run(lo);
-  report->device_us = timer.stop_ms() * 1e3;
-  return r;
+// The split of a call: options.split_k, else for default plans choose_split_k.
+SplitK gemm_split(const Plan& p, int64_t m, int64_t n, int64_t k, const GemmOptions& o) {
+  if (o.split_k == 1 || k == 0 || p.target != TargetKind::Cuda) return {};
+  if (o.split_k == 0) return o.plan ? SplitK{} : choose_split_k(p, m, n, k);
+  const int64_t bk = p.tile("BK"), steps = (k + bk - 1) / bk, slice_steps = (steps + o.split_k - 1) / o.split_k;
+  return {(steps + slice_steps - 1) / slice_steps, slice_steps * bk};
 }
 
-// Host arrays of fp32: A and B go to the device rounded to the storage type and
-// packed (ld = cols), C only when beta != 0; C comes back.
-void run_cuda_host(const Kernel& kernel, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
-                   int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc,
-                   const GemmOptions& o, GemmReport* report) {
+}  // namespace
+
+int64_t gemm_split_k_slices(const Plan& plan, int64_t m, int64_t n, int64_t k, const GemmOptions& options) {
+  return gemm_split(plan, m, n, k, options).slices;
+}
+
+namespace {
+
+// Split-K's partial sums: S x M x N fp32 (strides M x N, N, 1).
+std::map<std::string, int64_t> split_sizes(const SplitK& split, int64_t m, int64_t n) {
+  return {{"S", split.slices}, {"KS", split.slice_k}, {"sps", m * n}, {"ldp", n}};
+}
+
+#ifdef TESSEL_WITH_CUDA
+// Device-event timing of a call's queued work, when asked (GemmOptions::time_device).
+template <class Work>
+void timed_on_device(const GemmOptions& o, GemmReport* report, Work work) {
+  if (!o.time_device) return work();
+  DeviceTimer timer;
+  timer.start();
+  work();
+  report->device_us = timer.stop_ms() * 1e3;
+}
+
+// A and B as a plan's launch takes them: in place, or for tma plans where tensor
+// maps cannot describe them, their copies (tma_operand).
+std::pair<TmaOperand, TmaOperand> device_operands(const Plan& plan, int64_t m, int64_t n, int64_t k, const void* a,
+                                                  int64_t lda, const void* b, int64_t ldb, int64_t bytes) {
+  if (!plan.tma) return {{a, lda, false}, {b, ldb, false}};
+  return {tma_operand(0, a, m, k, lda, bytes), tma_operand(1, b, k, n, ldb, bytes)};
+}
+
+// The launches of one cuda call on device arrays, bound once (leading dimensions
+// as device_operands gives them): the GEMM, or split-K's slices and then its sum.
+struct CudaLaunches {
+  Plan plan;
+  SplitK split;
+  BoundLaunch main;
+  std::optional<BoundLaunch> sum;
+};
+
+// Queues one call: operand copies, then the launches; returns their wall time.
+double run_cuda(CudaLaunches& l, int64_t m, int64_t n, int64_t k, float alpha, const void* a, int64_t lda,
+                const void* b, int64_t ldb, float beta, float* c, const GemmOptions& o, const LaunchOptions& lo,
+                GemmReport* report) {
+  const int64_t bytes = dtype_bytes(storage_dtype(o.precision));
+  auto [ta, tb] = device_operands(l.plan, m, n, k, a, lda, b, ldb, bytes);
+  // Tensors in declaration order: A, B, then C or P; the sum's P, C.
+  l.main.set_tensor(0, const_cast<void*>(ta.data));
+  l.main.set_tensor(1, const_cast<void*>(tb.data));
+  BoundLaunch& out = l.sum ? *l.sum : l.main;
+  if (l.sum) {
+    void* partials = cuda_thread_scratch(2, size_t(l.split.slices * m * n) * sizeof(float));
+    l.main.set_tensor(2, partials);
+    l.sum->set_tensor(0, partials);
+  }
+  out.set_tensor(l.sum ? 1 : 2, c);
+  out.set_scalar(0, alpha);
+  out.set_scalar(1, beta);
+  double us = 0;
+  timed_on_device(o, report, [&] {
+    copy_tma_operand(ta, a, m, k, lda, bytes);
+    copy_tma_operand(tb, b, k, n, ldb, bytes);
+    us += l.main.run(lo).run_us;
+    if (l.sum) us += l.sum->run(lo).run_us;
+  });
+  return us;
+}
+
+// Binds a call's launches on device arrays (compiling split-K's sum kernel).
+CudaLaunches bind_cuda(const Kernel& kernel, const Plan& plan, const SplitK& split, int64_t m, int64_t n, int64_t k,
+                       float alpha, const void* a, int64_t lda, const void* b, int64_t ldb, float beta, float* c,
+                       int64_t ldc, const GemmOptions& o, GemmReport* report) {
+  const DType ab = storage_dtype(o.precision);
+  auto [ta, tb] = device_operands(plan, m, n, k, a, lda, b, ldb, dtype_bytes(ab));
+  CudaLaunches l{plan, split, {}, {}};
+  if (split.slices == 1) {
+    l.main = kernel.bind(gemm_args(m, n, k, alpha, ta.data, ta.ld, tb.data, tb.ld, beta, c, ldc, ab, true));
+    return l;
+  }
+  void* partials = cuda_thread_scratch(2, size_t(split.slices * m * n) * sizeof(float));
+  TensorArg p;
+  p.data = partials;
+  p.dtype = DType::F32;
+  p.shape = {split.slices, m, n};
+  p.strides = {m * n, n, 1};
+  p.on_device = true;
+  KernelArgs args;
+  args.tensors = {{"A", matrix_arg(ta.data, ab, m, k, ta.ld, true)}, {"B", matrix_arg(tb.data, ab, k, n, tb.ld, true)},
+                  {"P", p}};
+  args.sizes = {{"KS", split.slice_k}};
+  l.main = kernel.bind(args);
+  std::map<std::string, int64_t> sizes = split_sizes(split, m, n);
+  sizes.insert({{"M", m}, {"N", n}, {"ldc", ldc}});
+  const TileKernel sum_kernel = split_k_sum_kernel();
+  bool fresh = false;
+  Kernel sum = compiled_gemm(default_plan(sum_kernel, TargetKind::Cuda, sizes), o, &fresh, GemmKernelKind::SplitKSum);
+  if (fresh) report->compile_ms += sum.compile_ms();
+  KernelArgs sum_args;
+  sum_args.tensors = {{"P", p}, {"C", matrix_arg(c, DType::F32, m, n, ldc, true)}};
+  sum_args.scalars = {{"alpha", alpha}, {"beta", beta}};
+  l.sum = sum.bind(sum_args);
+  return l;
+}
+
+// Host arrays of fp32: A and B go to the device rounded to the storage type, rows
+// padded to 16 bytes (what tensor maps take), C only when beta != 0; the call runs
+// on those as device arrays, and C comes back.
+GemmReport gemm_from_host(int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
+                          const float* b, int64_t ldb, float beta, float* c, int64_t ldc, const GemmOptions& o) {
+  auto start = std::chrono::steady_clock::now();
   DType st = storage_dtype(o.precision);
   size_t esz = dtype_bytes(st);
+  auto padded_ld = [&](int64_t cols) { return int64_t((std::max<int64_t>(1, cols) * esz + 15) / 16 * 16 / esz); };
   auto pack = [&](const float* src, int64_t rows, int64_t cols, int64_t ld) {
-    DeviceBuffer buf(std::max<size_t>(1, rows * cols * esz));
-    std::vector<char> host(rows * cols * esz);
+    const int64_t out_ld = padded_ld(cols);
+    DeviceBuffer buf(std::max<size_t>(1, rows * out_ld * esz));
+    std::vector<char> host(rows * out_ld * esz);
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t col = 0; col < cols; ++col) {
         float x = src[r * ld + col];
-        char* dst = host.data() + (r * cols + col) * esz;
+        char* dst = host.data() + (r * out_ld + col) * esz;
         if (st == DType::F32) std::memcpy(dst, &x, 4);
         else {
           uint16_t h = st == DType::BF16 ? float_to_bf16(x) : float_to_f16(x);
@@ -288,13 +450,18 @@ void run_cuda_host(const Kernel& kernel, int64_t m, int64_t n, int64_t k, float 
     for (int64_t r = 0; r < m; ++r) std::memcpy(&packed[r * n], c + r * ldc, n * sizeof(float));
     dc.upload(packed.data(), packed.size() * sizeof(float));
   }
-  BoundLaunch launch = kernel.bind(gemm_args(m, n, k, alpha, da.get(), std::max<int64_t>(1, k), db.get(), n,
-                                             beta, dc.get(), n, st, true));
-  run_timed(launch, o, LaunchOptions{}, report);
+  GemmOptions on_device = o;
+  on_device.device_pointers = true;
+  on_device.report = true;
+  GemmReport report = gemm(m, n, k, alpha, static_cast<const float*>(da.get()), padded_ld(k),
+                           static_cast<const float*>(db.get()), padded_ld(n), beta, static_cast<float*>(dc.get()),
+                           std::max<int64_t>(1, n), on_device);
   cuda_synchronize();
   std::vector<float> out(m * n);
   dc.download(out.data(), out.size() * sizeof(float));
   for (int64_t r = 0; r < m; ++r) std::memcpy(c + r * ldc, &out[r * n], n * sizeof(float));
+  report.run_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
+  return o.report ? report : GemmReport{};
 }
 #endif
 
@@ -308,8 +475,12 @@ void run_cuda_host(const Kernel& kernel, int64_t m, int64_t n, int64_t k, float 
 struct LastCall {
   bool valid = false;
   // Shape, leading dimensions, options, and whether a plan was requested.
-  std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, TargetKind, GemmPrecision, bool, bool, bool> key;
-  BoundLaunch launch;
+  std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, TargetKind, GemmPrecision, bool, bool, bool, int>
+      key;
+  BoundLaunch launch;             // cpu and sim
+#ifdef TESSEL_WITH_CUDA
+  CudaLaunches cuda;
+#endif
   std::optional<Plan> requested;  // options.plan of the call that made it
   Plan plan;                      // the plan it ran
 };
@@ -358,10 +529,12 @@ Plan default_gemm_plan(TargetKind target, int64_t m, int64_t n, int64_t k, GemmP
     }
 #endif
     bool sm90 = arch.empty() || arch == "sm_90" || arch == "sm_90a";
-    // Tensor maps take rows of 16-byte multiples: packed operands need N and K
-    // multiples of 8 (gemm() drops tma for other strides and unaligned pointers).
-    const bool tma_rows = n % 8 == 0 && k % 8 == 0;
-    const bool mid = t->max_mn > kCudaTiles[0].max_mn || m * n * k >= kWgmmaMinMultiplyAdds;
+    // Tensor maps take rows of 16-byte multiples. Other operands are copied first
+    // (tma_operand in gemm()), which pays from kWgmmaMinMultiplyAdds on: N or K off
+    // multiples of 8 below that keep cp.async.
+    const bool big = m * n * k >= kWgmmaMinMultiplyAdds;
+    const bool tma_rows = (n % 8 == 0 && k % 8 == 0) || big;
+    const bool mid = t->max_mn > kCudaTiles[0].max_mn || big;
     if (sixteen_bit && sm90 && (t->max_mn == INT64_MAX || (tma_rows && mid))) {
       p.atom = AtomKind::Wgmma;
       set_gemm_tile(p, kWgmmaBM, kWgmmaBN, kWgmmaBK);
@@ -421,6 +594,15 @@ GemmReport gemm(int64_t m, int64_t n, int64_t k, float alpha, const float* a, in
   validate_pointers(m, n, k, a, b, c);
   if (!(options.threads >= 0 && options.threads <= 4096))
     bad_argument("threads = " + std::to_string(options.threads) + " out of range [0, 4096]");
+  if (!(options.split_k >= 0 && options.split_k <= 4096))
+    bad_argument("split_k = " + std::to_string(options.split_k) + " out of range [0, 4096]");
+  if (options.split_k > 1 && options.target != TargetKind::Cuda)
+    user_error(ErrorKind::Unsupported, "split_k = " + std::to_string(options.split_k) + ": split-K runs on the cuda "
+                                       "target only (" + target_name(options.target) + " takes 0 or 1)");
+#ifdef TESSEL_WITH_CUDA
+  if (options.target == TargetKind::Cuda && !options.device_pointers)
+    return gemm_from_host(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, options);
+#endif
   GemmReport report;
   LaunchOptions lo;
   lo.threads = options.threads;
@@ -429,10 +611,20 @@ GemmReport gemm(int64_t m, int64_t n, int64_t k, float alpha, const float* a, in
 
   thread_local LastCall last;
   bool fast = fast_path_allowed(options) && m > 0 && n > 0;
-  auto key = std::make_tuple(m, n, k, lda, ldb, ldc, options.target, options.precision,
-                             options.coalesce_barriers, options.device_pointers, options.plan.has_value());
-  if (fast && last.valid && last.key == key && (!options.plan || *last.requested == *options.plan) &&
-      (!last.plan.tma || operands_fit_tensor_maps(k, n, a, lda, b, ldb, options))) {
+  auto key = std::make_tuple(m, n, k, lda, ldb, ldc, options.target, options.precision, options.coalesce_barriers,
+                             options.device_pointers, options.plan.has_value(), options.split_k);
+  if (fast && last.valid && last.key == key && (!options.plan || *last.requested == *options.plan)) {
+#ifdef TESSEL_WITH_CUDA
+    if (options.target == TargetKind::Cuda) {
+      double us = run_cuda(last.cuda, m, n, k, alpha, a, lda, b, ldb, beta, c, options, lo, &report);
+      if (options.report) {
+        report.plan = last.plan;
+        report.split_k = last.cuda.split.slices;
+        report.run_us = us;
+      }
+      return report;
+    }
+#endif
     // Indices in gemm_kernel's declaration order: tensors A, B, C; scalars alpha, beta.
     // run() checks the new pointers for overlap before anything runs.
     last.launch.set_tensor(0, const_cast<float*>(a));
@@ -440,12 +632,7 @@ GemmReport gemm(int64_t m, int64_t n, int64_t k, float alpha, const float* a, in
     last.launch.set_tensor(2, c);
     last.launch.set_scalar(0, alpha);
     last.launch.set_scalar(1, beta);
-#ifdef TESSEL_WITH_CUDA
-    LaunchReport r = options.target == TargetKind::Cuda ? run_timed(last.launch, options, lo, &report)
-                                                        : last.launch.run(lo);
-#else
     LaunchReport r = last.launch.run(lo);
-#endif
     if (options.report) {
       report.plan = last.plan;
       report.run_us = r.run_us;
@@ -453,13 +640,17 @@ GemmReport gemm(int64_t m, int64_t n, int64_t k, float alpha, const float* a, in
     return report;
   }
 
-  report.plan = resolve_plan(m, n, k, options, operands_fit_tensor_maps(k, n, a, lda, b, ldb, options));
+  report.plan = resolve_plan(m, n, k, options);
+  const SplitK split = gemm_split(report.plan, m, n, k, options);
+  report.split_k = split.slices;
   bool fresh = false;
-  Kernel kernel = compiled_gemm(report.plan, options, &fresh);
+  Kernel kernel =
+      compiled_gemm(report.plan, options, &fresh, split.slices > 1 ? GemmKernelKind::SplitK : GemmKernelKind::Plain);
   report.compile_ms = fresh ? kernel.compile_ms() : 0;
   if (options.count_fences) {
     // Fences one group executes for this shape (group 0; the count is the same for all).
-    std::map<std::string, int64_t> sizes = {{"M", m}, {"N", n}, {"K", k}, {"lda", lda}, {"ldb", ldb}, {"ldc", ldc}};
+    std::map<std::string, int64_t> sizes = split_sizes(split, m, n);
+    sizes.insert({{"M", m}, {"N", n}, {"K", k}, {"lda", lda}, {"ldb", ldb}, {"ldc", ldc}});
     const CompiledGroup& g = kernel.group();
     auto lookup = [&](const std::string& name, int64_t* v) {
       if (auto it = sizes.find(name); it != sizes.end()) return *v = it->second, true;
@@ -476,23 +667,24 @@ GemmReport gemm(int64_t m, int64_t n, int64_t k, float alpha, const float* a, in
   if (m == 0 || n == 0) return options.report ? report : GemmReport{};
 
   auto start = std::chrono::steady_clock::now();
-  if (report.plan.target == TargetKind::Cuda && !options.device_pointers) {
+  if (report.plan.target == TargetKind::Cuda) {
 #ifdef TESSEL_WITH_CUDA
-    run_cuda_host(kernel, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, options, &report);
+    CudaLaunches launches = bind_cuda(kernel, report.plan, split, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc,
+                                      options, &report);
+    run_cuda(launches, m, n, k, alpha, a, lda, b, ldb, beta, c, options, lo, &report);
+    if (fast) {
+      last.valid = true;
+      last.key = key;
+      last.requested = options.plan;
+      last.plan = report.plan;
+      last.cuda = std::move(launches);
+    }
 #endif
   } else {
-    DType ab = report.plan.target == TargetKind::Cuda ? storage_dtype(options.precision) : DType::F32;
-    BoundLaunch launch = kernel.bind(gemm_args(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, ab,
-                                               report.plan.target == TargetKind::Cuda));
-#ifdef TESSEL_WITH_CUDA
-    if (report.plan.target == TargetKind::Cuda) run_timed(launch, options, lo, &report);
-    else
-#endif
-    {
-      LaunchReport r = launch.run(lo);
-      report.races = r.races;
-      report.race_messages = r.race_messages;
-    }
+    BoundLaunch launch = kernel.bind(gemm_args(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, DType::F32, false));
+    LaunchReport r = launch.run(lo);
+    report.races = r.races;
+    report.race_messages = r.race_messages;
     if (fast) {
       last.valid = true;
       last.key = key;

@@ -30,6 +30,10 @@ struct GemmOptions {
   bool device_pointers = false;
   bool time_device = false;  // cuda: measure the launch with device events (device_us)
   std::string arch;          // cuda: "" = the GPU's compute capability (sm_90 without one)
+  // cuda: split-K, K cut into this many slices whose partial sums a second kernel
+  // adds in a fixed order (deterministic). 0: the default plan's choice (none for
+  // an explicit plan), 1: never. Other targets take 0 or 1.
+  int split_k = 0;
   // false: gemm returns an empty GemmReport (errors are still thrown). A repeated
   // call (same shape and options as this thread's last) then costs the checks and
   // the kernel alone: no plan copy, no clock read, no allocation, no lock.
@@ -40,7 +44,8 @@ struct GemmReport {
   Plan plan;
   double compile_ms = 0;  // cold compile of this plan's kernel (0 when already compiled)
   double run_us = 0;      // wall time of the launch
-  double device_us = 0;   // cuda with time_device: device-event time of the kernel
+  double device_us = 0;   // cuda with time_device: device-event time of the call's work
+  int64_t split_k = 1;    // cuda: the K slices run (1: no split)
   int64_t races = 0;      // sim only
   std::vector<std::string> race_messages;  // sim: the first few
   BarrierStats fences;  // with GemmOptions::count_fences
@@ -59,6 +64,11 @@ std::string gemm_tile_string(const Plan& plan);
 // wgmma atom is available.
 Plan default_gemm_plan(TargetKind target, int64_t m, int64_t n, int64_t k,
                         GemmPrecision precision = GemmPrecision::F32, const std::string& cuda_arch = "");
+
+// The K slices a call with this plan and these options runs (1: no split-K); see
+// GemmOptions::split_k. Default plans on cuda split where the output has too few
+// tiles to fill the device and the partial sums cost less than the idle time.
+int64_t gemm_split_k_slices(const Plan& plan, int64_t m, int64_t n, int64_t k, const GemmOptions& options = {});
 
 // Checks sizes, leading dimensions and pointers (user errors, InvalidArgument,
 // with the numbers), then runs. M == 0 or N == 0 does nothing; K == 0 scales C by

@@ -3,6 +3,21 @@
 #include "dsl/dsl.h"
 
 namespace tessel {
+namespace {
+
+// C = alpha * result + beta * C; C is read only when beta != 0.
+void store_scaled(KernelBuilder& kb, const Tensor& C, Sym row, Sym col, Sym rows, Sym cols, Tile result,
+                  const std::string& alpha, const std::string& beta) {
+  result = kb.mul(result, kb.scalar_value(alpha));
+  kb.if_(
+      ScalarCond{beta, CmpOp::EQ, 0.0}, [&] { kb.store(C, row, col, result); },
+      [&] {
+        Tile c = kb.load(C, row, col, rows, cols);
+        kb.store(C, row, col, kb.add(result, kb.mul(c, kb.scalar_value(beta))));
+      });
+}
+
+}  // namespace
 
 TileKernel gemm_kernel(DType ab) {
   KernelBuilder kb("gemm");
@@ -21,18 +36,53 @@ TileKernel gemm_kernel(DType ab) {
       Tile b = kb.load(B, k * BK, j * BN, BK, BN);
       return kb.mma(a, b, partial);
     });
-    Tile result = kb.mul(acc, kb.scalar_value(alpha));
-    kb.if_(
-        ScalarCond{beta, CmpOp::EQ, 0.0}, [&] { kb.store(C, i * BM, j * BN, result); },
-        [&] {
-          Tile c = kb.load(C, i * BM, j * BN, BM, BN);
-          kb.store(C, i * BM, j * BN, kb.add(result, kb.mul(c, kb.scalar_value(beta))));
-        });
+    store_scaled(kb, C, i * BM, j * BN, BM, BN, acc, alpha, beta);
   });
   TileKernel kernel = kb.finish();
   kernel.tensors[0].dtype = ab;  // A
   kernel.tensors[1].dtype = ab;  // B
   return kernel;
+}
+
+TileKernel gemm_split_k_kernel(DType ab) {
+  KernelBuilder kb("gemm_split_k");
+  Sym M = kb.size("M"), N = kb.size("N"), K = kb.size("K");
+  Sym lda = kb.size("lda"), ldb = kb.size("ldb");
+  Sym S = kb.size("S"), KS = kb.size("KS"), sps = kb.size("sps"), ldp = kb.size("ldp");
+  Sym BM = kb.tile("BM"), BN = kb.tile("BN"), BK = kb.tile("BK");
+  Tensor A = kb.tensor("A", M, K, lda, Access::In);
+  Tensor B = kb.tensor("B", K, N, ldb, Access::In);
+  Tensor P = kb.tensor("P", {S, M, N}, {sps, ldp, 1}, Access::Out);
+  kb.parallel(S, ceil_div(M, BM), ceil_div(N, BN), [&](Sym s, Sym i, Sym j) {
+    Tile zero = kb.constant(0.0, BM, BN);
+    Tile acc = kb.pipeline(ceil_div(KS, BK), zero, [&](Sym k, Tile partial) {
+      Tile a = kb.load(A, i * BM, s * KS + k * BK, BM, BK);
+      Tile b = kb.load(B, s * KS + k * BK, j * BN, BK, BN);
+      return kb.mma(a, b, partial);
+    });
+    kb.store(P, {s, i * BM, j * BN}, acc);
+  });
+  TileKernel kernel = kb.finish();
+  kernel.tensors[0].dtype = ab;  // A
+  kernel.tensors[1].dtype = ab;  // B
+  return kernel;
+}
+
+TileKernel split_k_sum_kernel() {
+  KernelBuilder kb("split_k_sum");
+  Sym M = kb.size("M"), N = kb.size("N"), ldc = kb.size("ldc");
+  Sym S = kb.size("S"), sps = kb.size("sps"), ldp = kb.size("ldp");
+  Sym BM = kb.tile("BM"), BN = kb.tile("BN");
+  Tensor P = kb.tensor("P", {S, M, N}, {sps, ldp, 1}, Access::In);
+  Tensor C = kb.tensor("C", M, N, ldc, Access::InOut);
+  std::string alpha = kb.scalar("alpha"), beta = kb.scalar("beta");
+  kb.parallel(ceil_div(M, BM), ceil_div(N, BN), [&](Sym i, Sym j) {
+    Tile sum = kb.serial(S, kb.constant(0.0, BM, BN), [&](Sym s, Tile partial) {
+      return kb.add(partial, kb.load(P, {s, i * BM, j * BN}, BM, BN));
+    });
+    store_scaled(kb, C, i * BM, j * BN, BM, BN, sum, alpha, beta);
+  });
+  return kb.finish();
 }
 
 }  // namespace tessel

@@ -85,9 +85,9 @@ Prepared prepare(const Case& c, uint64_t seed) {
 
 // Runs one case on device pointers (the kernel sees the real leading dimensions)
 // with the given plan (null: the default) and returns C; fails on padding damage.
-// shift: A and B start that many bytes into their buffers; *ran: the plan run.
+// shift: A and B start that many bytes into their buffers; *ran: the call's report.
 std::vector<float> run_prepared(const Case& c, const Prepared& in, const Plan* plan, size_t shift = 0,
-                                Plan* ran = nullptr) {
+                                GemmReport* ran = nullptr) {
   const int64_t lda = std::max<int64_t>(1, c.k + c.pad), ldb = c.n + c.pad, ldc = c.n + c.pad;
   const std::vector<float>& C = in.C;
   std::vector<char> a = stored(in.A, c.p), b = stored(in.B, c.p);
@@ -105,7 +105,7 @@ std::vector<float> run_prepared(const Case& c, const Prepared& in, const Plan* p
   const char* pb = static_cast<const char*>(db.get()) + shift;
   GemmReport r = gemm(c.m, c.n, c.k, float(c.alpha), reinterpret_cast<const float*>(pa), lda,
                       reinterpret_cast<const float*>(pb), ldb, float(c.beta), static_cast<float*>(dc.get()), ldc, o);
-  if (ran) *ran = r.plan;
+  if (ran) *ran = r;
   cuda_synchronize();
   std::vector<float> out(C.size());
   dc.download(out.data(), out.size() * 4);
@@ -129,12 +129,16 @@ void check(const Case& c, uint64_t seed) {
 }
 
 // 16-bit default plans on sm_90 stage through tensor maps where the rows allow it
-// and fall back to cp.async where strides or base addresses are not 16-byte
-// multiples; both match the oracle.
+// or the work pays for copying the operands to 16-byte rows first (tma_operand in
+// gemm.cpp); smaller shapes with other rows keep cp.async. Every run matches the
+// oracle, and each case runs twice on fresh inputs: the second call takes the
+// repeated-call path, which must copy the new operands again. Few-tile, long-K
+// shapes split K (split-K: a second kernel sums the slices).
 TEST(CudaGemm, DefaultSixteenBitPlansTakeTmaWhereRowsAllow) {
   EXPECT_TRUE(default_gemm_plan(TargetKind::Cuda, 1024, 1024, 1024, GemmPrecision::BF16, "sm_90").tma);
   EXPECT_TRUE(default_gemm_plan(TargetKind::Cuda, 16, 4096, 4096, GemmPrecision::F16, "sm_90").tma);
-  EXPECT_FALSE(default_gemm_plan(TargetKind::Cuda, 1000, 1000, 1001, GemmPrecision::BF16, "sm_90").tma);
+  EXPECT_TRUE(default_gemm_plan(TargetKind::Cuda, 1000, 1000, 1001, GemmPrecision::BF16, "sm_90").tma);
+  EXPECT_FALSE(default_gemm_plan(TargetKind::Cuda, 520, 264, 770, GemmPrecision::BF16, "sm_90").tma);
   EXPECT_FALSE(default_gemm_plan(TargetKind::Cuda, 1024, 1024, 1024, GemmPrecision::F32, "sm_90").tma);
   REQUIRE_GPU();
   if (default_cuda_arch() != "sm_90") GTEST_SKIP() << "wgmma needs sm_90; this GPU is " << default_cuda_arch();
@@ -142,22 +146,33 @@ TEST(CudaGemm, DefaultSixteenBitPlansTakeTmaWhereRowsAllow) {
     Case c;
     size_t shift;
     bool tma;
+    bool split = false;
   };
   const Run runs[] = {{{520, 264, 776, GemmPrecision::BF16, 1.5, 0, 0}, 0, true},
+                      {{16, 4096, 4096, GemmPrecision::BF16, 1.0, 0, 0}, 0, true, true},
+                      {{24, 4096, 3000, GemmPrecision::F16, 0.5, -1.0, 3}, 2, true, true},  // copied and split
                       {{520, 264, 776, GemmPrecision::F16, 1.5, 0.5, 8}, 0, true},     // rows of 16-byte multiples
-                      {{520, 264, 776, GemmPrecision::BF16, 1.5, 0, 3}, 0, false},     // rows off 16 bytes
-                      {{520, 264, 776, GemmPrecision::BF16, 1.5, 0.5, 0}, 2, false},   // A and B off 16 bytes
+                      {{520, 264, 776, GemmPrecision::BF16, 1.5, 0, 3}, 0, true},      // rows off 16 bytes: copied
+                      {{520, 264, 776, GemmPrecision::BF16, 1.5, 0.5, 0}, 2, true},    // A and B off 16 bytes: copied
+                      {{520, 264, 770, GemmPrecision::BF16, 1.5, 0.5, 0}, 0, false},   // K off 8, too small to copy
+                      {{1000, 1000, 1001, GemmPrecision::BF16, 1.0, 0, 0}, 0, true},   // A copied
+                      {{777, 1001, 1003, GemmPrecision::F16, -0.5, 2.0, 0}, 2, true},  // A and B copied
                       {{1024, 1024, 1024, GemmPrecision::F16, -1.0, 0, 0}, 0, true}};
   uint64_t seed = 77;
-  for (const Run& run : runs) {
-    Prepared in = prepare(run.c, seed++);
-    Plan ran;
-    std::vector<float> out = run_prepared(run.c, in, nullptr, run.shift, &ran);
-    EXPECT_EQ(ran.tma, run.tma) << name(run.c) << " shift " << run.shift << ": " << ran.to_string();
-    EXPECT_EQ(ran.atom, AtomKind::Wgmma) << ran.to_string();
-    double err = gemm_relative_error(run.c.m, run.c.n, out.data(), run.c.n + run.c.pad, in.oracle);
-    EXPECT_LE(err, precision_error_bound(run.c.p, run.c.k)) << name(run.c) << " shift " << run.shift;
-  }
+  for (const Run& run : runs)
+    for (int call = 0; call < 2; ++call) {
+      Prepared in = prepare(run.c, seed++);
+      GemmReport ran;
+      std::vector<float> out = run_prepared(run.c, in, nullptr, run.shift, &ran);
+      EXPECT_EQ(ran.plan.tma, run.tma) << name(run.c) << " shift " << run.shift << ": " << ran.plan.to_string();
+      if (run.tma) {
+        EXPECT_EQ(ran.plan.atom, AtomKind::Wgmma) << ran.plan.to_string();
+      }
+      EXPECT_EQ(ran.split_k > 1, run.split) << name(run.c) << ": split_k " << ran.split_k;
+      double err = gemm_relative_error(run.c.m, run.c.n, out.data(), run.c.n + run.c.pad, in.oracle);
+      EXPECT_LE(err, precision_error_bound(run.c.p, run.c.k))
+          << name(run.c) << " shift " << run.shift << " call " << call;
+    }
 }
 
 const GemmPrecision kAll[] = {GemmPrecision::F32, GemmPrecision::TF32, GemmPrecision::BF16, GemmPrecision::F16};

@@ -14,6 +14,7 @@ namespace tessel {
   X(cuDeviceGetAttribute) X(cuDevicePrimaryCtxRetain) X(cuCtxSetCurrent) X(cuCtxSynchronize)    \
   X(cuModuleLoadData) X(cuModuleGetFunction) X(cuFuncSetAttribute) X(cuFuncGetAttribute)        \
   X(cuLaunchKernel) X(cuMemAlloc) X(cuMemFree) X(cuMemcpyHtoD) X(cuMemcpyDtoH) X(cuMemsetD32)   \
+  X(cuMemcpy2DAsync)                                                                           \
   X(cuEventCreate) X(cuEventRecord) X(cuEventSynchronize) X(cuEventElapsedTime)                 \
   X(cuEventDestroy) X(cuGetErrorName) X(cuGetErrorString)
 

@@ -1,5 +1,6 @@
 #include "target/cuda/cuda_memory.h"
 
+#include <algorithm>
 #include <string>
 #include <utility>
 
@@ -40,6 +41,40 @@ void DeviceBuffer::download(void* host, size_t bytes, size_t offset) const {
 
 void DeviceBuffer::fill32(uint32_t word) {
   if (bytes_ >= 4) cuda_check(cuda_driver().cuMemsetD32(ptr_, word, bytes_ / 4), "cuMemsetD32");
+}
+
+void copy_rows_on_device(void* dst, int64_t dst_pitch, const void* src, int64_t src_pitch, int64_t row_bytes,
+                         int64_t rows) {
+  if (rows <= 0 || row_bytes <= 0) return;
+  CUDA_MEMCPY2D c{};
+  c.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+  c.srcDevice = reinterpret_cast<CUdeviceptr>(src);
+  c.srcPitch = size_t(src_pitch);
+  c.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+  c.dstDevice = reinterpret_cast<CUdeviceptr>(dst);
+  c.dstPitch = size_t(dst_pitch);
+  c.WidthInBytes = size_t(row_bytes);
+  c.Height = size_t(rows);
+  cuda_check(cuda_driver().cuMemcpy2DAsync(&c, nullptr), "cuMemcpy2DAsync");
+}
+
+void* cuda_thread_scratch(int slot, size_t bytes) {
+  // Raw pointers, never freed: a thread_local DeviceBuffer would free after the
+  // driver has gone at process exit.
+  constexpr int kSlots = 4;
+  TESSEL_ASSERT(slot >= 0 && slot < kSlots, "cuda scratch slot out of range");
+  thread_local CUdeviceptr ptr[kSlots] = {};
+  thread_local size_t size[kSlots] = {};
+  if (size[slot] >= bytes && ptr[slot]) return reinterpret_cast<void*>(ptr[slot]);
+  const CudaDriver& d = cuda_driver();
+  if (ptr[slot]) {
+    cuda_synchronize();
+    d.cuMemFree(ptr[slot]);
+    ptr[slot] = 0;
+  }
+  cuda_check(d.cuMemAlloc(&ptr[slot], std::max<size_t>(bytes, 256)), "cuMemAlloc(" + std::to_string(bytes) + " bytes)");
+  size[slot] = std::max<size_t>(bytes, 256);
+  return reinterpret_cast<void*>(ptr[slot]);
 }
 
 void cuda_synchronize() { cuda_check(cuda_driver().cuCtxSynchronize(), "kernel execution (cuCtxSynchronize)"); }

@@ -28,6 +28,17 @@ class DeviceBuffer {
   size_t bytes_ = 0;
 };
 
+// Copies `rows` rows of `row_bytes` bytes from one device address to another, rows
+// `src_pitch` and `dst_pitch` bytes apart, queued on the default stream (ordered
+// with the launches there).
+void copy_rows_on_device(void* dst, int64_t dst_pitch, const void* src, int64_t src_pitch, int64_t row_bytes,
+                         int64_t rows);
+
+// Device scratch of the calling thread, one buffer per slot: at least `bytes`,
+// grown on demand and never shrunk or freed (it lives until the process exits).
+// Growing first waits for the device: queued work may still read the old buffer.
+void* cuda_thread_scratch(int slot, size_t bytes);
+
 // Waits until all work on the device is done; reports launch and execution errors.
 void cuda_synchronize();
 
