@@ -97,7 +97,9 @@ bool wide_wgmma_tiles_pay(int64_t m, int64_t n) {
 // at the device's rate per multiprocessor, plus, when split, the partial sums'
 // traffic (written and read, fp32) at memory bandwidth and a second launch; the
 // fewest slices of the lowest estimate win. Machine numbers of the H200: dense
-// 16-bit wgmma rate, HBM bandwidth, a launch. Slices keep kSplitKMinSteps k tiles.
+// 16-bit wgmma rate, HBM bandwidth, a launch. Slices keep kSplitKMinSteps k tiles,
+// and only outputs of tiles for at most half the multiprocessors split: 1536x1536x6144
+// (72 tiles, 3 slices) ran 0.87x unsplit (docs/results/gpu-h200-2026-12-01).
 constexpr double kCudaMmaFlops = 6e14, kCudaBytesPerSecond = 3e12, kCudaLaunchSeconds = 4e-6;
 constexpr int64_t kSplitKMaxSlices = 16, kSplitKMinSteps = 4;
 
@@ -110,6 +112,7 @@ SplitK choose_split_k(const Plan& p, int64_t m, int64_t n, int64_t k) {
   if (p.target != TargetKind::Cuda || p.atom != AtomKind::Wgmma || m == 0 || n == 0) return best;
   const int64_t bm = p.tile("BM"), bn = p.tile("BN"), bk = p.tile("BK"), sms = cuda_multiprocessors();
   const int64_t tiles = (m + bm - 1) / bm * ((n + bn - 1) / bn), steps = (k + bk - 1) / bk;
+  if (tiles * 2 > sms) return best;
   double best_seconds = 0;
   for (int64_t want = 1; want <= kSplitKMaxSlices; ++want) {
     const int64_t slice_steps = (steps + want - 1) / want, slices = (steps + slice_steps - 1) / slice_steps;

@@ -125,6 +125,7 @@ TEST(SplitKSim, FrontDoorSplitsFewTileLongKShapesOnly) {
   EXPECT_EQ(slices(4096, 4096, 4096), 1);
   EXPECT_EQ(slices(1024, 1024, 1024), 1);
   EXPECT_EQ(slices(4096, 4096, 256), 1);
+  EXPECT_EQ(slices(1536, 1536, 6144), 1);  // 72 tiles: more than half the device
   Plan p = default_gemm_plan(TargetKind::Cuda, 16, 4096, 4096, GemmPrecision::BF16, "sm_90");
   GemmOptions o;
   o.target = TargetKind::Cuda;
