@@ -17,11 +17,15 @@
 #include <xmmintrin.h>
 #endif
 
+#include "bench/machine.h"
 #include "ir/tile_text.h"
 #include "plan/default_plan.h"
 #include "plan/dispatch.h"
 #include "plan/measure.h"
 #include "runtime/kernel_cache.h"
+#ifdef TESSEL_WITH_CUDA
+#include "target/cuda/cuda_driver.h"
+#endif
 #include "tessel/tessel.h"
 
 namespace tessel {
@@ -66,7 +70,8 @@ struct Options {
   TargetKind target = TargetKind::Cpu;
   int threads = 0, top = 10, extra = 2, jobs = 2, rounds = 5, draws = 0, per_shape = 6, heldout = 0;
   double min_run_us = 2000;
-  int64_t range_lo = 16, range_hi = 512;
+  double budget_s = 0;  // --budget-s: no new shape is started after this many seconds (0: none)
+  int64_t range_lo = 16, range_hi = 512, align = 1;
   uint64_t seed = 1;
   bool calibrate = false, use_cache = true, flush_denormals = false;
 };
@@ -92,6 +97,8 @@ Options parse(int argc, char** argv) {
     else if (s == "--per-shape") o.per_shape = static_cast<int>(to_int(s, value(), 1, 10000));
     else if (s == "--heldout") o.heldout = static_cast<int>(to_int(s, value(), 1, 100000));
     else if (s == "--min-run-us") o.min_run_us = static_cast<double>(to_int(s, value(), 1, 10000000));
+    else if (s == "--align") o.align = to_int(s, value(), 1, 1 << 20);
+    else if (s == "--budget-s") o.budget_s = static_cast<double>(to_int(s, value(), 1, 10000000));
     else if (s == "--seed") o.seed = static_cast<uint64_t>(to_int(s, value(), 0, INT64_MAX));
     else if (s == "--range") {
       std::string v = value();
@@ -137,18 +144,28 @@ std::vector<std::string> drawn_sizes(const TileKernel& k) {
   return out;
 }
 
-// Log-uniform integers in [lo, hi] per drawn size (ragged: no rounding).
-std::vector<Sizes> draw_shapes(const TileKernel& k, int n, uint64_t seed, int64_t lo, int64_t hi) {
+// Log-uniform integers in [lo, hi] per drawn size (ragged: no rounding), each rounded
+// up to a multiple of `align` when it is above 1 (--align: shapes whose rows suit
+// cuda tensor maps).
+std::vector<Sizes> draw_shapes(const TileKernel& k, int n, uint64_t seed, int64_t lo, int64_t hi, int64_t align = 1) {
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<double> u(std::log(double(lo)), std::log(double(hi) + 1));
   std::vector<Sizes> out;
   for (int i = 0; i < n; ++i) {
     Sizes s;
-    for (const std::string& name : drawn_sizes(k))
-      s[name] = std::clamp<int64_t>(static_cast<int64_t>(std::exp(u(rng))), lo, hi);
+    for (const std::string& name : drawn_sizes(k)) {
+      int64_t v = std::clamp<int64_t>(static_cast<int64_t>(std::exp(u(rng))), lo, hi);
+      s[name] = (v + align - 1) / align * align;
+    }
     out.push_back(s);
   }
   return out;
+}
+
+std::string distribution(const Options& o) {
+  return "each size log-uniform integer in [" + std::to_string(o.range_lo) + ", " + std::to_string(o.range_hi) + "]" +
+         (o.align > 1 ? ", rounded up to a multiple of " + std::to_string(o.align) : std::string(", ragged")) +
+         ", seed " + std::to_string(o.seed);
 }
 
 std::string num(double v, int precision = 4) {
@@ -159,7 +176,7 @@ std::string num(double v, int precision = 4) {
   return s.str();
 }
 
-std::string quoted(const std::string& s) {
+std::string json_quoted(const std::string& s) {
   std::string out = "\"";
   for (char c : s) {
     if (c == '"' || c == '\\') out += '\\';
@@ -191,36 +208,68 @@ std::optional<TuningCache> open_cache(const Options& o) {
   return TuningCache();
 }
 
-// Candidates to measure for one shape: the model's top `top`, the default plan, and
-// `extra` others drawn at random from the rest.
+// Candidates to measure for one shape: the model's top `top` usable ones (the first
+// is the planner's pick), the default plan, `extra` others drawn at random from the
+// rest, and the fixed plans. On cuda a usable candidate is one that ptxas compiles
+// without spilling or a stack frame (choose_plan's rule): the model's best top + 2,
+// the default and the extras compile in one parallel batch (the kernel cache keeps
+// them for the measurement), deeper ones a batch at a time, at most 8 * top deep.
 std::vector<Plan> measured_set(const TileKernel& k, const Options& o, const Sizes& sizes, const Ranking& r,
-                               std::mt19937_64& rng, size_t* default_index, const std::vector<Plan>& fixed = {}) {
-  std::vector<Plan> plans;
-  for (size_t i = 0; i < r.ranked.size() && plans.size() < size_t(o.top); ++i)
-    plans.push_back(r.ranked[i].candidate->plan);
-  Plan d = default_plan(k, o.target, sizes);
-  auto at = std::find(plans.begin(), plans.end(), d);
-  *default_index = at - plans.begin();
-  if (at == plans.end()) plans.push_back(d);
-  if (r.ranked.size() > plans.size()) {
-    std::uniform_int_distribution<size_t> pick(0, r.ranked.size() - 1);
+                               std::mt19937_64& rng, size_t* default_index, size_t* skipped, size_t* top_found,
+                               const std::vector<Plan>& fixed = {}) {
+  const bool cuda = o.target == TargetKind::Cuda;
+  const size_t top = size_t(o.top), first = std::min(r.ranked.size(), cuda ? top + 2 : top);
+  std::vector<Plan> others = {default_plan(k, o.target, sizes)};
+  auto add = [](std::vector<Plan>& v, const Plan& p) {
+    if (std::find(v.begin(), v.end(), p) == v.end()) v.push_back(p);
+  };
+  if (r.ranked.size() > first) {
+    std::uniform_int_distribution<size_t> pick(first, r.ranked.size() - 1);
     for (int e = 0, tries = 0; e < o.extra && tries < 100; ++tries) {
       const Plan& p = r.ranked[pick(rng)].candidate->plan;
-      if (std::find(plans.begin(), plans.end(), p) != plans.end()) continue;
-      plans.push_back(p);
+      if (std::find(others.begin(), others.end(), p) != others.end()) continue;
+      others.push_back(p);
       ++e;
     }
   }
-  for (const Plan& p : fixed)
-    if (std::find(plans.begin(), plans.end(), p) == plans.end()) plans.push_back(p);
+  for (const Plan& p : fixed) add(others, p);
+
+  std::vector<Plan> plans;
+  if (!cuda) {
+    for (size_t i = 0; i < first; ++i) plans.push_back(r.ranked[i].candidate->plan);
+  } else {
+    const size_t deepest = std::min(r.ranked.size(), 8 * top);
+    for (size_t at = 0; at < deepest && plans.size() < top;) {
+      size_t n = at == 0 ? first : std::min(deepest - at, top - plans.size() + 2);
+      std::vector<Plan> batch;
+      for (size_t i = at; i < at + n; ++i) batch.push_back(r.ranked[i].candidate->plan);
+      if (at == 0) batch.insert(batch.end(), others.begin(), others.end());
+      std::vector<CompiledCandidate> compiled = compile_parallel(k, batch, o.jobs);
+      for (size_t i = 0; i < n && plans.size() < top; ++i) {
+        if (compiled[i].kernel && !cuda_candidate_spills(*r.ranked[at + i].candidate))
+          plans.push_back(batch[i]);
+        else
+          ++*skipped;
+      }
+      at += n;
+    }
+  }
+  *top_found = plans.size();
+  auto at = std::find(plans.begin(), plans.end(), others[0]);
+  *default_index = at - plans.begin();
+  for (const Plan& p : others) add(plans, p);
   return plans;
 }
 
 struct ShapeResult {
   Sizes sizes;
   std::vector<Plan> plans;
-  std::vector<double> predicted, measured;  // NaN: failed to compile
+  std::vector<double> predicted, measured;  // NaN: failed to compile, to launch or the check
+  std::vector<std::string> notes;           // why a plan has no time
   size_t pick = 0, def = 0, best = 0;
+  size_t skipped = 0;  // better-ranked candidates passed over (cuda: they spill)
+  int wrong = 0;       // failed the FP64 check: a compiler bug
+  double seconds = 0;
 };
 
 double predicted_for(const Ranking& r, const Plan& p) {
@@ -231,9 +280,12 @@ double predicted_for(const Ranking& r, const Plan& p) {
 
 ShapeResult measure_shape(const TileKernel& k, const Options& o, const Sizes& sizes, const Ranking& r,
                           std::mt19937_64& rng, const std::string& label, const std::vector<Plan>& fixed = {}) {
+  auto start = std::chrono::steady_clock::now();
   ShapeResult sr;
   sr.sizes = sizes;
-  sr.plans = measured_set(k, o, sizes, r, rng, &sr.def, fixed);
+  size_t top_found = 0;
+  sr.plans = measured_set(k, o, sizes, r, rng, &sr.def, &sr.skipped, &top_found, fixed);
+  if (top_found == 0) user_error(ErrorKind::Plan, "none of the model's best candidates is usable (they spill)");
   sr.pick = 0;
   auto compiled = compile_parallel(k, sr.plans, o.jobs, [&](size_t done, size_t total) {
     std::fprintf(stderr, "\r%s: compiled %zu/%zu", label.c_str(), done, total);
@@ -244,11 +296,16 @@ ShapeResult measure_shape(const TileKernel& k, const Options& o, const Sizes& si
   for (size_t i = 0; i < compiled.size(); ++i) {
     sr.predicted.push_back(predicted_for(r, sr.plans[i]));
     sr.measured.push_back(NAN);
-    if (compiled[i].kernel) {
+    sr.notes.emplace_back();
+    if (!compiled[i].kernel) {
+      sr.notes.back() = "failed to compile: " + compiled[i].error;
+    } else if (o.target == TargetKind::Cuda && i >= top_found && i != sr.def &&
+               std::find(fixed.begin(), fixed.end(), sr.plans[i]) == fixed.end() &&
+               cuda_kernel_spills(*compiled[i].kernel)) {
+      sr.notes.back() = "spills registers (not a legal candidate)";  // a random extra
+    } else {
       kernels.push_back(*compiled[i].kernel);
       index.push_back(i);
-    } else {
-      std::fprintf(stderr, "  %s failed to compile: %s\n", sr.plans[i].to_string().c_str(), compiled[i].error.c_str());
     }
   }
   MeasureOptions mo;
@@ -256,8 +313,20 @@ ShapeResult measure_shape(const TileKernel& k, const Options& o, const Sizes& si
   mo.rounds = o.rounds;
   mo.min_run_us = o.min_run_us;
   mo.seed = o.seed;
-  std::vector<double> us = measure_paired(kernels, sizes, mo);
-  for (size_t j = 0; j < us.size(); ++j) sr.measured[index[j]] = us[j];
+  std::vector<Measured> us = measure_paired(kernels, sizes, mo);
+  for (size_t j = 0; j < us.size(); ++j) {
+    sr.measured[index[j]] = us[j].us;
+    if (!us[j].error.empty()) {
+      sr.notes[index[j]] = "launch refused: " + us[j].error;
+    } else if (!us[j].ok) {
+      sr.notes[index[j]] = "WRONG: relative error " + num(us[j].rel_err) + " above the bound " + num(us[j].bound);
+      ++sr.wrong;
+    }
+  }
+  for (size_t i = 0; i < sr.plans.size(); ++i)
+    if (!sr.notes[i].empty())
+      std::fprintf(stderr, "  %s: %s\n", sr.plans[i].to_string().c_str(), sr.notes[i].c_str());
+  sr.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   sr.best = 0;
   for (size_t i = 0; i < sr.measured.size(); ++i)
     if (std::isfinite(sr.measured[i]) && (!std::isfinite(sr.measured[sr.best]) || sr.measured[i] < sr.measured[sr.best]))
@@ -271,12 +340,31 @@ double quantile(std::vector<double> v, double q) {
   return v[std::min(v.size() - 1, static_cast<size_t>(q * (v.size() - 1) + 0.5))];
 }
 
-std::string machine_stamp() {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(in, line))
-    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
-  return "unknown cpu";
+// The cpu model; on the cuda target the GPU's too; and the load average.
+std::string machine_stamp(TargetKind target = TargetKind::Cpu) {
+  bench::MachineInfo m = bench::machine_info();
+  std::string out = m.cpu_model.empty() ? "unknown cpu" : m.cpu_model;
+  if (target == TargetKind::Cuda) out = (m.gpu_model.empty() ? "no GPU" : m.gpu_model) + "; " + out;
+  return out + "; load " + m.loadavg;
+}
+
+// True (and says so) when --budget-s has passed: the caller starts no new shape.
+bool over_budget(const Options& o, std::chrono::steady_clock::time_point start, size_t done, size_t total) {
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (o.budget_s <= 0 || secs < o.budget_s) return false;
+  std::cout << "time budget of " << num(o.budget_s) << " s reached after " << done << " of " << total
+            << " shapes; stopping" << std::endl;
+  return true;
+}
+
+// What a measured time is, for the record.
+std::string timing_rule(const Options& o) {
+  return std::string("per launch: median of ") + std::to_string(o.rounds) +
+         " paired rounds over up to 3 input sets, least of 3 trials; each run repeats the launch to cover " +
+         num(o.min_run_us) + " us; " +
+         (o.target == TargetKind::Cuda ? "tensors on the device, device events around each run's launches"
+                                       : "host wall time, " + std::to_string(o.threads) + " thread(s)") +
+         "; each candidate checked once against the FP64 evaluator";
 }
 
 int tune_shapes(const TileKernel& k, const Options& o, const Calibration& cal) {
@@ -320,21 +408,36 @@ int calibrate(const TileKernel& k, const Options& o, int argc, char** argv) {
   if (o.out.empty()) bad("--calibrate needs --out FILE");
   if (o.draws <= 0) bad("--calibrate needs --draws N (shapes to measure)");
   Calibration fallback = fallback_calibration(o.target, o.threads);
-  std::vector<Sizes> shapes = draw_shapes(k, o.draws, o.seed, o.range_lo, o.range_hi);
+  std::vector<Sizes> shapes = draw_shapes(k, o.draws, o.seed, o.range_lo, o.range_hi, o.align);
   std::vector<Sample> samples;
+  int wrong = 0, shapes_measured = 0;
   std::mt19937_64 rng(o.seed ^ 0x9e3779b97f4a7c15ull);
   std::ostringstream json;
-  json << "{\"command\": " << quoted(command_line(argc, argv)) << ", \"kernel\": " << quoted(k.name)
-       << ", \"machine\": " << quoted(machine_stamp()) << ", \"threads\": " << o.threads << ", \"samples\": [";
+  json << "{\"command\": " << json_quoted(command_line(argc, argv)) << ", \"kernel\": " << json_quoted(k.name)
+       << ", \"machine\": " << json_quoted(machine_stamp(o.target)) << ", \"threads\": " << o.threads
+       << ", \"distribution\": "
+       << json_quoted(distribution(o))
+       << ", \"timing\": " << json_quoted(timing_rule(o)) << ", \"samples\": [";
   auto start = std::chrono::steady_clock::now();
-  for (size_t s = 0; s < shapes.size(); ++s) {
+  for (size_t s = 0; s < shapes.size() && !over_budget(o, start, s, shapes.size()); ++s) {
     std::string label = "[" + std::to_string(s + 1) + "/" + std::to_string(shapes.size()) + "] " + shape_text(shapes[s]);
     Ranking r = rank_candidates(k, o.target, shapes[s], fallback, o.threads);
     if (r.ranked.empty()) continue;
     Options pick = o;
     pick.top = std::min(o.top, 3);  // the fallback's best few, the default, and random others: a spread
     pick.extra = o.per_shape;
-    ShapeResult sr = measure_shape(k, pick, shapes[s], r, rng, label);
+    ShapeResult sr;
+    try {
+      sr = measure_shape(k, pick, shapes[s], r, rng, label);
+    } catch (const Error& e) {  // reported, and calibration goes on with the next shape
+      std::cout << label << ": FAILED: " << e.what() << std::endl;
+      continue;
+    }
+    wrong += sr.wrong;
+    ++shapes_measured;
+    std::cout << label << ": " << sr.plans.size() << " measured in " << num(sr.seconds, 3) << " s (at "
+              << num(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 4) << " s)"
+              << std::endl;
     MachineShape machine = machine_shape(o.target, o.threads);
     for (size_t i = 0; i < sr.plans.size(); ++i) {
       if (!std::isfinite(sr.measured[i])) continue;
@@ -345,25 +448,27 @@ int calibrate(const TileKernel& k, const Options& o, int argc, char** argv) {
       smp.features = program_features(*c, shapes[s], machine);
       smp.us = sr.measured[i];
       samples.push_back(smp);
-      json << (samples.size() > 1 ? ", " : "") << "{\"sizes\": " << quoted(shape_text(shapes[s]))
-           << ", \"plan\": " << quoted(plan_to_line(sr.plans[i])) << ", \"us\": " << num(smp.us, 6) << "}";
+      json << (samples.size() > 1 ? ", " : "") << "{\"sizes\": " << json_quoted(shape_text(shapes[s]))
+           << ", \"plan\": " << json_quoted(plan_to_line(sr.plans[i])) << ", \"us\": " << num(smp.us, 6) << "}";
     }
   }
   Calibration c = fit_calibration(samples, o.target, o.threads);
-  c.machine = machine_stamp();
+  c.machine = machine_stamp(o.target);
   c.fitted_on = command_line(argc, argv);
   write_file_atomic(o.out, print_calibration(c));
-  json << "]}\n";
+  json << "], \"wrong_results\": " << wrong << "}\n";
   write_file_atomic(o.out + ".samples.json", json.str());
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::cout << print_calibration(c) << "calibrated on " << samples.size() << " runs of " << shapes.size()
-            << " shapes in " << num(secs, 3) << " s; wrote " << o.out << "\n";
+  std::cout << print_calibration(c) << "calibrated on " << samples.size() << " runs of " << shapes_measured << " of "
+            << shapes.size()
+            << " shapes in " << num(secs, 3) << " s; wrote " << o.out << "; candidates that failed the FP64 check: "
+            << wrong << "\n";
   return 0;
 }
 
 int heldout(const TileKernel& k, const Options& o, const Calibration& cal, int argc, char** argv) {
   if (o.out.empty()) bad("--heldout needs --out DIR");
-  std::vector<Sizes> shapes = draw_shapes(k, o.heldout, o.seed, o.range_lo, o.range_hi);
+  std::vector<Sizes> shapes = draw_shapes(k, o.heldout, o.seed, o.range_lo, o.range_hi, o.align);
   std::mt19937_64 rng(o.seed ^ 0x51ed27);
   // --fixed-plans FILE: plans (one plan_to_line per line) measured on every shape too,
   // so the dispatcher's suite total can be compared with each fixed plan's.
@@ -376,27 +481,62 @@ int heldout(const TileKernel& k, const Options& o, const Calibration& cal, int a
   }
   std::vector<double> fixed_total(fixed.size(), 0);
   double pick_total = 0, best_total = 0, default_total = 0;
+  int wrong = 0, shapes_done = 0, failed_shapes = 0;
   std::vector<double> regret_pick, regret_default, taus;
   std::ostringstream json;
-  json << "{\"command\": " << quoted(command_line(argc, argv)) << ", \"kernel\": " << quoted(k.name)
-       << ", \"machine\": " << quoted(machine_stamp()) << ", \"threads\": " << o.threads
-       << ", \"calibration\": " << quoted(cal.fitted_on) << ", \"distribution\": "
-       << quoted("each size log-uniform integer in [" + std::to_string(o.range_lo) + ", " +
-                 std::to_string(o.range_hi) + "], seed " + std::to_string(o.seed))
+  json << "{\"command\": " << json_quoted(command_line(argc, argv)) << ", \"kernel\": " << json_quoted(k.name)
+       << ", \"machine\": " << json_quoted(machine_stamp(o.target)) << ", \"threads\": " << o.threads
+       << ", \"calibration\": " << json_quoted(cal.fitted_on) << ", \"distribution\": "
+       << json_quoted(distribution(o))
        << ", \"shapes\": [";
   auto start = std::chrono::steady_clock::now();
-  for (size_t s = 0; s < shapes.size(); ++s) {
+  // The JSON so far (shapes measured, and the summary over them): written after every
+  // shape, so that a run stopped early (a time limit) leaves its results.
+  auto write_json = [&](bool complete) {
+    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    auto summary = [&](const char* name, const std::vector<double>& v) {
+      return std::string("\"") + name + "\": {\"median\": " + num(quantile(v, 0.5), 5) + ", \"p90\": " +
+             num(quantile(v, 0.9), 5) + ", \"max\": " + num(quantile(v, 1.0), 5) + "}";
+    };
+    std::ostringstream doc;
+    doc << json.str() << "], \"complete\": " << (complete ? "true" : "false") << ", \"shapes_measured\": "
+        << regret_pick.size() << ", " << summary("regret_pick", regret_pick) << ", "
+        << summary("regret_default", regret_default) << ", " << summary("kendall_tau", taus)
+        << ", \"wrong_results\": " << wrong << ", \"failed_shapes\": " << failed_shapes << ", \"timing\": " << json_quoted(timing_rule(o)) << ", \"seconds\": "
+        << num(secs, 5) << ", \"suite_total_us\": {\"pick\": " << num(pick_total, 7) << ", \"default\": "
+        << num(default_total, 7) << ", \"best_measured\": " << num(best_total, 7) << ", \"fixed\": [";
+    for (size_t f = 0; f < fixed.size(); ++f)
+      doc << (f ? ", " : "") << "{\"plan\": " << json_quoted(plan_to_line(fixed[f])) << ", \"total_us\": "
+          << num(fixed_total[f], 7) << "}";
+    doc << "]}}\n";
+    write_file_atomic(o.out + "/heldout-" + k.name + ".json", doc.str());
+  };
+  for (size_t s = 0; s < shapes.size() && !over_budget(o, start, s, shapes.size()); ++s) {
     std::string label = "[" + std::to_string(s + 1) + "/" + std::to_string(shapes.size()) + "] " + shape_text(shapes[s]);
     Ranking r = rank_candidates(k, o.target, shapes[s], cal, o.threads);
     if (r.ranked.empty()) continue;
-    ShapeResult sr = measure_shape(k, o, shapes[s], r, rng, label, fixed);
+    ShapeResult sr;
+    try {
+      sr = measure_shape(k, o, shapes[s], r, rng, label, fixed);
+    } catch (const Error& e) {  // reported, and the run goes on with the next shape
+      std::cout << label << ": FAILED: " << e.what() << std::endl;
+      ++failed_shapes;
+      continue;
+    }
+    wrong += sr.wrong;
     double best = sr.measured[sr.best];
+    if (!std::isfinite(best)) {
+      std::cout << label << ": no candidate measured\n";
+      continue;
+    }
     pick_total += sr.measured[sr.pick];
     best_total += best;
     default_total += sr.measured[sr.def];
     for (size_t f = 0; f < fixed.size(); ++f)
       fixed_total[f] += sr.measured[std::find(sr.plans.begin(), sr.plans.end(), fixed[f]) - sr.plans.begin()];
-    double rp = sr.measured[sr.pick] / best, rd = sr.measured[sr.def] / best;
+    // A pick (or default) that failed to run counts as infinitely slow.
+    auto regret = [&](size_t i) { return std::isfinite(sr.measured[i]) ? sr.measured[i] / best : INFINITY; };
+    double rp = regret(sr.pick), rd = regret(sr.def);
     std::vector<double> pred, meas;
     for (size_t i = 0; i < sr.plans.size(); ++i)
       if (std::isfinite(sr.predicted[i]) && std::isfinite(sr.measured[i])) {
@@ -408,30 +548,24 @@ int heldout(const TileKernel& k, const Options& o, const Calibration& cal, int a
     regret_default.push_back(rd);
     taus.push_back(tau);
     std::cout << label << ": regret pick " << num(rp) << ", default " << num(rd) << ", tau " << num(tau, 3)
-              << " (best " << num(best) << " us: " << sr.plans[sr.best].to_string() << ")\n";
-    json << (s ? ", " : "") << "{\"sizes\": " << quoted(shape_text(shapes[s])) << ", \"legal\": " << r.ranked.size()
+              << " (best " << num(best) << " us: " << sr.plans[sr.best].to_string() << "; " << num(sr.seconds, 3)
+              << " s, at " << num(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 4)
+              << " s)" << std::endl;
+    json << (shapes_done++ ? ", " : "") << "{\"sizes\": " << json_quoted(shape_text(shapes[s])) << ", \"legal\": " << r.ranked.size()
          << ", \"regret_pick\": " << num(rp, 6) << ", \"regret_default\": " << num(rd, 6) << ", \"kendall_tau\": "
-         << num(tau, 4) << ", \"candidates\": [";
+         << num(tau, 4) << ", \"skipped_spilling\": " << sr.skipped << ", \"seconds\": " << num(sr.seconds, 4)
+         << ", \"candidates\": [";
     for (size_t i = 0; i < sr.plans.size(); ++i)
-      json << (i ? ", " : "") << "{\"plan\": " << quoted(plan_to_line(sr.plans[i])) << ", \"predicted_us\": "
+      json << (i ? ", " : "") << "{\"plan\": " << json_quoted(plan_to_line(sr.plans[i])) << ", \"predicted_us\": "
            << num(sr.predicted[i], 6) << ", \"measured_us\": " << num(sr.measured[i], 6)
            << ", \"pick\": " << (i == sr.pick ? "true" : "false") << ", \"default\": " << (i == sr.def ? "true" : "false")
-           << "}";
+           << (sr.notes[i].empty() ? "" : ", \"note\": " + json_quoted(sr.notes[i])) << "}";
     json << "]}";
+    write_json(false);
   }
+  write_json(true);
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  auto summary = [&](const char* name, const std::vector<double>& v) {
-    return std::string("\"") + name + "\": {\"median\": " + num(quantile(v, 0.5), 5) + ", \"p90\": " +
-           num(quantile(v, 0.9), 5) + ", \"max\": " + num(quantile(v, 1.0), 5) + "}";
-  };
-  json << "], " << summary("regret_pick", regret_pick) << ", " << summary("regret_default", regret_default) << ", "
-       << summary("kendall_tau", taus) << ", \"seconds\": " << num(secs, 5) << ", \"suite_total_us\": {\"pick\": "
-       << num(pick_total, 7) << ", \"default\": " << num(default_total, 7) << ", \"best_measured\": " << num(best_total, 7)
-       << ", \"fixed\": [";
-  for (size_t f = 0; f < fixed.size(); ++f)
-    json << (f ? ", " : "") << "{\"plan\": " << quoted(plan_to_line(fixed[f])) << ", \"total_us\": " << num(fixed_total[f], 7) << "}";
-  json << "]}}\n";
-  write_file_atomic(o.out + "/heldout-" + k.name + ".json", json.str());
+
   std::cout << k.name << ": " << regret_pick.size() << " held-out shapes in " << num(secs, 3) << " s\n"
             << "  regret of the planner's pick: median " << num(quantile(regret_pick, 0.5)) << ", p90 "
             << num(quantile(regret_pick, 0.9)) << ", max " << num(quantile(regret_pick, 1.0)) << "\n"
@@ -439,7 +573,9 @@ int heldout(const TileKernel& k, const Options& o, const Calibration& cal, int a
             << num(quantile(regret_default, 0.9)) << ", max " << num(quantile(regret_default, 1.0)) << "\n"
             << "  Kendall tau (predicted vs measured order): median " << num(quantile(taus, 0.5), 3) << "\n"
             << "  suite total: planner's picks " << num(pick_total) << " us, default plans " << num(default_total)
-            << " us, best measured " << num(best_total) << " us\n";
+            << " us, best measured " << num(best_total) << " us\n"
+            << "  candidates that failed the FP64 check: " << wrong << "; shapes that failed: " << failed_shapes
+            << "\n";
   for (size_t f = 0; f < fixed.size(); ++f)
     std::cout << "  fixed plan " << fixed[f].to_string() << ": " << num(fixed_total[f]) << " us\n";
   return 0;
@@ -492,6 +628,12 @@ int tune_command(int argc, char** argv) {
 #endif
   }
   TileKernel k = load(o.file);
+#ifdef TESSEL_WITH_CUDA
+  // Measuring on cuda needs the device (measure.h): say so before compiling anything.
+  std::string no_gpu;
+  if (o.target == TargetKind::Cuda && !cuda_gpu_available(&no_gpu))
+    user_error(ErrorKind::Runtime, "tune on the cuda target measures on a GPU: " + no_gpu);
+#endif
   if (o.calibrate) return calibrate(k, o, argc, argv);
   Calibration cal = load_calibration(o.calibration, o.target, o.threads);
   if (o.heldout > 0) return heldout(k, o, cal, argc, argv);

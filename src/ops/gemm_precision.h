@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <string>
 
+#include "ir/half_float.h"
 #include "ir/tile_ir.h"
 
 namespace tessel {
@@ -17,11 +18,6 @@ const char* precision_name(GemmPrecision p);       // "fp32", "tf32", "bf16", "f
 GemmPrecision parse_precision(const std::string& name);  // user error on an unknown name
 DType storage_dtype(GemmPrecision p);               // of A and B
 
-// Round to nearest even; NaN stays NaN.
-uint16_t float_to_bf16(float x);
-uint16_t float_to_f16(float x);
-float bf16_to_float(uint16_t x);
-float f16_to_float(uint16_t x);
 // x as the precision stores it, back in fp32 (f32 and tf32: x itself).
 float round_to_storage(GemmPrecision p, float x);
 

@@ -6,17 +6,22 @@
 #include <set>
 #include <utility>
 
+#include "check/checked_run.h"
 #include "compiler/phases.h"
+#include "ir/group_ir.h"
 #include "ir/tile_text.h"
 #include "plan/default_plan.h"
 #include "runtime/kernel_cache.h"
 #ifdef TESSEL_WITH_CUDA
 #include "target/cuda/cuda_emit.h"
+#include "target/cuda/cuda_kernel.h"
 #endif
 #include "tessel/error.h"
 
 namespace tessel {
 namespace {
+
+using Sizes = std::map<std::string, int64_t>;
 
 void walk(const Region& region, const std::function<void(const TileOp&)>& visit) {
   for (const TileOp& op : region.ops) {
@@ -61,6 +66,62 @@ std::vector<std::pair<int64_t, int64_t>> mma_parts(const TileKernel& kernel, con
   return parts;
 }
 
+// The most groups a parallel nest of `kernel` launches under `plan`'s tiles.
+double grid_groups(const TileKernel& kernel, const Sizes& sizes, const Plan& plan) {
+  auto lookup = [&](const std::string& name, int64_t* v) {
+    auto it = sizes.find(name);
+    if (it == sizes.end()) it = plan.tiles.find(name);
+    if (it == plan.tiles.end()) return false;
+    *v = it->second;
+    return true;
+  };
+  double most = 0;
+  walk(kernel.body, [&](const TileOp& op) {
+    if (op.kind != TileOpKind::Parallel) return;
+    double groups = 1;
+    for (const LoopDim& d : op.loops) {
+      try {
+        groups *= static_cast<double>(std::max<int64_t>(1, expr_eval(d.extent, lookup)));
+      } catch (const Error&) {
+      }
+    }
+    most = std::max(most, groups);
+  });
+  return most;
+}
+
+// Parallel slots of the target's device: the cuda multiprocessors (132, an H200's,
+// without a GPU).
+int machine_slots(TargetKind target) {
+#ifdef TESSEL_WITH_CUDA
+  if (target == TargetKind::Cuda) return static_cast<int>(default_cuda_multiprocessors());
+#endif
+  (void)target;
+  return 132;
+}
+
+// A cuda thread has at most 255 registers: a fragment whose part per lane holds more
+// values cannot stay in registers, so ptxas would spill it (cuda_candidate_spills
+// refuses the plan after compiling). Refused before compiling: NVRTC took minutes
+// on such candidates (a row block of 8 x 2048 over 64 threads). Only the
+// certain case; fewer values may spill too, which ptxas decides.
+void check_fragment_registers(const GroupProgram& p) {
+  constexpr int64_t kRegisters = 255;
+  for (const Buffer& b : p.buffers) {
+    if (b.space != Space::Private) continue;
+    int64_t rows = b.rows > 1 ? (b.rows + p.worker_rows - 1) / p.worker_rows : b.rows;
+    int64_t cols = b.cols > 1 ? (b.cols + p.worker_cols - 1) / p.worker_cols : b.cols;
+    int64_t words = (rows * cols * dtype_bytes(b.dtype) + 3) / 4;
+    int64_t per_lane = (words + p.lanes - 1) / std::max(1, p.lanes);
+    if (per_lane > kRegisters)
+      user_error(ErrorKind::Plan, "fragment " + b.name + ": " + std::to_string(per_lane) + " registers per thread (" +
+                                      std::to_string(b.rows) + "x" + std::to_string(b.cols) + " over " +
+                                      std::to_string(p.worker_rows) + "x" + std::to_string(p.worker_cols) +
+                                      " workers of " + std::to_string(p.lanes) + " lanes), more than the " +
+                                      std::to_string(kRegisters) + " a cuda thread has");
+  }
+}
+
 struct Memo {
   std::shared_ptr<const LegalCandidate> legal;
   std::string why;
@@ -95,11 +156,15 @@ std::map<std::string, int64_t> walked_tile_params(const TileKernel& kernel,
   return covers;
 }
 
-std::shared_ptr<const LegalCandidate> realize_candidate(const TileKernel& kernel, const Plan& plan,
-                                                        std::string* why) {
+namespace {
+
+// realize_candidate with the kernel's text hashed once by the caller (enumerating
+// tries tens of thousands of plans of one kernel).
+std::shared_ptr<const LegalCandidate> realize(const TileKernel& kernel, uint64_t kernel_text_hash, const Plan& plan,
+                                              std::string* why) {
   static std::mutex mutex;
   static std::map<std::pair<uint64_t, Plan>, Memo> memo;
-  auto key = std::make_pair(fnv1a64(print_tile_kernel(kernel)), plan);
+  auto key = std::make_pair(kernel_text_hash, plan);
   {
     std::lock_guard<std::mutex> lock(mutex);
     auto it = memo.find(key);
@@ -115,12 +180,16 @@ std::shared_ptr<const LegalCandidate> realize_candidate(const TileKernel& kernel
     c->plan = plan;
     for (const TileKernel& phase : split_phases(kernel))
       c->phases.push_back(compile_to_group(phase, plan, CompileOptions{}).program);
+    if (plan.target == TargetKind::Cuda)
+      for (const GroupProgram& phase : c->phases) check_fragment_registers(phase);
 #ifdef TESSEL_WITH_CUDA
     // What the cuda emitter refuses (an atom's operand types, k steps of the atom)
     // is illegal too: of 8408 bf16 candidates of a matrix product at M = N = K =
     // 1000, 7588 were.
     if (plan.target == TargetKind::Cuda)
-      for (const GroupProgram& phase : c->phases) emit_cuda(phase);
+      for (const GroupProgram& phase : c->phases)
+        for (const CudaTensorMap& m : emit_cuda(phase).tensor_maps)
+          c->tma_rows.push_back({m.row_stride, m.rows, dtype_bytes(m.dtype)});
 #endif
     m.legal = c;
   } catch (const Error& e) {
@@ -132,10 +201,36 @@ std::shared_ptr<const LegalCandidate> realize_candidate(const TileKernel& kernel
   return m.legal;
 }
 
+}  // namespace
+
+std::shared_ptr<const LegalCandidate> realize_candidate(const TileKernel& kernel, const Plan& plan,
+                                                        std::string* why) {
+  return realize(kernel, fnv1a64(print_tile_kernel(kernel)), plan, why);
+}
+
+bool tma_rows_fit(const LegalCandidate& candidate, const std::map<std::string, int64_t>& sizes) {
+  auto lookup = [&](const std::string& name, int64_t* v) {
+    auto it = sizes.find(name);
+    if (it == sizes.end()) return false;
+    *v = it->second;
+    return true;
+  };
+  for (const LegalCandidate::TmaRows& t : candidate.tma_rows) {
+    try {
+      // One row needs no stride (cuda_kernel.cpp encodes it padded).
+      if (expr_eval(t.rows, lookup) > 1 && expr_eval(t.row_stride, lookup) * t.element_bytes % 16 != 0) return false;
+    } catch (const Error&) {
+      return false;  // a size the stride names is not bound
+    }
+  }
+  return true;
+}
+
 CandidateSet enumerate_candidates(const TileKernel& kernel, TargetKind target,
                                   const std::map<std::string, int64_t>& sizes,
                                   const CandidateBounds& bounds) {
   const Plan base = default_plan(kernel, target, sizes);
+  const uint64_t text_hash = fnv1a64(print_tile_kernel(kernel));
   const std::map<std::string, int64_t> walked = walked_tile_params(kernel, sizes);
   bool has_mma = false, has_pipeline = false;
   walk(kernel.body, [&](const TileOp& op) {
@@ -148,6 +243,9 @@ CandidateSet enumerate_candidates(const TileKernel& kernel, TargetKind target,
   std::vector<std::string> names;
   std::vector<std::vector<int64_t>> values;
   std::vector<int64_t> sorted = bounds.tile_values;
+  if (sorted.empty())
+    sorted = target == TargetKind::Cuda ? std::vector<int64_t>{1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048}
+                                        : std::vector<int64_t>{8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256};
   std::sort(sorted.begin(), sorted.end());
   sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
   for (const auto& [name, cover] : walked) {
@@ -181,30 +279,67 @@ CandidateSet enumerate_candidates(const TileKernel& kernel, TargetKind target,
     atoms.push_back({AtomKind::MmaSync, 16, 8, {4, 8}});
     atoms.push_back({AtomKind::Wgmma, 64, 64, {1, 2}});
   }
+  // Copy protocols: (window, async, tma, producers).
+  struct CopyChoice {
+    int window;
+    bool async, tma;
+    int producers;
+  };
   std::vector<int> windows = has_pipeline ? bounds.windows : std::vector<int>{1};
   std::vector<bool> asyncs = bounds.async_copy;
   if (target == TargetKind::Cuda && has_pipeline &&
       std::find(asyncs.begin(), asyncs.end(), true) == asyncs.end())
     asyncs.push_back(true);
+  std::vector<CopyChoice> copies;
+  for (int window : windows)
+    for (bool async : asyncs)
+      // One stage has nothing to overlap: async copies would only add their waits.
+      if (!(target == TargetKind::Cuda && async && window == 1)) copies.push_back({window, async, false, 0});
+  std::vector<CopyChoice> tma_copies;  // the wgmma atom's only (validate_plan)
+  if (target == TargetKind::Cuda && has_pipeline)
+    for (int window : bounds.tma_windows)
+      for (int producers : bounds.tma_producers) tma_copies.push_back({window, false, true, producers});
+  // A persistent grid where the shape has more tiles than groups (with fewer, it only
+  // adds a loop).
+  const int persistent_groups =
+      bounds.persistent_groups > 0 ? bounds.persistent_groups : machine_slots(target);
+  const Sizes full_sizes = [&] {
+    Sizes s = sizes;
+    default_strides(kernel.tensors, s);
+    return s;
+  }();
 
   CandidateSet out;
   std::set<Plan> seen;
+  std::vector<int> atom_legal(atoms.size()), atom_unsupported(atoms.size()), atom_other(atoms.size());
+  std::vector<bool> atom_refused(atoms.size());
+  bool probed = false;
   std::vector<size_t> at(names.size(), 0);
   for (bool done = false; !done && out.tried < bounds.max_candidates;) {
     Plan tiled = base;
     for (size_t i = 0; i < names.size(); ++i) tiled.tiles[names[i]] = values[i][at[i]];
-    for (const AtomChoice& atom : atoms)
+    std::vector<int> persistents = {0};
+    if (target == TargetKind::Cuda && bounds.persistent && grid_groups(kernel, sizes, tiled) > persistent_groups)
+      persistents.push_back(persistent_groups);
+    for (size_t a = 0; a < atoms.size(); ++a) {
+      const AtomChoice& atom = atoms[a];
+      if (atom_refused[a]) continue;
+      std::vector<CopyChoice> atom_copies = copies;
+      if (atom.kind == AtomKind::Wgmma) atom_copies.insert(atom_copies.end(), tma_copies.begin(), tma_copies.end());
       for (int w : atom.workers)
-        for (int window : windows)
-          for (bool async : asyncs)
+        for (const CopyChoice& copy : atom_copies)
+          for (int persistent : persistents)
             for (int batch : bounds.copy_batches) {
               Plan p = tiled;
               p.atom = atom.kind;
               p.atom_m = atom.m;
               p.atom_n = atom.n;
               p.workers = w;
-              p.window = window;
-              p.async_copy = async;
+              p.window = copy.window;
+              p.async_copy = copy.async;
+              p.tma = copy.tma;
+              p.producers = copy.producers;
+              p.persistent = persistent;
               p.copy_batch = batch;
               fit_worker_grid(kernel, p);
               if (p.atom_m != atom.m || p.atom_n != atom.n) continue;  // another atom's candidate
@@ -217,12 +352,27 @@ CandidateSet enumerate_candidates(const TileKernel& kernel, TargetKind target,
               if (!seen.insert(p).second) continue;
               ++out.tried;
               std::string why;
-              auto legal = realize_candidate(kernel, p, &why);
+              auto legal = realize(kernel, text_hash, p, &why);
+              if (legal && !tma_rows_fit(*legal, full_sizes)) {
+                legal = nullptr;
+                why = "tma: a tensor map's rows are not 16-byte multiples at this shape";
+              }
               if (legal)
                 out.legal.push_back(legal);
               else
                 ++out.rejected[why];
+              // The atom's fate at the first tiling (below).
+              (legal ? atom_legal : why.rfind("unsupported", 0) == 0 ? atom_unsupported : atom_other)[a]++;
             }
+    }
+    // An atom that the target refused as unsupported at every candidate of the first
+    // tiling, and for nothing else (the cuda fma atom on bf16 operands), is refused
+    // at every tiling: it is not tried again.
+    if (!probed) {
+      probed = true;
+      for (size_t a = 0; a < atoms.size(); ++a)
+        if (atom_legal[a] == 0 && atom_other[a] == 0 && atom_unsupported[a] > 0) atom_refused[a] = true;
+    }
     // Next combination of tile values (odometer).
     size_t i = 0;
     for (; i < at.size(); ++i) {

@@ -7,6 +7,9 @@
 #include <sstream>
 
 #include "tessel/error.h"
+#ifdef TESSEL_WITH_CUDA
+#include "target/cuda/cuda_kernel.h"
+#endif
 
 namespace tessel {
 
@@ -143,7 +146,12 @@ void count(const GroupProgram& p, const std::vector<GroupOp>& ops, Env& env, dou
 MachineShape machine_shape(TargetKind target, int threads) {
   MachineShape m;
   if (target == TargetKind::Cpu) m.slots = std::max(1, threads);
-  if (target == TargetKind::Cuda) m.slots = 132;  // SMs of an H200; one group each (a stated proxy)
+  // One group per multiprocessor at a time (a stated proxy); 132 (an H200's) without a GPU.
+#ifdef TESSEL_WITH_CUDA
+  if (target == TargetKind::Cuda) m.slots = static_cast<int>(default_cuda_multiprocessors());
+#else
+  if (target == TargetKind::Cuda) m.slots = 132;
+#endif
   return m;
 }
 

@@ -42,6 +42,19 @@ bool cuda_candidate_spills(const LegalCandidate& candidate) {
 #endif
 }
 
+bool cuda_kernel_spills(const Kernel& kernel) {
+#ifdef TESSEL_WITH_CUDA
+  for (size_t i = 0; i < kernel.phases(); ++i) {
+    const NvrtcOutput& o = compile_cuda(kernel.program(i), "")->info().nvrtc;  // the compiled one, from memory
+    if (o.spill_stores > 0 || o.stack_bytes > 0) return true;
+  }
+  return false;
+#else
+  (void)kernel;
+  user_error(ErrorKind::Unsupported, "the cuda target is not built: tessel was built without the CUDA toolkit");
+#endif
+}
+
 std::string default_calibration_path(TargetKind target, int threads) {
   return kernel_cache_dir() + "/calibration-" + target_name(target) + "-t" + std::to_string(threads) + ".txt";
 }

@@ -14,6 +14,7 @@
 #include "plan/candidates.h"
 #include "plan/cost_model.h"
 #include "plan/tuning_cache.h"
+#include "tessel/tessel.h"
 
 namespace tessel {
 
@@ -38,6 +39,8 @@ Ranking rank_candidates(const TileKernel& kernel, TargetKind target, const std::
 // not; docs/planner.md), so choose_plan compiles the model's picks in rank order and
 // takes the first that does not spill.
 bool cuda_candidate_spills(const LegalCandidate& candidate);
+// The same for a compiled cuda kernel (every phase).
+bool cuda_kernel_spills(const Kernel& kernel);
 
 // <cache dir>/calibration-<target>-t<threads>.txt
 std::string default_calibration_path(TargetKind target, int threads);

@@ -1,10 +1,14 @@
-// The planner (docs/planner.md): candidates are legal and correct, the cost model
-// fits and ranks, the tuning cache keeps its directory's rules, dispatch follows
-// the cache then the model, and the CLI refuses bad input with status 2.
+// The planner (docs/planner.md): candidates are legal and correct (on cuda also the
+// tma, producer and persistent axes, and fragments within the register file), the
+// cost model fits and ranks, measuring checks every kernel against the FP64 oracle
+// (and on cuda without a GPU says so), the tuning cache keeps its directory's rules,
+// dispatch follows the cache then the model, and the CLI refuses bad input with
+// status 2.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -20,7 +24,12 @@
 #include "plan/candidates.h"
 #include "plan/cost_model.h"
 #include "plan/dispatch.h"
+#include "plan/measure.h"
 #include "plan/tuning_cache.h"
+#include "target/sim/sim.h"
+#ifdef TESSEL_WITH_CUDA
+#include "target/cuda/cuda_driver.h"
+#endif
 #include "tessel/tessel.h"
 
 namespace tessel {
@@ -326,6 +335,166 @@ int cli(const std::string& args) {
   std::string cmd = std::string(TESSEL_CLI) + " " + args + " >/dev/null 2>&1";
   int status = std::system(cmd.c_str());
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+// --- the cuda target without a GPU (candidates are lowered and emitted; one test
+// compiles a kernel with NVRTC). tests/gpu/planner_gpu_test.cpp measures on a GPU. ---
+
+#ifdef TESSEL_WITH_CUDA
+TileKernel plan_test_file(const std::string& name) {
+  std::ifstream in(std::string(TESSEL_SOURCE_DIR) + "/tests/plan/" + name);
+  std::stringstream s;
+  s << in.rdbuf();
+  return parse_tile_kernel(s.str());
+}
+
+// The Hopper plan fields are candidate axes on cuda: tma copies with and without a
+// producer worker (wgmma candidates only), and a persistent grid where the shape has
+// more tiles than multiprocessors; a tma candidate is legal only where the shape's
+// rows suit tensor maps (16-byte multiples).
+TEST(PlanOnCuda, HopperFieldsAreCandidateAxes) {
+  TileKernel k = plan_test_file("gemm_bf16.tir");
+  CandidateBounds b;
+  b.tile_values = {16, 64, 128};
+  CandidateSet set = enumerate_candidates(k, TargetKind::Cuda, {{"M", 300}, {"N", 200}, {"K", 152}}, b);
+  int tma[2] = {0, 0}, persistent = 0;
+  for (const auto& c : set.legal) {
+    const Plan& p = c->plan;
+    if (p.tma) {
+      EXPECT_EQ(p.atom, AtomKind::Wgmma) << p.to_string();
+      ++tma[p.producers > 0];
+    }
+    if (p.persistent > 0) {
+      ++persistent;
+      EXPECT_EQ(p.persistent, static_cast<int>(machine_shape(TargetKind::Cuda, 1).slots));
+    }
+    EXPECT_FALSE(p.async_copy && p.window == 1) << "one stage has nothing to overlap: " << p.to_string();
+  }
+  EXPECT_GT(tma[0], 0);
+  EXPECT_GT(tma[1], 0);
+  EXPECT_GT(persistent, 0);  // 16x16 tiles of 300x200: 247 groups > 132
+  // A ragged K (150 bf16 = 300 bytes a row of A): no tma candidate, and the reason.
+  CandidateSet ragged = enumerate_candidates(k, TargetKind::Cuda, {{"M", 300}, {"N", 200}, {"K", 150}}, b);
+  for (const auto& c : ragged.legal) EXPECT_FALSE(c->plan.tma) << c->plan.to_string();
+  size_t refused = 0;
+  for (const auto& [why, n] : ragged.rejected)
+    if (why.find("16-byte multiples") != std::string::npos) refused += n;
+  EXPECT_GT(refused, 0u);
+  // The same at K = 152 with a leading dimension of A that is not a multiple of 8.
+  CandidateSet strided =
+      enumerate_candidates(k, TargetKind::Cuda, {{"M", 300}, {"N", 200}, {"K", 152}, {"lda", 153}}, b);
+  for (const auto& c : strided.legal) EXPECT_FALSE(c->plan.tma) << c->plan.to_string();
+}
+
+// A fragment that needs more than the 255 registers a cuda thread has is refused
+// before NVRTC sees it (NVRTC took minutes on such candidates), with the reason.
+TEST(PlanOnCuda, FragmentsBeyondTheRegisterFileAreRefused) {
+  CandidateSet set = enumerate_candidates(softmax_kernel(), TargetKind::Cuda, {{"M", 1283}, {"N", 990}});
+  size_t refused = 0;
+  for (const auto& [why, n] : set.rejected)
+    if (why.find("registers per thread") != std::string::npos) refused += n;
+  EXPECT_GT(refused, 0u);
+  ASSERT_FALSE(set.legal.empty());
+  for (const auto& c : set.legal) {
+    const Plan& p = c->plan;
+    // Softmax's row block: BR x BC over the worker grid, one value a register (f32).
+    int64_t rows = (p.tiles.at("BR") + p.worker_rows - 1) / p.worker_rows;
+    int64_t cols = (p.tiles.at("BC") + p.worker_cols - 1) / p.worker_cols;
+    EXPECT_LE(rows * cols, 255) << p.to_string();
+  }
+}
+
+// Programs of tma, producer and persistent cuda candidates (bf16 wgmma GroupIR) run on
+// the sim race checker: 0 races, and C exact on small integers (NaN-poisoned first).
+TEST(PlanOnCuda, TmaProducerAndPersistentCandidatesRunRaceFreeOnTheSim) {
+  TileKernel k = plan_test_file("gemm_bf16.tir");
+  const int64_t m = 130, n = 72, kk = 136;  // ragged M; N and K suit tensor maps
+  CandidateBounds b;
+  b.tile_values = {64, 128};
+  b.persistent_groups = 2;  // a persistent grid at a shape the sim runs quickly
+  CandidateSet set = enumerate_candidates(k, TargetKind::Cuda, {{"M", m}, {"N", n}, {"K", kk}}, b);
+  // The smallest-tiled candidate of each kind.
+  std::map<std::string, std::shared_ptr<const LegalCandidate>> pick;
+  for (const auto& c : set.legal) {
+    const Plan& p = c->plan;
+    std::string kind = std::string(p.tma ? "tma" : "copies") + (p.producers ? "+producer" : "") +
+                       (p.persistent ? "+persistent" : "");
+    if (kind == "copies") continue;
+    auto area = [](const Plan& q) { return q.tiles.at("BM") * q.tiles.at("BN") * q.tiles.at("BK") * q.window; };
+    if (!pick.count(kind) || area(p) < area(pick[kind]->plan)) pick[kind] = c;
+  }
+  for (const char* kind : {"tma", "tma+producer", "copies+persistent", "tma+producer+persistent"})
+    EXPECT_TRUE(pick.count(kind)) << "no " << kind << " candidate";
+  std::mt19937_64 rng(11);
+  std::uniform_int_distribution<int> small(-3, 3);
+  std::vector<float> a(m * kk), bm(kk * n), c(m * n);
+  for (float& x : a) x = float(small(rng));
+  for (float& x : bm) x = float(small(rng));
+  for (const auto& [kind, cand] : pick) {
+    SCOPED_TRACE(kind + ": " + cand->plan.to_string());
+    ASSERT_EQ(cand->phases.size(), 1u);
+    std::fill(c.begin(), c.end(), NAN);
+    LaunchArgs args;
+    args.sizes = {{"M", m}, {"N", n}, {"K", kk}, {"lda", kk}, {"ldb", n}, {"ldc", n}};
+    args.tensors = {{"A", a.data()}, {"B", bm.data()}, {"C", c.data()}};
+    SimResult r = run_sim(cand->phases[0], args, SimOptions{});
+    EXPECT_EQ(r.race_count, 0);
+    double worst = 0;
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double want = 0;
+        for (int64_t x = 0; x < kk; ++x) want += double(a[i * kk + x]) * bm[x * n + j];
+        worst = std::max(worst, std::isnan(c[i * n + j]) ? INFINITY : std::fabs(c[i * n + j] - want));
+      }
+    EXPECT_EQ(worst, 0.0);
+  }
+}
+
+// measure.cpp's cuda path times device-resident tensors; without a GPU it says so (a
+// Runtime error), and the CLI exits with status 2 before compiling anything.
+TEST(PlanOnCuda, MeasuringNeedsAGpuAndSaysSo) {
+  std::string why;
+  if (cuda_gpu_available(&why)) GTEST_SKIP() << "a GPU is here: tests/gpu/planner_gpu_test.cpp measures on it";
+  TileKernel k = softmax_kernel();
+  Kernel compiled = compile(k, default_plan(k, TargetKind::Cuda, {{"M", 8}, {"N", 40}}));
+  try {
+    measure_paired({compiled}, {{"M", 8}, {"N", 40}}, MeasureOptions{});
+    ADD_FAILURE() << "measured on cuda without a GPU";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::Runtime);
+    EXPECT_NE(std::string(e.what()).find("needs a GPU"), std::string::npos) << e.what();
+  }
+  const std::string gemm = std::string(TESSEL_SOURCE_DIR) + "/tests/plan/gemm_bf16.tir";
+  EXPECT_EQ(cli("tune " + gemm + " --target cuda --shapes M=64,N=64,K=64 --no-tuning-cache"), 2);
+}
+
+#endif
+
+// Each measured kernel is checked against the FP64 oracle once: a kernel whose result
+// differs (here: another kernel of the same signature, computing 2 A B) is not timed
+// and says why; the right one is timed.
+TEST(PlanMeasure, EachKernelIsCheckedAgainstTheOracleOnce) {
+  TileKernel good = kernel_file("gemm_nt.tir");
+  std::string text = print_tile_kernel(good);
+  size_t at = text.find("store ");
+  ASSERT_NE(at, std::string::npos);
+  size_t value = text.find('%', at), end = text.find(' ', value);
+  std::string acc = text.substr(value, end - value);
+  text.insert(at, "%twice = add " + acc + ", " + acc + " : f32[BM, BN]\n    ");
+  text.replace(text.find(acc, text.find("store ")), acc.size(), "%twice");
+  TileKernel bad = parse_tile_kernel(text);
+  std::map<std::string, int64_t> sizes = {{"M", 20}, {"N", 12}, {"K", 9}};
+  Plan plan = default_plan(good, TargetKind::Cpu, sizes);
+  MeasureOptions o;
+  o.threads = 1, o.rounds = 2, o.trials = 2, o.min_run_us = 50;
+  std::vector<Measured> m = measure_paired({compile(good, plan), compile(bad, plan)}, sizes, o);
+  ASSERT_EQ(m.size(), 2u);
+  EXPECT_TRUE(m[0].checked && m[0].ok) << m[0].rel_err;
+  EXPECT_TRUE(std::isfinite(m[0].us) && m[0].us > 0);
+  EXPECT_TRUE(m[1].checked);
+  EXPECT_FALSE(m[1].ok);
+  EXPECT_GT(m[1].rel_err, m[1].bound);
+  EXPECT_TRUE(std::isnan(m[1].us));
 }
 
 TEST(PlanCli, BadInputExitsWithStatus2) {

@@ -1,0 +1,77 @@
+#!/bin/bash
+# The planner's held-out regret on the cuda target (issue 16; docs/planner.md), on the
+# GPU machine. For a bf16 GEMM (tests/plan/gemm_bf16.tir: bf16 A and B, f32 C) and
+# softmax (kernels/softmax.tir, f32):
+#   1. calibration: `tessel tune --calibrate` on a training draw (seed 1), fitted and
+#      written to $OUT/calibration-<kernel>-cuda.txt (+ .samples.json);
+#   2. held-out: 50 shapes drawn with seed 2, never seen by the fit; per shape the
+#      planner's pick (the calibrated model's best candidate that ptxas compiles
+#      without spilling), the model's next 3, the default plan and 2 random legal
+#      candidates are compiled in parallel, checked once each against the FP64
+#      evaluator, and timed with device-resident tensors (device events around
+#      batches of launches, paired rounds): regret = time(pick) / time(best measured),
+#      median / p90 / max, Kendall's tau (predicted vs measured order), suite totals;
+#      $OUT/heldout-<kernel>.json (with the command), the log beside it.
+# Shapes: every size log-uniform integer (ragged) in [16, 512] for the GEMM (M, N, K)
+# and [16, 2048] for softmax (M, N): the distribution of the cpu run
+# (docs/results/planner-2026-11-30). RANGE_GEMM / RANGE_SOFTMAX override them.
+# Under it a tma candidate is legal on few GEMM shapes (N and K multiples of 8); with
+# GEMM_ALIGN=8 the GEMM's sizes (training and held-out) are rounded up to multiples of
+# 8 instead, so that tma and producer candidates compete everywhere.
+# Time budget, about 5-6 minutes of device wall in all (the build not counted): no new
+# shape starts after BUDGET_* seconds (GEMM calibration 50, held-out 150; softmax
+# calibration 25, held-out 70: 295 s), and `timeout` stops a command 30 s later; a held-out
+# JSON is rewritten after every shape ("complete": false and fewer than 50 shapes
+# when stopped early). Per shape 7 candidates are measured (HELDOUT_TOP 4 + the
+# default + EXTRA 2; up to 9 compiled: the model's best 6, as the spilling ones are
+# passed over) and 7 in calibration (the fallback's best 3, the default, PER_SHAPE 3
+# random) on DRAWS 14 training shapes. NVRTC compiles are the cost (the GPU time per
+# shape is ~0.2 s): cold GEMM shapes take a few seconds, later ones hit the kernel
+# cache; softmax compiles in well under a second.
+#   TESSEL=/tmp/o-cur/tessel OUT=/tmp/out scripts/planner_cuda.sh
+set -o pipefail
+cd "$(dirname "$0")/.."
+TESSEL=${TESSEL:-build/tessel}
+OUT=${OUT:-/tmp/tessel-out}/planner-cuda
+JOBS=${JOBS:-$(nproc)}
+DRAWS=${DRAWS:-14}
+PER_SHAPE=${PER_SHAPE:-3}
+HELDOUT=${HELDOUT:-50}
+HELDOUT_TOP=${HELDOUT_TOP:-4}
+EXTRA=${EXTRA:-2}
+ROUNDS=${ROUNDS:-7}
+MIN_RUN_US=${MIN_RUN_US:-500}
+RANGE_GEMM=${RANGE_GEMM:-16:512}
+RANGE_SOFTMAX=${RANGE_SOFTMAX:-16:2048}
+mkdir -p "$OUT"
+export TESSEL_CACHE_DIR=${TESSEL_CACHE_DIR:-/tmp/tessel-cache}
+mkdir -p "$TESSEL_CACHE_DIR" && chmod 700 "$TESSEL_CACHE_DIR"
+common="--target cuda --threads 1 --jobs $JOBS --rounds $ROUNDS --min-run-us $MIN_RUN_US --no-tuning-cache"
+
+# run NAME BUDGET_S ARGS...: one tessel command, its log under $OUT, progress on stdout.
+run() {
+  local name=$1 budget=$2
+  shift 2
+  echo "== $name (budget ${budget} s): tessel $*" | tee "$OUT/$name.log"
+  timeout $((budget + 30)) "$TESSEL" "$@" --budget-s "$budget" 2>>"$OUT/$name.stderr" | tee -a "$OUT/$name.log"
+  local rc=$?
+  echo "== $name rc=$rc at $SECONDS s"
+  return $rc
+}
+
+# kernel FILE NAME RANGE CAL_BUDGET HELDOUT_BUDGET ALIGN
+kernel() {
+  local file=$1 name=$2 range=$3 align=${6:-1}
+  run "calibrate-$name" "$4" tune "$file" $common --calibrate --draws "$DRAWS" --per-shape "$PER_SHAPE" \
+    --seed 1 --range "$range" --align "$align" --out "$OUT/calibration-$name-cuda.txt" || return 1
+  run "heldout-$name" "$5" tune "$file" $common --heldout "$HELDOUT" --seed 2 --range "$range" --align "$align" \
+    --top "$HELDOUT_TOP" --extra "$EXTRA" --calibration "$OUT/calibration-$name-cuda.txt" --out "$OUT"
+  tail -7 "$OUT/heldout-$name.log" >> "$OUT/summary.txt"
+}
+
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader > "$OUT/summary.txt" 2>&1
+kernel tests/plan/gemm_bf16.tir gemm_bf16 "$RANGE_GEMM" "${BUDGET_GEMM_CAL:-50}" "${BUDGET_GEMM_HELDOUT:-150}" \
+  "${GEMM_ALIGN:-1}"
+kernel kernels/softmax.tir softmax "$RANGE_SOFTMAX" "${BUDGET_SOFTMAX_CAL:-25}" "${BUDGET_SOFTMAX_HELDOUT:-70}"
+echo "planner-cuda done at $SECONDS s" >> "$OUT/summary.txt"
+cat "$OUT/summary.txt"
