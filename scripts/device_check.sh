@@ -15,13 +15,18 @@
 #              its plans beside cuBLAS (hopper.txt, hopper-bench.md)
 #   bench-gpu  `tessel bench` of tessel-cuda and cuBLAS with REF's executable as the
 #              reference, on the seed shapes (bench-gpu.md)
-#   bench-cpu  the same on the cpu with one thread (bench-cpu.md)
+#   bench-cpu  the same on the cpu with one thread (bench-cpu.md); with BENCH_CPU_THREADS
+#              set, thread scaling beside OpenBLAS (see the step)
 #   attention-cpu  kernels/attention*.tir on the cpu (all cores) beside PyTorch's CPU SDPA
-#   attention-gpu  kernels/attention*.tir on the cuda target beside PyTorch's bf16 SDPA
-#              backends, the attention issue's shapes (attention-gpu.md)
+#   attention-gpu  bf16/f16 kernels/attention*.tir on the cuda target: --check runs
+#              (attention-gpu-check.txt), then the attention issue's shapes, device time
+#              beside PyTorch's bf16 SDPA backends (attention-gpu.md, attention-gpu.jsonl)
 #   python     the Python package from carried wheels (PYWHEELS): pytest and the
 #              call-overhead benchmark (python.txt, python-bench.txt)
 #   ops-cpu    softmax and layernorm on the cpu beside NumPy (scripts/bench_ops_cpu.sh; ops-cpu.md)
+#   planner-cuda  the planner's calibration and held-out regret on the GPU, bf16 GEMM and
+#              softmax (scripts/planner_cuda.sh: about 5-6 minutes; planner-cuda/ and
+#              planner-cuda.txt)
 #   fuzz       the differential fuzzer's plain mode on every core but two for
 #              FUZZ_SECONDS (default 240) each (fuzz.txt); process i starts at seed
 #              FUZZ_SEED_BASE + i * 1000000 (default base 5000000: pass a new base
@@ -136,10 +141,28 @@ for step in $STEPS; do
       echo "bench-gpu rc=$? at $SECONDS s" >> "$OUT/summary.txt"
       cp /tmp/bench-gpu/results.md "$OUT/bench-gpu.md" 2>/dev/null || tail -5 /tmp/bench-gpu.log >> "$OUT/summary.txt";;
     bench-cpu)
+      if [ -z "$BENCH_CPU_THREADS" ]; then
       env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE timeout 200 $O/tessel bench --impl tessel \
         --reference /tmp/o-ref/tessel --rounds 2 --out /tmp/bench-cpu > /tmp/bench-cpu.log 2>&1
       echo "bench-cpu rc=$? at $SECONDS s" >> "$OUT/summary.txt"
-      cp /tmp/bench-cpu/results.md "$OUT/bench-cpu.md" 2>/dev/null || tail -5 /tmp/bench-cpu.log >> "$OUT/summary.txt";;
+      cp /tmp/bench-cpu/results.md "$OUT/bench-cpu.md" 2>/dev/null || tail -5 /tmp/bench-cpu.log >> "$OUT/summary.txt"
+      else
+      # Thread scaling: BENCH_CPU_THREADS="1 2 16" runs one bench per count, the counts
+      # interleaved over BENCH_CPU_ROUNDS rounds (default 2), each with --impl
+      # BENCH_CPU_IMPLS (default tessel,openblas), REF's executable as the reference
+      # when REF is set, and BENCH_CPU_ARGS (e.g. "--shapes 512x512x512,1024x1024x1024
+      # --rounds 2") appended: bench-cpu-t<N>-r<R>.md, a line per run in the summary.
+      for r in $(seq 1 "${BENCH_CPU_ROUNDS:-2}"); do for t in $BENCH_CPU_THREADS; do
+        d=/tmp/bench-cpu-t$t-r$r; rm -rf $d
+        # OpenBLAS from a carried .deb (apt-get download libopenblas0-pthread libgfortran5) when the host has none.
+        LD_LIBRARY_PATH=/tmp/pk/usr/lib/x86_64-linux-gnu/openblas-pthread:/tmp/pk/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} \
+        env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE timeout 300 $O/tessel bench \
+          --impl "${BENCH_CPU_IMPLS:-tessel,openblas}" ${REF:+--reference /tmp/o-ref/tessel} \
+          --threads $t $BENCH_CPU_ARGS --out $d > $d.log 2>&1
+        echo "bench-cpu threads $t round $r rc=$? at $SECONDS s, load $(cut -d' ' -f1-3 /proc/loadavg)" >> "$OUT/summary.txt"
+        cp $d/results.md "$OUT/bench-cpu-t$t-r$r.md" 2>/dev/null || tail -5 $d.log >> "$OUT/summary.txt"
+      done; done
+      fi;;
     attention-cpu)
       # fp32 on the cpu, every core, beside PyTorch's CPU scaled_dot_product_attention.
       for d in 64 128; do for k in attention attention_causal; do
@@ -164,26 +187,51 @@ for line in open(sys.argv[1]):
 PY
       echo "attention-cpu rc=$? at $SECONDS s" >> "$OUT/summary.txt";;
     attention-gpu)
-      # The issue's shapes on the H200: tessel's kernels/attention*.tir with the default
-      # cuda plan (fp32 inputs: the only dtype its cuda path takes so far), host wall of
-      # warm launches; PyTorch's bf16 scaled_dot_product_attention with each backend,
-      # CUDA events. TFLOP/s count 4*B*H*Sq*Skv*D, halved for causal.
-      for shape in 4x16x4096x64 4x16x4096x128 16x16x1024x64; do
-        IFS=x read -r b h s d <<< "$shape"
-        for k in attention attention_causal; do
-          timeout 120 $O/tessel run kernels/$k.tir --target cuda --repeat 5 --json --size B=$b --size Hq=$h \
-            --size Hkv=$h --size Sq=$s --size Skv=$s --size D=$d --scalar scale=0.125 >> /tmp/attn-gpu.jsonl 2>&1
+      # bf16 and f16 attention on the H200 (kernels/attention*_{bf16,f16}.tir with the default
+      # cuda plan: the mma.sync atom, 4 warps along the query rows). First one --check run per
+      # kernel and head_dim at a ragged GQA shape (O NaN-poisoned, the complete O against the
+      # FP64 evaluator), then the issue's shapes: device time of warm launches (--repeat,
+      # tensors in device memory, CUDA events) beside PyTorch's bf16
+      # scaled_dot_product_attention with each backend, in the same device call. TFLOP/s
+      # count 4*B*H*Sq*Skv*D, halved for causal.
+      rm -f /tmp/attn-gpu.jsonl "$OUT/attention-gpu-check.txt"
+      # The attention GPU tests alone (they are in the tests step's gpu_tests too), so that
+      # their results come back even if that step's time runs out.
+      # ATTN_GPU_TESTS=0 skips them, ATTN_CHECK_KERNELS narrows the --check runs and
+      # ATTN_WIDE_PLAN="" leaves out the second plan (a short device budget).
+      if [ "${ATTN_GPU_TESTS:-1}" != 0 ]; then
+        timeout 400 $O/gpu_tests --gtest_filter='*AttentionGpu*' > "$OUT/attention-gpu-tests.txt" 2>&1
+        echo "attention gpu tests rc=$? at $SECONDS s: $(grep -E '^\[  (PASSED|FAILED) ' "$OUT/attention-gpu-tests.txt" | tr '\n' ' ')" >> "$OUT/summary.txt"
+      fi
+      for k in ${ATTN_CHECK_KERNELS:-attention_bf16 attention_causal_bf16 attention_f16 attention_causal_f16}; do
+        for d in 64 128; do
+          timeout 120 $O/tessel run kernels/$k.tir --target cuda --check --size B=2 --size Hq=8 --size Hkv=2 \
+            --size Sq=1000 --size Skv=777 --size D=$d >> "$OUT/attention-gpu-check.txt" 2>&1
+          echo "attention-gpu check $k D=$d rc=$? at $SECONDS s: $(tail -1 "$OUT/attention-gpu-check.txt")" >> "$OUT/summary.txt"
         done
       done
+      for shape in 4x16x4096x64 4x16x4096x128 16x16x1024x64; do
+        IFS=x read -r b h s d <<< "$shape"
+        for k in attention_bf16 attention_causal_bf16; do
+          # The default plan (64 query rows over 4 warps), then 128 rows over 8 warps.
+          wide=${ATTN_WIDE_PLAN-"--tile BM=128 --workers 8 --window 2 --copy async"}
+          plans=(""); [ -n "$wide" ] && plans+=("$wide")
+          for plan in "${plans[@]}"; do
+            timeout 120 $O/tessel run kernels/$k.tir --target cuda --repeat 10 --json --size B=$b --size Hq=$h \
+              --size Hkv=$h --size Sq=$s --size Skv=$s --size D=$d --scalar scale=0.125 $plan >> /tmp/attn-gpu.jsonl 2>&1
+          done
+        done
+      done
+      cp /tmp/attn-gpu.jsonl "$OUT/attention-gpu.jsonl"
       PYTHONUNBUFFERED=1 timeout 200 python3 - /tmp/attn-gpu.jsonl > "$OUT/attention-gpu.md" 2>&1 <<'PY'
 import json, sys, torch
 from torch.nn.attention import sdpa_kernel, SDPBackend
 print(f"torch {torch.__version__}, {torch.cuda.get_device_name()}")
 backends = [("flash", SDPBackend.FLASH_ATTENTION), ("cudnn", SDPBackend.CUDNN_ATTENTION),
             ("efficient", SDPBackend.EFFICIENT_ATTENTION)]
-print("| kernel | B x H x S x D | tessel fp32 ms | tessel TFLOP/s | " +
-      " | ".join(f"{n} bf16 TFLOP/s | tessel / {n}" for n, _ in backends) + " |")
-print("|---|---|---:|---:|" + "---:|---:|" * len(backends))
+print("| kernel | B x H x S x D | plan | tessel dev ms | tessel TFLOP/s | " +
+      " | ".join(f"{n} TFLOP/s | tessel / {n}" for n, _ in backends) + " |")
+print("|---|---|---|---:|---:|" + "---:|---:|" * len(backends))
 def device_ms(f):
     f(); torch.cuda.synchronize()
     ts = []
@@ -193,9 +241,9 @@ def device_ms(f):
     return sorted(ts)[3]
 for line in open(sys.argv[1]):
     if not line.startswith("{"): print(line.strip()); continue
-    r = json.loads(line); s = r["sizes"]; causal = r["kernel"].endswith("causal")
+    r = json.loads(line); s = r["sizes"]; causal = "causal" in r["kernel"]
     flop = 4 * s["B"] * s["Hq"] * s["Sq"] * s["Skv"] * s["D"] / (2 if causal else 1)
-    mine = r["warm_us"] / 1e3
+    mine = (r["device_us"] or r["warm_us"]) / 1e3
     q = torch.randn(s["B"], s["Hq"], s["Sq"], s["D"], device="cuda", dtype=torch.bfloat16)
     k = torch.randn(s["B"], s["Hkv"], s["Skv"], s["D"], device="cuda", dtype=torch.bfloat16); v = torch.randn_like(k)
     cells = []
@@ -206,9 +254,10 @@ for line in open(sys.argv[1]):
             cells += [f"{flop / t / 1e9:.0f}", f"{t / mine:.3f}"]
         except Exception as e:
             cells += [f"n/a ({type(e).__name__})", "-"]
-    print(f"| {r['kernel']} | {s['B']}x{s['Hq']}x{s['Sq']}x{s['D']} | {mine:.2f} | {flop / mine / 1e9:.1f} | " + " | ".join(cells) + " |")
+    print(f"| {r['kernel']} | {s['B']}x{s['Hq']}x{s['Sq']}x{s['D']} | {r['plan']} | {mine:.3f} | {flop / mine / 1e9:.1f} | " + " | ".join(cells) + " |")
 PY
-      echo "attention-gpu rc=$? at $SECONDS s" >> "$OUT/summary.txt";;
+      echo "attention-gpu rc=$? at $SECONDS s" >> "$OUT/summary.txt"
+      cat "$OUT/attention-gpu.md" >> "$OUT/summary.txt";;
     python)
       # The Python package: pip-installed from the wheels in PYWHEELS (no package
       # registry here; `pip download` them into build-pywheels/ and carry it), then its
@@ -240,6 +289,12 @@ PY
       tail -n 3 /tmp/fuzz-*.txt > "$OUT/fuzz.txt"
       echo "fuzz: $n processes x ${FUZZ_SECONDS:-240} s at $SECONDS s" >> "$OUT/summary.txt"
       cat /tmp/fuzz-fail-*/* 2>/dev/null | head -100 >> "$OUT/fuzz.txt";;
+    planner-cuda)
+      TESSEL=$O/tessel OUT=$OUT bash scripts/planner_cuda.sh 2>&1 | tee "$OUT/planner-cuda.txt" |
+        grep -E --line-buffered "^== |regret|Kendall|suite total|failed the FP64|budget|measured in|FAILED"
+      echo "planner-cuda rc=$? at $SECONDS s: $(grep -h "regret of the planner" "$OUT"/planner-cuda/heldout-*.log | tr '\n' ' ')" >> "$OUT/summary.txt"
+      # One archive: the run tool returns a bounded number of files.
+      tar czf "$OUT/planner-cuda.tgz" -C "$OUT" planner-cuda && rm -rf "$OUT/planner-cuda";;
   esac
 done
 cat "$OUT/summary.txt"

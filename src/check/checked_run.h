@@ -5,9 +5,12 @@
 //   - tensors the kernel only writes (Access::Out) are poisoned with NaN, so an
 //     element it fails to write fails the check;
 //   - a stride named by a symbol no size gives defaults to contiguous row-major;
+//   - bf16 and f16 tensors (the cuda target's) travel as 16-bit storage; their
+//     random values are rounded to it first, and the oracle reads the rounded ones;
 //   - every tensor the kernel writes is compared over its whole span (relative
 //     Frobenius error), against error_bound(F32, its dtype, depth) where depth is
-//     the largest size (a bound on any accumulation's length).
+//     the largest size (a bound on any accumulation's length), or the bound of the
+//     least precise tensor's dtype where that is larger (16-bit inputs).
 #pragma once
 #include <cstdint>
 #include <map>

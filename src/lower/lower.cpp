@@ -640,6 +640,9 @@ class Lowering {
     const Buffer& frag = p_.buffer(f);
     int s = is_b ? new_b_panels(op, "Bs", frag.rows, frag.cols)
                  : new_buffer(op, "As", Space::Shared, frag.rows, frag.cols);
+    // A tile cast to a 16-bit dtype is stored as one: the atom reads it like a
+    // staged 16-bit operand (the store rounds, as the cast did).
+    if (type.dtype == DType::BF16 || type.dtype == DType::F16) p_.buffers[s].dtype = type.dtype;
     GroupOp g = new_op(GroupOpKind::FragStore);
     g.frag = f;
     g.dst = origin(s);

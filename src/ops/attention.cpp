@@ -7,16 +7,29 @@
 // keys and values in blocks of BN and carries the running row max m, the running
 // row sum l of exp(s - m) and the unnormalized output o; when the max grows, l and o
 // are rescaled by exp(m_old - m_new). One division by l at the end.
+//
+// Precision: Q, K and V are `dtype` (f32, bf16 or f16); every value computed from
+// them is f32 (scores, the softmax statistics, the accumulator), and O is f32. With
+// 16-bit inputs the probabilities p are rounded to that dtype (a cast) before they
+// multiply V, so that both operands of the second mma have the inputs' dtype (the
+// tensor-core atoms take two operands of one 16-bit type); the row sum l adds the
+// unrounded p.
 #include <cmath>
 
 #include "dsl/dsl.h"
 #include "ops/library.h"
+#include "tessel/error.h"
 
 namespace tessel {
 
-TileKernel attention_kernel(AttentionMask mask) {
+TileKernel attention_kernel(AttentionMask mask, DType dtype) {
+  if (dtype != DType::F32 && dtype != DType::BF16 && dtype != DType::F16)
+    user_error(ErrorKind::InvalidArgument, std::string("attention: inputs of dtype ") + dtype_name(dtype) +
+                                               " (f32, bf16 or f16)");
   bool causal = mask == AttentionMask::Causal;
-  KernelBuilder kb(causal ? "attention_causal" : "attention");
+  std::string name = causal ? "attention_causal" : "attention";
+  if (dtype != DType::F32) name += std::string("_") + dtype_name(dtype);
+  KernelBuilder kb(name);
   Sym B = kb.size("B"), Hq = kb.size("Hq"), Hkv = kb.size("Hkv");
   Sym Sq = kb.size("Sq"), Skv = kb.size("Skv"), D = kb.size("D");
   // Strides of the batch, head and sequence dimensions; head_dim is contiguous.
@@ -26,9 +39,9 @@ TileKernel attention_kernel(AttentionMask mask) {
   Sym sob = kb.size("sob"), soh = kb.size("soh"), sos = kb.size("sos");
   // BM query rows and BN keys a step; BD spans the whole head_dim (BD >= D).
   Sym BM = kb.tile("BM"), BN = kb.tile("BN"), BD = kb.tile("BD");
-  Tensor Q = kb.tensor("Q", {B, Hq, Sq, D}, {sqb, sqh, sqs, 1}, Access::In);
-  Tensor K = kb.tensor("K", {B, Hkv, Skv, D}, {skb, skh, sks, 1}, Access::In);
-  Tensor V = kb.tensor("V", {B, Hkv, Skv, D}, {svb, svh, svs, 1}, Access::In);
+  Tensor Q = kb.tensor("Q", {B, Hq, Sq, D}, {sqb, sqh, sqs, 1}, Access::In, dtype);
+  Tensor K = kb.tensor("K", {B, Hkv, Skv, D}, {skb, skh, sks, 1}, Access::In, dtype);
+  Tensor V = kb.tensor("V", {B, Hkv, Skv, D}, {svb, svh, svs, 1}, Access::In, dtype);
   Tensor O = kb.tensor("O", {B, Hq, Sq, D}, {sob, soh, sos, 1}, Access::Out);
   std::string scale = kb.scalar("scale");
   kb.parallel(B, Hq, ceil_div(Sq, BM), [&](Sym b, Sym h, Sym i) {
@@ -63,7 +76,8 @@ TileKernel attention_kernel(AttentionMask mask) {
       Tile l_new = kb.add(kb.mul(c[1], rescale), kb.reduce_sum(p, 1));
       // Keys past Skv read 0 from V (and have p = 0).
       Tile v = kb.load(V, {b, hk, k * BN, 0}, BN, BD);
-      Tile o_new = kb.mma(p, v, kb.mul(c[2], rescale));
+      Tile pv = dtype == DType::F32 ? p : kb.cast(p, dtype);
+      Tile o_new = kb.mma(pv, v, kb.mul(c[2], rescale));
       return std::vector<Tile>{m_new, l_new, o_new};
     });
     kb.store(O, {b, h, i * BM, 0}, kb.div(mlo[2], mlo[1]));

@@ -45,7 +45,10 @@ TileKernel gemm_epilogue_kernel(BiasAlong bias, Activation act);
 // scalar scale. Tile parameters BM (query rows), BN (keys a step), BD >= D. Causal
 // is top-left aligned (query r sees keys c <= r, as PyTorch's is_causal); the key
 // blocks right of the diagonal are skipped. Kernel names: attention, attention_causal.
+// dtype: Q, K, V as f32, bf16 or f16 (then the names end in _bf16, _f16); O and all
+// arithmetic stay f32, and the probabilities are rounded to dtype before they
+// multiply V (the cuda target runs 16-bit inputs on the mma.sync atom).
 enum class AttentionMask { None, Causal };
-TileKernel attention_kernel(AttentionMask mask = AttentionMask::None);
+TileKernel attention_kernel(AttentionMask mask = AttentionMask::None, DType dtype = DType::F32);
 
 }  // namespace tessel

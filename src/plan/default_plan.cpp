@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <functional>
+#include <map>
 #include <set>
 #include <utility>
 #include <vector>
@@ -29,6 +30,14 @@ bool is_tile_param(const TileKernel& k, const std::string& name) {
   for (const std::string& t : k.tile_params)
     if (t == name) return true;
   return false;
+}
+
+// An expression with the plan's tiles bound.
+Expr bind_tiles(const Expr& e, const Plan& plan) {
+  return expr_substitute(e, [&](const std::string& name) -> Expr {
+    auto it = plan.tiles.find(name);
+    return it == plan.tiles.end() ? nullptr : expr_const(it->second);
+  });
 }
 
 // Every tile extent of the kernel (values' shapes) with the plan's tiles bound:
@@ -116,9 +125,92 @@ void cpu_atom(const TileKernel& kernel, Plan& plan, bool keep_if_it_fits) {
   }
 }
 
+// Does every mma of the kernel multiply 16-bit operands (loads of bf16 or f16
+// tensors, or tiles cast to one)? Loads give f32 tiles; what is staged for an mma
+// is the tensor's dtype, so a load's operand counts by its tensor.
+bool sixteen_bit_mmas(const TileKernel& kernel) {
+  std::map<int, const TileOp*> producer;
+  walk(kernel.body, [&](const TileOp& op) {
+    for (int r : op.results) producer[r] = &op;
+  });
+  auto sixteen = [](DType t) { return t == DType::BF16 || t == DType::F16; };
+  bool any = false, all = true;
+  walk(kernel.body, [&](const TileOp& op) {
+    if (op.kind != TileOpKind::Mma) return;
+    any = true;
+    for (int i = 0; i < 2; ++i) {
+      int v = op.operands.at(i);
+      auto it = producer.find(v);
+      const TileOp* def = it == producer.end() ? nullptr : it->second;
+      const TensorParam* t = def && def->kind == TileOpKind::Load ? kernel.find_tensor(def->param) : nullptr;
+      all &= t ? sixteen(t->dtype) : sixteen(kernel.values.at(v).type.dtype);
+    }
+  });
+  return any && all;
+}
+
+// The warp grid of an mma.sync plan (at most plan.workers warps): a warp's part of
+// every fragment is whole 16x8 mma tiles, and no reduction crosses warps (the cuda
+// target reduces inside a warp only): a kernel that reduces along rows (axis 1)
+// stacks its warps along the rows, one that reduces along columns side by side.
+// A loaded tile that only mmas read is staged, not split, so its extents do not
+// count.
+void mma_sync_worker_grid(const TileKernel& kernel, Plan& plan) {
+  bool along_rows = false, along_cols = false;
+  std::map<int, bool> loaded, other_use;  // value -> a load's result; read by other than an mma's a or b
+  walk(kernel.body, [&](const TileOp& op) {
+    if (op.kind == TileOpKind::Reduce) (op.axis == 1 ? along_rows : along_cols) = true;
+    if (op.kind == TileOpKind::Load) loaded[op.results.at(0)] = true;
+    for (size_t i = 0; i < op.operands.size(); ++i)
+      if (op.kind != TileOpKind::Mma || i == 2) other_use[op.operands[i]] = true;
+  });
+  std::set<int64_t> rows, cols;
+  for (const Value& v : kernel.values) {
+    if (v.type.is_scalar() || (loaded[v.id] && !other_use[v.id])) continue;
+    int64_t r = 0, c = 0;
+    if (expr_is_const(bind_tiles(v.type.shape[0], plan), &r)) rows.insert(r);
+    if (expr_is_const(bind_tiles(v.type.shape[1], plan), &c)) cols.insert(c);
+  }
+  auto fits = [](int w, int64_t atom, const std::set<int64_t>& extents) {
+    for (int64_t e : extents)
+      if (e > 1 && e % (atom * w)) return false;
+    return true;
+  };
+  int best_r = 1, best_c = 1;
+  for (int r = 1; r <= plan.workers && (r == 1 || !along_cols); r *= 2)
+    for (int c = 1; r * c <= plan.workers && (c == 1 || !along_rows); c *= 2)
+      if (fits(r, 16, rows) && fits(c, 8, cols) &&
+          (r * c > best_r * best_c || (r * c == best_r * best_c && std::abs(r - c) < std::abs(best_r - best_c))))
+        best_r = r, best_c = c;
+  plan.worker_rows = best_r;
+  plan.worker_cols = best_c;
+  plan.workers = best_r * best_c;
+}
+
+// cuda kernels whose mmas all take 16-bit operands run on tensor cores: the
+// mma.sync atom (a worker is a warp; mma_sync_worker_grid), so that a row's
+// reductions and broadcasts stay inside a warp (see cuda_emit.cpp). Up to 4
+// warps; mma tiles of at least 16 (the atom's m and k); the next tiles copied
+// asynchronously, 2 in flight (window 2).
+void cuda_warp_rows(const TileKernel& kernel, const std::set<std::string>& mma_params, Plan& plan) {
+  for (const std::string& t : mma_params)
+    if (plan.tiles.count(t)) plan.tiles[t] = std::max<int64_t>(16, plan.tiles[t]);
+  plan.atom = AtomKind::MmaSync;
+  plan.atom_m = 16;
+  plan.atom_n = 8;
+  plan.workers = 4;
+  mma_sync_worker_grid(kernel, plan);
+  plan.async_copy = true;
+  plan.window = 2;
+}
+
 }  // namespace
 
 void fit_worker_grid(const TileKernel& kernel, Plan& plan) {
+  if (plan.target == TargetKind::Cuda && plan.atom == AtomKind::MmaSync && sixteen_bit_mmas(kernel)) {
+    mma_sync_worker_grid(kernel, plan);
+    return;
+  }
   std::set<int64_t> rows, cols;
   tile_extents(kernel, plan, &rows, &cols);
   auto divides = [](int w, const std::set<int64_t>& extents) {
@@ -235,6 +327,10 @@ Plan default_plan(const TileKernel& kernel, TargetKind target,
   }
   if (target == TargetKind::Cuda && mma_params.empty()) {
     cuda_rows_and_columns(kernel, covers, col_params, plan);
+    return plan;
+  }
+  if (target == TargetKind::Cuda && sixteen_bit_mmas(kernel)) {
+    cuda_warp_rows(kernel, mma_params, plan);
     return plan;
   }
   fit_worker_grid(kernel, plan);

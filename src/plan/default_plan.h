@@ -14,6 +14,10 @@
 //     micro-kernel's register block MR x NR (NR 32 or 16, MR up to 16) where every
 //     accumulator's worker part allows one (fit_worker_grid picks it again when a
 //     new grid's parts no longer allow it).
+//   - on cuda, a kernel whose every mma multiplies 16-bit operands: the mma.sync atom,
+//     up to 4 warps, warps side by side only along an axis no reduction crosses
+//     (a kernel with row reductions stacks them along the rows), mma tiles >= 16,
+//     window 2 with async copies (fit_worker_grid keeps those warp rules).
 #pragma once
 #include <cstdint>
 #include <map>

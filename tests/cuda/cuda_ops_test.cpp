@@ -120,10 +120,13 @@ void expect_error(const std::string& gir, ErrorKind kind, std::initializer_list<
   }
 }
 
+// mma.sync takes a reduction inside a warp and a vector broadcast onto an
+// accumulator (tests/cuda/attention_cuda_test.cpp), not a reduction whose partials
+// cross warps; wgmma takes neither.
 TEST(CudaOpsErrors, ReductionsAndBroadcastsOnMmaAtomsAreUnsupportedNamingTheOp) {
   expect_error(on_mma_sync(test::softmax_row_case(8, 8, 8, 8).gir, 1, 1), ErrorKind::Unsupported,
-               {"reduce #1", "reduce.max", "mma.sync"});
-  const char* broadcast = R"(group b(sizes M; tensors Y: f32[M, M] strides(M, 1) out; scalars) {
+               {"reduce #1", "reduce.max", "across workers", "mma.sync"});
+  std::string broadcast = R"(group b(sizes M; tensors Y: f32[M, M] strides(M, 1) out; scalars) {
   grid i = 1
   workers 1 grid 1x1 lanes 32
   atom mma.sync 16x8
@@ -135,7 +138,15 @@ TEST(CudaOpsErrors, ReductionsAndBroadcastsOnMmaAtomsAreUnsupportedNamingTheOp) 
   frag.store #2 Y[0, 0] strides(M, 1) <- x guard dst(M, M)
 }
 )";
-  expect_error(broadcast, ErrorKind::Unsupported, {"ew #1", "broadcast", "mma.sync"});
+  EXPECT_NE(emit_cuda(parse_group_program(broadcast)).code.find("f1[i + 0] + f2["), std::string::npos);
+  auto swap = [&](const std::string& from, const std::string& to) {
+    broadcast.replace(broadcast.find(from), from.size(), to);
+  };
+  swap("lanes 32", "lanes 128");
+  swap("atom mma.sync 16x8", "atom wgmma 64x64");
+  swap("f32[16, 8]", "f32[64, 64]");
+  swap("f32[16, 1]", "f32[64, 1]");
+  expect_error(broadcast, ErrorKind::Unsupported, {"ew #1", "broadcast", "wgmma"});
 }
 
 // Tensor layouts are checked at launch, before the device is touched (so this

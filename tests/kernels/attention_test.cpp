@@ -4,7 +4,8 @@
 // output against the FP64 evaluator with NaN-poisoned outputs and fresh inputs.
 // Then the structure: causal blocks right of the diagonal are never visited, and
 // every fence precise barrier planning keeps is needed (the sim sees a race
-// without it).
+// without it). Last, bf16 and f16 inputs: the GroupIR of the cuda plans (the
+// mma.sync atom, warps along the rows) on the sim, and the DSL against the text.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -13,6 +14,7 @@
 #include <random>
 #include <string>
 
+#include "../cuda/attention_cases.h"
 #include "../property/differential.h"
 #include "check/checked_run.h"
 #include "compiler/compile.h"
@@ -465,6 +467,122 @@ TEST(PreciseBarrierPlanning, RandomKernelsSeeds0To249) { precise_on_random_kerne
 TEST(PreciseBarrierPlanning, RandomKernelsSeeds250To499) { precise_on_random_kernels(250, 250); }
 TEST(PreciseBarrierPlanning, RandomKernelsSeeds500To749) { precise_on_random_kernels(500, 250); }
 TEST(PreciseBarrierPlanning, RandomKernelsSeeds750To999) { precise_on_random_kernels(750, 250); }
+
+// ---- 16-bit inputs: the cuda plans' GroupIR on the sim ----------------------------
+
+class AttentionSixteenBit : public ::testing::TestWithParam<test::AttentionCase> {};
+
+// The program the cuda target emits for the default plan (mma.sync, warps along the
+// rows), for a 2-warp, window-3 variant and for 128 rows over 8 warps, run on the
+// sim: 0 races, and O within the dtype's bound of the FP64 evaluator
+// (tests/cuda/attention_cases.h).
+TEST_P(AttentionSixteenBit, CudaPlanProgramOnSim) {
+  const test::AttentionCase& c = GetParam();
+  TileKernel k = attention_kernel(c.mask, c.dtype);
+  std::map<std::string, int64_t> sizes = test::attention_sizes(c.shape);
+  Plan def = default_plan(k, TargetKind::Cuda, sizes);
+  ASSERT_EQ(def.atom, AtomKind::MmaSync) << def.to_string();
+  ASSERT_EQ(def.worker_cols, 1) << def.to_string();
+  Plan narrow = def;
+  narrow.tiles["BN"] = 32;
+  narrow.workers = 2;
+  narrow.window = 3;
+  fit_worker_grid(k, narrow);
+  Plan eight = def;
+  eight.tiles["BM"] = 128;
+  eight.workers = 8;
+  fit_worker_grid(k, eight);
+  ASSERT_EQ(eight.worker_rows, 8) << eight.to_string();
+  for (const Plan& plan : {def, narrow, eight}) {
+    CompiledGroup g = compile_to_group(k, plan, CompileOptions{});
+    ASSERT_EQ(g.program.lanes, 32);
+    int64_t races = 0;
+    test::AttentionCheck r = test::check_attention(
+        k, plan.tiles, sizes, 41, [&](const auto& sz, const auto& scalars, auto& tensors) {
+          LaunchArgs a;
+          a.sizes = sz;
+          a.scalars = scalars;
+          for (auto& [name, h] : tensors) a.tensors[name] = h.data.data();
+          SimResult s = run_sim(g.program, a);
+          races = s.race_count;
+          for (const Race& x : s.races) ADD_FAILURE() << x.message;
+        });
+    EXPECT_EQ(races, 0) << plan.to_string();
+    EXPECT_TRUE(r.ok()) << c.name << " (" << plan.to_string() << "): rel_err " << r.rel_err << " bound " << r.bound
+                        << ", non-finite " << r.nan_or_inf;
+  }
+}
+
+// The text files of the 16-bit kernels are the DSL's kernels: the same O on the
+// same inputs (evaluated in FP64 at the default cuda plan's tiles).
+TEST(AttentionSixteenBitText, TextFilesAreTheDslKernels) {
+  const test::AttentionShape shape = test::attention_shapes()[0];
+  for (DType t : {DType::BF16, DType::F16})
+    for (AttentionMask m : {AttentionMask::None, AttentionMask::Causal}) {
+      TileKernel dsl = attention_kernel(m, t);
+      SCOPED_TRACE(dsl.name);
+      TileKernel text = load_kernel_file(dsl.name);
+      EXPECT_EQ(text.tensors.at(0).dtype, t);
+      std::map<std::string, int64_t> sizes = test::attention_sizes(shape);
+      Plan plan = default_plan(dsl, TargetKind::Cuda, sizes);
+      auto o_of = [&](const TileKernel& k) {
+        std::map<std::string, int64_t> sz = sizes;
+        default_strides(k.tensors, sz);
+        auto tensors = random_tensors(k.tensors, sz, 43);
+        EvalArgs ea;
+        ea.sizes = sz;
+        ea.tiles = plan.tiles;
+        ea.scalars = {{"scale", 0.125}};
+        for (auto& [name, h] : tensors) {
+          if (name != "O")
+            for (double& x : h.oracle) x = round_to_dtype(x, t);
+          ea.tensors[name] = std::span<double>(h.oracle);
+        }
+        evaluate(k, ea);
+        return tensors.at("O").oracle;
+      };
+      std::vector<double> a = o_of(dsl), b = o_of(text);
+      ASSERT_EQ(a.size(), b.size());
+      for (size_t i = 0; i < a.size(); ++i) ASSERT_EQ(a[i], b[i]) << i;
+      for (double x : a) ASSERT_TRUE(std::isfinite(x));
+    }
+}
+
+// The sim judges this program too: without the fence after the k loop's async.wait
+// (the staged K^T and V tiles every warp reads), it reports races. The other fences
+// of this plan order only a warp's own lanes (each warp stores and reads back its
+// own rows of the probabilities in As), which the sim, whose worker is the whole
+// warp, cannot see; the cuda emitter adds a __syncwarp after such a store.
+TEST(AttentionSixteenBitFences, DroppingTheStagingFenceIsARace) {
+  TileKernel k = attention_kernel(AttentionMask::None, DType::BF16);
+  std::map<std::string, int64_t> sizes = {{"B", 1}, {"Hq", 2}, {"Hkv", 1}, {"Sq", 77}, {"Skv", 150}, {"D", 64}};
+  Plan plan = default_plan(k, TargetKind::Cuda, sizes);
+  GroupProgram p = compile_to_group(k, plan, CompileOptions{}).program;
+  auto races = [&](const GroupProgram& prog) {
+    std::map<std::string, int64_t> sz = sizes;
+    default_strides(k.tensors, sz);
+    auto tensors = random_tensors(k.tensors, sz, 3);
+    LaunchArgs a;
+    a.sizes = sz;
+    a.scalars = {{"scale", 0.125}};
+    for (auto& [name, h] : tensors) a.tensors[name] = h.data.data();
+    return run_sim(prog, a).race_count;
+  };
+  EXPECT_EQ(races(p), 0);
+  GroupOp* loop = nullptr;
+  for (GroupOp& op : p.body)
+    if (op.kind == GroupOpKind::For) loop = &op;
+  ASSERT_NE(loop, nullptr);
+  std::vector<GroupOp>& body = loop->bodies[0];
+  auto wait = std::find_if(body.begin(), body.end(), [](const GroupOp& op) { return op.kind == GroupOpKind::AsyncWait; });
+  ASSERT_TRUE(wait != body.end() && wait + 1 != body.end() && (wait + 1)->kind == GroupOpKind::Fence)
+      << print_group_program(p);
+  body.erase(wait + 1);
+  EXPECT_GT(races(p), 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Kernels, AttentionSixteenBit, ::testing::ValuesIn(test::attention_cases()),
+                         [](const auto& info) { return info.param.name; });
 
 }  // namespace
 }  // namespace tessel

@@ -267,6 +267,55 @@ class Emitter {
     for (const Buffer& b : p_.buffers)
       if (b.space == Space::Private) check_frag(b);
     if (p_.atom == AtomKind::Wgmma) mark_wgmma_operands(p_.body);
+    if (p_.lanes == 32) find_register_operands(p_.body);
+    find_redundant_fences(p_.body);
+  }
+
+  // mma.sync: a computed tile that is stored to shared memory only to be the a
+  // operand of one mma (the lowering's `As`) feeds it from registers instead. The
+  // m16n8 accumulator layout of two adjacent 8-column tiles holds, per lane, what the
+  // m16n8k16 a operand needs of one 16-wide k step (rows l/4 and l/4 + 8, column
+  // pairs 2(l%4) and 2(l%4) + 8), so the registers are packed to 16-bit pairs and
+  // the store, and its ldmatrix, go. Taken when: the store and the mma are in one
+  // op list with nothing between them writing the fragment; the buffer is written
+  // by that store and read by that mma only, whole, from (0, 0); the operand is 16
+  // bits; and a warp's rows of the fragment are its rows of the accumulator (no
+  // worker columns).
+  void find_register_operands(const std::vector<GroupOp>& ops) {
+    std::map<int, int> uses;  // shared buffer -> ops that name it
+    std::function<void(const std::vector<GroupOp>&)> count = [&](const std::vector<GroupOp>& list) {
+      for (const GroupOp& op : list) {
+        for (const auto& body : op.bodies) count(body);
+        for (const BufferRef* r : {&op.src, &op.dst, &op.a, &op.b})
+          if (r->buffer >= 0) ++uses[r->buffer];
+      }
+    };
+    count(ops);
+    std::function<void(const std::vector<GroupOp>&)> visit = [&](const std::vector<GroupOp>& list) {
+      for (size_t i = 0; i < list.size(); ++i) {
+        for (const auto& body : list[i].bodies) visit(body);
+        const GroupOp& st = list[i];
+        if (st.kind != GroupOpKind::FragStore || p_.worker_cols != 1) continue;
+        const Buffer& A = p_.buffer(st.dst.buffer);
+        const Buffer& F = p_.buffer(st.frag);
+        if (A.space != Space::Shared || A.dtype == DType::F32 || A.layout != Layout::RowMajor || A.versions != 1 ||
+            uses[A.id] != 2 || A.rows != F.rows || A.cols != F.cols || !is_zero(st.dst.row) || !is_zero(st.dst.col))
+          continue;
+        for (size_t j = i + 1; j < list.size(); ++j) {
+          const GroupOp& op = list[j];
+          if (op.kind == GroupOpKind::Mma && op.a.buffer == A.id) {
+            const Buffer& acc = p_.buffer(op.frag);
+            if (op.frag != F.id && acc.rows == F.rows && op.k == F.cols && op.b.buffer != A.id && is_zero(op.a.row) &&
+                is_zero(op.a.col) && F.cols % 16 == 0 && F.rows / p_.worker_rows % 16 == 0)
+              a_from_registers_[op.id] = F.id, skipped_stores_.insert(st.id);
+            break;
+          }
+          // Anything that may write the fragment, or control flow, ends the search.
+          if (!op.bodies.empty() || op.frag == F.id) break;
+        }
+      }
+    };
+    visit(ops);
   }
 
   // Group coordinates: the last grid dimension is blockIdx.x, the ones before it y
@@ -296,8 +345,11 @@ class Emitter {
   }
 
   // What the atom supports, op by op. The fma atom (a worker is a thread) takes
-  // every op; the mma atoms keep to what a matrix product needs: elementwise ops on fragments
-  // of one shape (the accumulator's), loads and stores of them.
+  // every op. The mma.sync atom (a worker is a warp) also takes vectors laid out
+  // like the accumulator's rows or columns (see part), elementwise ops that
+  // broadcast them onto an accumulator, and reductions that stay inside a worker
+  // (Local). The wgmma atom keeps to elementwise ops on fragments of one shape (the
+  // accumulator's), loads and stores of them.
   void check_ops(const std::vector<GroupOp>& ops) {
     const bool fma = p_.lanes == 1;
     auto unsupported = [&](const GroupOp& op, const std::string& what) {
@@ -350,12 +402,16 @@ class Emitter {
               user_error(ErrorKind::Verify, "ew #" + num(op.id) + ": operand '" + x.name + "' (" + num(x.rows) + "x" +
                                                 num(x.cols) + ") does not broadcast to '" + d.name + "' (" +
                                                 num(d.rows) + "x" + num(d.cols) + ")");
-            if (!fma) unsupported(op, "a broadcast operand ('" + x.name + "' to '" + d.name + "')");
+            if (p_.lanes == 128) unsupported(op, "a broadcast operand ('" + x.name + "' to '" + d.name + "')");
           }
           break;
         }
         case GroupOpKind::Reduce: {
-          if (!fma) unsupported(op, std::string("reduce.") + reduce_op_name(op.reduce));
+          if (p_.lanes == 128) unsupported(op, std::string("reduce.") + reduce_op_name(op.reduce));
+          if (!fma && op.reduce_mode != ReduceMode::Local)
+            unsupported(op, std::string("reduce.") + reduce_op_name(op.reduce) + " across workers (" +
+                                reduce_mode_name(op.reduce_mode) + "; plan the workers along the kept axis only," +
+                                " e.g. worker_cols 1 for a row reduction)");
           if (op.axis != 0 && op.axis != 1)
             user_error(ErrorKind::Verify, "reduce #" + num(op.id) + ": axis " + num(op.axis) + " (0 or 1)");
           const bool combine = op.reduce_mode == ReduceMode::Combine;
@@ -397,6 +453,18 @@ class Emitter {
       if ((b.rows != 1 && b.rows % p_.worker_rows) || (b.cols != 1 && b.cols % p_.worker_cols))
         user_error(ErrorKind::Plan, "fragment " + b.name + " (" + num(b.rows) + "x" + num(b.cols) +
                                         ") does not divide over the " + grid + " worker grid");
+      return;
+    }
+    if (p_.lanes == 32 && (b.rows == 1 || b.cols == 1)) {
+      // Vectors on mma.sync (see part): a column [R, 1] splits its rows over the
+      // worker rows in whole 16-row tiles, a row [1, C] its columns over the
+      // worker columns in whole 8-column tiles; [1, 1] is replicated everywhere.
+      bool ok = b.rows == 1 ? b.cols == 1 || (b.cols % p_.worker_cols == 0 && (b.cols / p_.worker_cols) % 8 == 0)
+                            : b.rows % p_.worker_rows == 0 && (b.rows / p_.worker_rows) % 16 == 0;
+      if (!ok)
+        user_error(ErrorKind::Plan, "fragment " + b.name + " (" + num(b.rows) + "x" + num(b.cols) + ") over the " +
+                                        grid + " worker grid: a warp's part of a vector must be whole 16-row " +
+                                        "(column vector) or 8-column (row vector) mma tiles");
       return;
     }
     if ((b.rows == 1 && p_.worker_rows > 1) || (b.cols == 1 && p_.worker_cols > 1) || b.rows % p_.worker_rows ||
@@ -881,7 +949,18 @@ class Emitter {
       std::string a = global_aligned(*r, v);
       if (!a.empty()) aligned += (aligned.empty() ? "" : " && ") + a;
     }
-    if (vec) {
+    // A source whose rows are its unit stride (a transposed view) into
+    // shared memory: 16-byte vectors down the window's columns (column_chunks).
+    const bool by_columns = !vec && sb.space == Space::Global && db.space == Space::Shared &&
+                            unit(op.src.row_stride) && !unit(op.src.col_stride) && op.rows % v == 0;
+    if (by_columns) {
+      open("if (" + column_aligned(op.src, v) + ")");
+      emit_column_chunks(op, v);
+      --depth_;
+      open("} else");
+      emit_scalar_copy(op);
+      close();
+    } else if (vec) {
       if (!aligned.empty()) open("if (" + aligned + ")");
       emit_vector_copy(op, v);
       if (!aligned.empty()) {
@@ -894,6 +973,56 @@ class Emitter {
       emit_scalar_copy(op);
     }
     close();
+  }
+
+  // Run-time condition that v consecutive rows of every column of a global window
+  // whose rows are its unit stride start on 16 bytes.
+  std::string column_aligned(const BufferRef& ref, int64_t v) const {
+    const Buffer& b = p_.buffer(ref.buffer);
+    std::string s = "((unsigned long long)t" + num(b.tensor) + ") % 16 == 0 && (" + ex(ref.col_stride) + ") % " +
+                    num(v) + " == 0 && (" + ex(ref.row) + ") % " + num(v) + " == 0";
+    if (ref.offset && !is_zero(ref.offset)) s += " && (" + ex(ref.offset) + ") % " + num(v) + " == 0";
+    return s;
+  }
+
+  // Thread e takes rows [r, r + v) of column c of the window, c = e % cols,
+  // r = (e / cols) * v: each thread reads 16 contiguous bytes of the source (a
+  // stretch of one of the tensor's contiguous rows), and consecutive threads store
+  // to consecutive columns, so that the stores of a warp fall into distinct banks
+  // of the padded column panels (v threads of one row to the same bank were 8-way
+  // conflicts). A vector wholly inside the source's bounds is one 16-byte load,
+  // others go element by element with the padding; the v elements are then stored
+  // one by one (the destination is not contiguous along rows), each under the
+  // destination's guard. The loads are synchronous.
+  void emit_column_chunks(const GroupOp& op, int64_t v) {
+    const Buffer& sb = p_.buffer(op.src.buffer);
+    const int64_t per_col = op.rows / v;
+    const std::string T = ctype(sb.dtype);
+    const std::string SR = "(" + ex(op.src.row) + " + r)", SC = "(" + ex(op.src.col) + " + c)";
+    std::string whole;
+    if (op.src_row_bound) whole = SR + " + " + num(v) + " <= " + ex(op.src_row_bound);
+    if (op.src_col_bound) whole += (whole.empty() ? "" : " && ") + SC + " < " + ex(op.src_col_bound);
+    for_each_share(per_col * op.cols, [&] {
+      line("const int c = e % " + num(op.cols) + ", r = (e / " + num(op.cols) + ") * " + num(v) + ";");
+      line(T + " x[" + num(v) + "];");
+      open(whole.empty() ? "" : "if (" + whole + ")");
+      line("const uint4 w = *(const uint4*)&" + at(op.src, SR, SC) + ";");
+      line("#pragma unroll");
+      line("for (int i = 0; i < " + num(v) + "; ++i) x[i] = ((const " + T + "*)&w)[i];");
+      if (!whole.empty()) {
+        --depth_;
+        open("} else");
+        line("#pragma unroll");
+        line("for (int i = 0; i < " + num(v) + "; ++i) x[i] = " + src_value(op, "(r + i)", "c") + ";");
+      }
+      close();
+      line("#pragma unroll");
+      open("for (int i = 0; i < " + num(v) + "; ++i)");
+      std::string g = dst_guard(op, "(r + i)", "c");
+      std::string assign = at(op.dst, "(" + ex(op.dst.row) + " + r + i)", "(" + ex(op.dst.col) + " + c)") + " = x[i];";
+      line(g.empty() ? assign : "if (" + g + ") " + assign);
+      close();
+    }, /*unroll=*/false);  // rolled: the copy shares the registers of the fragments around it
   }
 
   // Source element (r, c) of the window with its zero-fill guard, as a value.
@@ -1114,25 +1243,33 @@ class Emitter {
 
   // ---- fragments ----
   // A fragment's part on one worker (frag_part): pr x pc elements at (row0, col0)
-  // of the logical tile. Under the fma atom an extent of 1 is replicated along its
-  // worker-grid axis: every worker there holds the element, the first owns it
-  // (only owners store). The mma atoms split every extent (check_frags refuses
-  // vectors there). Registers: row-major over the part (fma), the m16n8 or wgmma
-  // accumulator layout (mma atoms; see reg_rc).
+  // of the logical tile. Under the fma and mma.sync atoms an extent of 1 is
+  // replicated along its worker-grid axis: every worker there holds the element,
+  // the first owns it (only owners store). The wgmma atom splits every extent
+  // (check_frag refuses vectors there). Registers: row-major over the part (fma),
+  // the m16n8 or wgmma accumulator layout (mma atoms; see reg_rc).
+  //
+  // mma.sync vectors follow the accumulator so that broadcasts and reductions
+  // stay in the lane: in an m16n8 tile lane l holds rows l/4 and l/4 + 8 and
+  // columns 2(l%4) and 2(l%4) + 1. A column vector [R, 1] gives each lane the
+  // values of the rows it holds, 2 registers per 16-row tile (replicated over the
+  // 4 lanes of a quad); a row vector [1, C] the values of its columns, 2 per
+  // 8-column tile (replicated over the 8 quads); [1, 1] one register in every lane.
   struct Part {
     int64_t pr = 0, pc = 0;
     bool rep_r = false, rep_c = false;
   };
   Part part(const Buffer& f) const {
     Part q;
-    q.rep_r = f.rows == 1 && p_.lanes == 1;
-    q.rep_c = f.cols == 1 && p_.lanes == 1;
+    q.rep_r = f.rows == 1 && p_.lanes != 128;
+    q.rep_c = f.cols == 1 && p_.lanes != 128;
     q.pr = q.rep_r ? 1 : f.rows / p_.worker_rows;
     q.pc = q.rep_c ? 1 : f.cols / p_.worker_cols;
     return q;
   }
   int64_t regs(const Buffer& f) const {
     Part q = part(f);
+    if (p_.lanes == 32 && (q.rep_r || q.rep_c)) return q.rep_r && q.rep_c ? 1 : q.rep_c ? q.pr / 8 : q.pc / 4;
     return q.pr * q.pc / p_.lanes;
   }
   std::string row0(const Buffer& f) const {
@@ -1149,6 +1286,10 @@ class Emitter {
     std::string s;
     if (q.rep_r && p_.worker_rows > 1) s = "wr == 0";
     if (q.rep_c && p_.worker_cols > 1) s += (s.empty() ? "" : " && ") + std::string("wc == 0");
+    // mma.sync vectors: the lanes that hold an element of the vector again.
+    std::string lanes;
+    if (p_.lanes == 32) lanes = q.rep_r && q.rep_c ? "lane == 0" : q.rep_c ? "lane % 4 == 0" : q.rep_r ? "lane < 4" : "";
+    if (!lanes.empty()) s += (s.empty() ? "" : " && ") + lanes;
     return s;
   }
 
@@ -1172,6 +1313,12 @@ class Emitter {
       return {"((" + i + " / " + h + ") * 64 + (lane / 32) * 16 + (lane % 32) / 4 + (" + j + " / 2 % 2) * 8)",
               "((" + j + " / 4) * 8 + (lane % 4) * 2 + " + j + " % 2)"};
     }
+    // mma.sync vectors (see part): register i of a column vector is row
+    // 16(i/2) + 8(i%2) + lane/4, of a row vector column 8(i/2) + 2(lane%4) + i%2.
+    Part q = part(f);
+    if (q.rep_r && q.rep_c) return {"0", "0"};
+    if (q.rep_c) return {"((" + i + " / 2) * 16 + (" + i + " % 2) * 8 + lane / 4)", "0"};
+    if (q.rep_r) return {"0", "((" + i + " / 2) * 8 + (lane % 4) * 2 + " + i + " % 2)"};
     // mma.sync accumulator: tile t = i / 4 of a (pr/16) x (pc/8) grid; within it,
     // q = i % 4 sits at row lane/4 + 8*(q/2), column 2*(lane%4) + q%2.
     std::string nt = num(pc / 8);
@@ -1181,10 +1328,21 @@ class Emitter {
 
   // Register of operand fragment x that serves register `i` of fragment d
   // (broadcast by identity: x's extent of 1 stretches over d's; check_ops keeps
-  // that to the fma atom, whose registers are row-major over the part).
+  // that to the fma atom, whose registers are row-major over the part, and the
+  // mma.sync atom, whose vectors hold what the accumulator's registers need: see
+  // part and reg_rc).
   std::string operand_reg(const Buffer& x, const Buffer& d, const std::string& i) const {
     if (x.rows == d.rows && x.cols == d.cols) return "f" + num(x.id) + "[" + i + "]";
     Part pd = part(d), px = part(x);
+    if (p_.lanes == 32) {
+      const std::string f = "f" + num(x.id), j = "(" + i + ")";
+      if (px.rep_r && px.rep_c) return f + "[0]";
+      // d is an accumulator here (a vector broadcasts only onto a wider tile):
+      // register j is element j % 4 of tile j / 4 in its (pr/16) x (pc/8) grid.
+      const std::string nt = num(pd.pc / 8);
+      if (px.rep_c) return f + "[(" + j + " / 4) / " + nt + " * 2 + (" + j + " % 4) / 2]";
+      return f + "[(" + j + " / 4) % " + nt + " * 2 + " + j + " % 2]";
+    }
     std::string r = x.rows == d.rows ? "(" + i + ") / " + num(pd.pc) : "0";
     std::string c = x.cols == d.cols ? "(" + i + ") % " + num(pd.pc) : "0";
     return "f" + num(x.id) + "[(" + r + ") * " + num(px.pc) + " + " + c + "]";
@@ -1275,15 +1433,58 @@ class Emitter {
   }
   static bool same_expr(const Expr& a, const Expr& b) { return (!a && !b) || (a && b && expr_equal(a, b)); }
 
+  // A compiler fence that orders nothing the next one does not is left out (the
+  // sim judges the GroupIR with it; dropping it here is sound by this rule alone):
+  // the next fence (or barrier) of the same op list follows with only register
+  // work between them (elementwise ops, fills, in-warp reductions, stores an mma
+  // reads from registers; an async.wait, which only completes this thread's own
+  // copies). Accesses before the fence and after the next one are ordered by the
+  // next one, and none lie between. Barrier planning keeps such fences where an
+  // access between them is gone only here (a store replaced by registers). (A loop
+  // body's last fence, whose next ones are the body's first and the one after the
+  // loop, could go by the same argument; without it ptxas scheduled the head_dim
+  // 128 kernels of two chained mmas into spills, so it stays.)
+  bool registers_only(const GroupOp& op) const {
+    return op.kind == GroupOpKind::Elementwise || op.kind == GroupOpKind::FragFill ||
+           op.kind == GroupOpKind::AsyncWait || (op.kind == GroupOpKind::Reduce && op.reduce_mode == ReduceMode::Local) ||
+           skipped_stores_.count(op.id) > 0;
+  }
+  void find_redundant_fences(const std::vector<GroupOp>& ops) {
+    for (size_t i = 0; i < ops.size(); ++i) {
+      for (const auto& body : ops[i].bodies) find_redundant_fences(body);
+      if (ops[i].kind != GroupOpKind::Fence) continue;
+      for (size_t j = i + 1; j < ops.size(); ++j) {
+        if (ops[j].kind == GroupOpKind::Fence || ops[j].kind == GroupOpKind::Barrier) {
+          redundant_fences_.insert(ops[i].id);
+          break;
+        }
+        if (!registers_only(ops[j])) break;
+      }
+    }
+  }
+
   void emit_ops(const std::vector<GroupOp>& ops) {
     for (size_t i = 0; i < ops.size();) {
+      if (redundant_fences_.count(ops[i].id)) {
+        line("// fence #" + num(ops[i].id) + ": the next fence orders all it would (register work between)");
+        ++i;
+        continue;
+      }
+      if (skipped_stores_.count(ops[i].id)) {  // its mma reads the registers
+        line("// frag.store #" + num(ops[i].id) + ": the mma reads its fragment's registers");
+        ++i;
+        continue;
+      }
       if (!per_register(ops[i])) {
         emit_op(ops[i++]);
         continue;
       }
       std::vector<const GroupOp*> run = {&ops[i]};
       size_t j = i + 1;
-      while (j < ops.size() && per_register(ops[j]) && fusable(run, ops[j])) run.push_back(&ops[j++]);
+      while (j < ops.size() && per_register(ops[j]) && fusable(run, ops[j])) {
+        if (!skipped_stores_.count(ops[j].id)) run.push_back(&ops[j]);
+        ++j;
+      }
       emit_run(run);
       i = j;
     }
@@ -1391,6 +1592,14 @@ class Emitter {
       close();
     }
     close();
+    // A warp's lanes read each other's stores to shared memory (an mma operand
+    // through ldmatrix) where barrier planning saw one worker and left no fence:
+    // the warp's lanes are ordered here. (A warpgroup worker would need a named
+    // barrier; no 128-lane program stores fragments to shared memory today.)
+    bool shared_store = false;
+    for (const GroupOp* op : run)
+      shared_store |= op->kind == GroupOpKind::FragStore && p_.buffer(op->dst.buffer).space == Space::Shared;
+    if (shared_store && p_.lanes == 32) line("__syncwarp();");
   }
 
   // One op of a run on part row rr (all of its pc registers), the part inside its
@@ -1576,6 +1785,11 @@ class Emitter {
     line("// reduce." + std::string(reduce_op_name(op.reduce)) + " #" + num(op.id) + " axis " + num(op.axis) + " " +
          reduce_mode_name(op.reduce_mode));
     open("if (owns)");
+    if (p_.lanes == 32) {
+      emit_warp_reduce(op);
+      close();
+      return;
+    }
     if (op.reduce_mode == ReduceMode::Combine) {
       emit_combine(op);
       close();
@@ -1609,6 +1823,44 @@ class Emitter {
     close();
     if (!own.empty()) close();
     close();
+  }
+
+  // mma.sync, Local (check_ops): register j of the destination (a vector in the
+  // accumulator's layout, see part) reduces the source's registers at its row
+  // (axis 1) or column (axis 0) in this lane, then the lanes that hold the rest of
+  // that line: the quad's 4 lanes (xor 1, 2) for a row, the 8 quads (xor 4, 8, 16)
+  // for a column. Which registers those are is known at emit time.
+  void emit_warp_reduce(const GroupOp& op) {
+    const bool rows = op.axis == 1;
+    const Buffer& x = frag(op.operands.at(0).frag, op);
+    const Buffer& d = frag(op.frag, op);
+    const Part px = part(x);
+    const int64_t nx = regs(x), nd = regs(d);
+    // Destination register of source register i (both as laid out in part()).
+    auto dst_reg = [&](int64_t i) -> int64_t {
+      if (px.rep_r && px.rep_c) return 0;
+      if (px.rep_c) return rows ? i : 0;        // [R, 1]: along rows it is itself
+      if (px.rep_r) return rows ? 0 : i;        // [1, C]
+      const int64_t nt = px.pc / 8, t = i / 4, e = i % 4;
+      return rows ? (t / nt) * 2 + e / 2 : (t % nt) * 2 + e % 2;
+    };
+    std::vector<std::vector<int64_t>> from(nd);
+    for (int64_t i = 0; i < nx; ++i) from.at(dst_reg(i)).push_back(i);
+    // Lanes that hold other elements of the same line (none for a replicated axis).
+    std::vector<int> masks;
+    if (rows && !px.rep_c) masks = {1, 2};
+    if (!rows && !px.rep_r) masks = {4, 8, 16};
+    const std::string fx = "f" + num(x.id), fd = "f" + num(d.id);
+    for (int64_t j = 0; j < nd; ++j) {
+      open("");
+      line("float a = " + fx + "[" + num(from[j].at(0)) + "];");
+      for (size_t k = 1; k < from[j].size(); ++k)
+        line("a = " + reduce_step(op.reduce, "a", fx + "[" + num(from[j][k]) + "]") + ";");
+      for (int m : masks)
+        line("a = " + reduce_step(op.reduce, "a", "__shfl_xor_sync(0xffffffffu, a, " + num(m) + ")") + ";");
+      line(fd + "[" + num(j) + "] = a;");
+      close();
+    }
   }
 
   // Combine: the partials of line l sit at scratch (line, s) for s < S (axis 1;
@@ -1772,11 +2024,22 @@ class Emitter {
     std::string mma = A.dtype == DType::BF16 ? "tsl_mma_bf16" : A.dtype == DType::F16 ? "tsl_mma_f16" : "tsl_mma_tf32";
     const bool twice = p_.frag_buffers == 2;
     // A's fragments of step `k0` into register set `set`.
+    auto from_regs = a_from_registers_.find(op.id);
     auto load_a = [&](const std::string& set, const std::string& k0) {
       line("#pragma unroll");
       open("for (int m = 0; m < " + num(mt) + "; ++m)");
       std::string ra = "ra[" + set + "][m]";
-      if (a_ldm) {
+      if (from_regs != a_from_registers_.end()) {
+        // a[j] of k step k0: accumulator tile (m, k0/8 + j/2) of the fragment, its
+        // registers 2(j%2) and 2(j%2) + 1 (row lane/4 + 8(j%2), columns 2(lane%4) + {0, 1}).
+        const Buffer& F = p_.buffer(from_regs->second);
+        const std::string f = "f" + num(F.id), nf = num(F.cols / p_.worker_cols / 8);
+        line("#pragma unroll");
+        open("for (int j = 0; j < 4; ++j)");
+        line("const int x = (m * " + nf + " + (" + k0 + ") / 8 + j / 2) * 4 + (j % 2) * 2;");
+        line(ra + "[j] = tsl_pack16(" + from_f32(A.dtype, f + "[x]") + ", " + from_f32(A.dtype, f + "[x + 1]") + ");");
+        close();
+      } else if (a_ldm) {
         line("tsl_ldmatrix_x4(" + ra + ", &" + fa + "[" + index(A, "ar + m * 16 + lane % 16", "ak + " + k0 + " + lane / 16 * 8") +
              "]);");
       } else {
@@ -1877,6 +2140,9 @@ class Emitter {
   std::vector<bool> swizzled_;  // shared buffers in the wgmma operand layout
   bool swizzled_any_ = false;
   std::set<int> async_accumulators_;  // fragments async wgmmas accumulate into
+  std::map<int, int> a_from_registers_;  // mma op id -> the fragment its a operand is read from
+  std::set<int> skipped_stores_;         // frag.store op ids those mmas replace
+  std::set<int> redundant_fences_;       // fence op ids left out (find_redundant_fences)
   DType wgmma_dtype_ = DType::BF16;
   std::set<int64_t> wgmma_widths_;
   std::vector<int64_t> offset_, slot_, line_;

@@ -1,0 +1,113 @@
+// Attention with bf16 and f16 inputs on the cuda target without a GPU: the default
+// plan takes the mma.sync atom with warps along the rows, and the emitted kernel
+// (row vectors in the accumulator's layout, quad-shuffle row reductions, broadcasts,
+// the probabilities cast to 16 bits for the second mma) compiles through NVRTC for
+// sm_90 without spills; what stays unsupported is a typed error. tests/kernels runs
+// the same GroupIR on the sim against the FP64 evaluator; tests/gpu runs it on the
+// device.
+#include <gtest/gtest.h>
+
+#ifdef TESSEL_WITH_CUDA
+#include <cstdio>
+#include <string>
+
+#include "attention_cases.h"
+#include "compiler/compile.h"
+#include "target/cuda/cuda_emit.h"
+#include "target/cuda/cuda_kernel.h"
+#include "tessel/error.h"
+#include "tessel/tessel.h"
+
+namespace tessel {
+namespace {
+
+// One case per distinct default plan: dtype x mask x head_dim, and a single query
+// row (one warp).
+TEST(AttentionCuda, DefaultPlansCompileForSm90WithoutSpills) {
+  for (DType t : {DType::BF16, DType::F16})
+    for (AttentionMask m : {AttentionMask::None, AttentionMask::Causal})
+      for (const test::AttentionShape& s : test::attention_shapes()) {
+        if (std::string(s.name) != "gqa2_d64" && std::string(s.name) != "mha_d128" &&
+            std::string(s.name) != "gqa2_d128_one_query")
+          continue;
+        TileKernel k = attention_kernel(m, t);
+        SCOPED_TRACE(k.name + " " + s.name);
+        Plan plan = default_plan(k, TargetKind::Cuda, test::attention_sizes(s));
+        EXPECT_EQ(plan.atom, AtomKind::MmaSync) << plan.to_string();
+        EXPECT_EQ(plan.worker_cols, 1) << plan.to_string();
+        Kernel compiled = compile(k, plan);
+        auto cuda = compile_cuda(compiled.program(), "sm_90");
+        const NvrtcOutput& o = cuda->info().nvrtc;
+        std::printf("[ptxas] %-24s %-22s %s: %3d regs, spills %d/%d B, %6lld B smem\n", k.name.c_str(), s.name,
+                    plan.to_string().c_str(), o.registers, o.spill_stores, o.spill_loads,
+                    (long long)cuda->info().source.shared_bytes);
+        EXPECT_GT(o.registers, 0) << o.log;
+        EXPECT_EQ(o.spill_stores, 0) << o.log;
+        EXPECT_EQ(o.spill_loads, 0) << o.log;
+      }
+}
+
+// What the emitted kernel is made of: row statistics reduced over a lane quad, no
+// shared-memory partials for them, Q through ldmatrix, the probabilities handed to
+// the second mma in registers (and the fence before their store gone), K^T copied
+// in 16-byte vectors.
+TEST(AttentionCuda, RowStatisticsStayInTheWarp) {
+  TileKernel k = attention_kernel(AttentionMask::None, DType::BF16);
+  Plan plan = default_plan(k, TargetKind::Cuda, test::attention_sizes(test::attention_shapes()[0]));
+  CompiledGroup g = compile_to_group(k, plan, CompileOptions{});
+  std::string code = emit_cuda(g.program).code;
+  EXPECT_NE(code.find("__shfl_xor_sync(0xffffffffu, a, 1)"), std::string::npos);
+  EXPECT_NE(code.find("__shfl_xor_sync(0xffffffffu, a, 2)"), std::string::npos);
+  EXPECT_EQ(code.find("partial"), std::string::npos) << "a row reduction went through shared memory";
+  EXPECT_NE(code.find("tsl_mma_bf16"), std::string::npos);
+  EXPECT_NE(code.find("tsl_ldmatrix_x4("), std::string::npos);
+  // P, the second mma's a operand, comes from its fragment's registers packed to bf16
+  // pairs, not through shared memory.
+  EXPECT_NE(code.find("][m][j] = tsl_pack16(tsl_f32_to_bf16(f"), std::string::npos);
+  // With the store gone, the fence before it orders nothing the next does not.
+  EXPECT_NE(code.find(": the next fence orders all it would"), std::string::npos);
+  // K^T (a view whose rows are the unit stride) moves in 16-byte vectors down its columns.
+  EXPECT_NE(code.find("const uint4 w = *(const uint4*)&t1["), std::string::npos);
+}
+
+// Warps side by side along the columns would split a row's reduction across warps:
+// the mma.sync atom refuses that with a typed error naming the op (the default plan
+// never asks for it).
+TEST(AttentionCuda, ReductionsAcrossWarpsAreATypedError) {
+  TileKernel k = attention_kernel(AttentionMask::None, DType::BF16);
+  Plan plan = default_plan(k, TargetKind::Cuda, test::attention_sizes(test::attention_shapes()[0]));
+  plan.workers = 4;
+  plan.worker_rows = 2;
+  plan.worker_cols = 2;
+  CompiledGroup g = compile_to_group(k, plan, CompileOptions{});
+  try {
+    emit_cuda(g.program);
+    ADD_FAILURE() << "emitted a reduction across warps";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::Unsupported);
+    EXPECT_NE(std::string(e.what()).find("across workers"), std::string::npos) << e.what();
+  }
+}
+
+// A warp's rows must be whole 16-row mma tiles, its row statistics included: 32
+// query rows over 4 warps is a Plan error, not a wrong kernel.
+TEST(AttentionCuda, PartsSmallerThanTheAtomAreAPlanError) {
+  TileKernel k = attention_kernel(AttentionMask::Causal, DType::F16);
+  Plan plan = default_plan(k, TargetKind::Cuda, test::attention_sizes(test::attention_shapes()[0]));
+  plan.tiles["BM"] = 32;
+  plan.workers = plan.worker_rows = 4;
+  plan.worker_cols = 1;
+  try {
+    emit_cuda(compile_to_group(k, plan, CompileOptions{}).program);
+    ADD_FAILURE() << "emitted 8-row warp parts";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::Plan) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace tessel
+
+#else
+TEST(AttentionCuda, NeedsTheCudaToolkit) { GTEST_SKIP() << "built without the CUDA toolkit"; }
+#endif
