@@ -2,10 +2,12 @@
 
 #include <chrono>
 #include <cstring>
+#include <future>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <sstream>
+#include <thread>
 #include <tuple>
 
 #include "compiler/compile.h"
@@ -27,9 +29,13 @@ namespace {
 // micro-tile held in registers and the largest cache blocks.
 constexpr int64_t kCpuAtomM = 12, kCpuAtomN = 32;
 constexpr int64_t kCpuExact = 128, kCpuExactN = 256;
-constexpr int64_t kCpuBlockM[] = {12, 24, 48, 96};
-constexpr int64_t kCpuBlockN[] = {32, 64, 128, 256, 512};
-constexpr int64_t kCpuBlockK[] = {16, 32, 64, 128, 256};
+// Cache blocks (BLIS's MC, NC, KC; measured on the Xeon of 2026-12-01, 48 KB L1d,
+// 2 MB L2 per core): a worker part of kCpuPartM rows of A stays in cache while it
+// meets every panel of a group's packed B block (BK x BN, at most kCpuMaxBN wide);
+// a group is as tall as kCpuMaxBM (its fragment, BM x BN floats, within the plan's
+// tile limit) so that each packed B block serves many parts.
+constexpr int64_t kCpuPartM = 24, kCpuMaxBM = 4032, kCpuMaxBN = 1024, kCpuMaxBK = 256;
+constexpr int64_t kCpuL2Bytes = int64_t{2} << 20;
 // The sim interprets every element: small tiles, a few workers.
 constexpr int64_t kSimBlockM[] = {8, 16};
 constexpr int64_t kSimBlockN[] = {8, 16};
@@ -126,6 +132,53 @@ SplitK choose_split_k(const Plan& p, int64_t m, int64_t n, int64_t k) {
     }
   }
   return best;
+}
+
+// A GEMM past the exact sizes, BLIS's blocking in plan terms, for `threads` cores:
+// the grid is rows x cols groups, at most one per core, chosen so that a group
+// packs least (M / rows + N / cols smallest; the rows of M <= kCpuExact and the
+// columns of N <= kCpuExactN are not split); a group owns a BM x BN block of C
+// and packs B once per k block for all its rows, and its worker parts of
+// kCpuPartM rows are the A blocks (the ic loop, run in order by the group's
+// thread). BK divides K into equal blocks, BN divides N: no guarded copy there.
+// 2000^3, one thread: 0.80x OpenBLAS with 96x512x256 groups, 0.94-0.97x with
+// 2016x1000x250 and 24-row parts (docs/results/cpu-gemm-2026-12-01).
+void set_cpu_blocked_tiles(Plan& p, int64_t m, int64_t n, int64_t k, int64_t threads) {
+  auto ceil_div = [](int64_t a, int64_t b) { return (a + b - 1) / b; };
+  m = std::max<int64_t>(1, m), n = std::max<int64_t>(1, n), k = std::max<int64_t>(1, k);
+  int64_t rows = 1, cols = 1;
+  for (int64_t r = 1; r <= threads; ++r) {
+    const int64_t c = threads / r;
+    // An extent within the exact sizes stays one block (the small-shape rule above).
+    if (r > (m <= kCpuExact ? 1 : ceil_div(m, kCpuAtomM)) || c > (n <= kCpuExactN ? 1 : ceil_div(n, kCpuAtomN)))
+      continue;
+    if (r * c > rows * cols || (r * c == rows * cols && ceil_div(m, r) + ceil_div(n, c) <
+                                                            ceil_div(m, rows) + ceil_div(n, cols)))
+      rows = r, cols = c;
+  }
+  rows = std::max(rows, ceil_div(m, kCpuMaxBM));
+  cols = std::max(cols, ceil_div(n, kCpuMaxBN));
+  // One k block (K <= kCpuMaxBK): a group's A block, B block and fragment should fit
+  // in half of L2 together, for re-packing the other operand for one more group
+  // costs little there. Halve the longer side up to twice. (1024x128x256, one thread:
+  // 528-row groups 1.01x OpenBLAS, one 1032-row group 0.89x; 256x1024x128: 512-wide
+  // 0.93x, 1024-wide 0.87x.) With several k blocks the fragment streams anyway (2000^3:
+  // 1008-row groups 0.92x, 2016-row ones 0.97x).
+  auto group_bytes = [&](int64_t r, int64_t c) {
+    const int64_t bm = ceil_div(m, r), bn = ceil_div(n, c);
+    return 4 * (bm * k + k * bn + bm * bn);
+  };
+  for (int split = 0; split < 2 && k <= kCpuMaxBK && group_bytes(rows, cols) > kCpuL2Bytes / 2; ++split) {
+    if (ceil_div(m, rows) >= ceil_div(n, cols) && m > kCpuExact && rows < ceil_div(m, kCpuAtomM)) rows *= 2;
+    else if (n > kCpuExactN && cols < ceil_div(n, kCpuAtomN)) cols *= 2;
+    else break;
+  }
+  const int64_t bm = ceil_div(m, rows), bn = ceil_div(n, cols), bk = ceil_div(k, ceil_div(k, kCpuMaxBK));
+  // Up to kCpuExact rows: one part of exactly those rows; else parts of kCpuPartM.
+  const int64_t parts = bm <= kCpuExact ? 1 : ceil_div(bm, kCpuPartM);
+  set_gemm_tile(p, parts == 1 ? bm : parts * kCpuPartM, bn, bk);
+  p.workers = p.worker_rows = int(parts);
+  p.worker_cols = 1;
 }
 
 // Worker grid: rows x cols == workers when the tile divides that way (closest to
@@ -268,7 +321,8 @@ Plan resolve_plan(int64_t m, int64_t n, int64_t k, const GemmOptions& options) {
   if (options.target == TargetKind::Cuda)
     user_error(ErrorKind::Unsupported, "the cuda target is not built: tessel was built without the CUDA toolkit");
 #endif
-  Plan plan = options.plan ? *options.plan : default_gemm_plan(options.target, m, n, k, options.precision, options.arch);
+  Plan plan = options.plan ? *options.plan
+                           : default_gemm_plan(options.target, m, n, k, options.precision, options.arch, options.threads);
   plan.target = options.target;
   if (plan.atom == AtomKind::MmaSync && options.precision == GemmPrecision::F32)
     user_error(ErrorKind::Plan, "the mma.sync atom computes fp32 operands in tf32; ask for dtype tf32, or plan the fma atom");
@@ -384,10 +438,18 @@ double run_cuda(CudaLaunches& l, int64_t m, int64_t n, int64_t k, float alpha, c
   return us;
 }
 
-// Binds a call's launches on device arrays (compiling split-K's sum kernel).
-CudaLaunches bind_cuda(const Kernel& kernel, const Plan& plan, const SplitK& split, int64_t m, int64_t n, int64_t k,
-                       float alpha, const void* a, int64_t lda, const void* b, int64_t ldb, float beta, float* c,
-                       int64_t ldc, const GemmOptions& o, GemmReport* report) {
+// Split-K's sum kernel under its default plan for these sizes (compiled once).
+Kernel compiled_split_sum(const SplitK& split, int64_t m, int64_t n, int64_t ldc, const GemmOptions& o, bool* fresh) {
+  std::map<std::string, int64_t> sizes = split_sizes(split, m, n);
+  sizes.insert({{"M", m}, {"N", n}, {"ldc", ldc}});
+  return compiled_gemm(default_plan(split_k_sum_kernel(), TargetKind::Cuda, sizes), o, fresh,
+                       GemmKernelKind::SplitKSum);
+}
+
+// Binds a call's launches on device arrays: `kernel`, and split-K's `sum` after it.
+CudaLaunches bind_cuda(const Kernel& kernel, const std::optional<Kernel>& sum, const Plan& plan, const SplitK& split,
+                       int64_t m, int64_t n, int64_t k, float alpha, const void* a, int64_t lda, const void* b,
+                       int64_t ldb, float beta, float* c, int64_t ldc, const GemmOptions& o) {
   const DType ab = storage_dtype(o.precision);
   auto [ta, tb] = device_operands(plan, m, n, k, a, lda, b, ldb, dtype_bytes(ab));
   CudaLaunches l{plan, split, {}, {}};
@@ -407,16 +469,10 @@ CudaLaunches bind_cuda(const Kernel& kernel, const Plan& plan, const SplitK& spl
                   {"P", p}};
   args.sizes = {{"KS", split.slice_k}};
   l.main = kernel.bind(args);
-  std::map<std::string, int64_t> sizes = split_sizes(split, m, n);
-  sizes.insert({{"M", m}, {"N", n}, {"ldc", ldc}});
-  const TileKernel sum_kernel = split_k_sum_kernel();
-  bool fresh = false;
-  Kernel sum = compiled_gemm(default_plan(sum_kernel, TargetKind::Cuda, sizes), o, &fresh, GemmKernelKind::SplitKSum);
-  if (fresh) report->compile_ms += sum.compile_ms();
   KernelArgs sum_args;
   sum_args.tensors = {{"P", p}, {"C", matrix_arg(c, DType::F32, m, n, ldc, true)}};
   sum_args.scalars = {{"alpha", alpha}, {"beta", beta}};
-  l.sum = sum.bind(sum_args);
+  l.sum = sum->bind(sum_args);
   return l;
 }
 
@@ -478,7 +534,8 @@ GemmReport gemm_from_host(int64_t m, int64_t n, int64_t k, float alpha, const fl
 struct LastCall {
   bool valid = false;
   // Shape, leading dimensions, options, and whether a plan was requested.
-  std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, TargetKind, GemmPrecision, bool, bool, bool, int>
+  std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, TargetKind, GemmPrecision, bool, bool, bool, int,
+             int>
       key;
   BoundLaunch launch;             // cpu and sim
 #ifdef TESSEL_WITH_CUDA
@@ -507,7 +564,7 @@ std::string gemm_tile_string(const Plan& plan) {
 }
 
 Plan default_gemm_plan(TargetKind target, int64_t m, int64_t n, int64_t k, GemmPrecision precision,
-                       const std::string& cuda_arch) {
+                       const std::string& cuda_arch, int cpu_threads) {
   Plan p;
   p.target = target;
   if (target == TargetKind::Cuda) {
@@ -555,32 +612,23 @@ Plan default_gemm_plan(TargetKind target, int64_t m, int64_t n, int64_t k, GemmP
       }
     }
   } else if (target == TargetKind::Cpu) {
-    // Tiles fitted to the shape: as few blocks as the largest tile allows, each a
-    // multiple of the atom (of 16 in K), so that a ragged extent does not fill, pack
-    // and scale tiles mostly of padding (513x257x129: 96x288x144 ran 1.7x faster
-    // than 96x512x256). Extents of several largest tiles keep them (1024^3: 96x512x256).
-    auto fit = [](const auto& sizes, int64_t extent, int64_t grain) {
-      const int64_t cap = std::end(sizes)[-1], e = std::max<int64_t>(1, extent);
-      const int64_t blocks = (e + cap - 1) / cap, per_block = (e + blocks - 1) / blocks;
-      return std::min(cap, (per_block + grain - 1) / grain * grain);
-    };
     // M or K up to kCpuExact, N up to kCpuExactN, is one block of exactly that extent
     // (N: 127x193x61 1.11x, 64x200x128 1.20x faster than up to 128 only): no padding is
     // filled, packed, multiplied or scaled, and no copy takes the guarded path (the
     // micro-kernel runs leftover rows and columns with edge kernels). One kernel per
-    // such extent. (K alone: 100^3, 127x193x61, 64x64x100 1.02-1.06x less CPU time
-    // than BK rounded up to 16.)
-    auto exact_or_fit = [&](const auto& sizes, int64_t extent, int64_t grain) {
-      return extent <= kCpuExact ? std::max<int64_t>(1, extent) : fit(sizes, extent, grain);
-    };
-    const int64_t bn = n <= kCpuExactN ? std::max<int64_t>(1, n) : fit(kCpuBlockN, n, kCpuAtomN);
-    set_gemm_tile(p, exact_or_fit(kCpuBlockM, m, kCpuAtomM), bn, exact_or_fit(kCpuBlockK, k, 16));
-    // Every extent in one exact block: A and B are read in place, not packed.
+    // such extent. When all three are, A and B are read in place, not packed.
     p.direct = m <= kCpuExact && n <= kCpuExactN && k <= kCpuExact;
     p.atom_m = kCpuAtomM;
     p.atom_n = kCpuAtomN;
-    p.workers = 1;
     p.copy_batch = 16;
+    if (!p.direct) {
+      // One group per core: the thread pool's default, std::thread::hardware_concurrency().
+      static const int64_t cores = std::max(1u, std::thread::hardware_concurrency());
+      set_cpu_blocked_tiles(p, m, n, k, cpu_threads > 0 ? cpu_threads : cores);
+      return p;  // the worker grid is the blocking's (rows only)
+    }
+    set_gemm_tile(p, std::max<int64_t>(1, m), std::max<int64_t>(1, n), std::max<int64_t>(1, k));
+    p.workers = 1;
   } else {
     set_gemm_tile(p, pick(kSimBlockM, m), pick(kSimBlockN, n), pick(kSimBlockK, k));
     p.workers = 4;
@@ -615,7 +663,7 @@ GemmReport gemm(int64_t m, int64_t n, int64_t k, float alpha, const float* a, in
   thread_local LastCall last;
   bool fast = fast_path_allowed(options) && m > 0 && n > 0;
   auto key = std::make_tuple(m, n, k, lda, ldb, ldc, options.target, options.precision, options.coalesce_barriers,
-                             options.device_pointers, options.plan.has_value(), options.split_k);
+                             options.device_pointers, options.plan.has_value(), options.split_k, options.threads);
   if (fast && last.valid && last.key == key && (!options.plan || *last.requested == *options.plan)) {
 #ifdef TESSEL_WITH_CUDA
     if (options.target == TargetKind::Cuda) {
@@ -647,9 +695,29 @@ GemmReport gemm(int64_t m, int64_t n, int64_t k, float alpha, const float* a, in
   const SplitK split = gemm_split(report.plan, m, n, k, options);
   report.split_k = split.slices;
   bool fresh = false;
+  const auto compile_start = std::chrono::steady_clock::now();
+  std::optional<Kernel> sum;
+#ifdef TESSEL_WITH_CUDA
+  // Split-K's two kernels compile side by side.
+  std::future<std::pair<Kernel, bool>> sum_compile;
+  if (split.slices > 1)
+    sum_compile = std::async(std::launch::async, [&] {
+      bool sum_fresh = false;
+      Kernel s = compiled_split_sum(split, m, n, ldc, options, &sum_fresh);
+      return std::make_pair(s, sum_fresh);
+    });
+#endif
   Kernel kernel =
       compiled_gemm(report.plan, options, &fresh, split.slices > 1 ? GemmKernelKind::SplitK : GemmKernelKind::Plain);
-  report.compile_ms = fresh ? kernel.compile_ms() : 0;
+#ifdef TESSEL_WITH_CUDA
+  if (sum_compile.valid()) {
+    auto [s, sum_fresh] = sum_compile.get();
+    sum = s;
+    fresh |= sum_fresh;
+  }
+#endif
+  report.compile_ms =
+      fresh ? std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - compile_start).count() : 0;
   if (options.count_fences) {
     // Fences one group executes for this shape (group 0; the count is the same for all).
     std::map<std::string, int64_t> sizes = split_sizes(split, m, n);
@@ -672,8 +740,8 @@ GemmReport gemm(int64_t m, int64_t n, int64_t k, float alpha, const float* a, in
   auto start = std::chrono::steady_clock::now();
   if (report.plan.target == TargetKind::Cuda) {
 #ifdef TESSEL_WITH_CUDA
-    CudaLaunches launches = bind_cuda(kernel, report.plan, split, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc,
-                                      options, &report);
+    CudaLaunches launches =
+        bind_cuda(kernel, sum, report.plan, split, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, options);
     run_cuda(launches, m, n, k, alpha, a, lda, b, ldb, beta, c, options, lo, &report);
     if (fast) {
       last.valid = true;

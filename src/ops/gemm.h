@@ -61,9 +61,11 @@ std::string gemm_tile_string(const Plan& plan);
 // shapes do not compute mostly padding, rounded to a few sizes so that the number
 // of distinct kernels stays small.
 // cuda_arch ("sm_90"; "" = the device's, sm_90 without one) decides whether the
-// wgmma atom is available.
+// wgmma atom is available. cpu_threads: the threads a cpu call runs on (0: all
+// cores); the cpu plan makes at most that many groups.
 Plan default_gemm_plan(TargetKind target, int64_t m, int64_t n, int64_t k,
-                        GemmPrecision precision = GemmPrecision::F32, const std::string& cuda_arch = "");
+                        GemmPrecision precision = GemmPrecision::F32, const std::string& cuda_arch = "",
+                        int cpu_threads = 0);
 
 // The K slices a call with this plan and these options runs (1: no split-K); see
 // GemmOptions::split_k. Default plans on cuda split where the output has too few

@@ -31,6 +31,7 @@
 #include "target/cpu/cpu_isa.h"
 #include "target/cpu/cpu_jit.h"
 #include "target/cpu/cpu_microkernel.h"
+#include "target/sim/sim.h"
 #include "tessel/error.h"
 
 namespace tessel::testing {
@@ -210,6 +211,68 @@ TEST_P(CpuIsaPath, GemmReadInPlaceOnRaggedShapes) {
   }
   auto ragged = compile_plan(default_gemm_plan(TargetKind::Cpu, 24, 40, 16));
   for (const GemmCase& g : kRagged) check_gemm(*ragged, g, seed++);
+}
+
+// Cache-blocked GEMM plans (the default past the exact sizes: a tall tile whose
+// worker parts, whole micro-tile rows each, are run by one loop in the unit):
+// explicit blockings on shapes that leave every tile ragged, parts split in
+// columns on B panel boundaries (the loop) and off them (parts written out), and
+// the default plans of ragged shapes past the exact sizes.
+struct Blocking {
+  int64_t bm, bn, bk;
+  int rows, cols;
+  bool loop;  // the unit runs the mma's parts in one loop
+};
+const Blocking kBlockings[] = {{72, 70, 50, 3, 1, true}, {48, 128, 32, 2, 2, true}, {48, 80, 24, 2, 2, false}};
+GroupProgram blocked_program(const Blocking& b) {
+  Plan p = default_gemm_plan(TargetKind::Cpu, 300, 300, 300);
+  set_gemm_tile(p, b.bm, b.bn, b.bk);
+  p.workers = b.rows * b.cols, p.worker_rows = b.rows, p.worker_cols = b.cols;
+  return compile_to_group(gemm_kernel(DType::F32), p, CompileOptions{}).program;
+}
+
+TEST_P(CpuIsaPath, GemmInCacheBlocksOnRaggedShapes) {
+  const GemmCase shapes[] = {{150, 130, 123, 1.0, 0.0}, {61, 200, 77, -0.5, 1.25}, {200, 75, 260, 1.0, 0.0},
+                             {13, 29, 7, 1.25, -0.5}};
+  uint32_t seed = 300 + 10 * static_cast<uint32_t>(GetParam());
+  for (const Blocking& b : kBlockings) {
+    SCOPED_TRACE(std::to_string(b.bm) + "x" + std::to_string(b.bn) + "x" + std::to_string(b.bk) + " parts " +
+                 std::to_string(b.rows) + "x" + std::to_string(b.cols));
+    GroupProgram program = blocked_program(b);
+    EXPECT_EQ(emit_cpu(program).find("tsl_r0") != std::string::npos, b.loop);
+    auto kernel = compile_cpu(program);
+    for (const GemmCase& g : shapes) check_gemm(*kernel, g, seed++);
+  }
+  const GemmCase defaults[] = {{257, 300, 513, 1.0, 0.0}, {301, 40, 300, 0.5, 1.5}, {260, 40, 20, 1.0, 0.0}};
+  for (const GemmCase& g : defaults) {
+    Plan p = default_gemm_plan(TargetKind::Cpu, g.m, g.n, g.k);
+    SCOPED_TRACE(p.to_string());
+    EXPECT_FALSE(p.direct);
+    check_gemm(*compile_cpu(compile_to_group(gemm_kernel(DType::F32), p, CompileOptions{}).program), g, seed++);
+  }
+  // One thread, one k block too large for half of L2 in one group: two row groups.
+  const GemmCase one_block{1030, 100, 200, 1.0, 0.0};
+  Plan p = default_gemm_plan(TargetKind::Cpu, one_block.m, one_block.n, one_block.k, GemmPrecision::F32, "", 1);
+  EXPECT_EQ(p.tile("BM"), 528) << p.to_string();
+  check_gemm(*compile_cpu(compile_to_group(gemm_kernel(DType::F32), p, CompileOptions{}).program), one_block, seed++);
+}
+
+// The same programs on the simulator: the same answers, and no races between the
+// parts (or between the groups' stores).
+TEST(CpuBlockedGemm, ProgramsRunOnTheSimWithoutRaces) {
+  uint32_t seed = 400;
+  std::vector<GroupProgram> programs;
+  for (const Blocking& b : kBlockings) programs.push_back(blocked_program(b));
+  Plan p = default_gemm_plan(TargetKind::Cpu, 2100, 40, 20);
+  EXPECT_GT(p.workers, 1) << p.to_string();  // 2100 rows: parts of 24 rows with up to 16 cores
+  programs.push_back(compile_to_group(gemm_kernel(DType::F32), p, CompileOptions{}).program);
+  for (const GroupProgram& program : programs)
+    for (const GemmCase& g : {GemmCase{100, 90, 60, 1.0, 0.0}, GemmCase{260, 40, 20, 0.5, 1.5},
+                              GemmCase{2100, 40, 20, 1.0, 0.0}}) {
+      int64_t races = -1;
+      check_gemm_run([&](const LaunchArgs& args) { races = run_sim(program, args).race_count; }, g, seed++);
+      EXPECT_EQ(races, 0) << g.m << "x" << g.n << "x" << g.k;
+    }
 }
 
 // An mma that reads a tensor in place must carry the valid part that keeps it inside.

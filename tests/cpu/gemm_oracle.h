@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <random>
 #include <vector>
 
@@ -23,7 +24,8 @@ struct GemmCase {
 
 // Error bound per element: 1e-5 * sqrt(K) relative to the sum of magnitudes
 // |alpha| * sum_k |a_ik b_kj| + |beta c_ij| (fp32 rounding grows about like sqrt(K)).
-inline void check_gemm(const CpuKernel& kernel, const GemmCase& g, uint32_t seed) {
+// `run` runs the program on the arguments (the cpu kernel, or the simulator).
+inline void check_gemm_run(const std::function<void(const LaunchArgs&)>& run, const GemmCase& g, uint32_t seed) {
   const int64_t lda = g.k + 3, ldb = g.n + 5, ldc = g.n + 2;
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> u(-1, 1);
@@ -40,7 +42,7 @@ inline void check_gemm(const CpuKernel& kernel, const GemmCase& g, uint32_t seed
   args.sizes = {{"M", g.m}, {"N", g.n}, {"K", g.k}, {"lda", lda}, {"ldb", ldb}, {"ldc", ldc}};
   args.scalars = {{"alpha", g.alpha}, {"beta", g.beta}};
   args.tensors = {{"A", A.data()}, {"B", B.data()}, {"C", C.data()}};
-  kernel.run(args, g.threads);
+  run(args);
 
   const double tol = 1e-5 * std::sqrt(static_cast<double>(std::max<int64_t>(g.k, 1)));
   int64_t bad = 0;
@@ -65,6 +67,10 @@ inline void check_gemm(const CpuKernel& kernel, const GemmCase& g, uint32_t seed
         ADD_FAILURE() << "padding C[" << r << ", " << c << "] was written";
   }
   EXPECT_EQ(bad, 0) << "wrong elements in " << g.m << "x" << g.n << "x" << g.k;
+}
+
+inline void check_gemm(const CpuKernel& kernel, const GemmCase& g, uint32_t seed) {
+  check_gemm_run([&](const LaunchArgs& args) { kernel.run(args, g.threads); }, g, seed);
 }
 
 }  // namespace tessel::testing

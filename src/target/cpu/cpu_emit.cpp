@@ -991,10 +991,25 @@ class Emitter {
     line("const int64_t nv = " + (op.n_valid ? ex(op.n_valid) : num(op.n)) + ";");
     line("const int64_t kv = tsl_min(" + (op.k_valid ? ex(op.k_valid) : num(op.k)) + ", " +
          num(op.k) + ");");
-    for (int w = 0; w < p_.workers; ++w) {
+    // Parts all have one size. When every part starts on a B panel and the operands
+    // are staged, one runtime loop over the worker grid runs them (a plan with many
+    // row parts, the cache blocks of a large matrix product, keeps a small unit); otherwise
+    // each worker's part is written out with its offsets as constants.
+    const int grid = p_.worker_rows * p_.worker_cols;
+    const FragPart first = frag_part(p_, acc, 0);
+    const bool loop = fast && !in_place && grid > 1 && first.rows * first.cols > 0 &&
+                      (first.cols % nr == 0 || p_.worker_cols == 1 || acc.cols == 1);
+    if (loop) {
+      const Worker lw{true, 0};
+      open("for (int64_t " + sym(kWorker) + " = 0; " + sym(kWorker) + " < " + num(grid) + "; ++" + sym(kWorker) + ")");
+      line("const int64_t tsl_r0 = " + ex(row0(acc, lw)) + ", tsl_c0 = " + ex(col0(acc, lw)) + ";");
+    }
+    for (int w = 0; w < (loop ? 1 : p_.workers); ++w) {
       FragPart part = frag_part(p_, acc, w);
       if (part.rows * part.cols == 0) continue;
-      std::string c = part_base(acc, w);
+      std::string c = loop ? base(acc, Worker{true, 0}) : part_base(acc, w);
+      // The part's first row and column in the tile: constants, or the loop's.
+      const std::string r0s = loop ? "tsl_r0" : num(part.row0), c0s = loop ? "tsl_c0" : num(part.col0);
       // The kernels read B by whole panel rows from the part's first column: it must
       // start a panel (a worker grid whose parts are not a multiple of NR wide
       // leaves some parts off the boundaries; those take the scalar loop).
@@ -1014,12 +1029,12 @@ class Emitter {
         if (!microkernels_.count(name)) microkernels_[name] = emit_cpu_microkernel(br, bc, lda, ldb, isa_, f64);
         // jr outer, ir inner (BLIS): one B micro-panel stays in L1 while the A
         // micro-panels stream past it.
-        open("for (int64_t jr = " + num(c0) + "; jr < " + num(c1) + " && " + num(part.col0) +
+        open("for (int64_t jr = " + num(c0) + "; jr < " + num(c1) + " && " + c0s +
              " + jr < nv; jr += " + num(bc) + ")");
-        open("for (int64_t ir = " + num(r0) + "; ir < " + num(r1) + " && " + num(part.row0) +
+        open("for (int64_t ir = " + num(r0) + "; ir < " + num(r1) + " && " + r0s +
              " + ir < mv; ir += " + num(br) + ")");
-        const std::string call = name + "(kv, &" + a.at(num(part.row0) + " + ir", "0") + ", &" +
-                                 b.at("0", num(part.col0) + " + jr") + ", " + c + " + ir * " + num(part.cols) +
+        const std::string call = name + "(kv, &" + a.at(r0s + " + ir", "0") + ", &" +
+                                 b.at("0", c0s + " + jr") + ", " + c + " + ir * " + num(part.cols) +
                                  " + jr, " + num(part.cols) + ld_args + ");";
         if (!in_place) {
           line(call);
@@ -1041,6 +1056,7 @@ class Emitter {
       blocks(rows_big, part.rows, row_base, 0, cols_fast, nr);
       blocks(rows_big, part.rows, row_base, cols_fast, part.cols, cols_left);
     }
+    if (loop) close();
     close();
   }
 

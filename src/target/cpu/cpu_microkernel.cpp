@@ -109,17 +109,15 @@ std::string emit_cpu_microkernel(int64_t mr, int64_t nr, int64_t lda, int64_t ld
       auto [r0, r1] = chunk(mr, row_chunks, rc);
       auto [v0, v1] = chunk(nv, vec_chunks, vc);
       s += "  {\n";
-      // C in: a partial last vector through a fixed-size memcpy (columns >= NR untouched).
+      // The accumulators start at zero and C is added after the k loop: C's cache
+      // lines (of a fragment larger than the caches, in a large matrix product) are prefetched
+      // here and arrive while the FMAs run, instead of stalling the first ones.
+      const int64_t line = 64 / esize;  // elements per cache line
       for (int64_t r = r0; r < r1; ++r)
-        for (int64_t v = v0; v < v1; ++v) {
-          if (v == nv - 1 && masked)
-            s += "    " + V + " " + acc(r, v) + " = " + tail_load(c_at(r, v)) + ";\n";
-          else if (v == nv - 1 && tail < L)
-            s += "    " + V + " " + acc(r, v) + " = {}; __builtin_memcpy(&" + acc(r, v) + ", " + c_at(r, v) +
-                 ", " + num(tail * esize) + ");\n";
-          else
-            s += "    " + V + " " + acc(r, v) + " = *(const " + VU + "*)(" + c_at(r, v) + ");\n";
-        }
+        for (int64_t e = v0 * L; e < std::min(nr, v1 * L); e += line)
+          s += "    __builtin_prefetch(c + " + num(r) + " * ldc + " + num(e) + ", 1);\n";
+      for (int64_t r = r0; r < r1; ++r)
+        for (int64_t v = v0; v < v1; ++v) s += "    " + V + " " + acc(r, v) + " = {};\n";
       // Fewer independent FMA chains than the FMA latency times the FMA ports (about
       // 8) leave the pipes idle (one row of a 1 x N product): then k is split over U
       // copies of the accumulators (k, k + 1, ... in turn), summed at the end.
@@ -167,6 +165,18 @@ std::string emit_cpu_microkernel(int64_t mr, int64_t nr, int64_t lda, int64_t ld
       for (int64_t u = 1; u < U; ++u)
         for (int64_t r = r0; r < r1; ++r)
           for (int64_t v = v0; v < v1; ++v) s += "    " + acc(r, v) + " += " + acc(r, v) + "_" + num(u) + ";\n";
+      // C in, added: a partial last vector masked or through a fixed-size memcpy
+      // (columns >= NR untouched).
+      for (int64_t r = r0; r < r1; ++r)
+        for (int64_t v = v0; v < v1; ++v) {
+          if (v == nv - 1 && masked)
+            s += "    " + acc(r, v) + " += " + tail_load(c_at(r, v)) + ";\n";
+          else if (v == nv - 1 && tail < L)
+            s += "    { " + V + " c_in = {}; __builtin_memcpy(&c_in, " + c_at(r, v) + ", " + num(tail * esize) +
+                 "); " + acc(r, v) + " += c_in; }\n";
+          else
+            s += "    " + acc(r, v) + " += *(const " + VU + "*)(" + c_at(r, v) + ");\n";
+        }
       for (int64_t r = r0; r < r1; ++r)
         for (int64_t v = v0; v < v1; ++v) {
           if (v == nv - 1 && masked)
