@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -183,7 +184,8 @@ std::string json_string(const std::string& s) {
 }
 
 // --repeat N: the kernel bound once to random inputs, launched once to warm up,
-// then N times; the median wall time of one launch. On cuda the tensors are put in
+// then N times; the median wall time of one launch (on cuda until the kernel has
+// ended). On cuda the tensors are put in
 // device memory once (16-bit ones as 16-bit storage), so a launch moves no data,
 // and *device_us gets the median device time of one launch (CUDA events).
 double warm_launch_us(const Kernel& compiled, const Options& o, const LaunchOptions& lo, double* device_us) {
@@ -225,10 +227,14 @@ double warm_launch_us(const Kernel& compiled, const Options& o, const LaunchOpti
   for (int i = 0; i < o.repeat; ++i) {
 #ifdef TESSEL_WITH_CUDA
     if (cuda) {
+      // A launch on device tensors returns before the kernel ends: the wall time
+      // runs until the end event is reached.
       DeviceTimer timer;
+      const auto t0 = std::chrono::steady_clock::now();
       timer.start();
-      us.push_back(launch.run(lo).run_us);
+      launch.run(lo);
       dev.push_back(timer.stop_ms() * 1e3);
+      us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
       continue;
     }
 #endif

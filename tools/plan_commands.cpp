@@ -481,6 +481,7 @@ int heldout(const TileKernel& k, const Options& o, const Calibration& cal, int a
   }
   std::vector<double> fixed_total(fixed.size(), 0);
   double pick_total = 0, best_total = 0, default_total = 0;
+  int64_t out_of_totals = 0;  // shapes where the pick, the default or a fixed plan did not run
   int wrong = 0, shapes_done = 0, failed_shapes = 0;
   std::vector<double> regret_pick, regret_default, taus;
   std::ostringstream json;
@@ -502,7 +503,8 @@ int heldout(const TileKernel& k, const Options& o, const Calibration& cal, int a
     doc << json.str() << "], \"complete\": " << (complete ? "true" : "false") << ", \"shapes_measured\": "
         << regret_pick.size() << ", " << summary("regret_pick", regret_pick) << ", "
         << summary("regret_default", regret_default) << ", " << summary("kendall_tau", taus)
-        << ", \"wrong_results\": " << wrong << ", \"failed_shapes\": " << failed_shapes << ", \"timing\": " << json_quoted(timing_rule(o)) << ", \"seconds\": "
+        << ", \"wrong_results\": " << wrong << ", \"failed_shapes\": " << failed_shapes
+        << ", \"shapes_out_of_totals\": " << out_of_totals << ", \"timing\": " << json_quoted(timing_rule(o)) << ", \"seconds\": "
         << num(secs, 5) << ", \"suite_total_us\": {\"pick\": " << num(pick_total, 7) << ", \"default\": "
         << num(default_total, 7) << ", \"best_measured\": " << num(best_total, 7) << ", \"fixed\": [";
     for (size_t f = 0; f < fixed.size(); ++f)
@@ -529,11 +531,20 @@ int heldout(const TileKernel& k, const Options& o, const Calibration& cal, int a
       std::cout << label << ": no candidate measured\n";
       continue;
     }
-    pick_total += sr.measured[sr.pick];
-    best_total += best;
-    default_total += sr.measured[sr.def];
-    for (size_t f = 0; f < fixed.size(); ++f)
-      fixed_total[f] += sr.measured[std::find(sr.plans.begin(), sr.plans.end(), fixed[f]) - sr.plans.begin()];
+    // The suite totals compare plans on the same shapes: a shape where one of them
+    // did not run (wrong, refused, spilling) is left out of all of them, and counted.
+    std::vector<double> fixed_times;
+    for (const Plan& f : fixed) fixed_times.push_back(sr.measured[std::find(sr.plans.begin(), sr.plans.end(), f) - sr.plans.begin()]);
+    bool all_ran = std::isfinite(sr.measured[sr.pick]) && std::isfinite(sr.measured[sr.def]);
+    for (double t : fixed_times) all_ran &= std::isfinite(t);
+    if (all_ran) {
+      pick_total += sr.measured[sr.pick];
+      best_total += best;
+      default_total += sr.measured[sr.def];
+      for (size_t f = 0; f < fixed.size(); ++f) fixed_total[f] += fixed_times[f];
+    } else {
+      ++out_of_totals;
+    }
     // A pick (or default) that failed to run counts as infinitely slow.
     auto regret = [&](size_t i) { return std::isfinite(sr.measured[i]) ? sr.measured[i] / best : INFINITY; };
     double rp = regret(sr.pick), rd = regret(sr.def);
@@ -573,7 +584,8 @@ int heldout(const TileKernel& k, const Options& o, const Calibration& cal, int a
             << num(quantile(regret_default, 0.9)) << ", max " << num(quantile(regret_default, 1.0)) << "\n"
             << "  Kendall tau (predicted vs measured order): median " << num(quantile(taus, 0.5), 3) << "\n"
             << "  suite total: planner's picks " << num(pick_total) << " us, default plans " << num(default_total)
-            << " us, best measured " << num(best_total) << " us\n"
+            << " us, best measured " << num(best_total) << " us (" << out_of_totals
+            << " shapes left out: a plan there did not run)\n"
             << "  candidates that failed the FP64 check: " << wrong << "; shapes that failed: " << failed_shapes
             << "\n";
   for (size_t f = 0; f < fixed.size(); ++f)

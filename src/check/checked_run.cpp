@@ -28,6 +28,23 @@ void default_strides(const std::vector<TensorParam>& tensors, std::map<std::stri
   }
 }
 
+double check_bound(const TileKernel& kernel, DType output, const std::map<std::string, int64_t>& sizes) {
+  auto lookup = [&](const std::string& n, int64_t* v) {
+    auto it = sizes.find(n);
+    if (it == sizes.end()) return false;
+    *v = it->second;
+    return true;
+  };
+  int64_t depth = 1;
+  double narrow_input = 0;
+  for (const TensorParam& t : kernel.tensors) {
+    for (const Expr& e : t.shape) depth = std::max(depth, expr_eval(e, lookup));
+    if (t.access != Access::Out && unit_roundoff(t.dtype) > unit_roundoff(DType::F32))
+      narrow_input = std::max(narrow_input, unit_roundoff(t.dtype) / 4);
+  }
+  return error_bound(DType::F32, output, depth) + narrow_input;
+}
+
 std::map<std::string, HostTensor> random_tensors(const std::vector<TensorParam>& tensors,
                                                  const std::map<std::string, int64_t>& sizes,
                                                  uint64_t seed) {
@@ -111,19 +128,12 @@ CheckedRun run_checked(const Kernel& kernel, std::map<std::string, int64_t> size
   ea.scalars = args.scalars;
   for (auto& [name, h] : tensors) ea.tensors[name] = std::span<double>(h.oracle);
   evaluate(k, ea);
-  int64_t depth = 1;
-  for (const auto& [n, v] : sizes) depth = std::max(depth, v);
-  // Inputs stored at less than fp32 precision feed every output: the bound takes the
-  // least precise storage of all the tensors (and each output's own).
-  DType coarsest = DType::F32;
-  for (const TensorParam& t : k.tensors)
-    if (error_bound(DType::F32, t.dtype, 1) > error_bound(DType::F32, coarsest, 1)) coarsest = t.dtype;
   out.ok = out.launch.races == 0;
   for (const TensorParam& t : k.tensors) {
     if (t.access == Access::In) continue;
     const HostTensor& h = tensors[t.name];
     double e = relative_error(std::span<const float>(h.data), std::span<const double>(h.oracle));
-    double b = std::max(error_bound(DType::F32, t.dtype, depth), error_bound(DType::F32, coarsest, depth));
+    double b = check_bound(k, t.dtype, sizes);
     out.rel_err[t.name] = e;
     out.worst = std::max(out.worst, e);
     out.bound = std::max(out.bound, b);

@@ -8,9 +8,7 @@
 //   - bf16 and f16 tensors (the cuda target's) travel as 16-bit storage; their
 //     random values are rounded to it first, and the oracle reads the rounded ones;
 //   - every tensor the kernel writes is compared over its whole span (relative
-//     Frobenius error), against error_bound(F32, its dtype, depth) where depth is
-//     the largest size (a bound on any accumulation's length), or the bound of the
-//     least precise tensor's dtype where that is larger (16-bit inputs).
+//     Frobenius error), against check_bound (below).
 #pragma once
 #include <cstdint>
 #include <map>
@@ -29,6 +27,15 @@ struct CheckedRun {
   double worst = 0, bound = 0;
   bool ok = false;  // every written tensor within its bound, and no race
 };
+
+// The relative error a correct run meets on a written tensor of dtype `output`:
+// error_bound(F32, output, depth), depth the largest extent of any tensor (a bound
+// on any accumulation's length; strides do not count), plus, where an input is
+// stored at 16 bits, a quarter of that format's unit roundoff: the inputs reach the
+// oracle already rounded, but values the kernel itself rounds to 16 bits (a cast
+// before an mma, which the oracle rounds too) can land on the other side of a
+// rounding boundary after a last-bit difference upstream.
+double check_bound(const TileKernel& kernel, DType output, const std::map<std::string, int64_t>& sizes);
 
 // Fills in defaulted strides (see above) in `sizes`.
 void default_strides(const std::vector<TensorParam>& tensors, std::map<std::string, int64_t>& sizes);

@@ -479,16 +479,6 @@ double round_format(double x, int p, int emin, int emax) {
   return std::fabs(r) > max_finite ? std::copysign(INFINITY, x) : r;
 }
 
-double unit_roundoff(DType t) {
-  switch (t) {
-    case DType::F32: return std::ldexp(1.0, -24);
-    case DType::BF16: return std::ldexp(1.0, -8);
-    case DType::F16: return std::ldexp(1.0, -11);
-    case DType::F64: return std::ldexp(1.0, -53);
-  }
-  return 0;
-}
-
 template <class G>
 double relative_error_impl(std::span<const G> got, std::span<const double> want, double floor) {
   if (got.size() != want.size())
@@ -529,6 +519,16 @@ double relative_error(std::span<const float> got, std::span<const double> want, 
 }
 double relative_error(std::span<const double> got, std::span<const double> want, double floor) {
   return relative_error_impl(got, want, floor);
+}
+
+double unit_roundoff(DType t) {
+  switch (t) {
+    case DType::F32: return std::ldexp(1.0, -24);
+    case DType::BF16: return std::ldexp(1.0, -8);
+    case DType::F16: return std::ldexp(1.0, -11);
+    case DType::F64: return std::ldexp(1.0, -53);
+  }
+  return 0;
 }
 
 double error_bound(DType compute, DType storage, int64_t depth) {

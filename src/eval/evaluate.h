@@ -60,5 +60,6 @@ double relative_error(std::span<const double> got, std::span<const double> want,
 // narrower `storage` type may land one of its ulps away: + 2 * u_storage.
 // u = 2^-24 (F32), 2^-8 (BF16), 2^-11 (F16), 2^-53 (F64).
 double error_bound(DType compute, DType storage, int64_t depth);
+double unit_roundoff(DType t);
 
 }  // namespace tessel

@@ -140,7 +140,8 @@ SplitK choose_split_k(const Plan& p, int64_t m, int64_t n, int64_t k) {
 // columns of N <= kCpuExactN are not split); a group owns a BM x BN block of C
 // and packs B once per k block for all its rows, and its worker parts of
 // kCpuPartM rows are the A blocks (the ic loop, run in order by the group's
-// thread). BK divides K into equal blocks, BN divides N: no guarded copy there.
+// thread). BK and BN cut K and N into near-equal blocks: only the last of each may
+// be ragged and take the guarded copy.
 // 2000^3, one thread: 0.80x OpenBLAS with 96x512x256 groups, 0.94-0.97x with
 // 2016x1000x250 and 24-row parts (docs/results/cpu-gemm-2026-12-01).
 void set_cpu_blocked_tiles(Plan& p, int64_t m, int64_t n, int64_t k, int64_t threads) {

@@ -69,11 +69,15 @@ std::vector<std::pair<int64_t, int64_t>> mma_parts(const TileKernel& kernel, con
 // The most groups a parallel nest of `kernel` launches under `plan`'s tiles.
 double grid_groups(const TileKernel& kernel, const Sizes& sizes, const Plan& plan) {
   auto lookup = [&](const std::string& name, int64_t* v) {
-    auto it = sizes.find(name);
-    if (it == sizes.end()) it = plan.tiles.find(name);
-    if (it == plan.tiles.end()) return false;
-    *v = it->second;
-    return true;
+    if (auto it = sizes.find(name); it != sizes.end()) {
+      *v = it->second;
+      return true;
+    }
+    if (auto it = plan.tiles.find(name); it != plan.tiles.end()) {
+      *v = it->second;
+      return true;
+    }
+    return false;
   };
   double most = 0;
   walk(kernel.body, [&](const TileOp& op) {
@@ -188,8 +192,8 @@ std::shared_ptr<const LegalCandidate> realize(const TileKernel& kernel, uint64_t
     // 1000, 7588 were.
     if (plan.target == TargetKind::Cuda)
       for (const GroupProgram& phase : c->phases)
-        for (const CudaTensorMap& m : emit_cuda(phase).tensor_maps)
-          c->tma_rows.push_back({m.row_stride, m.rows, dtype_bytes(m.dtype)});
+        for (const CudaTensorMap& map : emit_cuda(phase).tensor_maps)
+          c->tma_rows.push_back({map.row_stride, map.rows, dtype_bytes(map.dtype)});
 #endif
     m.legal = c;
   } catch (const Error& e) {

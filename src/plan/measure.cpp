@@ -148,12 +148,6 @@ class InputSet {
   Measured compare() const {
     Measured m;
     m.checked = true;
-    int64_t depth = 1;
-    for (const auto& [n, v] : args_.sizes) depth = std::max(depth, v);
-    // As run_checked: the least precise storage of all the tensors bounds every output.
-    DType coarsest = DType::F32;
-    for (const TensorParam& t : kernel_.tensors)
-      if (error_bound(DType::F32, t.dtype, 1) > error_bound(DType::F32, coarsest, 1)) coarsest = t.dtype;
     for (const auto& [name, x] : tensors_) {
       if (x.param->access == Access::In) continue;
       std::vector<uint8_t> now(x.initial.size());
@@ -167,8 +161,7 @@ class InputSet {
       std::vector<double> got(x.elements);
       for (size_t i = 0; i < x.elements; ++i) got[i] = load_value(x.param->dtype, &now[i * dtype_bytes(x.param->dtype)]);
       m.rel_err = std::max(m.rel_err, relative_error(std::span<const double>(got), std::span<const double>(x.oracle)));
-      m.bound = std::max({m.bound, error_bound(DType::F32, x.param->dtype, depth),
-                          error_bound(DType::F32, coarsest, depth)});
+      m.bound = std::max(m.bound, check_bound(kernel_, x.param->dtype, args_.sizes));
     }
     m.ok = m.rel_err <= m.bound;
     return m;

@@ -101,10 +101,7 @@ inline AttentionCheck check_attention(
   AttentionCheck c;
   for (float x : o.data) c.nan_or_inf += !std::isfinite(x);
   c.rel_err = relative_error(std::span<const float>(o.data), std::span<const double>(o.oracle));
-  int64_t depth = 1;
-  for (const auto& [n, v] : sizes) depth = std::max(depth, v);
-  DType in = kernel.tensors.at(0).dtype;
-  c.bound = error_bound(DType::F32, in, depth);
+  c.bound = check_bound(kernel, DType::F32, sizes);
   return c;
 }
 
