@@ -77,6 +77,12 @@ static inline tsl_u16 tsl_f32_to_f16(float x) {
 static inline float tsl_round_bf16(float x) { return tsl_bf16_to_f32(tsl_f32_to_bf16(x)); }
 static inline float tsl_round_f16(float x) { return tsl_f16_to_f32(tsl_f32_to_f16(x)); }
 
+// Elementwise choices with every operand evaluated (see ew_value). Max and min keep
+// a NaN of either operand, as the sim does.
+template <class A, class B> static inline auto tsl_max(A a, B b) -> decltype(a + b) { return a != a || a > b ? a : b; }
+template <class A, class B> static inline auto tsl_min(A a, B b) -> decltype(a + b) { return a != a || a < b ? a : b; }
+template <class C, class A, class B> static inline auto tsl_select(C c, A a, B b) -> decltype(a + b) { return c != 0 ? a : b; }
+
 // exp and exp2 in fp32 without branches, so that loops over fragments vectorize
 // (calls into libm do not): 2^n * p(r), with n = round(x / ln 2) and r = x - n ln 2
 // (Cody-Waite, two constants), p Cephes' degree-6 polynomial for exp on
@@ -175,6 +181,7 @@ struct Side {
   Layout layout = Layout::RowMajor;
   std::string ld;        // RowMajor: row stride
   std::string cs;        // RowMajor: column stride ("" = 1, the contiguous case)
+  bool unit_rows = false;  // RowMajor: the row stride is 1 (a transposed view of a tensor)
   int64_t rows = 0, cols = 0, panel = 1;  // panel layouts: static extents
   Expr row0, col0;
   Expr row_bound, col_bound;  // null = unguarded
@@ -348,6 +355,7 @@ class Emitter {
       s.layout = Layout::RowMajor;
       s.ld = ex(ref.row_stride);
       int64_t unit = 0;
+      s.unit_rows = expr_is_const(ref.row_stride, &unit) && unit == 1;
       if (!(expr_is_const(ref.col_stride, &unit) && unit == 1)) s.cs = ex(ref.col_stride);
       int64_t off = 0;
       if (ref.offset && !(expr_is_const(ref.offset, &off) && off == 0))
@@ -456,7 +464,26 @@ class Emitter {
     close();
   }
 
-  void emit_fast_transfer(const Side& src, const Side& dst, int64_t rows, int64_t cols, bool transpose) {
+  void emit_fast_transfer(const Side& src_in, const Side& dst_in, int64_t rows, int64_t cols, bool transpose) {
+    // A tensor window's base (the tensor plus its group's offset: products and, for
+    // grouped heads, divisions) is computed once, before the loops: GCC kept an idiv
+    // of that offset inside an element loop (a transposed copy ran at a third of the
+    // speed of the mmas around it).
+    Side src = src_in, dst = dst_in;
+    const bool hoist_src = src.base.find('(') != std::string::npos, hoist_dst = dst.base.find('(') != std::string::npos;
+    if (hoist_src || hoist_dst) open("");
+    if (hoist_src) {
+      line("auto* const tsl_sb = " + src.base + ";");
+      src.base = "tsl_sb";
+    }
+    if (hoist_dst) {
+      line("auto* const tsl_db = " + dst.base + ";");
+      dst.base = "tsl_db";
+    }
+    if (emit_block_transpose(src, dst, rows, cols, transpose)) {
+      if (hoist_src || hoist_dst) close();
+      return;
+    }
     const bool raw = raw_copyable(src, dst) && !transpose && src.ctype() == "float";
     // tsl_copy_f32's arguments for n floats: whole vectors, then the rest.
     auto run = [&](int64_t n) { return num(n / isa_.lanes) + ", " + num(n % isa_.lanes); };
@@ -482,6 +509,69 @@ class Emitter {
       close();
     }
     close();
+    if (hoist_src || hoist_dst) close();
+  }
+
+  // A transposing copy of fp32 (dst (r, c) from elements that are contiguous along r
+  // in the source) in square blocks of one vector's lanes, shuffled in registers
+  // (tsl_transpose_f32): the element loop loads and stores one float at a time. True
+  // when it emitted the copy.
+  bool emit_block_transpose(const Side& src, const Side& dst, int64_t rows, int64_t cols, bool transpose) {
+    const int64_t L = isa_.lanes;
+    if (L < 4 || rows % L != 0 || cols % L != 0) return false;
+    if (src.ctype() != "float" || dst.ctype() != "float" || src.dtype != DType::F32 || dst.dtype != DType::F32) return false;
+    // The source runs along r: a view whose row stride is 1, or a transposed read of
+    // contiguous rows. `src_step`: from source element (r, c) to (r, c + 1).
+    std::string src_step;
+    if (!transpose && src.layout == Layout::RowMajor && src.unit_rows && !src.cs.empty()) src_step = src.cs;
+    else if (transpose && src.unit_cols()) src_step = src.ld;
+    else return false;
+    // The destination runs along c for L elements from every block's start.
+    // `dst_step`: from destination element (r, c) to (r + 1, c).
+    std::string dst_step;
+    int64_t dc = 0;
+    if (dst.unit_cols()) dst_step = dst.ld;
+    else if (dst.layout == Layout::ColPanels && dst.panel % L == 0 && expr_is_const(dst.col0, &dc) && dc % L == 0)
+      dst_step = num(dst.panel);
+    else return false;
+    if (!microkernels_.count("tsl_transpose_f32")) microkernels_["tsl_transpose_f32"] = transpose_helper();
+    open("for (int64_t r = 0; r < " + num(rows) + "; r += " + num(L) + ")");
+    open("for (int64_t c = 0; c < " + num(cols) + "; c += " + num(L) + ")");
+    line("tsl_transpose_f32(&" + dst.at("r", "c") + ", " + dst_step + ", &" +
+         (transpose ? src.at("c", "r") : src.at("r", "c")) + ", " + src_step + ");");
+    close();
+    close();
+    return true;
+  }
+
+  // tsl_transpose_f32(d, dstep, s, sstep): the L x L block whose column i is the
+  // vector at s + i * sstep is stored with row j at d + j * dstep (L = the ISA's
+  // lanes). log2(L) rounds of interleaving rows i and i + L/2 transpose it.
+  std::string transpose_helper() const {
+    const int64_t L = isa_.lanes, h = L / 2;
+    std::string lo, hi;
+    for (int64_t k = 0; k < h; ++k) {
+      lo += (k ? ", " : "") + num(k) + ", " + num(k + L);
+      hi += (k ? ", " : "") + num(k + h) + ", " + num(k + h + L);
+    }
+    std::string s = "typedef int tsl_vi __attribute__((vector_size(" + num(4 * L) + ")));\n"
+                    "static inline __attribute__((always_inline)) void tsl_transpose_f32(float* d, int64_t dstep, "
+                    "const float* s, int64_t sstep) {\n"
+                    "  const tsl_vi lo = {" + lo + "}, hi = {" + hi + "};\n"
+                    "  tsl_vf v0";
+    for (int64_t i = 1; i < L; ++i) s += ", v" + num(i);
+    s += ";\n";
+    for (int64_t i = 0; i < L; ++i) s += "  v" + num(i) + " = *(const tsl_vfu*)(s + " + num(i) + " * sstep);\n";
+    for (int64_t round = 0; (int64_t{1} << round) < L; ++round) {
+      s += "  {\n";
+      for (int64_t i = 0; i < h; ++i)
+        s += "    const tsl_vf w" + num(2 * i) + " = __builtin_shuffle(v" + num(i) + ", v" + num(i + h) + ", lo), w" +
+             num(2 * i + 1) + " = __builtin_shuffle(v" + num(i) + ", v" + num(i + h) + ", hi);\n";
+      for (int64_t i = 0; i < L; ++i) s += "    v" + num(i) + " = w" + num(i) + ";\n";
+      s += "  }\n";
+    }
+    for (int64_t j = 0; j < L; ++j) s += "  *(tsl_vfu*)(d + " + num(j) + " * dstep) = v" + num(j) + ";\n";
+    return s + "}\n";
   }
 
   // tsl_win's layout numbering (see the prelude).
@@ -753,6 +843,11 @@ class Emitter {
       } else {
         open("for (int64_t r = 0; r < " + num(part.rows) + "; ++r)");
         for (const std::string& h : per_row) line(h);
+        // Element (r, c) reads operands at (r, c) or a row broadcast at (0, c), each
+        // a fragment of its own or dst itself at (r, c): no element feeds another.
+        // GCC cannot prove the broadcast row apart from dst's rows and, at -O2, does
+        // not version the loop for it (a masking select ran one element at a time).
+        line("#pragma GCC ivdep");
         open("for (int64_t c = 0; c < " + num(part.cols) + "; ++c)");
         line(d + "[r * " + num(part.cols) + " + c] = " + v + ";");
         close();
@@ -792,8 +887,11 @@ class Emitter {
       case EwOp::Mul: return x[0] + " * " + x[1];
       case EwOp::Div: return x[0] + " / " + x[1];
       // Max and min propagate NaN (as the sim does), so a poisoned element stays visible.
-      case EwOp::Max: return "(" + x[0] + " != " + x[0] + " || " + x[0] + " > " + x[1] + " ? " + x[0] + " : " + x[1] + ")";
-      case EwOp::Min: return "(" + x[0] + " != " + x[0] + " || " + x[0] + " < " + x[1] + " ? " + x[0] + " : " + x[1] + ")";
+      // Through inline functions, so that every operand is read whichever way the
+      // choice goes: GCC does not vectorize a loop whose ?: reads one arm's array
+      // element conditionally (a masking select ran one element at a time).
+      case EwOp::Max: return "tsl_max(" + x[0] + ", " + x[1] + ")";
+      case EwOp::Min: return "tsl_min(" + x[0] + ", " + x[1] + ")";
       // fp32 exp and exp2 inline and vectorize (the prelude); fp64 ones call libm.
       case EwOp::Exp: return f64 ? fn("exp") : "tsl_expf(" + x[0] + ")";
       case EwOp::Exp2: return f64 ? fn("exp2") : "tsl_exp2f(" + x[0] + ")";
@@ -806,7 +904,7 @@ class Emitter {
       case EwOp::Tanh: return fn("tanh");
       case EwOp::Cmp:
         return "(" + x[0] + " " + cmp_op_name(op.cmp) + " " + x[1] + " ? " + one + " : " + zero + ")";
-      case EwOp::Select: return "(" + x[0] + " != 0 ? " + x[1] + " : " + x[2] + ")";
+      case EwOp::Select: return "tsl_select(" + x[0] + ", " + x[1] + ", " + x[2] + ")";
       case EwOp::Cast:
         switch (op.dtype) {
           case DType::F32: return "(float)" + x[0];
