@@ -20,6 +20,7 @@
 #include "compiler/compile.h"
 #include "compiler/phases.h"
 #include "eval/evaluate.h"
+#include "ir/group_text.h"
 #include "ir/group_verify.h"
 #include "gemm_oracle.h"
 #include "hand_gemm.h"
@@ -366,6 +367,44 @@ TEST_P(CpuIsaPath, LibraryKernelsOnRaggedShapes) {
   const Plan plan = default_plan(k, TargetKind::Cpu, attention_sizes);
   EXPECT_NE(emit_cpu(compile_to_group(k, plan, CompileOptions{}).program, GetParam()).find("tsl_transpose_f32(&"),
             std::string::npos);
+}
+
+// Z (C x R) = X^T through a transposed view of X (strides(1, C)) and through a
+// frag.load transpose of a plain window: 32 x 32 tiles, so whole tiles take the
+// register-transposed block copy (tsl_transpose_f32) on every ISA and the ragged
+// ones the guarded copy. Exact: a copy computes nothing.
+TEST_P(CpuIsaPath, TransposingLoadsInBlocksAndAtTheEdges) {
+  for (const char* load :
+       {"frag.load #0 z <- X[(i * 32), (j * 32)] strides(1, C) guard src(C, R)",
+        "frag.load #0 z <- X[(j * 32), (i * 32)] strides(C, 1) transpose guard src(R, C)"}) {
+    SCOPED_TRACE(load);
+    GroupProgram p = parse_group_program(std::string(R"(group transpose(sizes R, C; tensors X: f32[R, C] strides(C, 1) in, Z: f32[C, R] strides(R, 1) out; scalars) {
+  grid i = ceildiv(C, 32), j = ceildiv(R, 32)
+  workers 1 grid 1x1 lanes 1
+  atom fma 1x1
+  buffer X: global f32 tensor X
+  buffer Z: global f32 tensor Z
+  buffer z: private f32[32, 32] row panel 1 versions 1
+  )") + load + R"(
+  frag.store #1 Z[(i * 32), (j * 32)] strides(R, 1) <- z guard dst(C, R)
+}
+)");
+    verify_group_program(p);
+    EXPECT_NE(emit_cpu(p, GetParam()).find("tsl_transpose_f32(&"), std::string::npos);
+    const int64_t rows = 75, cols = 70;
+    std::mt19937 rng(7);
+    std::uniform_real_distribution<float> dist(-1, 1);
+    std::vector<float> x(rows * cols), z(rows * cols, std::nanf(""));
+    for (float& v : x) v = dist(rng);
+    LaunchArgs args;
+    args.sizes = {{"R", rows}, {"C", cols}};
+    args.tensors = {{"X", x.data()}, {"Z", z.data()}};
+    EXPECT_EQ(run_sim(p, args).race_count, 0);
+    std::fill(z.begin(), z.end(), std::nanf(""));
+    compile_cpu(p)->run(args, 2);
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < cols; ++c) ASSERT_EQ(z[c * rows + r], x[r * cols + c]) << r << ", " << c;
+  }
 }
 
 // The ISA is part of the emitted source and of the compiler's flags, so each path

@@ -467,8 +467,8 @@ class Emitter {
   void emit_fast_transfer(const Side& src_in, const Side& dst_in, int64_t rows, int64_t cols, bool transpose) {
     // A tensor window's base (the tensor plus its group's offset: products and, for
     // grouped heads, divisions) is computed once, before the loops: GCC kept an idiv
-    // of that offset inside an element loop (a transposed copy ran at a third of the
-    // speed of the mmas around it).
+    // of that offset inside an element loop (attention's K^T copy took twice the
+    // time of the two mmas around it).
     Side src = src_in, dst = dst_in;
     const bool hoist_src = src.base.find('(') != std::string::npos, hoist_dst = dst.base.find('(') != std::string::npos;
     if (hoist_src || hoist_dst) open("");
