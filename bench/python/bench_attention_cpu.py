@@ -13,6 +13,7 @@ here.
 """
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -27,6 +28,16 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--repeat", type=int, default=5)
     args = ap.parse_args()
+    shapes = []
+    for shape in args.shapes.split(","):
+        parts = shape.split("x")
+        if len(parts) != 4 or not all(p.isdigit() and int(p) > 0 for p in parts):
+            ap.error(f"shape '{shape}': expected BxHxSxD with four positive integers")
+        shapes.append((shape, [int(p) for p in parts]))
+    if args.threads < 1 or args.rounds < 1 or args.repeat < 1:
+        ap.error("--threads, --rounds and --repeat must be at least 1")
+    if not os.access(args.tessel, os.X_OK):
+        ap.error(f"--tessel {args.tessel}: not an executable file (build tessel first)")
     try:
         import torch
     except ImportError:
@@ -36,8 +47,7 @@ def main():
           f"{args.rounds} interleaved rounds, median of {args.repeat} calls each")
     print("| kernel | B x H x S x D | tessel ms | torch ms | torch / tessel: median [min, max] | tessel GFLOP/s |")
     print("|---|---|---:|---:|---:|---:|")
-    for shape in args.shapes.split(","):
-        b, h, s, d = (int(x) for x in shape.split("x"))
+    for shape, (b, h, s, d) in shapes:
         for kernel in ("attention", "attention_causal"):
             causal = kernel.endswith("causal")
             q = torch.randn(b, h, s, d)
@@ -49,8 +59,11 @@ def main():
                        "--repeat", str(args.repeat), "--json", "--size", f"B={b}", "--size", f"Hq={h}",
                        "--size", f"Hkv={h}", "--size", f"Sq={s}", "--size", f"Skv={s}", "--size", f"D={d}",
                        "--scalar", "scale=0.125"]
-                out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
-                report = json.loads(next(line for line in out.splitlines() if line.startswith("{")))
+                run = subprocess.run(cmd, capture_output=True, text=True)
+                report = next((json.loads(line) for line in run.stdout.splitlines() if line.startswith("{")), None)
+                if run.returncode != 0 or report is None:
+                    sys.exit(f"bench_attention_cpu: {' '.join(cmd)} failed (exit {run.returncode}):\n"
+                             f"{run.stderr.strip()}")
                 mine.append(report["warm_us"] / 1e3)
                 ts = []
                 for _ in range(args.repeat + 1):
