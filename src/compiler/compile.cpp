@@ -82,7 +82,7 @@ CompiledGroup compile_to_group(const TileKernel& kernel, const Plan& plan,
     StepTimer t("plan-barriers");
     BarrierPlanOptions bo;
     bo.coalesce = options.coalesce_barriers;
-    bo.precise = options.precise_barriers;
+    bo.precise = options.precise_barriers.value_or(plan.target == TargetKind::Cuda);
     out.barriers = plan_barriers(out.program, bo);
     if (options.keep_stages) keep("plan-barriers", print_group_program(out.program));
   }

@@ -6,10 +6,11 @@
 //      pipeline (window W, sync or async copies)       src/passes/pipeline.h
 //   4. tma-pipeline, with Plan::tma (stages by the copy engine, mbarriers, roles)
 //                                                       src/passes/tma_pipeline.h
-//   5. plan_barriers (drop fences no dependence needs)  src/passes/plan_barriers.h
+//   5. plan_barriers (drop fences no dependence needs; precise on cuda)  src/passes/plan_barriers.h
 //   6. verify the GroupIR
 // TESSEL_PASS_TIMING=1 prints each step's wall time on stderr.
 #pragma once
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,7 @@
 #include "ir/tile_ir.h"
 #include "passes/persistent_tiles.h"
 #include "passes/pipeline.h"
+
 #include "passes/plan_barriers.h"
 #include "passes/tma_pipeline.h"
 #include "plan/plan.h"
@@ -25,7 +27,10 @@ namespace tessel {
 
 struct CompileOptions {
   bool coalesce_barriers = true;  // --no-coalesce-barriers turns it off
-  bool precise_barriers = false;  // BarrierPlanOptions::precise (passes/plan_barriers.h)
+  // BarrierPlanOptions::precise (passes/plan_barriers.h). Unset: precise for the
+  // cuda target, where every fence is a __syncthreads of the block, default
+  // planning for the others (one thread runs a cpu group: fences cost nothing).
+  std::optional<bool> precise_barriers;
   bool keep_stages = false;       // record the IR text after every step
 };
 

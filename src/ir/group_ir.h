@@ -66,7 +66,8 @@ enum class GroupOpKind {
   FragFill,     // frag = constant
   FragLoad,     // each worker: its part of frag = src window (guarded: outside -> `constant`)
   FragStore,    // each owner (frag_part): dst window = its part of frag (guarded: outside skipped)
-  Mma,          // each worker: its part of acc += a (m x k) * b (k x n)
+  Mma,          // each worker: its part of acc += a (m x k) * b (k x n); a may be a
+                //   private fragment holding, on each worker, exactly its rows of acc
   MmaWait,      // waits until at most `pending` of this worker's async mmas are in flight
   Elementwise,  // dst frag = op(operands), element by element (operands broadcast)
   Reduce,       // a reduction along one axis, in one of three modes (ReduceMode)

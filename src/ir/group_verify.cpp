@@ -285,7 +285,18 @@ class Verifier {
                        shape(p_.atom_m, p_.atom_n));
         // A tensor read in place (Plan::direct) is read only inside the valid part,
         // which therefore must be given.
-        const Buffer& a = window(op, op.a, op.m, op.k, "operand a", {Space::Shared, Space::Global});
+        const Buffer& a = window(op, op.a, op.m, op.k, "operand a", {Space::Shared, Space::Global, Space::Private});
+        if (a.space == Space::Private) {
+          // From registers: each worker multiplies its own rows of a (its part of
+          // the accumulator's rows), so a is whole, not split along k, and not acc.
+          int64_t row = -1, col = -1;
+          FragPart pa = frag_part(p_, a, 0);
+          if (a.id == acc.id || a.rows != op.m || a.cols != op.k || !expr_is_const(op.a.row, &row) ||
+              !expr_is_const(op.a.col, &col) || row != 0 || col != 0 || pa.rows != part.rows || pa.cols != op.k)
+            fail(op, "operand a " + a.name + " " + shape(a) + " is a fragment: it must be the whole m x k = " +
+                         shape(op.m, op.k) + " operand, held by each worker for its own rows of the accumulator " +
+                         acc.name + " (a worker grid of one column)");
+        }
         const Buffer& b = window(op, op.b, op.k, op.n, "operand b", {Space::Shared, Space::Global});
         if (a.space == Space::Global && !(op.m_valid && op.k_valid))
           fail(op, "operand a " + a.name + " is global: the mma needs valid(m, n, k) with m and k bounded");

@@ -255,6 +255,25 @@ class Lowering {
     return s;
   }
 
+  // The b operand of an mma.sync, staged from a source whose rows are its unit
+  // stride (a transposed view such as K^T): row panels of 8, so that 8 consecutive
+  // rows of one column are 16 contiguous bytes (16-bit) both in the tensor and in
+  // shared memory. The copy moves them as whole vectors (asynchronously when
+  // pipelined) and the atom reads them with a plain ldmatrix; column panels would
+  // need an element-by-element transpose on the way in.
+  bool wants_b_row_panels(const BufferRef& src, int64_t rows) const {
+    int64_t unit = 0;
+    return plan_.atom == AtomKind::MmaSync && rows % kBRowPanel == 0 && expr_is_const(src.row_stride, &unit) &&
+           unit == 1 && !(expr_is_const(src.col_stride, &unit) && unit == 1);
+  }
+  static constexpr int64_t kBRowPanel = 8;
+  int new_b_row_panels(const TileOp& op, const std::string& base, int64_t rows, int64_t cols) {
+    int s = new_buffer(op, base, Space::Shared, rows, cols);
+    p_.buffers[s].layout = Layout::RowPanels;
+    p_.buffers[s].panel = kBRowPanel;
+    return s;
+  }
+
   GroupOp new_op(GroupOpKind kind) {
     GroupOp g;
     g.kind = kind;
@@ -567,8 +586,9 @@ class Lowering {
       read_in_place_.insert(t);
       return;
     }
-    int s = c.mma_b ? new_b_panels(op, tensor.name + "s", rows, cols)
-                    : new_buffer(op, tensor.name + "s", Space::Shared, rows, cols);
+    int s = !c.mma_b                         ? new_buffer(op, tensor.name + "s", Space::Shared, rows, cols)
+            : wants_b_row_panels(w.ref, rows) ? new_b_row_panels(op, tensor.name + "s", rows, cols)
+                                              : new_b_panels(op, tensor.name + "s", rows, cols);
     p_.buffers[s].dtype = tensor.dtype;  // staged as stored: the atom reads it
     GroupOp g = new_op(GroupOpKind::Copy);
     g.src = w.ref;
@@ -630,14 +650,16 @@ class Lowering {
            same(a.src.row_stride, b.dst.row_stride) && same(a.src.col_stride, b.dst.col_stride);
   }
 
-  // An mma operand in shared memory: a staged load as it is, a computed tile stored
-  // into a fresh buffer laid out for the atom.
-  int mma_operand(const TileOp& op, int value, bool is_b, std::vector<GroupOp>& out) {
+  // An mma operand: a staged load as it is; a computed tile stored into a fresh
+  // shared buffer laid out for the atom, or, where the atom can take it from
+  // registers (a_in_registers), the fragment itself.
+  int mma_operand(const TileOp& op, int value, bool is_b, int acc, std::vector<GroupOp>& out) {
     const Lowered& l = lowered(op, value);
     if (l.kind == Lowered::Kind::Staged) return l.buffer;
     const TileType& type = k_.values.at(value).type;
     int f = frag_of(op, value, out, type);
     const Buffer& frag = p_.buffer(f);
+    if (!is_b && f != acc && a_in_registers(frag, type.dtype)) return f;
     int s = is_b ? new_b_panels(op, "Bs", frag.rows, frag.cols)
                  : new_buffer(op, "As", Space::Shared, frag.rows, frag.cols);
     // A tile cast to a 16-bit dtype is stored as one: the atom reads it like a
@@ -649,6 +671,17 @@ class Lowering {
     out.push_back(g);
     fence(out);
     return s;
+  }
+
+  // mma.sync takes a computed 16-bit a operand from registers: the m16n8
+  // accumulator layout of two adjacent 8-column tiles holds, per lane, what the
+  // m16n8k16 a operand needs of one 16-wide k step, so no shared buffer, store or
+  // fences are needed. A warp must hold whole rows of the operand (a worker grid
+  // of one column) in whole 16 x 16 blocks.
+  bool a_in_registers(const Buffer& frag, DType dtype) const {
+    return plan_.atom == AtomKind::MmaSync && plan_.worker_cols == 1 &&
+           (dtype == DType::BF16 || dtype == DType::F16) && frag.cols % 16 == 0 &&
+           frag.rows % plan_.worker_rows == 0 && (frag.rows / plan_.worker_rows) % 16 == 0;
   }
 
   void lower_mma(const TileOp& op, std::vector<GroupOp>& out) {
@@ -668,8 +701,8 @@ class Lowering {
       fail(ErrorKind::Plan, op, "mma operands read in place (plan direct) run on the cpu and sim targets");
     GroupOp g = new_op(GroupOpKind::Mma);
     g.frag = acc;
-    g.a = a_direct ? la.window : origin(mma_operand(op, op.operands[0], false, out));
-    g.b = b_direct ? lb.window : origin(mma_operand(op, op.operands[1], true, out));
+    g.a = a_direct ? la.window : origin(mma_operand(op, op.operands[0], false, acc, out));
+    g.b = b_direct ? lb.window : origin(mma_operand(op, op.operands[1], true, acc, out));
     g.m = p_.buffer(acc).rows;
     g.k = static_extent(op, k_.values.at(op.operands[0]).type.shape[1]);
     g.n = p_.buffer(acc).cols;  // b's buffer may be wider: whole panels

@@ -13,6 +13,7 @@
 
 #include "attention_cases.h"
 #include "compiler/compile.h"
+#include "ir/group_text.h"
 #include "target/cuda/cuda_emit.h"
 #include "target/cuda/cuda_kernel.h"
 #include "tessel/error.h"
@@ -50,7 +51,7 @@ TEST(AttentionCuda, DefaultPlansCompileForSm90WithoutSpills) {
 // What the emitted kernel is made of: row statistics reduced over a lane quad, no
 // shared-memory partials for them, Q through ldmatrix, the probabilities handed to
 // the second mma in registers (and the fence before their store gone), K^T copied
-// in 16-byte vectors.
+// asynchronously in 16-byte vectors into row panels that ldmatrix reads untransposed.
 TEST(AttentionCuda, RowStatisticsStayInTheWarp) {
   TileKernel k = attention_kernel(AttentionMask::None, DType::BF16);
   Plan plan = default_plan(k, TargetKind::Cuda, test::attention_sizes(test::attention_shapes()[0]));
@@ -63,11 +64,19 @@ TEST(AttentionCuda, RowStatisticsStayInTheWarp) {
   EXPECT_NE(code.find("tsl_ldmatrix_x4("), std::string::npos);
   // P, the second mma's a operand, comes from its fragment's registers packed to bf16
   // pairs, not through shared memory.
-  EXPECT_NE(code.find("][m][j] = tsl_pack16(tsl_f32_to_bf16(f"), std::string::npos);
-  // With the store gone, the fence before it orders nothing the next does not.
-  EXPECT_NE(code.find(": the next fence orders all it would"), std::string::npos);
-  // K^T (a view whose rows are the unit stride) moves in 16-byte vectors down its columns.
-  EXPECT_NE(code.find("const uint4 w = *(const uint4*)&t1["), std::string::npos);
+  EXPECT_NE(code.find("][m][j] = tsl_pack_bf16x2(f"), std::string::npos);
+  // In GroupIR: the second mma's a operand is P's fragment, so there is no shared
+  // buffer, store or fence for it, and (precise planning, the cuda default) the
+  // loop keeps two fences: the one after the copies land and its last.
+  const std::string ir = print_group_program(g.program);
+  EXPECT_EQ(ir.find("buffer As"), std::string::npos);
+  EXPECT_EQ(g.barriers.static_after, 2) << ir;
+  // K^T (a view whose rows are the unit stride) moves in 16-byte vectors down its
+  // columns, by cp.async, into row panels of 8 (its 8 rows of a column contiguous).
+  EXPECT_NE(ir.find("buffer Ks: shared bf16[64, 64] rowpanels panel 8"), std::string::npos);
+  EXPECT_NE(code.find("tsl_cp_async16(&(b8 + "), std::string::npos);
+  EXPECT_EQ(code.find("const uint4 w = *(const uint4*)&t1["), std::string::npos) << "K^T went through registers";
+  EXPECT_EQ(code.find("tsl_ldmatrix_x4_trans(t, &(b8"), std::string::npos) << "K^T read transposed";
 }
 
 // Warps side by side along the columns would split a row's reduction across warps:

@@ -51,8 +51,18 @@ TEST(GroupVerify, OpIdsAreUniqueAndBelowNextOpId) {
 TEST(GroupVerify, SpacesFitEachOp) {
   EXPECT_EQ(verify_error("copy #0 A[0, 0] strides(M, 1) -> f[0, 0] 8x8 batch 1\n"),
             "op #0 (copy): destination f may not be in private memory");
+  // A fragment may be operand a (registers) only as each worker's own rows, whole.
   EXPECT_EQ(verify_error("mma #0 f += g[0, 0] * S[0, 0] 8x8x8\n"),
-            "op #0 (mma): operand a g may not be in private memory");
+            "op #0 (mma): operand a window 8x8 at (0, 0) does not fit g 8x4");
+  const std::string h = "  buffer h: private f32[8, 8] row panel 1 versions 1\n";
+  EXPECT_EQ(verify_error("mma #0 f += h[0, 0] * S[0, 0] 8x8x8\n", h),
+            "op #0 (mma): operand a h 8x8 is a fragment: it must be the whole m x k = 8x8 operand, held by each "
+            "worker for its own rows of the accumulator f (a worker grid of one column)");
+  EXPECT_EQ(verify_error("mma #0 f += f[0, 0] * S[0, 0] 8x8x8\n"),
+            "op #0 (mma): operand a f 8x8 is a fragment: it must be the whole m x k = 8x8 operand, held by each "
+            "worker for its own rows of the accumulator f (a worker grid of one column)");
+  EXPECT_EQ(verify_error("mma #0 f += S[0, 0] * g[0, 0] 8x8x8\n"),
+            "op #0 (mma): operand b g may not be in private memory");
   // A tensor read in place (Plan::direct) needs the valid part that bounds the reads.
   EXPECT_EQ(verify_error("mma #0 f += A[0, 0] strides(M, 1) * S[0, 0] 8x8x8\n"),
             "op #0 (mma): operand a A is global: the mma needs valid(m, n, k) with m and k bounded");

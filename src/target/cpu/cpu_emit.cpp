@@ -1062,8 +1062,11 @@ class Emitter {
     const Buffer& acc = frag(op.frag, op);
     const Buffer& A = p_.buffer(op.a.buffer);
     const Buffer& B = p_.buffer(op.b.buffer);
-    if (A.space == Space::Private || B.space == Space::Private)
-      user_error(ErrorKind::Verify, "mma #" + num(op.id) + ": operands must be shared or global buffers");
+    if (B.space == Space::Private)
+      user_error(ErrorKind::Verify, "mma #" + num(op.id) + ": operand b must be a shared or global buffer");
+    if (A.space == Space::Private)
+      user_error(ErrorKind::Unsupported, "mma #" + num(op.id) + ": an a operand in registers (" + A.name +
+                                             ") runs on the sim and the cuda mma.sync atom, not the cpu");
     const int64_t mr = p_.atom_m, nr = p_.atom_n;
     int64_t b_col = -1;
     // The micro-kernel takes A, B and acc all fp32 (16-bit staging holds floats) or all

@@ -67,6 +67,14 @@ static __device__ __forceinline__ unsigned tsl_tf32(float f) {
 static __device__ __forceinline__ unsigned tsl_pack16(unsigned short lo, unsigned short hi) {
   return (unsigned)lo | ((unsigned)hi << 16);
 }
+// Two floats rounded to 16 bits and packed in one instruction (the first source
+// operand goes to the upper half).
+static __device__ __forceinline__ unsigned tsl_pack_bf16x2(float lo, float hi) {
+  unsigned x; asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(x) : "f"(hi), "f"(lo)); return x;
+}
+static __device__ __forceinline__ unsigned tsl_pack_f16x2(float lo, float hi) {
+  unsigned x; asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(x) : "f"(hi), "f"(lo)); return x;
+}
 static __device__ __forceinline__ void tsl_ldmatrix_x4(unsigned* r, const void* p) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(tsl_smem(p)));
@@ -267,55 +275,7 @@ class Emitter {
     for (const Buffer& b : p_.buffers)
       if (b.space == Space::Private) check_frag(b);
     if (p_.atom == AtomKind::Wgmma) mark_wgmma_operands(p_.body);
-    if (p_.lanes == 32) find_register_operands(p_.body);
     find_redundant_fences(p_.body);
-  }
-
-  // mma.sync: a computed tile that is stored to shared memory only to be the a
-  // operand of one mma (the lowering's `As`) feeds it from registers instead. The
-  // m16n8 accumulator layout of two adjacent 8-column tiles holds, per lane, what the
-  // m16n8k16 a operand needs of one 16-wide k step (rows l/4 and l/4 + 8, column
-  // pairs 2(l%4) and 2(l%4) + 8), so the registers are packed to 16-bit pairs and
-  // the store, and its ldmatrix, go. Taken when: the store and the mma are in one
-  // op list with nothing between them writing the fragment; the buffer is written
-  // by that store and read by that mma only, whole, from (0, 0); the operand is 16
-  // bits; and a warp's rows of the fragment are its rows of the accumulator (no
-  // worker columns).
-  void find_register_operands(const std::vector<GroupOp>& ops) {
-    std::map<int, int> uses;  // shared buffer -> ops that name it
-    std::function<void(const std::vector<GroupOp>&)> count = [&](const std::vector<GroupOp>& list) {
-      for (const GroupOp& op : list) {
-        for (const auto& body : op.bodies) count(body);
-        for (const BufferRef* r : {&op.src, &op.dst, &op.a, &op.b})
-          if (r->buffer >= 0) ++uses[r->buffer];
-      }
-    };
-    count(ops);
-    std::function<void(const std::vector<GroupOp>&)> visit = [&](const std::vector<GroupOp>& list) {
-      for (size_t i = 0; i < list.size(); ++i) {
-        for (const auto& body : list[i].bodies) visit(body);
-        const GroupOp& st = list[i];
-        if (st.kind != GroupOpKind::FragStore || p_.worker_cols != 1) continue;
-        const Buffer& A = p_.buffer(st.dst.buffer);
-        const Buffer& F = p_.buffer(st.frag);
-        if (A.space != Space::Shared || A.dtype == DType::F32 || A.layout != Layout::RowMajor || A.versions != 1 ||
-            uses[A.id] != 2 || A.rows != F.rows || A.cols != F.cols || !is_zero(st.dst.row) || !is_zero(st.dst.col))
-          continue;
-        for (size_t j = i + 1; j < list.size(); ++j) {
-          const GroupOp& op = list[j];
-          if (op.kind == GroupOpKind::Mma && op.a.buffer == A.id) {
-            const Buffer& acc = p_.buffer(op.frag);
-            if (op.frag != F.id && acc.rows == F.rows && op.k == F.cols && op.b.buffer != A.id && is_zero(op.a.row) &&
-                is_zero(op.a.col) && F.cols % 16 == 0 && F.rows / p_.worker_rows % 16 == 0)
-              a_from_registers_[op.id] = F.id, skipped_stores_.insert(st.id);
-            break;
-          }
-          // Anything that may write the fragment, or control flow, ends the search.
-          if (!op.bodies.empty() || op.frag == F.id) break;
-        }
-      }
-    };
-    visit(ops);
   }
 
   // Group coordinates: the last grid dimension is blockIdx.x, the ones before it y
@@ -955,7 +915,10 @@ class Emitter {
                             unit(op.src.row_stride) && !unit(op.src.col_stride) && op.rows % v == 0;
     if (by_columns) {
       open("if (" + column_aligned(op.src, v) + ")");
-      emit_column_chunks(op, v);
+      if (rows_contiguous(op.dst, v))
+        emit_column_vectors(op, v);
+      else
+        emit_column_chunks(op, v);
       --depth_;
       open("} else");
       emit_scalar_copy(op);
@@ -983,6 +946,77 @@ class Emitter {
                     num(v) + " == 0 && (" + ex(ref.row) + ") % " + num(v) + " == 0";
     if (ref.offset && !is_zero(ref.offset)) s += " && (" + ex(ref.offset) + ") % " + num(v) + " == 0";
     return s;
+  }
+
+  // Are v consecutive rows, from a multiple of v, of a column of a shared window
+  // contiguous (row panels of a multiple of v, each panel's lines on 16 bytes)?
+  bool rows_contiguous(const BufferRef& ref, int64_t v) const {
+    const Buffer& b = p_.buffer(ref.buffer);
+    return b.space == Space::Shared && !swizzled(b) && b.layout == Layout::RowPanels && b.panel % v == 0 &&
+           line_[b.id] % v == 0 && const_multiple(ref.row, v);
+  }
+
+  // A source whose rows are its unit stride into row panels (rows_contiguous):
+  // rows [r, r + v) of column c are 16 contiguous bytes at both ends, one vector
+  // (cp.async when the copy is async). Thread e takes c = e / (rows / v) and
+  // r = (e % (rows / v)) * v: a warp reads whole stretches of the tensor's
+  // contiguous rows, and its stores land one padded panel apart, in distinct banks.
+  // A vector wholly outside the source is zero-filled (cp.async with 0 source
+  // bytes); one straddling a bound, or one the destination's guard cuts, goes
+  // element by element.
+  void emit_column_vectors(const GroupOp& op, int64_t v) {
+    const int64_t per_col = op.rows / v;
+    const std::string SR = "(" + ex(op.src.row) + " + r)", SC = "(" + ex(op.src.col) + " + c)";
+    const std::string DR = "(" + ex(op.dst.row) + " + r)", DC = "(" + ex(op.dst.col) + " + c)";
+    std::string src_whole, src_none, dst_whole;
+    auto both = [](std::string& into, const std::string& x) { into += (into.empty() ? "" : " && ") + x; };
+    auto either = [](std::string& into, const std::string& x) { into += (into.empty() ? "" : " || ") + x; };
+    if (op.src_row_bound) {
+      both(src_whole, SR + " + " + num(v) + " <= " + ex(op.src_row_bound));
+      either(src_none, SR + " >= " + ex(op.src_row_bound));
+    }
+    if (op.src_col_bound) {
+      both(src_whole, SC + " < " + ex(op.src_col_bound));
+      either(src_none, SC + " >= " + ex(op.src_col_bound));
+    }
+    if (op.dst_row_bound) both(dst_whole, DR + " + " + num(v) + " <= " + ex(op.dst_row_bound));
+    if (op.dst_col_bound) both(dst_whole, DC + " < " + ex(op.dst_col_bound));
+    const std::string dst_ptr = "&" + at(op.dst, DR, DC), src_ptr = "&" + at(op.src, SR, SC);
+    for_each_share(per_col * op.cols, [&] {
+      line("const int c = e / " + num(per_col) + ", r = (e % " + num(per_col) + ") * " + num(v) + ";");
+      if (!dst_whole.empty()) open("if (" + dst_whole + ")");
+      // Padding other than zero cannot come from cp.async's zero fill.
+      const bool zero_fill = op.async && op.constant == 0 && !src_none.empty();
+      std::string vector_ok = src_whole.empty() ? "true" : src_whole;
+      if (zero_fill) vector_ok = "(" + vector_ok + ") || " + src_none;
+      open(vector_ok == "true" ? "" : "if (" + vector_ok + ")");
+      if (op.async) {
+        std::string in = zero_fill ? "!(" + src_none + ")" : "true";
+        line("const bool in = " + in + ";");
+        line("tsl_cp_async16(" + dst_ptr + ", in ? (const void*)" + src_ptr + " : (const void*)" + base(op.src) +
+             ", in ? 16 : 0);");
+      } else {
+        line("*(uint4*)(" + dst_ptr + ") = *(const uint4*)(" + src_ptr + ");");
+      }
+      if (vector_ok != "true") {
+        --depth_;
+        open("} else");
+        line("#pragma unroll");
+        line("for (int i = 0; i < " + num(v) + "; ++i) " + at(op.dst, DR + " + i", DC) + " = " +
+             src_value(op, "(r + i)", "c") + ";");
+      }
+      close();
+      if (!dst_whole.empty()) {
+        --depth_;
+        open("} else");
+        line("#pragma unroll");
+        open("for (int i = 0; i < " + num(v) + "; ++i)");
+        std::string g = dst_guard(op, "(r + i)", "c");
+        line("if (" + g + ") " + at(op.dst, DR + " + i", DC) + " = " + src_value(op, "(r + i)", "c") + ";");
+        close();
+        close();
+      }
+    }, /*unroll=*/false);  // rolled: an issue holds no registers, and the loop shares the fragments' registers
   }
 
   // Thread e takes rows [r, r + v) of column c of the window, c = e % cols,
@@ -1436,18 +1470,15 @@ class Emitter {
   // A compiler fence that orders nothing the next one does not is left out (the
   // sim judges the GroupIR with it; dropping it here is sound by this rule alone):
   // the next fence (or barrier) of the same op list follows with only register
-  // work between them (elementwise ops, fills, in-warp reductions, stores an mma
-  // reads from registers; an async.wait, which only completes this thread's own
-  // copies). Accesses before the fence and after the next one are ordered by the
-  // next one, and none lie between. Barrier planning keeps such fences where an
-  // access between them is gone only here (a store replaced by registers). (A loop
+  // work between them (elementwise ops, fills, in-warp reductions; an async.wait,
+  // which only completes this thread's own copies). Accesses before the fence and
+  // after the next one are ordered by the next one, and none lie between. (A loop
   // body's last fence, whose next ones are the body's first and the one after the
   // loop, could go by the same argument; without it ptxas scheduled the head_dim
   // 128 kernels of two chained mmas into spills, so it stays.)
   bool registers_only(const GroupOp& op) const {
     return op.kind == GroupOpKind::Elementwise || op.kind == GroupOpKind::FragFill ||
-           op.kind == GroupOpKind::AsyncWait || (op.kind == GroupOpKind::Reduce && op.reduce_mode == ReduceMode::Local) ||
-           skipped_stores_.count(op.id) > 0;
+           op.kind == GroupOpKind::AsyncWait || (op.kind == GroupOpKind::Reduce && op.reduce_mode == ReduceMode::Local);
   }
   void find_redundant_fences(const std::vector<GroupOp>& ops) {
     for (size_t i = 0; i < ops.size(); ++i) {
@@ -1470,11 +1501,6 @@ class Emitter {
         ++i;
         continue;
       }
-      if (skipped_stores_.count(ops[i].id)) {  // its mma reads the registers
-        line("// frag.store #" + num(ops[i].id) + ": the mma reads its fragment's registers");
-        ++i;
-        continue;
-      }
       if (!per_register(ops[i])) {
         emit_op(ops[i++]);
         continue;
@@ -1482,7 +1508,7 @@ class Emitter {
       std::vector<const GroupOp*> run = {&ops[i]};
       size_t j = i + 1;
       while (j < ops.size() && per_register(ops[j]) && fusable(run, ops[j])) {
-        if (!skipped_stores_.count(ops[j].id)) run.push_back(&ops[j]);
+        run.push_back(&ops[j]);
         ++j;
       }
       emit_run(run);
@@ -1913,9 +1939,15 @@ class Emitter {
     const Buffer& acc = frag(op.frag, op);
     const Buffer& A = p_.buffer(op.a.buffer);
     const Buffer& B = p_.buffer(op.b.buffer);
-    if (A.space != Space::Shared || B.space != Space::Shared)
-      user_error(ErrorKind::Verify, "mma #" + num(op.id) + ": operands must be in shared memory");
-    if (A.dtype != B.dtype)
+    // An a operand in registers (a private fragment, group_ir.h) takes b's dtype.
+    const bool a_regs = A.space == Space::Private;
+    if ((A.space != Space::Shared && !a_regs) || B.space != Space::Shared)
+      user_error(ErrorKind::Verify, "mma #" + num(op.id) + ": operands must be in shared memory (a may be a fragment)");
+    if (a_regs && (p_.atom != AtomKind::MmaSync || B.dtype == DType::F32))
+      user_error(ErrorKind::Unsupported, "mma #" + num(op.id) + ": an a operand in registers (" + A.name +
+                                             ") needs the mma.sync atom and 16-bit b, not " + atom_name(p_.atom) +
+                                             " and " + dtype_name(B.dtype));
+    if (!a_regs && A.dtype != B.dtype)
       user_error(ErrorKind::Unsupported, "mma #" + num(op.id) + ": operands of different dtypes");
     int64_t pr = acc.rows / p_.worker_rows, pc = acc.cols / p_.worker_cols;
     if (acc.rows != op.m || acc.cols != op.n)
@@ -2012,7 +2044,8 @@ class Emitter {
   // mmas; B's are streamed either way (each n pair loaded just before its mmas).
   void emit_sync_mma(const GroupOp& op, const Buffer& acc, const Buffer& A, const Buffer& B,
                      int64_t pr, int64_t pc) {
-    const bool half = A.dtype != DType::F32;
+    const DType dt = B.dtype;  // A's too, or that of the registers A is read from
+    const bool half = dt != DType::F32;
     const int64_t ka = half ? 16 : 8, mt = pr / 16, nt = pc / 8;
     if (op.k % ka != 0)
       user_error(ErrorKind::Plan, "mma #" + num(op.id) + ": k = " + num(op.k) + " is not a multiple of the atom's " + num(ka));
@@ -2020,24 +2053,28 @@ class Emitter {
     bool b_ldm = half && nt % 2 == 0 && const_multiple(op.b.row, 8) &&
                  ((B.layout == Layout::ColPanels && B.panel == 8) ||
                   (B.layout == Layout::RowMajor && line_[B.id] % 8 == 0));
+    // Row panels of 8 (a transposed source, lower.cpp) hold each column's 8 k
+    // values contiguously: ldmatrix without .trans gives the b fragments.
+    bool b_ldm_rows = half && nt % 2 == 0 && const_multiple(op.b.row, 8) && B.layout == Layout::RowPanels &&
+                      B.panel == 8 && line_[B.id] % 8 == 0;
     std::string fa = base(op.a), fb = base(op.b), f = "f" + num(acc.id);
-    std::string mma = A.dtype == DType::BF16 ? "tsl_mma_bf16" : A.dtype == DType::F16 ? "tsl_mma_f16" : "tsl_mma_tf32";
+    std::string mma = dt == DType::BF16 ? "tsl_mma_bf16" : dt == DType::F16 ? "tsl_mma_f16" : "tsl_mma_tf32";
     const bool twice = p_.frag_buffers == 2;
     // A's fragments of step `k0` into register set `set`.
-    auto from_regs = a_from_registers_.find(op.id);
     auto load_a = [&](const std::string& set, const std::string& k0) {
       line("#pragma unroll");
       open("for (int m = 0; m < " + num(mt) + "; ++m)");
       std::string ra = "ra[" + set + "][m]";
-      if (from_regs != a_from_registers_.end()) {
-        // a[j] of k step k0: accumulator tile (m, k0/8 + j/2) of the fragment, its
-        // registers 2(j%2) and 2(j%2) + 1 (row lane/4 + 8(j%2), columns 2(lane%4) + {0, 1}).
-        const Buffer& F = p_.buffer(from_regs->second);
-        const std::string f = "f" + num(F.id), nf = num(F.cols / p_.worker_cols / 8);
+      if (A.space == Space::Private) {
+        // From registers (the m16n8 accumulator layout of two adjacent 8-column tiles
+        // holds, per lane, what the m16n8k16 a operand needs of one 16-wide k step):
+        // a[j] of k step k0 is tile (m, k0/8 + j/2) of the fragment, its registers
+        // 2(j%2) and 2(j%2) + 1 (row lane/4 + 8(j%2), columns 2(lane%4) + {0, 1}).
+        const std::string f = "f" + num(A.id), nf = num(A.cols / p_.worker_cols / 8);
         line("#pragma unroll");
         open("for (int j = 0; j < 4; ++j)");
         line("const int x = (m * " + nf + " + (" + k0 + ") / 8 + j / 2) * 4 + (j % 2) * 2;");
-        line(ra + "[j] = tsl_pack16(" + from_f32(A.dtype, f + "[x]") + ", " + from_f32(A.dtype, f + "[x + 1]") + ");");
+        line(ra + "[j] = " + (dt == DType::BF16 ? "tsl_pack_bf16x2(" : "tsl_pack_f16x2(") + f + "[x], " + f + "[x + 1]);");
         close();
       } else if (a_ldm) {
         line("tsl_ldmatrix_x4(" + ra + ", &" + fa + "[" + index(A, "ar + m * 16 + lane % 16", "ak + " + k0 + " + lane / 16 * 8") +
@@ -2078,11 +2115,15 @@ class Emitter {
     // B fragments are streamed: each n (pair) is loaded and used by every m before
     // the next, so only A's fragments and one B pair are live beside the accumulator.
     std::string acc_at = "&" + f + "[(m * " + num(nt) + " + n) * 4]", ra_m = "ra[" + cur + "][m]";
-    if (b_ldm) {
+    if (b_ldm || b_ldm_rows) {
       line("#pragma unroll");
       open("for (int n = 0; n < " + num(nt) + "; n += 2)");
       line("unsigned t[4];");
-      line("tsl_ldmatrix_x4_trans(t, &" + fb + "[" + index(B, "bk + kk + lane % 16", "bc + n * 8 + lane / 16 * 8") + "]);");
+      // Lane l addresses row l % 8 of matrix l / 8: (k half, n tile) = (l / 8 % 2, l / 16).
+      if (b_ldm_rows)
+        line("tsl_ldmatrix_x4(t, &" + fb + "[" + index(B, "bk + kk + lane / 8 % 2 * 8", "bc + n * 8 + lane / 16 * 8 + lane % 8") + "]);");
+      else
+        line("tsl_ldmatrix_x4_trans(t, &" + fb + "[" + index(B, "bk + kk + lane % 16", "bc + n * 8 + lane / 16 * 8") + "]);");
       line("const unsigned b0[2] = {t[0], t[1]}, b1[2] = {t[2], t[3]};");
       line("#pragma unroll");
       line("for (int m = 0; m < " + num(mt) + "; ++m) { " + mma + "(" + acc_at + ", " + ra_m + ", b0); " + mma + "(&" + f +
@@ -2140,8 +2181,6 @@ class Emitter {
   std::vector<bool> swizzled_;  // shared buffers in the wgmma operand layout
   bool swizzled_any_ = false;
   std::set<int> async_accumulators_;  // fragments async wgmmas accumulate into
-  std::map<int, int> a_from_registers_;  // mma op id -> the fragment its a operand is read from
-  std::set<int> skipped_stores_;         // frag.store op ids those mmas replace
   std::set<int> redundant_fences_;       // fence op ids left out (find_redundant_fences)
   DType wgmma_dtype_ = DType::BF16;
   std::set<int64_t> wgmma_widths_;

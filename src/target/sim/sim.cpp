@@ -920,7 +920,10 @@ class Interpreter {
   // same k, so pipelined and plain programs agree bit for bit.
   void mma(const GroupOp& op) {
     private_buffer(op.frag, op);
-    Window a = resolve(op.a, op), b = resolve(op.b, op);
+    // An a operand in registers (a private fragment) is each worker's own rows.
+    const bool a_private = p_.buffer(op.a.buffer).space == Space::Private;
+    if (a_private) private_buffer(op.a.buffer, op);
+    Window a = a_private ? Window{} : resolve(op.a, op), b = resolve(op.b, op);
     const int64_t k = op.k;
     const int64_t m_valid = op.m_valid ? eval(op.m_valid) : op.m;
     const int64_t n_valid = op.n_valid ? eval(op.n_valid) : op.n;
@@ -939,13 +942,20 @@ class Interpreter {
         return shared_[x.buffer->id][i];
       };
       // A tensor read in place (Plan::direct) is read only inside the valid part.
-      const bool a_global = a.buffer->space == Space::Global, b_global = b.buffer->space == Space::Global;
+      const bool a_global = !a_private && a.buffer->space == Space::Global, b_global = b.buffer->space == Space::Global;
       const int64_t rows_read = a_global ? std::min(part.rows, m_valid - part.row0) : part.rows;
       const int64_t cols_read = b_global ? std::min(part.cols, n_valid - part.col0) : part.cols;
       const int64_t ka_read = a_global ? std::min(k, k_valid) : k, kb_read = b_global ? std::min(k, k_valid) : k;
-      for (int64_t i = 0; i < rows_read; ++i)
-        for (int64_t kk = 0; kk < ka_read; ++kk)
-          a_[i * k + kk] = get(a, a.row + part.row0 + i, a.col + kk);
+      if (a_private) {
+        const FragPart& pa = parts_[op.a.buffer][w];
+        TESSEL_ASSERT(pa.row0 == part.row0 && pa.rows == part.rows && pa.cols == k, "register operand a is not the worker's rows");
+        const float* fa = frag(op.a.buffer, w);
+        std::copy(fa, fa + part.rows * k, a_.begin());
+      } else {
+        for (int64_t i = 0; i < rows_read; ++i)
+          for (int64_t kk = 0; kk < ka_read; ++kk)
+            a_[i * k + kk] = get(a, a.row + part.row0 + i, a.col + kk);
+      }
       for (int64_t kk = 0; kk < kb_read; ++kk)
         for (int64_t j = 0; j < cols_read; ++j)
           b_[kk * part.cols + j] = get(b, b.row + kk, b.col + part.col0 + j);
