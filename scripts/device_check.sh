@@ -260,19 +260,26 @@ PY
       cat "$OUT/attention-gpu.md" >> "$OUT/summary.txt";;
     python)
       # The Python package: pip-installed from the wheels in PYWHEELS (no package
-      # registry here; `pip download` them into build-pywheels/ and carry it), then its
-      # pytest suite (the PyTorch and CUDA tests run here) and the call-overhead benchmark.
+      # registry here; download them into build-pywheels/ and carry it:
+      #   pip download --only-binary=:all: --python-version 3.12 --implementation cp \
+      #     --platform manylinux_2_28_x86_64 --platform any -d build-pywheels \
+      #     nanobind scikit-build-core pytest numpy
+      # ), then its pytest suite (the PyTorch and CUDA tests run here) and the
+      # call-overhead benchmark.
       W=${PYWHEELS:-$ROOT/build-pywheels}
       { python3 -m venv --system-site-packages /tmp/tv &&
-        /tmp/tv/bin/pip install -q --no-index --find-links "$W" nanobind scikit-build-core pytest &&
-        CMAKE_PREFIX_PATH=/tmp/pk/usr /tmp/tv/bin/pip install -q --no-index --find-links "$W" \
+        /tmp/tv/bin/pip install -q --no-index --find-links "$W" nanobind scikit-build-core pytest numpy &&
+        CMAKE_PREFIX_PATH=/tmp/pk/usr CMAKE_BUILD_PARALLEL_LEVEL=$CORES /tmp/tv/bin/pip install -q --no-index --find-links "$W" \
           --no-build-isolation . ; } > /tmp/pip.log 2>&1
       echo "python install rc=$? at $SECONDS s" >> "$OUT/summary.txt"
       tail -5 /tmp/pip.log > "$OUT/python.txt"
-      (cd /tmp && /tmp/tv/bin/python -c "import time; t = time.perf_counter(); import tessel; print(f'import tessel: {(time.perf_counter() - t) * 1e3:.1f} ms')") >> "$OUT/python.txt" 2>&1
-      timeout 300 /tmp/tv/bin/python -m pytest -q -rs -p no:cacheprovider tests/python >> "$OUT/python.txt" 2>&1
+      # The tests and the benchmark run on the machine's python3 (the one with PyTorch,
+      # which a venv does not see) with the venv's packages on its path.
+      SP=$(/tmp/tv/bin/python -c 'import site; print(site.getsitepackages()[0])')
+      (cd /tmp && PYTHONPATH=$SP python3 -c "import time; t = time.perf_counter(); import tessel; print(f'import tessel: {(time.perf_counter() - t) * 1e3:.1f} ms')") >> "$OUT/python.txt" 2>&1
+      PYTHONPATH=$SP timeout 300 python3 -X faulthandler -m pytest -q -rs -p no:cacheprovider tests/python >> "$OUT/python.txt" 2>&1
       echo "pytest rc=$? at $SECONDS s: $(tail -1 "$OUT/python.txt")" >> "$OUT/summary.txt"
-      timeout 200 /tmp/tv/bin/python bench/python/bench_overhead.py > "$OUT/python-bench.txt" 2>&1
+      PYTHONPATH=$SP timeout 200 python3 bench/python/bench_overhead.py > "$OUT/python-bench.txt" 2>&1
       echo "python bench rc=$? at $SECONDS s" >> "$OUT/summary.txt";;
     ops-cpu)
       BENCH_OPS_CPU=$O/bench_ops_cpu timeout 200 scripts/bench_ops_cpu.sh --threads 1 > "$OUT/ops-cpu.md" 2>&1

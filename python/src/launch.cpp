@@ -121,11 +121,7 @@ ArrayView view_of(nb::handle h, bool writable, const std::string& what) {
   if (device_type == nb::device::cpu::value) {
     v.where = Where::Host;
   } else if (device_type == nb::device::cuda::value && device_id == 0) {
-    // The first run on the H200 (2026-11-30) crashed in tessel.gemm on CUDA tensors,
-    // and the cause is not found yet: refused until it is (docs/python.md).
-    throw nb::value_error((what + " is a CUDA array: tessel's Python package does not launch on CUDA "
-                           "arrays yet (its first run on a GPU crashed; docs/python.md)")
-                              .c_str());
+    v.where = Where::Cuda;
   } else {
     throw nb::value_error((what + " is on DLPack device " + std::to_string(device_type) + ":" +
                            std::to_string(device_id) + "; tessel launches on the host (1) and on CUDA device 0 (2:0)")

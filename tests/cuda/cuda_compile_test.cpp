@@ -240,13 +240,16 @@ TEST(CudaCompile, CliExplainWorksWithoutGpu) {
 TEST(CudaCompileErrors, BadArchIsAUserError) {
   Plan plan = default_gemm_plan(TargetKind::Cuda, 64, 64, 64);
   CompiledGroup g = compile_to_group(gemm_kernel(), plan, CompileOptions{});
-  try {
-    compile_cuda(g.program, "gfx90a");
-    FAIL() << "no error";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), ErrorKind::InvalidArgument);
-    EXPECT_NE(std::string(e.what()).find("gfx90a"), std::string::npos);
+  for (const char* arch : {"gfx90a", "sm_", "sm_a", "sm_90b", "sm_9x", "sm_90aa", " sm_90", "sm_90 "}) {
+    try {
+      compile_cuda(g.program, arch);
+      ADD_FAILURE() << arch << ": no error";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::InvalidArgument) << arch;
+      EXPECT_NE(std::string(e.what()).find("'" + std::string(arch) + "'"), std::string::npos) << e.what();
+    }
   }
+  EXPECT_FALSE(compile_cuda(g.program, "sm_90a")->info().nvrtc.cubin.empty());
 }
 
 TEST(CudaCompileErrors, NvrtcFailureCarriesTheLogAndTheSource) {

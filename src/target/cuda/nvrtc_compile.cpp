@@ -4,13 +4,15 @@
 
 #include <unistd.h>
 
+#include <cctype>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
-#include <regex>
+#include <string>
+#include <vector>
 
 #include "runtime/kernel_cache.h"
 #include "tessel/error.h"
@@ -27,24 +29,54 @@ std::string program_log(nvrtcProgram prog) {
   return log;
 }
 
+// No std::regex here: inside a Python process on the GPU machine, constructing one
+// crashed (a segmentation fault in libstdc++'s regex compiler, the first CUDA call
+// of the Python package), and these patterns are simple enough to read by hand.
+
+std::string trimmed(const std::string& s) {
+  size_t b = s.find_first_not_of(' '), e = s.find_last_not_of(' ');
+  return b == std::string::npos ? "" : s.substr(b, e - b + 1);
+}
+
 // NVRTC's --time file: "name, phase, value, ms" lines.
 void read_phase_times(const std::string& path, NvrtcOutput* out) {
   std::ifstream in(path);
   for (std::string line; std::getline(in, line);) {
-    std::smatch m;
-    if (!std::regex_match(line, m, std::regex("[^,]*, *([^,]+), *([0-9.]+), *ms *"))) continue;
-    const double ms = std::stod(m[2]);
-    const std::string phase = m[1];
+    std::vector<std::string> f;
+    for (size_t at = 0;;) {
+      size_t comma = line.find(',', at);
+      f.push_back(trimmed(line.substr(at, comma == std::string::npos ? std::string::npos : comma - at)));
+      if (comma == std::string::npos) break;
+      at = comma + 1;
+    }
+    if (f.size() != 4 || f[3] != "ms" || f[2].empty() || f[2].find_first_not_of("0123456789.") != std::string::npos)
+      continue;
+    const double ms = std::strtod(f[2].c_str(), nullptr);
+    const std::string& phase = f[1];
     if (phase.find("Frontend") != std::string::npos) out->frontend_ms = ms;
     else if (phase.find("Optimizer") != std::string::npos) out->optimizer_ms = ms;
     else if (phase.find("PTX") != std::string::npos) out->ptxas_ms = ms;
   }
 }
 
-int report_number(const std::string& log, const char* pattern) {
-  std::smatch m;
-  if (std::regex_search(log, m, std::regex(pattern))) return std::stoi(m[1]);
+// The first number in `log` written as prefix + digits + suffix; -1 when none.
+int report_number(const std::string& log, const std::string& prefix, const std::string& suffix) {
+  for (size_t at = log.find(suffix); at != std::string::npos; at = log.find(suffix, at + 1)) {
+    size_t begin = at;
+    while (begin > 0 && std::isdigit(static_cast<unsigned char>(log[begin - 1]))) --begin;
+    if (begin == at || begin < prefix.size() || log.compare(begin - prefix.size(), prefix.size(), prefix) != 0)
+      continue;
+    return std::stoi(log.substr(begin, at - begin));
+  }
   return -1;
+}
+
+// sm_NN or sm_NNa.
+bool valid_arch(const std::string& arch) {
+  if (arch.rfind("sm_", 0) != 0) return false;
+  std::string digits = arch.substr(3);
+  if (!digits.empty() && digits.back() == 'a') digits.pop_back();
+  return !digits.empty() && digits.size() <= 4 && digits.find_first_not_of("0123456789") == std::string::npos;
 }
 
 template <class T>
@@ -98,10 +130,10 @@ int64_t cubin_attribute(const std::string& elf, uint8_t attribute) {
 }  // namespace
 
 void read_ptxas_report(NvrtcOutput* out) {
-  out->registers = report_number(out->log, R"(Used (\d+) registers)");
-  out->spill_stores = report_number(out->log, R"((\d+) bytes spill stores)");
-  out->spill_loads = report_number(out->log, R"((\d+) bytes spill loads)");
-  out->stack_bytes = report_number(out->log, R"((\d+) bytes stack frame)");
+  out->registers = report_number(out->log, "Used ", " registers");
+  out->spill_stores = report_number(out->log, "", " bytes spill stores");
+  out->spill_loads = report_number(out->log, "", " bytes spill loads");
+  out->stack_bytes = report_number(out->log, "", " bytes stack frame");
   // On the GPU machine NVRTC's log sometimes lacks ptxas's report (seen with CUDA
   // 13.0 there, never here). The cubin records the register count and the frame
   // size; a kernel with no stack frame has nothing spilled.
@@ -120,7 +152,7 @@ std::string nvrtc_version() {
 }
 
 NvrtcOutput nvrtc_compile(const std::string& source, const std::string& arch) {
-  if (!std::regex_match(arch, std::regex("sm_[0-9]+a?")))
+  if (!valid_arch(arch))
     user_error(ErrorKind::InvalidArgument, "cuda arch '" + arch + "': expected sm_NN (sm_90)");
   auto start = std::chrono::steady_clock::now();
   NvrtcOutput out;
