@@ -18,7 +18,6 @@
 #include "ir/tile_ir.h"
 #include "passes/persistent_tiles.h"
 #include "passes/pipeline.h"
-
 #include "passes/plan_barriers.h"
 #include "passes/tma_pipeline.h"
 #include "plan/plan.h"

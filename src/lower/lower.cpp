@@ -659,7 +659,8 @@ class Lowering {
     const TileType& type = k_.values.at(value).type;
     int f = frag_of(op, value, out, type);
     const Buffer& frag = p_.buffer(f);
-    if (!is_b && f != acc && a_in_registers(frag, type.dtype)) return f;
+    if (!is_b && f != acc && a_in_registers(frag, type.dtype) && type.dtype == staged_dtype(op, op.operands[1]))
+      return f;
     int s = is_b ? new_b_panels(op, "Bs", frag.rows, frag.cols)
                  : new_buffer(op, "As", Space::Shared, frag.rows, frag.cols);
     // A tile cast to a 16-bit dtype is stored as one: the atom reads it like a
@@ -673,11 +674,18 @@ class Lowering {
     return s;
   }
 
+  // The dtype an mma operand is staged in: a loaded tile's tensor's, another's own.
+  DType staged_dtype(const TileOp& op, int value) {
+    const Lowered& l = lowered(op, value);
+    if (l.kind == Lowered::Kind::Staged) return p_.buffer(l.buffer).dtype;
+    return k_.values.at(value).type.dtype;
+  }
+
   // mma.sync takes a computed 16-bit a operand from registers: the m16n8
   // accumulator layout of two adjacent 8-column tiles holds, per lane, what the
   // m16n8k16 a operand needs of one 16-wide k step, so no shared buffer, store or
   // fences are needed. A warp must hold whole rows of the operand (a worker grid
-  // of one column) in whole 16 x 16 blocks.
+  // of one column) in whole 16 x 16 blocks, and b must be staged in the same dtype.
   bool a_in_registers(const Buffer& frag, DType dtype) const {
     return plan_.atom == AtomKind::MmaSync && plan_.worker_cols == 1 &&
            (dtype == DType::BF16 || dtype == DType::F16) && frag.cols % 16 == 0 &&
