@@ -187,11 +187,22 @@ def _torch_cuda(x):
     return torch is not None and isinstance(x, torch.Tensor) and x.is_cuda
 
 
+def _on_default_stream(t):
+    """Whether PyTorch's current stream on CUDA tensor t's device is the default one
+    (the raw handle 0), which is where tessel launches. The raw-handle query costs
+    a fraction of a microsecond; building two Stream objects to compare cost about 7."""
+    import torch
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    if raw is not None:
+        return raw(t.device.index) == 0
+    return torch.cuda.current_stream(t.device) == torch.cuda.default_stream(t.device)
+
+
 def _on_stream(kernel, arrays, args, sizes, threads):
     """Runs a compiled kernel. tessel launches on CUDA's default stream (its C++ API
     takes no stream); a PyTorch tensor on another current stream is ordered by
     making the default stream wait for it and it for the default stream."""
-    if arrays and _torch_cuda(arrays[0]):
+    if arrays and _torch_cuda(arrays[0]) and not _on_default_stream(arrays[0]):
         import torch
         current = torch.cuda.current_stream(arrays[0].device)
         default = torch.cuda.default_stream(arrays[0].device)
@@ -247,11 +258,9 @@ def gemm(a, b, out=None, alpha=1.0, beta=0.0, target=None, plan=None, threads=0)
         m = _shape(a, "gemm: a", 2)[0]
         n = _shape(b, "gemm: b", 2)[1]
         out = _empty(a, (m, n), "gemm")
-    if _torch_cuda(a):
+    if _torch_cuda(a) and not _on_default_stream(a):
         # Through run() for its stream handling; tessel::gemm itself has no stream.
-        import torch
-        if torch.cuda.current_stream(a.device) != torch.cuda.default_stream(a.device):
-            return _gemm_strided(a, b, out, alpha, beta, target, plan, "a non-default CUDA stream")
+        return _gemm_strided(a, b, out, alpha, beta, target, plan, "a non-default CUDA stream")
     if _tessel.gemm_rowmajor(a, b, out, float(alpha), float(beta), target or "", plan, threads):
         return out
     return _gemm_strided(a, b, out, alpha, beta, target, plan, "operands that are not row-major")
