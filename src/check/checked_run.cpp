@@ -12,12 +12,7 @@
 namespace tessel {
 
 void default_strides(const std::vector<TensorParam>& tensors, std::map<std::string, int64_t>& sizes) {
-  auto lookup = [&](const std::string& n, int64_t* v) {
-    auto it = sizes.find(n);
-    if (it == sizes.end()) return false;
-    *v = it->second;
-    return true;
-  };
+  const SymbolLookup lookup = lookup_in(sizes);
   for (const TensorParam& t : tensors) {
     int64_t inner = 1;
     for (int d = t.rank() - 1; d >= 0; --d) {
@@ -29,12 +24,7 @@ void default_strides(const std::vector<TensorParam>& tensors, std::map<std::stri
 }
 
 double check_bound(const TileKernel& kernel, DType output, const std::map<std::string, int64_t>& sizes) {
-  auto lookup = [&](const std::string& n, int64_t* v) {
-    auto it = sizes.find(n);
-    if (it == sizes.end()) return false;
-    *v = it->second;
-    return true;
-  };
+  const SymbolLookup lookup = lookup_in(sizes);
   int64_t depth = 1;
   double narrow_input = 0;
   for (const TensorParam& t : kernel.tensors) {

@@ -142,6 +142,15 @@ void expr_symbols(const Expr& e, const std::function<void(const std::string&)>& 
   expr_symbols(e->rhs, visit);
 }
 
+SymbolLookup lookup_in(const std::map<std::string, int64_t>& values) {
+  return [&values](const std::string& name, int64_t* v) {
+    auto it = values.find(name);
+    if (it == values.end()) return false;
+    *v = it->second;
+    return true;
+  };
+}
+
 int64_t expr_eval(const Expr& e, const SymbolLookup& lookup) {
   TESSEL_ASSERT(e, "evaluating a null expression");
   switch (e->kind) {

@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 
@@ -46,6 +47,8 @@ void expr_symbols(const Expr& e, const std::function<void(const std::string&)>& 
 // (ErrorKind::InvalidArgument) naming it. Division by zero is a user error too.
 using SymbolLookup = std::function<bool(const std::string&, int64_t*)>;
 int64_t expr_eval(const Expr& e, const SymbolLookup& lookup);
+// A lookup of the symbols in `values` (which must outlive it).
+SymbolLookup lookup_in(const std::map<std::string, int64_t>& values);
 
 // Text: "ceildiv(M, 64)", "(k * 32)", "min(a, b)", "(x % 2)". Fully parenthesized
 // binary operators so that the parser needs no precedence rules.

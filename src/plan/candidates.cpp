@@ -136,12 +136,7 @@ struct Memo {
 std::map<std::string, int64_t> walked_tile_params(const TileKernel& kernel,
                                                   const std::map<std::string, int64_t>& sizes) {
   std::map<std::string, int64_t> covers;
-  auto lookup = [&](const std::string& name, int64_t* v) {
-    auto it = sizes.find(name);
-    if (it == sizes.end()) return false;
-    *v = it->second;
-    return true;
-  };
+  const SymbolLookup lookup = lookup_in(sizes);
   walk(kernel.body, [&](const TileOp& op) {
     for (const LoopDim& d : op.loops) {
       const Expr& e = d.extent;
@@ -213,12 +208,7 @@ std::shared_ptr<const LegalCandidate> realize_candidate(const TileKernel& kernel
 }
 
 bool tma_rows_fit(const LegalCandidate& candidate, const std::map<std::string, int64_t>& sizes) {
-  auto lookup = [&](const std::string& name, int64_t* v) {
-    auto it = sizes.find(name);
-    if (it == sizes.end()) return false;
-    *v = it->second;
-    return true;
-  };
+  const SymbolLookup lookup = lookup_in(sizes);
   for (const LegalCandidate::TmaRows& t : candidate.tma_rows) {
     try {
       // One row needs no stride (cuda_kernel.cpp encodes it padded).

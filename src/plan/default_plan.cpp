@@ -293,12 +293,7 @@ Plan default_plan(const TileKernel& kernel, TargetKind target,
   };
   // ceildiv(S, T) in a loop extent: T covers S.
   std::map<std::string, int64_t> covers;
-  auto lookup = [&](const std::string& name, int64_t* v) {
-    auto it = sizes.find(name);
-    if (it == sizes.end()) return false;
-    *v = it->second;
-    return true;
-  };
+  const SymbolLookup lookup = lookup_in(sizes);
   walk(kernel.body, [&](const TileOp& op) {
     for (const LoopDim& d : op.loops) {
       const Expr& e = d.extent;

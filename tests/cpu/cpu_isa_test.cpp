@@ -24,6 +24,10 @@
 #include "ir/group_verify.h"
 #include "gemm_oracle.h"
 #include "hand_gemm.h"
+#ifdef TESSEL_WITH_CUDA
+#include "target/cuda/cuda_emit.h"
+#endif
+#include "../sim/transpose_program.h"
 #include "ops/gemm.h"
 #include "ops/gemm_kernel.h"
 #include "ops/library.h"
@@ -311,6 +315,41 @@ TEST(CpuInPlace, GlobalOperandWithoutItsValidPartIsAVerifyError) {
   mma->n_valid = n_valid;
 }
 
+// An mma whose a operand is a fragment (registers, group_ir.h) is valid GroupIR that
+// the sim runs; the cpu target refuses it with a typed error naming the fragment.
+TEST(CpuInPlace, MmaFromAFragmentIsUnsupported) {
+  GroupProgram p = parse_group_program(R"(group g(sizes M; tensors A: f32[M, M] strides(M, 1) inout; scalars) {
+  grid i = 1
+  workers 1 grid 1x1 lanes 1
+  atom fma 1x1
+  buffer A: global f32 tensor A
+  buffer S: shared f32[8, 8] row panel 1 versions 1
+  buffer f: private f32[8, 8] row panel 1 versions 1
+  buffer h: private f32[8, 8] row panel 1 versions 1
+  frag.fill #0 h = 1
+  frag.fill #1 f = 0
+  mma #2 f += h[0, 0] * S[0, 0] 8x8x8
+}
+)");
+  verify_group_program(p);
+  try {
+    emit_cpu(p);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::Unsupported);
+    EXPECT_NE(std::string(e.what()).find("an a operand in registers (h)"), std::string::npos) << e.what();
+  }
+#ifdef TESSEL_WITH_CUDA
+  try {  // the cuda target takes it on the mma.sync atom only
+    emit_cuda(p);
+    ADD_FAILURE() << "no cuda error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::Unsupported);
+    EXPECT_NE(std::string(e.what()).find("needs the mma.sync atom"), std::string::npos) << e.what();
+  }
+#endif
+}
+
 // A library kernel compiled for the ISA through the compiler's steps (the public
 // compile() caches by TileIR and plan, not by ISA), launched phase by phase on
 // random inputs with every output poisoned with NaN, and compared whole with the
@@ -378,17 +417,7 @@ TEST_P(CpuIsaPath, TransposingLoadsInBlocksAndAtTheEdges) {
        {"frag.load #0 z <- X[(i * 32), (j * 32)] strides(1, C) guard src(C, R)",
         "frag.load #0 z <- X[(j * 32), (i * 32)] strides(C, 1) transpose guard src(R, C)"}) {
     SCOPED_TRACE(load);
-    GroupProgram p = parse_group_program(std::string(R"(group transpose(sizes R, C; tensors X: f32[R, C] strides(C, 1) in, Z: f32[C, R] strides(R, 1) out; scalars) {
-  grid i = ceildiv(C, 32), j = ceildiv(R, 32)
-  workers 1 grid 1x1 lanes 1
-  atom fma 1x1
-  buffer X: global f32 tensor X
-  buffer Z: global f32 tensor Z
-  buffer z: private f32[32, 32] row panel 1 versions 1
-  )") + load + R"(
-  frag.store #1 Z[(i * 32), (j * 32)] strides(R, 1) <- z guard dst(C, R)
-}
-)");
+    GroupProgram p = parse_group_program(test::transpose_program(32, 1, 1, load));
     verify_group_program(p);
     EXPECT_NE(emit_cpu(p, GetParam()).find("tsl_transpose_f32(&"), std::string::npos);
     const int64_t rows = 75, cols = 70;

@@ -13,6 +13,7 @@
 #include "ir/group_verify.h"
 #include "target/sim/sim.h"
 #include "tessel/error.h"
+#include "transpose_program.h"
 
 namespace tessel {
 namespace {
@@ -233,17 +234,7 @@ TEST(SimTileOps, StridedAndTransposedGlobalLoads) {
   for (const char* load :
        {"frag.load #0 z <- X[(i * 8), (j * 8)] strides(1, C) guard src(C, R)",
         "frag.load #0 z <- X[(j * 8), (i * 8)] strides(C, 1) transpose guard src(R, C)"}) {
-    GroupProgram p = program(std::string(R"(group transpose(sizes R, C; tensors X: f32[R, C] strides(C, 1) in, Z: f32[C, R] strides(R, 1) out; scalars) {
-  grid i = ceildiv(C, 8), j = ceildiv(R, 8)
-  workers 4 grid 2x2 lanes 1
-  atom fma 1x1
-  buffer X: global f32 tensor X
-  buffer Z: global f32 tensor Z
-  buffer z: private f32[8, 8] row panel 1 versions 1
-  )") + load + R"(
-  frag.store #1 Z[(i * 8), (j * 8)] strides(R, 1) <- z guard dst(C, R)
-}
-)");
+    GroupProgram p = program(test::transpose_program(8, 2, 2, load));
     const int64_t rows = 11, cols = 19;
     std::vector<float> x = random_data(rows * cols, 4), z(rows * cols, kNaN);
     LaunchArgs args;
