@@ -239,6 +239,45 @@ void KernelBuilder::if_(Sym lhs, CmpOp cmp, Sym rhs, const std::function<void()>
   branch(std::move(op), then_body, else_body);
 }
 
+std::vector<Tile> KernelBuilder::if_else(Sym lhs, CmpOp cmp, Sym rhs, const BranchBody& then_body,
+                                         const BranchBody& else_body, Loc loc) {
+  TileOp op;
+  op.kind = TileOpKind::If;
+  op.loc = SourceLoc::from(loc);
+  op.cond.lhs = lhs.e;
+  op.cond.op = cmp;
+  op.cond.rhs = rhs.e;
+  op.regions.resize(2);
+  const BranchBody* bodies[2] = {&then_body, &else_body};
+  std::vector<Tile> yielded[2];
+  for (int r = 0; r < 2; ++r) {
+    regions_.push_back(&op.regions[r]);
+    yielded[r] = (*bodies[r])();
+    TileOp yield;
+    yield.kind = TileOpKind::Yield;
+    for (Tile t : yielded[r]) yield.operands.push_back(t.id);
+    yield.loc = op.loc;
+    emit(std::move(yield));
+    regions_.pop_back();
+  }
+  if (yielded[0].size() != yielded[1].size())
+    user_error(ErrorKind::InvalidArgument, "if_else: the branches return " + std::to_string(yielded[0].size()) +
+                                               " and " + std::to_string(yielded[1].size()) + " tiles");
+  std::vector<Tile> results;
+  for (size_t i = 0; i < yielded[0].size(); ++i) {
+    TileType a = type_of(yielded[0][i]), b = type_of(yielded[1][i]);
+    bool same = a.dtype == b.dtype && a.shape.size() == b.shape.size();
+    for (size_t d = 0; same && d < a.shape.size(); ++d) same = expr_equal(a.shape[d], b.shape[d]);
+    if (!same)
+      user_error(ErrorKind::InvalidArgument,
+                 "if_else: the branches' result " + std::to_string(i) + " has two different types");
+    results.push_back(new_value(a));
+    op.results.push_back(results.back().id);
+  }
+  emit(std::move(op));
+  return results;
+}
+
 Tile KernelBuilder::load_at(const Tensor& t, std::vector<Sym> coords, TileDims dims, Sym rows,
                             Sym cols, double pad, Loc loc) {
   // bf16 and f16 are storage types: their tiles compute in fp32. f64 computes in fp64.

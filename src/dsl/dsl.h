@@ -124,6 +124,12 @@ class KernelBuilder {
   void if_(Sym lhs, CmpOp op, Sym rhs, const std::function<void()>& then_body,
            const std::function<void()>& else_body = nullptr, Loc loc = Loc::current());
 
+  // The same branch on index expressions, with values: each body returns as many
+  // tiles, of the same types; the if's results are those of the branch that ran.
+  using BranchBody = std::function<std::vector<Tile>()>;
+  std::vector<Tile> if_else(Sym lhs, CmpOp op, Sym rhs, const BranchBody& then_body,
+                            const BranchBody& else_body, Loc loc = Loc::current());
+
   // A rows x cols tile whose top-left element is at `coords` (one per tensor
   // dimension). Elements outside the tensor read as `pad`.
   Tile load(const Tensor& t, std::initializer_list<Sym> coords, Sym rows, Sym cols,

@@ -47,32 +47,41 @@ TileKernel attention_kernel(AttentionMask mask, DType dtype) {
   kb.parallel(B, Hq, ceil_div(Sq, BM), [&](Sym b, Sym h, Sym i) {
     // Grouped-query attention: Hq / Hkv query heads share one K/V head.
     Sym hk = h / (Hq / Hkv);
-    Tile sc = kb.scalar_value(scale);
+    // Scores are kept in base-2 units: s * scale * log2(e), so that exp(x) is exp2 of
+    // them (one instruction on GPUs) and the scale is one multiply a score.
+    Tile sc = kb.mul(kb.scalar_value(scale), kb.constant(M_LOG2E));
     // Rows past Sq and columns past D read 0: they add nothing to Q K^T.
     Tile q = kb.load(Q, {b, h, i * BM, 0}, BM, BD);
     Tile m0 = kb.constant(-INFINITY, BM, 1), l0 = kb.constant(0, BM, 1);
     Tile o0 = kb.constant(0, BM, BD);
     // Causal (top-left aligned: key c is seen by query r when c <= r): the blocks
-    // right of the diagonal are never visited, so the loop ends at the block that
+    // right of the diagonal are never visited, so the walk ends at the block that
     // holds key (i + 1) * BM - 1.
     Sym kv_blocks = causal ? ceil_div(min(Skv, (i + 1) * BM), BN) : ceil_div(Skv, BN);
+    // The blocks that every row of the tile sees whole (inside Skv and, causal, left
+    // of the tile's first query) skip the mask: a branch on the block index, the
+    // same for the whole group.
+    Sym whole_blocks = causal ? min(Skv / BN, (i * BM + 1) / BN) : Skv / BN;
     std::vector<Tile> mlo = kb.pipeline(kv_blocks, {m0, l0, o0}, [&](Sym k, std::vector<Tile> c) {
       // K^T: rows along head_dim (dimension 3), columns along the keys (dimension 2).
       Tile kt = kb.load(K, {b, hk, k * BN, 0}, {3, 2}, BD, BN);
-      Tile s = kb.mma(q, kt, kb.constant(0, BM, BN));
-      s = kb.mul(s, sc);
-      // Keys past Skv (and, causal, past the query's own position) get -inf.
-      Tile key = kb.add(kb.index(1, 1, BN), kb.index_value(k * BN));
-      Tile keep = kb.cmp(CmpOp::LT, key, kb.index_value(Skv));
-      if (causal) {
-        Tile query = kb.add(kb.index(0, BM, 1), kb.index_value(i * BM));
-        keep = kb.mul(keep, kb.cmp(CmpOp::LE, key, query));
-      }
-      s = kb.select(keep, s, kb.constant(-INFINITY));
+      Tile s = kb.mul(kb.mma(q, kt, kb.constant(0, BM, BN)), sc);
+      // Keys past Skv (and, causal, after the query's own position) get -inf.
+      s = kb.if_else(
+          k, CmpOp::LT, whole_blocks, [&] { return std::vector<Tile>{s}; },
+          [&] {
+            Tile key = kb.add(kb.index(1, 1, BN), kb.index_value(k * BN));
+            Tile keep = kb.cmp(CmpOp::LT, key, kb.index_value(Skv));
+            if (causal) {
+              Tile query = kb.add(kb.index(0, BM, 1), kb.index_value(i * BM));
+              keep = kb.mul(keep, kb.cmp(CmpOp::LE, key, query));
+            }
+            return std::vector<Tile>{kb.select(keep, s, kb.constant(-INFINITY))};
+          })[0];
       // Online softmax: every row sees key 0 in block 0, so m is finite from there on.
       Tile m_new = kb.max(c[0], kb.reduce_max(s, 1));
-      Tile rescale = kb.exp(kb.sub(c[0], m_new));
-      Tile p = kb.exp(kb.sub(s, m_new));
+      Tile rescale = kb.exp2(kb.sub(c[0], m_new));
+      Tile p = kb.exp2(kb.sub(s, m_new));
       Tile l_new = kb.add(kb.mul(c[1], rescale), kb.reduce_sum(p, 1));
       // Keys past Skv read 0 from V (and have p = 0).
       Tile v = kb.load(V, {b, hk, k * BN, 0}, BN, BD);

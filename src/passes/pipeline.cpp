@@ -21,8 +21,41 @@ struct Split {
   std::vector<GroupOp> copies, consumers;
 };
 
+// A consumer may be an if: its branches are consumers too, and their ops count as
+// its own (memory effects, staged versions).
+template <class Op, class F>
+void each_nested(Op& op, const F& f) {
+  f(op);
+  if (op.kind == GroupOpKind::If)
+    for (auto& body : op.bodies)
+      for (Op& o : body) each_nested(o, f);
+}
+
+std::vector<MemEffect> nested_effects(const GroupProgram& p, const GroupOp& op) {
+  std::vector<MemEffect> out;
+  each_nested(op, [&](const GroupOp& o) {
+    for (const MemEffect& e : op_effects(p, o)) out.push_back(e);
+  });
+  return out;
+}
+
+// The first op (op itself, or one in an if's branches) that is not a plain
+// consumer: a copy, a loop, a wait or a call; nullptr when there is none.
+const GroupOp* not_plain(const GroupOp& op) {
+  if (op.kind == GroupOpKind::If) {
+    for (const auto& body : op.bodies)
+      for (const GroupOp& o : body)
+        if (const GroupOp* bad = not_plain(o)) return bad;
+    return nullptr;
+  }
+  bool plain = !(op.kind == GroupOpKind::Copy || op.kind == GroupOpKind::For ||
+                 op.kind == GroupOpKind::AsyncWait || op.kind == GroupOpKind::AsyncCommit ||
+                 op.kind == GroupOpKind::MmaWait || op.async || op.kind == GroupOpKind::Call);
+  return plain ? nullptr : &op;
+}
+
 bool writes_global(const GroupProgram& p, const GroupOp& op) {
-  for (const MemEffect& e : op_effects(p, op))
+  for (const MemEffect& e : nested_effects(p, op))
     if (e.write && e.space == Space::Global) return true;
   return false;
 }
@@ -50,12 +83,9 @@ bool split_body(const GroupProgram& p, const std::vector<GroupOp>& body, Split* 
       continue;
     }
     if (j < top) continue;  // a fence among the leading copies
-    if (op.kind == GroupOpKind::Copy || op.kind == GroupOpKind::For ||
-        op.kind == GroupOpKind::If || op.kind == GroupOpKind::AsyncWait ||
-        op.kind == GroupOpKind::AsyncCommit || op.kind == GroupOpKind::MmaWait || op.async ||
-        op.kind == GroupOpKind::Call)
-      return *why = "op #" + std::to_string(op.id) + " in the body is not a plain consumer", false;
-    for (const MemEffect& e : op_effects(p, op)) touched.insert(e.buffer);
+    if (const GroupOp* bad = not_plain(op))
+      return *why = "op #" + std::to_string(bad->id) + " in the body is not a plain consumer", false;
+    for (const MemEffect& e : nested_effects(p, op)) touched.insert(e.buffer);
     global_written = global_written || writes_global(p, op);
     split->consumers.push_back(op);
   }
@@ -66,7 +96,7 @@ bool split_body(const GroupProgram& p, const std::vector<GroupOp>& body, Split* 
   std::set<int> sources;
   for (const GroupOp& c : split->copies) sources.insert(c.src.buffer);
   for (const GroupOp& op : split->consumers)
-    for (const MemEffect& e : op_effects(p, op))
+    for (const MemEffect& e : nested_effects(p, op))
       if (e.write && e.space == Space::Global && sources.count(e.buffer))
         return *why = "op #" + std::to_string(op.id) + " writes " + p.buffer(e.buffer).name +
                       ", which a staging copy reads: a copy issued ahead would read it first",
@@ -74,7 +104,7 @@ bool split_body(const GroupProgram& p, const std::vector<GroupOp>& body, Split* 
   std::set<int> staged;
   for (const GroupOp& c : split->copies) staged.insert(c.dst.buffer);
   for (const GroupOp& op : split->consumers)
-    for (const MemEffect& e : op_effects(p, op))
+    for (const MemEffect& e : nested_effects(p, op))
       if (e.write && staged.count(e.buffer))
         return *why = "op #" + std::to_string(op.id) + " writes the staged buffer " +
                       p.buffer(e.buffer).name,
@@ -154,8 +184,10 @@ class Pipeliner {
 
     // Consumers read this iteration's version.
     for (GroupOp& c : consumers)
-      for (BufferRef* r : {&c.a, &c.b, &c.src})
-        if (r->buffer >= 0 && staged.count(r->buffer)) r->version = slot(0);
+      each_nested(c, [&](GroupOp& o) {
+        for (BufferRef* r : {&o.a, &o.b, &o.src})
+          if (r->buffer >= 0 && staged.count(r->buffer)) r->version = slot(0);
+      });
 
     // Asynchronous consumers (async copies, W >= 2): the mmas become async and
     // `lag` of them (1 from W = 3 on) stay in flight across the fence. The copies

@@ -79,10 +79,24 @@ void forget_versions_of(std::vector<Access>& accesses, const std::string& iv) {
     if (a.effect.version && mentions(a.effect.version, iv)) a.effect.version = nullptr;
 }
 
+// A branch whose bodies only compute in registers (frag.fill, ew, and branches of
+// those): no memory effect, fence or barrier anywhere in it.
+bool registers_only(const GroupProgram& program, const GroupOp& op) {
+  for (const auto& body : op.bodies)
+    for (const GroupOp& inner : body) {
+      bool plain = inner.kind == GroupOpKind::If ? registers_only(program, inner)
+                                                 : analyzable(inner.kind) && op_effects(program, inner).empty();
+      if (!plain) return false;
+    }
+  return true;
+}
+
 // An op's accesses. Precise mode: a loop or branch has those of every op in its
-// bodies (versions that name the loop variable forgotten); otherwise it is unknown.
+// bodies (versions that name the loop variable forgotten); otherwise it is unknown,
+// unless it is a branch that computes in registers only (it has none).
 std::vector<Access> accesses(const GroupProgram& program, const GroupOp& op, const Mode& mode = {}) {
   std::vector<Access> out;
+  if (op.kind == GroupOpKind::If && registers_only(program, op)) return out;
   if (mode.precise && is_compound(op.kind)) {
     for (const auto& body : op.bodies)
       for (const GroupOp& inner : body) {

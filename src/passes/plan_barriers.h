@@ -20,7 +20,8 @@
 //    already kept it.
 //  - Boundaries: Call, AsyncCommit, AsyncWait, For and If (and any op kind the
 //    planner does not analyze) have an unknown effect that conflicts with every
-//    access, unknown ones included. So the pending fence before such an op is
+//    access, unknown ones included; an If whose branches only compute in registers
+//    (frag.fill and ew ops, recursively) has none. So the pending fence before such an op is
 //    kept when any memory effect lies between the last retained fence and it,
 //    and the last fence between such an op and the next op with a memory effect
 //    is kept. Ops without shared or global effects (frag.fill, ew) are ignored.

@@ -74,9 +74,14 @@ TEST(AttentionCuda, RowStatisticsStayInTheWarp) {
   // K^T (a view whose rows are the unit stride) moves in 16-byte vectors down its
   // columns, by cp.async, into row panels of 8 (its 8 rows of a column contiguous).
   EXPECT_NE(ir.find("buffer Ks: shared bf16[64, 64] rowpanels panel 8"), std::string::npos);
-  EXPECT_NE(code.find("tsl_cp_async16(&(b8 + "), std::string::npos);
+  // The emitted name of Ks: "unsigned short* const bN = (unsigned short*)(smem + ...);  // Ks".
+  size_t decl = code.find("  // Ks\n");
+  ASSERT_NE(decl, std::string::npos);
+  size_t start = code.rfind("const b", decl) + 6;
+  const std::string ks = code.substr(start, code.find(' ', start) - start);
+  EXPECT_NE(code.find("tsl_cp_async16(&(" + ks + " + "), std::string::npos) << ks;
   EXPECT_EQ(code.find("const uint4 w = *(const uint4*)&t1["), std::string::npos) << "K^T went through registers";
-  EXPECT_EQ(code.find("tsl_ldmatrix_x4_trans(t, &(b8"), std::string::npos) << "K^T read transposed";
+  EXPECT_EQ(code.find("tsl_ldmatrix_x4_trans(t, &(" + ks), std::string::npos) << "K^T read transposed";
 }
 
 // Warps side by side along the columns would split a row's reduction across warps:

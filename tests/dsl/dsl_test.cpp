@@ -379,6 +379,48 @@ TEST(DslOps, EveryOpCaptures) {
   expect_round_trip(k);
 }
 
+// if_else: a branch with values; the results have the branches' types, and branches
+// that return different counts or types are an InvalidArgument error.
+TEST(DslOps, IfElseYieldsValues) {
+  KernelBuilder kb("if_else");
+  Sym M = kb.size("M");
+  Sym BM = kb.tile("BM");
+  Tensor X = kb.tensor("X", {M, M}, Access::InOut);
+  kb.parallel(ceil_div(M, BM), [&](Sym i) {
+    Tile x = kb.load(X, {i * BM, 0}, BM, BM);
+    std::vector<Tile> y = kb.if_else(
+        i, CmpOp::LT, 2, [&] { return std::vector<Tile>{kb.add(x, x)}; },
+        [&] { return std::vector<Tile>{kb.exp2(x)}; });
+    kb.store(X, {i * BM, 0}, y[0]);
+  });
+  TileKernel k = kb.finish();
+  const TileOp& branch = first(k, TileOpKind::If);
+  ASSERT_EQ(branch.results.size(), 1u);
+  EXPECT_EQ(shape(k, branch.results[0]), "[BM, BM]");
+  for (const Region& r : branch.regions) EXPECT_EQ(r.ops.back().kind, TileOpKind::Yield);
+  expect_round_trip(k);
+
+  auto error = [](bool same_count) {
+    KernelBuilder kb("bad");
+    Sym M = kb.size("M");
+    Tensor X = kb.tensor("X", {M, M}, Access::InOut);
+    try {
+      kb.parallel(M, [&](Sym i) {
+        Tile x = kb.load(X, {i, 0}, 1, 4);
+        kb.if_else(
+            i, CmpOp::LT, 2, [&] { return std::vector<Tile>{x}; },
+            [&] { return same_count ? std::vector<Tile>{kb.load(X, {i, 0}, 2, 4)} : std::vector<Tile>{x, x}; });
+      });
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::InvalidArgument);
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(error(false).find("the branches return 1 and 2 tiles"), std::string::npos) << error(false);
+  EXPECT_NE(error(true).find("result 0 has two different types"), std::string::npos) << error(true);
+}
+
 // Verifier errors from DSL captures name the user's line.
 TEST(DslErrors, PointAtTheUsersLine) {
   KernelBuilder kb("bad");

@@ -189,6 +189,18 @@ TEST(PlanBarriers, FencesAroundABranchStay) {
   EXPECT_EQ(st.legend, std::vector<std::string>{"C0 = (g == 0)"});
 }
 
+// A branch that only computes in registers is no boundary: the fences around it go
+// as if its ops stood in line (a read of S0 after a read of S0 needs no cut).
+TEST(PlanBarriers, BranchOfRegisterOpsIsNoBoundary) {
+  Small t;
+  int g = t.b.frag("G", 8, 8);
+  GroupOp inner = t.b.branch(s("h"), CmpOp::LT, c(2), {t.b.add(g, t.f, t.f)}, {t.b.fill(g, 1)});
+  t.b.p.body = {t.write_s0(), t.b.fence(), t.read_s0(), t.b.fence(),
+                t.b.branch(s("g"), CmpOp::EQ, c(0), {t.b.add(g, t.f, t.f), inner}, {t.b.fill(g, 0)}),
+                t.b.fence(), t.read_s0(), t.b.fence()};
+  EXPECT_EQ(t.plan(), "copy fence frag.load if { ew if { ew } { frag.fill } } { frag.fill } frag.load fence");
+}
+
 // The fence at the top of a loop body orders the previous iteration's read of S0
 // before this iteration's write of S0 (the back edge).
 TEST(PlanBarriers, FenceAtTheTopOfALoopGuardsTheBackEdge) {

@@ -16,7 +16,9 @@ namespace {
 
 // Y (4 x 8) = sum over k in [lo, T) of rows 4k, 4k + 1 of X: each iteration stages
 // a 4 x 8 tile whose source bound depends on k (rows from 4k + 2 on read as 0).
-GroupProgram masked_row_sum(int64_t lo) {
+// With `in_branch`, the staged tile is read inside an if on k (odd iterations add
+// it twice): a branch of plain consumers is itself a consumer, pipelined like one.
+GroupProgram masked_row_sum(int64_t lo, bool in_branch = false) {
   Builder b(4, 2, 2);
   GroupProgram& p = b.p;
   p.name = "masked_row_sum";
@@ -29,6 +31,11 @@ GroupProgram masked_row_sum(int64_t lo) {
   copy.src_row_bound = s("k") * 4 + 2;
   copy.src_col_bound = s("X_cols");
   std::vector<GroupOp> body = {copy, b.fence(), b.frag_load(t, ref(st)), b.add(acc, acc, t), b.fence()};
+  if (in_branch)
+    body = {copy, b.fence(),
+            b.branch(expr_mod(s("k"), c(2)), CmpOp::EQ, c(0), {b.frag_load(t, ref(st)), b.add(acc, acc, t)},
+                     {b.frag_load(t, ref(st)), b.add(t, t, t), b.add(acc, acc, t)}),
+            b.fence()};
   GroupOp loop = b.loop("k", c(lo), s("T"), std::move(body));
   loop.pipelined = true;
   p.body = {b.fill(acc, 0), std::move(loop), b.fence(), b.frag_store(acc, ref(y)), b.fence()};
@@ -42,8 +49,8 @@ std::map<std::string, int64_t> sizes(int64_t t) {
 
 // Every window and protocol against the unpipelined program, for trip counts
 // shorter and longer than the window.
-void expect_same_as_unpipelined(int64_t lo) {
-  GroupProgram base = masked_row_sum(lo);
+void expect_same_as_unpipelined(int64_t lo, bool in_branch = false) {
+  GroupProgram base = masked_row_sum(lo, in_branch);
   for (int64_t trips : {0, 1, 2, 3, 7}) {
     auto sz = sizes(lo + trips);
     SimRun want = run_on_sim(base, sz, 3);
@@ -70,6 +77,9 @@ TEST(PipelinePass, CopyBoundsThatDependOnTheLoopVariable) { expect_same_as_unpip
 
 // Versions count iterations from the loop's lower bound.
 TEST(PipelinePass, LoopThatDoesNotStartAtZero) { expect_same_as_unpipelined(3); }
+
+// The staged tile read in both branches of an if: the versions inside follow.
+TEST(PipelinePass, ConsumersInsideABranch) { expect_same_as_unpipelined(1, true); }
 
 // A loop the pass cannot pipeline is left alone and counted, with the reason.
 TEST(PipelinePass, UnsupportedBodyIsSkippedWithAReason) {
