@@ -84,6 +84,29 @@ TEST(AttentionCuda, RowStatisticsStayInTheWarp) {
   EXPECT_EQ(code.find("tsl_ldmatrix_x4_trans(t, &(" + ks), std::string::npos) << "K^T read transposed";
 }
 
+// Index values the same for the whole kernel (sizes and group coordinates only) that
+// need a division are computed once, after the coordinates: the K/V head h / (Hq /
+// Hkv) is no longer divided out in every copy of every step.
+TEST(AttentionCuda, KernelWideIndexValuesAreComputedOnce) {
+  TileKernel k = attention_kernel(AttentionMask::Causal, DType::BF16);
+  Plan plan = default_plan(k, TargetKind::Cuda, test::attention_sizes(test::attention_shapes()[0]));
+  const std::string code = emit_cuda(compile_to_group(k, plan, CompileOptions{}).program).code;
+  int hoisted = 0, divisions_in_body = 0;
+  size_t body = code.find("tessel_kernel(");
+  ASSERT_NE(body, std::string::npos);
+  for (size_t at = body, end; at < code.size(); at = end + 1) {
+    end = code.find('\n', at);
+    if (end == std::string::npos) end = code.size();
+    const std::string line = code.substr(at, end - at);
+    bool declaration = line.rfind("  const int64_t u", 0) == 0;
+    hoisted += declaration;
+    if (!declaration && (line.find("tsl_floordiv(") != std::string::npos || line.find("tsl_ceildiv(") != std::string::npos))
+      ++divisions_in_body;
+  }
+  EXPECT_GT(hoisted, 0);
+  EXPECT_EQ(divisions_in_body, 0) << code;
+}
+
 // Warps side by side along the columns would split a row's reduction across warps:
 // the mma.sync atom refuses that with a typed error naming the op (the default plan
 // never asks for it).

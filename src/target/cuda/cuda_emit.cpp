@@ -137,7 +137,8 @@ static __device__ __forceinline__ void tsl_tma_2d(unsigned dst, const tsl_tensor
 
 std::string num(int64_t v) { return std::to_string(v); }
 std::string sym(const std::string& name) { return "v_" + name; }
-std::string ex(const Expr& e) { return expr_to_cpp(e, sym); }
+// An index expression as C++, every part computed where it stands.
+std::string plain_ex(const Expr& e) { return expr_to_cpp(e, sym); }
 int64_t round_up(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
 
 std::string float_literal(double v) {
@@ -232,6 +233,7 @@ class Emitter {
     for (const ScalarParam& sc : p_.scalars)
       s += "  const float s_" + sc.name + " = (float)d_" + sc.name + "; (void)s_" + sc.name + ";\n";
     s += group_coordinates();
+    for (const auto& [name, text] : hoisted_) s += "  const int64_t " + name + " = " + text + ";\n";
     for (const Buffer& b : p_.buffers) {
       if (b.space == Space::Shared)
         s += "  " + std::string(ctype(b.dtype)) + "* const b" + num(b.id) + " = (" + ctype(b.dtype) +
@@ -249,6 +251,41 @@ class Emitter {
   }
 
  private:
+  // Index expressions as C++. A part that names only size parameters and group
+  // coordinates (the same for the whole kernel) and holds a division, modulo, min
+  // or max is computed once at the top of the kernel (hoisted_) and named there:
+  // nvcc does not move a division out of a loop or a guarded path, and a 64-bit
+  // division costs tens of instructions (attention's K/V head, h / (Hq / Hkv),
+  // sat in every copy of every step). Cheap parts stay inline.
+  std::string ex(const Expr& e) const {
+    return expr_to_cpp(hoist_uniform(e), [&](const std::string& n) { return n[0] == '#' ? n.substr(1) : sym(n); });
+  }
+  bool uniform(const Expr& e) const {
+    bool all = true;
+    expr_symbols(e, [&](const std::string& n) {
+      bool size = std::find(p_.size_params.begin(), p_.size_params.end(), n) != p_.size_params.end();
+      bool coordinate = std::any_of(p_.grid.begin(), p_.grid.end(), [&](const LoopDim& g) { return g.iv == n; });
+      all = all && (size || coordinate);
+    });
+    return all;
+  }
+  static bool costly(const Expr& e) {
+    if (!e || e->kind == ExprKind::Const || e->kind == ExprKind::Sym) return false;
+    if (e->kind != ExprKind::Add && e->kind != ExprKind::Sub && e->kind != ExprKind::Mul) return true;
+    return costly(e->lhs) || costly(e->rhs);
+  }
+  Expr hoist_uniform(const Expr& e) const {
+    if (!e || e->kind == ExprKind::Const || e->kind == ExprKind::Sym) return e;
+    if (costly(e) && uniform(e)) {
+      const std::string text = plain_ex(e);
+      for (const auto& [name, t] : hoisted_)
+        if (t == text) return expr_sym("#" + name);
+      hoisted_.push_back({"u" + num(hoisted_.size()), text});
+      return expr_sym("#" + hoisted_.back().first);
+    }
+    return expr_binary(e->kind, hoist_uniform(e->lhs), hoist_uniform(e->rhs));
+  }
+
   void check_program() {
     if (p_.workers < 1) user_error(ErrorKind::Verify, "program needs at least one worker");
     if (p_.lanes != 1 && p_.lanes != 32 && p_.lanes != 128)
@@ -297,7 +334,7 @@ class Emitter {
       if (i == 0) {
         s += "  const int64_t " + sym(p_.grid[i].iv) + " = g;\n";
       } else {
-        std::string e = "(unsigned)(" + ex(p_.grid[i].extent) + ")";
+        std::string e = "(unsigned)(" + plain_ex(p_.grid[i].extent) + ")";
         s += "  const int64_t " + sym(p_.grid[i].iv) + " = g % " + e + ";\n  g /= " + e + ";\n";
       }
     }
@@ -2187,6 +2224,8 @@ class Emitter {
   std::vector<int64_t> offset_, slot_, line_;
   std::vector<int64_t> mbar_offset_;     // by mbarrier id: its slots' byte offset in smem
   std::vector<CudaTensorMap> maps_;      // tensor map parameters, in order
+  // Kernel-wide index values (ex): name and C++ text, declared after the coordinates.
+  mutable std::vector<std::pair<std::string, std::string>> hoisted_;
   std::map<int, int> tma_map_;           // tma op id -> its map
   int leader_worker_ = 0;                // the first worker of the workers running (in a role: its first)
   std::set<int> leader_arrived_;         // mbarriers some leader arrival names
