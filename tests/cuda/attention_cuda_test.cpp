@@ -65,6 +65,9 @@ TEST(AttentionCuda, RowStatisticsStayInTheWarp) {
   // P, the second mma's a operand, comes from its fragment's registers packed to bf16
   // pairs, not through shared memory.
   EXPECT_NE(code.find("][m][j] = tsl_pack_bf16x2(f"), std::string::npos);
+  // The cast of P to bf16 is read only by that pack, which rounds the same way: the
+  // cast does not round first.
+  EXPECT_EQ(code.find("tsl_bf16_to_f32(tsl_f32_to_bf16("), std::string::npos);
   // In GroupIR: the second mma's a operand is P's fragment, so there is no shared
   // buffer, store or fence for it, and (precise planning, the cuda default) the
   // loop keeps two fences: the one after the copies land and its last.

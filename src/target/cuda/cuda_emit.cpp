@@ -255,8 +255,8 @@ class Emitter {
   // coordinates (the same for the whole kernel) and holds a division, modulo, min
   // or max is computed once at the top of the kernel (hoisted_) and named there:
   // nvcc does not move a division out of a loop or a guarded path, and a 64-bit
-  // division costs tens of instructions (attention's K/V head, h / (Hq / Hkv),
-  // sat in every copy of every step). Cheap parts stay inline.
+  // division costs tens of instructions (a grouped head index such as h / (Hq /
+  // Hkv) sat in every copy of every step). Cheap parts stay inline.
   std::string ex(const Expr& e) const {
     return expr_to_cpp(hoist_uniform(e), [&](const std::string& n) { return n[0] == '#' ? n.substr(1) : sym(n); });
   }
@@ -313,6 +313,9 @@ class Emitter {
       if (b.space == Space::Private) check_frag(b);
     if (p_.atom == AtomKind::Wgmma) mark_wgmma_operands(p_.body);
     find_redundant_fences(p_.body);
+    find_pack_reads(p_.body);
+    for (const auto& [frag, dtype] : pack_dtype_)
+      if (dtype != DType::F32) rounded_by_pack_[frag] = dtype;
   }
 
   // Group coordinates: the last grid dimension is blockIdx.x, the ones before it y
@@ -1450,7 +1453,11 @@ class Emitter {
       case EwOp::Tanh: return call("tanhf");
       case EwOp::Cmp: return "((" + x[0] + " " + cmp_op_name(op.cmp) + " " + x[1] + ") ? 1.0f : 0.0f)";
       case EwOp::Select: return "((" + x[0] + " != 0.0f) ? " + x[1] + " : " + x[2] + ")";
-      case EwOp::Cast: return to_f32(op.dtype, from_f32(op.dtype, x[0]));  // rounds; F64 refused in check_ops
+      case EwOp::Cast: {  // rounds (F64 refused in check_ops), unless every read of it rounds the same way
+        auto packed = rounded_by_pack_.find(dst.id);
+        if (packed != rounded_by_pack_.end() && packed->second == op.dtype) return x[0];
+        return to_f32(op.dtype, from_f32(op.dtype, x[0]));
+      }
       case EwOp::Index: {
         auto [r, c] = reg_rc(dst, i);
         return op.axis == 0 ? "(float)(" + row0(dst) + " + " + r + ")" : "(float)(" + col0(dst) + " + " + c + ")";
@@ -1517,6 +1524,44 @@ class Emitter {
     return op.kind == GroupOpKind::Elementwise || op.kind == GroupOpKind::FragFill ||
            op.kind == GroupOpKind::AsyncWait || (op.kind == GroupOpKind::Reduce && op.reduce_mode == ReduceMode::Local);
   }
+  // Fragments whose every read is an mma.sync a operand packed to one 16-bit dtype
+  // (pack_dtype_: that dtype; F32 once anything else reads them). A cast to that
+  // dtype written into such a fragment need not round: the pack rounds the same
+  // way (round to nearest even, and rounding twice is rounding once).
+  void find_pack_reads(const std::vector<GroupOp>& ops) {
+    auto other = [&](int frag) {
+      if (frag >= 0) pack_dtype_[frag] = DType::F32;
+    };
+    for (const GroupOp& op : ops) {
+      for (const auto& body : op.bodies) find_pack_reads(body);
+      switch (op.kind) {
+        case GroupOpKind::Elementwise:
+          for (const EwOperand& o : op.operands)
+            if (o.kind == EwOperand::Kind::Frag) other(o.frag);
+          break;
+        case GroupOpKind::Reduce:
+          for (const EwOperand& o : op.operands)
+            if (o.kind == EwOperand::Kind::Frag) other(o.frag);
+          other(op.frag);
+          break;
+        case GroupOpKind::Mma: {
+          other(op.frag);
+          other(op.b.buffer);
+          const int a = op.a.buffer;
+          if (a < 0 || p_.buffer(a).space != Space::Private) break;
+          const DType packed = p_.atom == AtomKind::MmaSync ? p_.buffer(op.b.buffer).dtype : DType::F32;
+          auto it = pack_dtype_.find(a);
+          if (it == pack_dtype_.end()) pack_dtype_[a] = packed;
+          else if (it->second != packed) it->second = DType::F32;
+          break;
+        }
+        case GroupOpKind::FragLoad:
+        case GroupOpKind::FragFill: break;  // writes only
+        default: other(op.frag);
+      }
+    }
+  }
+
   void find_redundant_fences(const std::vector<GroupOp>& ops) {
     for (size_t i = 0; i < ops.size(); ++i) {
       for (const auto& body : ops[i].bodies) find_redundant_fences(body);
@@ -2224,6 +2269,8 @@ class Emitter {
   std::vector<int64_t> offset_, slot_, line_;
   std::vector<int64_t> mbar_offset_;     // by mbarrier id: its slots' byte offset in smem
   std::vector<CudaTensorMap> maps_;      // tensor map parameters, in order
+  std::map<int, DType> pack_dtype_;      // find_pack_reads
+  std::map<int, DType> rounded_by_pack_;  // fragment -> the 16-bit dtype every read of it packs to
   // Kernel-wide index values (ex): name and C++ text, declared after the coordinates.
   mutable std::vector<std::pair<std::string, std::string>> hoisted_;
   std::map<int, int> tma_map_;           // tma op id -> its map
