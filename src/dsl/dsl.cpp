@@ -249,6 +249,8 @@ std::vector<Tile> KernelBuilder::if_else(Sym lhs, CmpOp cmp, Sym rhs, const Bran
   op.cond.rhs = rhs.e;
   op.regions.resize(2);
   const BranchBody* bodies[2] = {&then_body, &else_body};
+  if (!then_body || !else_body)
+    user_error(ErrorKind::InvalidArgument, "if_else: both branches are needed (each returns the if's values)");
   std::vector<Tile> yielded[2];
   for (int r = 0; r < 2; ++r) {
     regions_.push_back(&op.regions[r]);
