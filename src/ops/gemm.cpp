@@ -14,6 +14,7 @@
 #include "ir/group_text.h"
 #include "ops/gemm_kernel.h"
 #include "plan/default_plan.h"
+#include "plan/machine.h"
 #include "target/cpu/cpu_emit.h"
 #include "tessel/tessel.h"
 #include "tessel/error.h"
@@ -80,15 +81,6 @@ int64_t pick(const int64_t (&sizes)[N], int64_t extent) {
 // 128x128 tile ran at 0.88 the rate of a 128x256 one (4096^3 bf16 on the H200,
 // docs/cuda.md). 1024^2, 3000x2000 and 16x4096 take 128x128; 1536^2, 2048^2
 // and 4096^2 128x256, as measured.
-int64_t cuda_multiprocessors() {
-#ifdef TESSEL_WITH_CUDA
-  static const int64_t device_sms = default_cuda_multiprocessors();
-  return device_sms;
-#else
-  return 132;
-#endif
-}
-
 bool wide_wgmma_tiles_pay(int64_t m, int64_t n) {
   const int64_t sms = cuda_multiprocessors();
   auto waves = [&](int64_t bn) {

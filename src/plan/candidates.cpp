@@ -11,6 +11,7 @@
 #include "ir/group_ir.h"
 #include "ir/tile_text.h"
 #include "plan/default_plan.h"
+#include "plan/machine.h"
 #include "runtime/kernel_cache.h"
 #ifdef TESSEL_WITH_CUDA
 #include "target/cuda/cuda_emit.h"
@@ -94,14 +95,10 @@ double grid_groups(const TileKernel& kernel, const Sizes& sizes, const Plan& pla
   return most;
 }
 
-// Parallel slots of the target's device: the cuda multiprocessors (132, an H200's,
-// without a GPU).
+// Parallel slots of the target's device: the cuda multiprocessors (plan/machine.h).
 int machine_slots(TargetKind target) {
-#ifdef TESSEL_WITH_CUDA
-  if (target == TargetKind::Cuda) return static_cast<int>(default_cuda_multiprocessors());
-#endif
   (void)target;
-  return 132;
+  return static_cast<int>(cuda_multiprocessors());
 }
 
 // A cuda thread has at most 255 registers: a fragment whose part per lane holds more

@@ -6,10 +6,8 @@
 #include <optional>
 #include <sstream>
 
+#include "plan/machine.h"
 #include "tessel/error.h"
-#ifdef TESSEL_WITH_CUDA
-#include "target/cuda/cuda_kernel.h"
-#endif
 
 namespace tessel {
 
@@ -146,12 +144,8 @@ void count(const GroupProgram& p, const std::vector<GroupOp>& ops, Env& env, dou
 MachineShape machine_shape(TargetKind target, int threads) {
   MachineShape m;
   if (target == TargetKind::Cpu) m.slots = std::max(1, threads);
-  // One group per multiprocessor at a time (a stated proxy); 132 (an H200's) without a GPU.
-#ifdef TESSEL_WITH_CUDA
-  if (target == TargetKind::Cuda) m.slots = static_cast<int>(default_cuda_multiprocessors());
-#else
-  if (target == TargetKind::Cuda) m.slots = 132;
-#endif
+  // One group per multiprocessor at a time (a stated proxy; plan/machine.h).
+  if (target == TargetKind::Cuda) m.slots = static_cast<int>(cuda_multiprocessors());
   return m;
 }
 

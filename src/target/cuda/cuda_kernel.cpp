@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "plan/machine.h"
 #include "runtime/kernel_cache.h"
 #include "runtime/tensor_check.h"
 #include "target/cuda/cuda_driver.h"
@@ -261,7 +262,7 @@ std::string default_cuda_arch() {
 }
 
 int64_t default_cuda_multiprocessors() {
-  if (!cuda_gpu_available()) return 132;
+  if (!cuda_gpu_available()) return kCudaMultiprocessorsWithoutGpu;
   const CudaDriver& d = cuda_driver();
   int sms = 0;
   cuda_check(d.cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, d.device), "cuDeviceGetAttribute");

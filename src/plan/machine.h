@@ -1,0 +1,14 @@
+// Machine parameters that plans and the cost model share, in one place (BLIS keeps
+// its blocking parameters in a configuration, not in the algorithms).
+#pragma once
+#include <cstdint>
+
+namespace tessel {
+
+// The multiprocessors of the cuda device (the first GPU), read once; an H200's 132
+// where tessel is built without the CUDA toolkit or runs without a GPU, so that
+// plans and predictions made on a machine without one match the H200's.
+constexpr int64_t kCudaMultiprocessorsWithoutGpu = 132;
+int64_t cuda_multiprocessors();
+
+}  // namespace tessel
