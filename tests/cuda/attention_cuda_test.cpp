@@ -101,7 +101,7 @@ TEST(AttentionCuda, KernelWideIndexValuesAreComputedOnce) {
     end = code.find('\n', at);
     if (end == std::string::npos) end = code.size();
     const std::string line = code.substr(at, end - at);
-    bool declaration = line.rfind("  const int64_t u", 0) == 0;
+    bool declaration = line.rfind("  const int64_t tsl_u", 0) == 0;
     hoisted += declaration;
     if (!declaration && (line.find("tsl_floordiv(") != std::string::npos || line.find("tsl_ceildiv(") != std::string::npos))
       ++divisions_in_body;

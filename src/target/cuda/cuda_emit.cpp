@@ -280,7 +280,7 @@ class Emitter {
       const std::string text = plain_ex(e);
       for (const auto& [name, t] : hoisted_)
         if (t == text) return expr_sym("#" + name);
-      hoisted_.push_back({"u" + num(hoisted_.size()), text});
+      hoisted_.push_back({"tsl_u" + num(hoisted_.size()), text});
       return expr_sym("#" + hoisted_.back().first);
     }
     return expr_binary(e->kind, hoist_uniform(e->lhs), hoist_uniform(e->rhs));
