@@ -255,6 +255,23 @@ void bind_dsl(nb::module_& m) {
              b.op(K::If).if_(lhs, parse_cmp(op), rhs, [&] { b.body([&] { then_body(); }); }, other);
            },
            "lhs"_a, "op"_a, "rhs"_a, "then"_a, "otherwise"_a = nb::none())
+      .def("if_else",
+           [](B& b, Sym lhs, const std::string& op, Sym rhs, nb::callable then_body,
+              nb::callable else_body) -> nb::object {
+             bool one = false;  // the branches return one Tile (else a list of them)
+             auto branch = [&](nb::callable& f) {
+               return [&] {
+                 return b.body([&] {
+                   nb::object r = f();
+                   one = nb::isinstance<Tile>(r);
+                   return tiles_of(r);
+                 });
+               };
+             };
+             auto r = b.op(K::If).if_else(lhs, parse_cmp(op), rhs, branch(then_body), branch(else_body));
+             return one ? nb::cast(r.at(0)) : nb::cast(r);
+           },
+           "lhs"_a, "op"_a, "rhs"_a, "then"_a, "otherwise"_a)
       .def("if_scalar",
            [](B& b, const std::string& scalar, const std::string& op, double value, nb::callable then_body,
               nb::object else_body) {

@@ -91,6 +91,33 @@ def test_run_compiles_for_the_arrays(rng):
     assert_close(y, softmax64(x))
 
 
+def test_if_else_yields_values(rng):
+    # Y = 2 X in the first two row blocks, X + 1 below: a branch with values, one Tile
+    # from each branch (a list of them works the same way).
+    kb = tessel.KernelBuilder("py_if_else")
+    M, N = kb.size("M"), kb.size("N")
+    BM, BN = kb.tile("BM"), kb.tile("BN")
+    X = kb.tensor("X", [M, N], [N, 1], access="in")
+    Y = kb.tensor("Y", [M, N], [N, 1], access="out")
+
+    def block(i, j):
+        x = kb.load(X, [i * BM, j * BN], BM, BN)
+        y = kb.if_else(i, "<", 2, lambda: kb.add(x, x), lambda: kb.add(x, kb.constant(1.0)))
+        kb.store(Y, [i * BM, j * BN], y)
+
+    kb.parallel(tessel.ceil_div(M, BM), tessel.ceil_div(N, BN), block)
+    k = kb.finish()
+    x = rand(rng, 29, 13)
+    want = x.astype(np.float64) + 1
+    for target in ("sim", "cpu"):
+        y = nans(29, 13)
+        compiled = tessel.compile(k, plan=tessel.Plan(target=target, tiles={"BM": 8, "BN": 8}))
+        report = compiled(X=x, Y=y)
+        assert report.races == 0
+        want[:16] = 2 * x[:16].astype(np.float64)
+        assert_close(y, want)
+
+
 def test_scale_kernel_with_scalar_and_inout(rng):
     # The DSL header's example: X *= s.
     kb = tessel.KernelBuilder("scale")
