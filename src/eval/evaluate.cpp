@@ -40,18 +40,6 @@ struct BoundTensor {
 double nan_max(double a, double b) { return std::isnan(a) || std::isnan(b) ? NAN : std::max(a, b); }
 double nan_min(double a, double b) { return std::isnan(a) || std::isnan(b) ? NAN : std::min(a, b); }
 
-bool compare(CmpOp op, double a, double b) {
-  switch (op) {
-    case CmpOp::EQ: return a == b;
-    case CmpOp::NE: return a != b;
-    case CmpOp::LT: return a < b;
-    case CmpOp::LE: return a <= b;
-    case CmpOp::GT: return a > b;
-    case CmpOp::GE: return a >= b;
-  }
-  return false;
-}
-
 template <class T>
 std::string list_text(const std::vector<T>& xs) {
   std::string s;
@@ -387,9 +375,9 @@ class Evaluator {
     if (op.cond.on_scalar) {
       auto it = a_.scalars.find(op.cond.scalar);
       if (it == a_.scalars.end()) malformed(op, "tests unknown scalar '" + op.cond.scalar + "'");
-      holds = compare(op.cond.op, it->second, op.cond.value);
+      holds = cmp_holds(op.cond.op, it->second, op.cond.value);
     } else {
-      holds = compare(op.cond.op, static_cast<double>(eval(op.cond.lhs)),
+      holds = cmp_holds(op.cond.op, static_cast<double>(eval(op.cond.lhs)),
                       static_cast<double>(eval(op.cond.rhs)));
     }
     transfer(op, region(op.regions[holds ? 0 : 1]), op.results);
@@ -432,7 +420,7 @@ class Evaluator {
       case K::Rsqrt: unary(op, [](double x) { return 1.0 / std::sqrt(x); }); return;
       case K::Recip: unary(op, [](double x) { return 1.0 / x; }); return;
       case K::Tanh: unary(op, [](double x) { return std::tanh(x); }); return;
-      case K::Cmp: binary(op, [&](double a, double b) { return compare(op.cmp, a, b) ? 1.0 : 0.0; }); return;
+      case K::Cmp: binary(op, [&](double a, double b) { return cmp_holds(op.cmp, a, b) ? 1.0 : 0.0; }); return;
       case K::Select:
         elementwise(op, 3, [](const double* x, int64_t, int64_t) { return x[0] != 0 ? x[1] : x[2]; });
         return;

@@ -82,6 +82,18 @@ const char* tile_op_name(TileOpKind k) {
   return "?";
 }
 
+bool cmp_holds(CmpOp op, double a, double b) {
+  switch (op) {
+    case CmpOp::EQ: return a == b;
+    case CmpOp::NE: return a != b;
+    case CmpOp::LT: return a < b;
+    case CmpOp::LE: return a <= b;
+    case CmpOp::GT: return a > b;
+    case CmpOp::GE: return a >= b;
+  }
+  return false;
+}
+
 const char* cmp_op_name(CmpOp op) {
   switch (op) {
     case CmpOp::EQ: return "==";

@@ -121,6 +121,8 @@ struct LoopDim {
 
 enum class CmpOp { EQ, NE, LT, LE, GT, GE };
 const char* cmp_op_name(CmpOp op);
+// a op b (NaN compares as IEEE says: only != holds).
+bool cmp_holds(CmpOp op, double a, double b);
 
 enum class ReduceOp { Sum, Max, Min };
 const char* reduce_op_name(ReduceOp op);  // "sum", "max", "min"

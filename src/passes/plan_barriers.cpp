@@ -493,15 +493,7 @@ bool cond_holds(const Cond& c, const SymbolLookup& lookup) {
     lhs = static_cast<double>(expr_eval(c.lhs, lookup));
     rhs = static_cast<double>(expr_eval(c.rhs, lookup));
   }
-  switch (c.op) {
-    case CmpOp::EQ: return lhs == rhs;
-    case CmpOp::NE: return lhs != rhs;
-    case CmpOp::LT: return lhs < rhs;
-    case CmpOp::LE: return lhs <= rhs;
-    case CmpOp::GT: return lhs > rhs;
-    case CmpOp::GE: return lhs >= rhs;
-  }
-  return false;
+  return cmp_holds(c.op, lhs, rhs);
 }
 
 int64_t count_walk(const std::vector<GroupOp>& ops, std::map<std::string, int64_t>* ivs,

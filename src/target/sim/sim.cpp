@@ -148,18 +148,6 @@ Storages place_tensors(const GroupProgram& p, const std::vector<Tensor>& tensors
   return s;
 }
 
-bool compare(CmpOp op, double a, double b) {
-  switch (op) {
-    case CmpOp::EQ: return a == b;
-    case CmpOp::NE: return a != b;
-    case CmpOp::LT: return a < b;
-    case CmpOp::LE: return a <= b;
-    case CmpOp::GT: return a > b;
-    case CmpOp::GE: return a >= b;
-  }
-  return false;
-}
-
 std::string op_name(const GroupOp& op) {
   return std::string(group_op_name(op.kind)) + " #" + std::to_string(op.id);
 }
@@ -684,11 +672,11 @@ class Interpreter {
   int64_t bound(const Expr& e) { return e ? eval(e) : kUnbounded; }
 
   bool holds(const Cond& c) {
-    if (!c.on_scalar) return compare(c.op, double(eval(c.lhs)), double(eval(c.rhs)));
+    if (!c.on_scalar) return cmp_holds(c.op, double(eval(c.lhs)), double(eval(c.rhs)));
     auto it = args_.scalars.find(c.scalar);
     if (it == args_.scalars.end())
       user_error(ErrorKind::InvalidArgument, "missing scalar parameter '" + c.scalar + "'");
-    return compare(c.op, it->second, c.value);
+    return cmp_holds(c.op, it->second, c.value);
   }
 
   const std::vector<int>& shuffled() {
@@ -1012,7 +1000,7 @@ class Interpreter {
       case EwOp::Rsqrt: return 1.0f / std::sqrt(x);
       case EwOp::Recip: return 1.0f / x;
       case EwOp::Tanh: return std::tanh(x);
-      case EwOp::Cmp: return compare(op.cmp, x, y) ? 1.0f : 0.0f;
+      case EwOp::Cmp: return cmp_holds(op.cmp, x, y) ? 1.0f : 0.0f;
       case EwOp::Select: return x != 0 ? y : v[2];
       case EwOp::Cast: return round_to(op.dtype, x);
       case EwOp::Copy: return x;
