@@ -153,6 +153,14 @@ void KernelBuilder::parallel(Sym extent0, Sym extent1, Sym extent2,
                 [&](std::vector<Sym> iv) { body(iv[0], iv[1], iv[2]); }, loc);
 }
 
+void KernelBuilder::emit_yield(const std::vector<Tile>& values, const SourceLoc& loc) {
+  TileOp yield;
+  yield.kind = TileOpKind::Yield;
+  for (Tile t : values) yield.operands.push_back(t.id);
+  yield.loc = loc;
+  emit(std::move(yield));
+}
+
 std::vector<Tile> KernelBuilder::carried_loop(TileOpKind kind, Sym extent, std::vector<Tile> init,
                                               const CarriedBody& body, Loc loc) {
   TileOp op;
@@ -167,12 +175,7 @@ std::vector<Tile> KernelBuilder::carried_loop(TileOpKind kind, Sym extent, std::
     op.regions[0].args.push_back(carried.back().id);
   }
   regions_.push_back(&op.regions[0]);
-  std::vector<Tile> next = body(expr_sym(op.loops[0].iv), carried);
-  TileOp yield;
-  yield.kind = TileOpKind::Yield;
-  for (Tile t : next) yield.operands.push_back(t.id);
-  yield.loc = op.loc;
-  emit(std::move(yield));
+  emit_yield(body(expr_sym(op.loops[0].iv), carried), op.loc);
   regions_.pop_back();
   std::vector<Tile> results;
   for (Tile t : init) {
@@ -255,11 +258,7 @@ std::vector<Tile> KernelBuilder::if_else(Sym lhs, CmpOp cmp, Sym rhs, const Bran
   for (int r = 0; r < 2; ++r) {
     regions_.push_back(&op.regions[r]);
     yielded[r] = (*bodies[r])();
-    TileOp yield;
-    yield.kind = TileOpKind::Yield;
-    for (Tile t : yielded[r]) yield.operands.push_back(t.id);
-    yield.loc = op.loc;
-    emit(std::move(yield));
+    emit_yield(yielded[r], op.loc);
     regions_.pop_back();
   }
   if (yielded[0].size() != yielded[1].size())

@@ -207,6 +207,8 @@ class KernelBuilder {
                                  const CarriedBody& body, Loc loc);
   void branch(TileOp op, const std::function<void()>& then_body,
               const std::function<void()>& else_body);
+  // Ends the open region with a yield of `values`.
+  void emit_yield(const std::vector<Tile>& values, const SourceLoc& loc);
   std::string fresh_iv(const char* base);
 
   TileKernel kernel_;

@@ -313,8 +313,9 @@ class Emitter {
       if (b.space == Space::Private) check_frag(b);
     if (p_.atom == AtomKind::Wgmma) mark_wgmma_operands(p_.body);
     find_redundant_fences(p_.body);
-    find_pack_reads(p_.body);
-    for (const auto& [frag, dtype] : pack_dtype_)
+    std::map<int, DType> pack_dtype;
+    find_pack_reads(p_.body, pack_dtype);
+    for (const auto& [frag, dtype] : pack_dtype)
       if (dtype != DType::F32) rounded_by_pack_[frag] = dtype;
   }
 
@@ -1525,15 +1526,15 @@ class Emitter {
            op.kind == GroupOpKind::AsyncWait || (op.kind == GroupOpKind::Reduce && op.reduce_mode == ReduceMode::Local);
   }
   // Fragments whose every read is an mma.sync a operand packed to one 16-bit dtype
-  // (pack_dtype_: that dtype; F32 once anything else reads them). A cast to that
+  // (pack_dtype: that dtype; F32 once anything else reads them). A cast to that
   // dtype written into such a fragment need not round: the pack rounds the same
   // way (round to nearest even, and rounding twice is rounding once).
-  void find_pack_reads(const std::vector<GroupOp>& ops) {
+  void find_pack_reads(const std::vector<GroupOp>& ops, std::map<int, DType>& pack_dtype) const {
     auto other = [&](int frag) {
-      if (frag >= 0) pack_dtype_[frag] = DType::F32;
+      if (frag >= 0) pack_dtype[frag] = DType::F32;
     };
     for (const GroupOp& op : ops) {
-      for (const auto& body : op.bodies) find_pack_reads(body);
+      for (const auto& body : op.bodies) find_pack_reads(body, pack_dtype);
       switch (op.kind) {
         case GroupOpKind::Elementwise:
           for (const EwOperand& o : op.operands)
@@ -1550,8 +1551,8 @@ class Emitter {
           const int a = op.a.buffer;
           if (a < 0 || p_.buffer(a).space != Space::Private) break;
           const DType packed = p_.atom == AtomKind::MmaSync ? p_.buffer(op.b.buffer).dtype : DType::F32;
-          auto it = pack_dtype_.find(a);
-          if (it == pack_dtype_.end()) pack_dtype_[a] = packed;
+          auto it = pack_dtype.find(a);
+          if (it == pack_dtype.end()) pack_dtype[a] = packed;
           else if (it->second != packed) it->second = DType::F32;
           break;
         }
@@ -2269,7 +2270,6 @@ class Emitter {
   std::vector<int64_t> offset_, slot_, line_;
   std::vector<int64_t> mbar_offset_;     // by mbarrier id: its slots' byte offset in smem
   std::vector<CudaTensorMap> maps_;      // tensor map parameters, in order
-  std::map<int, DType> pack_dtype_;      // find_pack_reads
   std::map<int, DType> rounded_by_pack_;  // fragment -> the 16-bit dtype every read of it packs to
   // Kernel-wide index values (ex): name and C++ text, declared after the coordinates.
   mutable std::vector<std::pair<std::string, std::string>> hoisted_;
