@@ -80,11 +80,16 @@ TEST(AttentionCuda, RowStatisticsStayInTheWarp) {
   // The emitted name of Ks: "unsigned short* const bN = (unsigned short*)(smem + ...);  // Ks".
   size_t decl = code.find("  // Ks\n");
   ASSERT_NE(decl, std::string::npos);
-  size_t start = code.rfind("const b", decl) + 6;
-  const std::string ks = code.substr(start, code.find(' ', start) - start);
-  EXPECT_NE(code.find("tsl_cp_async16(&(" + ks + " + "), std::string::npos) << ks;
+  size_t start = code.rfind("(smem + ", decl) + 8;
+  const std::string ks = code.substr(start, code.find(')', start) - start);  // Ks's byte offset
+  // Shared addresses are 32-bit window offsets from smem_s. A window wholly inside
+  // the bounds goes unguarded from stepped addresses; the edge windows chunk by chunk.
+  EXPECT_NE(code.find("const unsigned d = smem_s + (unsigned)(" + ks + " + "), std::string::npos) << ks;
+  EXPECT_NE(code.find("tsl_cp_async16(smem_s + (unsigned)(" + ks + " + "), std::string::npos) << ks;
   EXPECT_EQ(code.find("const uint4 w = *(const uint4*)&t1["), std::string::npos) << "K^T went through registers";
-  EXPECT_EQ(code.find("tsl_ldmatrix_x4_trans(t, &(" + ks), std::string::npos) << "K^T read transposed";
+  EXPECT_NE(code.find("tsl_ldmatrix_x4(t, smem_s + (unsigned)(" + ks + " + "), std::string::npos) << ks;
+  EXPECT_EQ(code.find("tsl_ldmatrix_x4_trans(t, smem_s + (unsigned)(" + ks + " + "), std::string::npos)
+      << "K^T read transposed";
 }
 
 // Index values the same for the whole kernel (sizes and group coordinates only) that

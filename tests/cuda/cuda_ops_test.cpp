@@ -59,7 +59,7 @@ TEST(CudaOpsCompile, OpsLowerToTheirInstructions) {
   EXPECT_NE(softmax.find("const float4 v = *(const float4*)&t0["), std::string::npos);  // vector frag.load
   EXPECT_NE(softmax.find("__int_as_float(0xff800000)"), std::string::npos);             // -inf padding
   std::string stats = emit_cuda(parse_group_program(test::colstats_case(8, 8, 8, 8).gir)).code;
-  for (const char* f : {"tanhf(", "logf(", "exp2f(", "sqrtf(", "__frcp_rn(", "fabsf(", "tsl_min(",
+  for (const char* f : {"tanhf(", "logf(", "tsl_exp2(", "sqrtf(", "__frcp_rn(", "fabsf(", "tsl_min(",
                         "tsl_bf16_to_f32(tsl_f32_to_bf16(", "tsl_f16_to_f32(tsl_f32_to_f16(", "if (own) "})
     EXPECT_NE(stats.find(f), std::string::npos) << f;
   std::string ln = emit_cuda(parse_group_program(test::layernorm_case(8, 8, 8, 8).gir)).code;

@@ -32,8 +32,11 @@ static __device__ __forceinline__ unsigned tsl_smem(const void* p) {
   return (unsigned)a;
 }
 // 16 bytes global -> shared, asynchronously; bytes past src_bytes are zero-filled.
-static __device__ __forceinline__ void tsl_cp_async16(void* dst, const void* src, int src_bytes) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(tsl_smem(dst)), "l"(src), "r"(src_bytes));
+// Shared addresses are 32-bit offsets in the shared window (tsl_smem of the base
+// once, then plain adds): formed from generic pointers, every address cost a
+// 64-bit add and a conversion.
+static __device__ __forceinline__ void tsl_cp_async16(unsigned dst, const void* src, int src_bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(dst), "l"(src), "r"(src_bytes));
 }
 // max and min that keep a NaN operand (as the sim does), so poison stays visible:
 // one instruction from sm_80 on.
@@ -50,6 +53,12 @@ static __device__ __forceinline__ float tsl_min(float x, float y) {
 #else
   return (x != x || x < y) ? x : y;
 #endif
+}
+// 2^x in one instruction (ex2.approx, relative error about 2^-22): results below
+// 2^-126 flush to zero. exp2f adds a range check and two multiplies around the same
+// instruction to return those subnormals; a softmax loop pays that per element.
+static __device__ __forceinline__ float tsl_exp2(float x) {
+  float r; asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x)); return r;
 }
 static __device__ __forceinline__ float tsl_bf16_to_f32(unsigned short x) { return __uint_as_float((unsigned)x << 16); }
 static __device__ __forceinline__ float tsl_f16_to_f32(unsigned short x) {
@@ -75,13 +84,13 @@ static __device__ __forceinline__ unsigned tsl_pack_bf16x2(float lo, float hi) {
 static __device__ __forceinline__ unsigned tsl_pack_f16x2(float lo, float hi) {
   unsigned x; asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(x) : "f"(hi), "f"(lo)); return x;
 }
-static __device__ __forceinline__ void tsl_ldmatrix_x4(unsigned* r, const void* p) {
+static __device__ __forceinline__ void tsl_ldmatrix_x4(unsigned* r, unsigned p) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(tsl_smem(p)));
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(p));
 }
-static __device__ __forceinline__ void tsl_ldmatrix_x4_trans(unsigned* r, const void* p) {
+static __device__ __forceinline__ void tsl_ldmatrix_x4_trans(unsigned* r, unsigned p) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(tsl_smem(p)));
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(p));
 }
 static __device__ __forceinline__ void tsl_mma_bf16(float* c, const unsigned* a, const unsigned* b) {
   asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
@@ -224,6 +233,7 @@ class Emitter {
     } else {
       s += "  extern __shared__ __align__(128) unsigned char smem[];\n";
     }
+    s += "  const unsigned smem_s = tsl_smem(smem); (void)smem_s;\n";
     s += "  const int tid = threadIdx.x, worker = tid / " + num(p_.lanes) + ", lane = tid % " +
          num(p_.lanes) + ";\n";
     s += "  (void)worker; (void)lane;\n";
@@ -713,6 +723,19 @@ class Emitter {
     return base(ref) + "[" + index(ref, r, c) + "]";
   }
 
+  // Shared-window address (32 bits) of element (r, c) of a shared buffer's version,
+  // for the instructions that take one (ldmatrix, cp.async): smem_s is the window
+  // address of the dynamic shared memory, the rest is 32-bit arithmetic.
+  std::string shared_addr(const BufferRef& ref, const std::string& r, const std::string& c) const {
+    const Buffer& b = p_.buffer(ref.buffer);
+    TESSEL_ASSERT(b.space == Space::Shared, "shared_addr of a buffer outside shared memory");
+    std::string bytes = num(offset_[b.id]);
+    int64_t v = 0;
+    if (ref.version && !(expr_is_const(ref.version, &v) && v == 0))
+      bytes += " + (int)(" + ex(ref.version) + ") * " + num(slot_[b.id]);
+    return "smem_s + (unsigned)(" + bytes + " + (" + index(b, r, c) + ") * " + num(dtype_bytes(b.dtype)) + ")";
+  }
+
   // Are `v` consecutive columns starting at a multiple of v contiguous in memory?
   bool columns_contiguous(const BufferRef& ref, int64_t v) const {
     const Buffer& b = p_.buffer(ref.buffer);
@@ -1023,6 +1046,16 @@ class Emitter {
     if (op.dst_row_bound) both(dst_whole, DR + " + " + num(v) + " <= " + ex(op.dst_row_bound));
     if (op.dst_col_bound) both(dst_whole, DC + " < " + ex(op.dst_col_bound));
     const std::string dst_ptr = "&" + at(op.dst, DR, DC), src_ptr = "&" + at(op.src, SR, SC);
+    // Fast path: the whole window inside every bound, no guards and no decode.
+    std::string inside = window_inside(op);
+    const bool fast = threads_ % per_col == 0 && !inside.empty() && !col_step(op.src, threads_ / per_col).empty() &&
+                      !col_step(op.dst, threads_ / per_col).empty();
+    if (fast) {
+      open("if (" + inside + ")");
+      emit_strided_chunks(op, v, /*along_columns=*/true);
+      --depth_;
+      open("} else");
+    }
     for_each_share(per_col * op.cols, [&] {
       line("const int c = e / " + num(per_col) + ", r = (e % " + num(per_col) + ") * " + num(v) + ";");
       if (!dst_whole.empty()) open("if (" + dst_whole + ")");
@@ -1034,8 +1067,8 @@ class Emitter {
       if (op.async) {
         std::string in = zero_fill ? "!(" + src_none + ")" : "true";
         line("const bool in = " + in + ";");
-        line("tsl_cp_async16(" + dst_ptr + ", in ? (const void*)" + src_ptr + " : (const void*)" + base(op.src) +
-             ", in ? 16 : 0);");
+        line("tsl_cp_async16(" + shared_addr(op.dst, DR, DC) + ", in ? (const void*)" + src_ptr + " : (const void*)" +
+             base(op.src) + ", in ? 16 : 0);");
       } else {
         line("*(uint4*)(" + dst_ptr + ") = *(const uint4*)(" + src_ptr + ");");
       }
@@ -1058,6 +1091,7 @@ class Emitter {
         close();
       }
     }, /*unroll=*/false);  // rolled: an issue holds no registers, and the loop shares the fragments' registers
+    if (fast) close();
   }
 
   // Thread e takes rows [r, r + v) of column c of the window, c = e % cols,
@@ -1203,7 +1237,9 @@ class Emitter {
       --depth_;
       open("} else");
     }
-    emit_guarded_chunks(op, v, chunks_per_row, row_in, col_full, col_none, dguard, dst_ptr, src_ptr, decode, partial);
+    std::string dst_addr = op.async ? shared_addr(op.dst, DR, DC) : "";
+    emit_guarded_chunks(op, v, chunks_per_row, row_in, col_full, col_none, dguard, dst_ptr, dst_addr, src_ptr, decode,
+                        partial);
     if (fast) close();
   }
 
@@ -1232,36 +1268,61 @@ class Emitter {
     return "";
   }
 
-  // Unguarded 16-byte chunks: thread tid owns column chunk tid % cpr of rows
-  // tid / cpr + j * (threads / cpr); pointers are formed once and stepped.
-  void emit_strided_chunks(const GroupOp& op, int64_t v) {
+  // Element offset of a buffer's (r, c) when c grows by `dc` (r fixed): "" where
+  // the layout makes it depend on c.
+  std::string col_step(const BufferRef& ref, int64_t dc) const {
+    const Buffer& b = p_.buffer(ref.buffer);
+    if (b.space == Space::Global) return "(int64_t)" + num(dc) + " * (" + ex(ref.col_stride) + ")";
+    if (swizzled(b)) return "";
+    switch (b.layout) {
+      case Layout::RowMajor: return num(dc);
+      case Layout::RowPanels: return num(dc * b.panel);
+      case Layout::ColPanels: break;
+    }
+    return "";
+  }
+
+  // Unguarded 16-byte chunks, pointers formed once and stepped. Along rows: thread
+  // tid owns column chunk tid % cpr of rows tid / cpr + j * (threads / cpr). Along
+  // columns (a source whose rows are its unit stride into row panels, as in
+  // emit_column_vectors): rows chunk tid % vpc of columns tid / vpc + j * (threads
+  // / vpc).
+  void emit_strided_chunks(const GroupOp& op, int64_t v, bool along_columns = false) {
     const Buffer& sb = p_.buffer(op.src.buffer);
     const Buffer& db = p_.buffer(op.dst.buffer);
-    const int64_t cpr = op.cols / v, rows_per_pass = threads_ / cpr;
-    const int64_t passes = (op.rows + rows_per_pass - 1) / rows_per_pass;
-    line("const int r = tid / " + num(cpr) + ", c = (tid % " + num(cpr) + ") * " + num(v) + ";");
+    const int64_t per_line = along_columns ? op.rows / v : op.cols / v, lines_per_pass = threads_ / per_line;
+    const int64_t lines = along_columns ? op.cols : op.rows, passes = (lines + lines_per_pass - 1) / lines_per_pass;
+    if (along_columns)
+      line("const int c = tid / " + num(per_line) + ", r = (tid % " + num(per_line) + ") * " + num(v) + ";");
+    else
+      line("const int r = tid / " + num(per_line) + ", c = (tid % " + num(per_line) + ") * " + num(v) + ";");
     std::string ct_s = ctype(sb.dtype), ct_d = ctype(db.dtype);
+    const std::string DR = "(" + ex(op.dst.row) + " + r)", DC = "(" + ex(op.dst.col) + " + c)";
     line("const " + ct_s + "* s = &" + at(op.src, "(" + ex(op.src.row) + " + r)", "(" + ex(op.src.col) + " + c)") + ";");
-    line(ct_d + "* d = &" + at(op.dst, "(" + ex(op.dst.row) + " + r)", "(" + ex(op.dst.col) + " + c)") + ";");
-    std::string ss = row_step(op.src, rows_per_pass), ds = row_step(op.dst, rows_per_pass);
-    bool ragged = op.rows % rows_per_pass != 0;
+    std::string ss = along_columns ? col_step(op.src, lines_per_pass) : row_step(op.src, lines_per_pass);
+    std::string ds = along_columns ? col_step(op.dst, lines_per_pass) : row_step(op.dst, lines_per_pass);
+    std::string ragged;
+    if (lines % lines_per_pass != 0)
+      ragged = std::string("if (") + (along_columns ? "c" : "r") + " + j * " + num(lines_per_pass) + " < " + num(lines) + ")";
     if (op.async) {
+      line("const unsigned d = " + shared_addr(op.dst, DR, DC) + ";");
       line("#pragma unroll");
       open("for (int j = 0; j < " + num(passes) + "; ++j)");
-      if (ragged) line("if (r + j * " + num(rows_per_pass) + " < " + num(op.rows) + ")");
-      line("  tsl_cp_async16(d + j * " + ds + ", s + j * " + ss + ", 16);");
+      if (!ragged.empty()) line(ragged);
+      line("  tsl_cp_async16(d + j * (" + ds + ") * " + num(dtype_bytes(db.dtype)) + ", s + j * " + ss + ", 16);");
       close();
       return;
     }
+    line(ct_d + "* d = &" + at(op.dst, DR, DC) + ";");
     line("uint4 tmp[" + num(passes) + "];");
     line("#pragma unroll");
     open("for (int j = 0; j < " + num(passes) + "; ++j)");
-    if (ragged) line("if (r + j * " + num(rows_per_pass) + " < " + num(op.rows) + ")");
+    if (!ragged.empty()) line(ragged);
     line("  tmp[j] = *(const uint4*)(s + j * " + ss + ");");
     close();
     line("#pragma unroll");
     open("for (int j = 0; j < " + num(passes) + "; ++j)");
-    if (ragged) line("if (r + j * " + num(rows_per_pass) + " < " + num(op.rows) + ")");
+    if (!ragged.empty()) line(ragged);
     line("  *(uint4*)(d + j * " + ds + ") = tmp[j];");
     close();
   }
@@ -1269,7 +1330,8 @@ class Emitter {
   template <class Decode, class Partial>
   void emit_guarded_chunks(const GroupOp& op, int64_t /*v*/, int64_t chunks_per_row, const std::string& row_in,
                            const std::string& col_full, const std::string& col_none, const std::string& dguard,
-                           const std::string& dst_ptr, const std::string& src_ptr, Decode decode, Partial partial) {
+                           const std::string& dst_ptr, const std::string& dst_addr, const std::string& src_ptr,
+                           Decode decode, Partial partial) {
     if (op.async) {
       for_each_share(op.rows * chunks_per_row, [&] {
         decode();
@@ -1279,7 +1341,7 @@ class Emitter {
         line("const bool in = (" + row_in + ") && !(" + col_none + ");");
         // Nothing is read when the chunk lies outside: point at the tensor's base.
         // Nothing is written outside the destination bound (a copy past the end).
-        std::string issue = "tsl_cp_async16(" + dst_ptr + ", in ? (const void*)" + src_ptr + " : (const void*)" +
+        std::string issue = "tsl_cp_async16(" + dst_addr + ", in ? (const void*)" + src_ptr + " : (const void*)" +
                             base(op.src) + ", in ? 16 : 0);";
         line(dguard.empty() ? issue : "if (" + dguard + ") " + issue);
         --depth_;
@@ -1444,7 +1506,7 @@ class Emitter {
       case EwOp::Max: return "tsl_max(" + x[0] + ", " + x[1] + ")";
       case EwOp::Min: return "tsl_min(" + x[0] + ", " + x[1] + ")";
       case EwOp::Exp: return call("expf");
-      case EwOp::Exp2: return call("exp2f");
+      case EwOp::Exp2: return call("tsl_exp2");
       case EwOp::Log: return call("logf");
       case EwOp::Neg: return "-" + x[0];
       case EwOp::Abs: return call("fabsf");
@@ -2160,8 +2222,8 @@ class Emitter {
         line(ra + "[j] = " + (dt == DType::BF16 ? "tsl_pack_bf16x2(" : "tsl_pack_f16x2(") + f + "[x], " + f + "[x + 1]);");
         close();
       } else if (a_ldm) {
-        line("tsl_ldmatrix_x4(" + ra + ", &" + fa + "[" + index(A, "ar + m * 16 + lane % 16", "ak + " + k0 + " + lane / 16 * 8") +
-             "]);");
+        line("tsl_ldmatrix_x4(" + ra + ", " + shared_addr(op.a, "ar + m * 16 + lane % 16", "ak + " + k0 + " + lane / 16 * 8") +
+             ");");
       } else {
         // a[j]: row lane/4 + 8*(j%2); k (tf32) lane%4 + 4*(j/2), (16-bit) pair 2*(lane%4) + 8*(j/2).
         line("#pragma unroll");
@@ -2204,9 +2266,9 @@ class Emitter {
       line("unsigned t[4];");
       // Lane l addresses row l % 8 of matrix l / 8: (k half, n tile) = (l / 8 % 2, l / 16).
       if (b_ldm_rows)
-        line("tsl_ldmatrix_x4(t, &" + fb + "[" + index(B, "bk + kk + lane / 8 % 2 * 8", "bc + n * 8 + lane / 16 * 8 + lane % 8") + "]);");
+        line("tsl_ldmatrix_x4(t, " + shared_addr(op.b, "bk + kk + lane / 8 % 2 * 8", "bc + n * 8 + lane / 16 * 8 + lane % 8") + ");");
       else
-        line("tsl_ldmatrix_x4_trans(t, &" + fb + "[" + index(B, "bk + kk + lane % 16", "bc + n * 8 + lane / 16 * 8") + "]);");
+        line("tsl_ldmatrix_x4_trans(t, " + shared_addr(op.b, "bk + kk + lane % 16", "bc + n * 8 + lane / 16 * 8") + ");");
       line("const unsigned b0[2] = {t[0], t[1]}, b1[2] = {t[2], t[3]};");
       line("#pragma unroll");
       line("for (int m = 0; m < " + num(mt) + "; ++m) { " + mma + "(" + acc_at + ", " + ra_m + ", b0); " + mma + "(&" + f +
