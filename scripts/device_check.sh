@@ -213,7 +213,7 @@ PY
       for shape in 4x16x4096x64 4x16x4096x128 16x16x1024x64; do
         IFS=x read -r b h s d <<< "$shape"
         for k in attention_bf16 attention_causal_bf16; do
-          # The default plan (64 query rows over 4 warps), then 128 rows over 8 warps.
+          # The default plan (128 query rows over 4 warps from Sq = 128), then 128 rows over 8 warps.
           wide=${ATTN_WIDE_PLAN-"--tile BM=128 --workers 8 --window 2 --copy async"}
           plans=(""); [ -n "$wide" ] && plans+=("$wide")
           for plan in "${plans[@]}"; do

@@ -193,11 +193,14 @@ void mma_sync_worker_grid(const TileKernel& kernel, Plan& plan) {
 // mma tiles of at least 16 (the atom's m and k); the next tiles copied
 // asynchronously, 2 in flight (window 2).
 // Where the warps stack along the rows (row reductions) and the rows to cover
-// are at least twice the row tile, the row tile doubles over 8 warps: each
-// staged b tile then serves twice the rows, and the block has twice the warps
-// to hide latency with. (Measured on the H200 with two chained bf16 mmas and
-// running row statistics, 1024 to 4096 rows: 10-27% faster than 64 rows over 4
-// warps on each of 6 shapes; docs/results/gpu-h200-2026-12-01b.)
+// are at least twice the row tile, the row tile doubles over the same 4 warps:
+// each warp then holds two 16-row mma tiles, so each b fragment it reads from
+// shared memory (ldmatrix) serves two mmas, and each staged b tile twice the rows.
+// (Measured on the H200 with two chained bf16 mmas and running row statistics,
+// 1024 to 4096 rows: 64 rows over 4 warps < 128 rows over 8 warps
+// (docs/results/gpu-h200-2026-12-01b) < 128 rows over 4 warps, by 3-18% on each
+// of 6 shapes; at 16 rows a warp the ldmatrix traffic was three quarters of the
+// shared-memory bandwidth; docs/results/gpu-h200-2026-12-01d.)
 void cuda_warp_rows(const TileKernel& kernel, const std::set<std::string>& mma_params,
                     const std::map<std::string, int64_t>& covers, Plan& plan) {
   for (const std::string& t : mma_params)
@@ -224,9 +227,8 @@ void cuda_warp_rows(const TileKernel& kernel, const std::set<std::string>& mma_p
   if (cover == covers.end() || !plan.tiles.count(t) || cover->second < 2 * plan.tiles[t]) return;
   Plan wide = plan;
   wide.tiles[t] *= 2;
-  wide.workers = 8;
   mma_sync_worker_grid(kernel, wide);
-  if (wide.worker_rows == 8 && wide.worker_cols == 1) plan = wide;
+  if (wide.worker_rows == 4 && wide.worker_cols == 1) plan = wide;
 }
 
 }  // namespace

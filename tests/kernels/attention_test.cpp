@@ -473,7 +473,8 @@ TEST(PreciseBarrierPlanning, RandomKernelsSeeds750To999) { precise_on_random_ker
 class AttentionSixteenBit : public ::testing::TestWithParam<test::AttentionCase> {};
 
 // The program the cuda target emits for the default plan (mma.sync, warps along the
-// rows), for a 2-warp, window-3 variant and for 128 rows over 8 warps, run on the
+// rows), for a 2-warp, window-3 variant, for 128 rows over 8 warps and over 4 (the
+// default where the query rows cover two tiles: two 16-row mma tiles a warp), run on the
 // sim: 0 races, and O within the dtype's bound of the FP64 evaluator
 // (tests/cuda/attention_cases.h).
 TEST_P(AttentionSixteenBit, CudaPlanProgramOnSim) {
@@ -493,7 +494,12 @@ TEST_P(AttentionSixteenBit, CudaPlanProgramOnSim) {
   eight.workers = 8;
   fit_worker_grid(k, eight);
   ASSERT_EQ(eight.worker_rows, 8) << eight.to_string();
-  for (const Plan& plan : {def, narrow, eight}) {
+  Plan two_tiles = def;
+  two_tiles.tiles["BM"] = 128;
+  two_tiles.workers = 4;
+  fit_worker_grid(k, two_tiles);
+  ASSERT_EQ(two_tiles.worker_rows, 4) << two_tiles.to_string();
+  for (const Plan& plan : {def, narrow, eight, two_tiles}) {
     CompiledGroup g = compile_to_group(k, plan, CompileOptions{});
     ASSERT_EQ(g.program.lanes, 32);
     int64_t races = 0;

@@ -56,7 +56,7 @@ static __device__ __forceinline__ float tsl_min(float x, float y) {
 }
 // 2^x in one instruction (ex2.approx, relative error about 2^-22): results below
 // 2^-126 flush to zero. exp2f adds a range check and two multiplies around the same
-// instruction to return those subnormals; a softmax loop pays that per element.
+// instruction to return those subnormals; a loop of exponentials pays that per element.
 static __device__ __forceinline__ float tsl_exp2(float x) {
   float r; asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x)); return r;
 }
@@ -734,6 +734,23 @@ class Emitter {
     if (ref.version && !(expr_is_const(ref.version, &v) && v == 0))
       bytes += " + (int)(" + ex(ref.version) + ") * " + num(slot_[b.id]);
     return "smem_s + (unsigned)(" + bytes + " + (" + index(b, r, c) + ") * " + num(dtype_bytes(b.dtype)) + ")";
+  }
+
+  // Byte offset, as a C++ expression, of moving (dr, dc) in a shared buffer whose
+  // layout is linear in such moves: any for row-major, a multiple of the panel along
+  // a paneled axis. ldmatrix addresses are one base per op plus these constants
+  // (the unrolled k and n steps), so nvcc folds them into the instructions'
+  // immediate offsets instead of keeping an address register per step.
+  std::string shared_step(const Buffer& b, const std::string& dr, const std::string& dc) const {
+    TESSEL_ASSERT(!swizzled(b), "shared_step of a swizzled buffer");
+    const std::string L = num(line_[b.id]), P = num(b.panel);
+    std::string e;
+    switch (b.layout) {
+      case Layout::RowMajor: e = "(" + dr + ") * " + L + " + (" + dc + ")"; break;
+      case Layout::RowPanels: e = "(" + dr + ") / " + P + " * " + L + " + (" + dc + ") * " + P; break;
+      case Layout::ColPanels: e = "(" + dc + ") / " + P + " * " + L + " + (" + dr + ") * " + P; break;
+    }
+    return "(unsigned)((" + e + ") * " + num(dtype_bytes(b.dtype)) + ")";
   }
 
   // Are `v` consecutive columns starting at a multiple of v contiguous in memory?
@@ -1939,7 +1956,7 @@ class Emitter {
 
   std::string reduce_step(ReduceOp r, const std::string& a, const std::string& b) const {
     switch (r) {
-      case ReduceOp::Sum: return a + " + " + b;
+      case ReduceOp::Sum: return "(" + a + " + " + b + ")";
       case ReduceOp::Max: return "tsl_max(" + a + ", " + b + ")";
       case ReduceOp::Min: return "tsl_min(" + a + ", " + b + ")";
     }
@@ -2022,11 +2039,18 @@ class Emitter {
     if (rows && !px.rep_c) masks = {1, 2};
     if (!rows && !px.rep_r) masks = {4, 8, 16};
     const std::string fx = "f" + num(x.id), fd = "f" + num(d.id);
+    // The lane's own registers combine as a balanced tree (depth log2 n, not n - 1):
+    // with few warps a multiprocessor, a serial chain of dependent adds or maxes
+    // stalls on each one's latency.
+    std::function<std::string(const std::vector<int64_t>&, size_t, size_t)> tree =
+        [&](const std::vector<int64_t>& regs_of, size_t lo, size_t hi) -> std::string {
+      if (hi - lo == 1) return fx + "[" + num(regs_of[lo]) + "]";
+      const size_t mid = lo + (hi - lo) / 2;
+      return reduce_step(op.reduce, tree(regs_of, lo, mid), tree(regs_of, mid, hi));
+    };
     for (int64_t j = 0; j < nd; ++j) {
       open("");
-      line("float a = " + fx + "[" + num(from[j].at(0)) + "];");
-      for (size_t k = 1; k < from[j].size(); ++k)
-        line("a = " + reduce_step(op.reduce, "a", fx + "[" + num(from[j][k]) + "]") + ";");
+      line("float a = " + tree(from[j], 0, from[j].size()) + ";");
       for (int m : masks)
         line("a = " + reduce_step(op.reduce, "a", "__shfl_xor_sync(0xffffffffu, a, " + num(m) + ")") + ";");
       line(fd + "[" + num(j) + "] = a;");
@@ -2222,8 +2246,7 @@ class Emitter {
         line(ra + "[j] = " + (dt == DType::BF16 ? "tsl_pack_bf16x2(" : "tsl_pack_f16x2(") + f + "[x], " + f + "[x + 1]);");
         close();
       } else if (a_ldm) {
-        line("tsl_ldmatrix_x4(" + ra + ", " + shared_addr(op.a, "ar + m * 16 + lane % 16", "ak + " + k0 + " + lane / 16 * 8") +
-             ");");
+        line("tsl_ldmatrix_x4(" + ra + ", a_s + " + shared_step(A, "m * 16", k0) + ");");
       } else {
         // a[j]: row lane/4 + 8*(j%2); k (tf32) lane%4 + 4*(j/2), (16-bit) pair 2*(lane%4) + 8*(j/2).
         line("#pragma unroll");
@@ -2239,6 +2262,13 @@ class Emitter {
       }
       close();
     };
+    // Lane l's ldmatrix row of the first step; steps add constants (shared_step).
+    if (a_ldm && A.space != Space::Private)
+      line("const unsigned a_s = " + shared_addr(op.a, "ar + lane % 16", "ak + lane / 16 * 8") + ";");
+    if (b_ldm_rows)
+      line("const unsigned b_s = " + shared_addr(op.b, "bk + lane / 8 % 2 * 8", "bc + lane / 16 * 8 + lane % 8") + ";");
+    else if (b_ldm)
+      line("const unsigned b_s = " + shared_addr(op.b, "bk + lane % 16", "bc + lane / 16 * 8") + ";");
     std::string regs = "unsigned ra[" + num(twice ? 2 : 1) + "][" + num(mt) + "][4];";
     if (twice) {
       line(regs);
@@ -2265,10 +2295,8 @@ class Emitter {
       open("for (int n = 0; n < " + num(nt) + "; n += 2)");
       line("unsigned t[4];");
       // Lane l addresses row l % 8 of matrix l / 8: (k half, n tile) = (l / 8 % 2, l / 16).
-      if (b_ldm_rows)
-        line("tsl_ldmatrix_x4(t, " + shared_addr(op.b, "bk + kk + lane / 8 % 2 * 8", "bc + n * 8 + lane / 16 * 8 + lane % 8") + ");");
-      else
-        line("tsl_ldmatrix_x4_trans(t, " + shared_addr(op.b, "bk + kk + lane % 16", "bc + n * 8 + lane / 16 * 8") + ");");
+      line(std::string(b_ldm_rows ? "tsl_ldmatrix_x4" : "tsl_ldmatrix_x4_trans") + "(t, b_s + " +
+           shared_step(B, "kk", "n * 8") + ");");
       line("const unsigned b0[2] = {t[0], t[1]}, b1[2] = {t[2], t[3]};");
       line("#pragma unroll");
       line("for (int m = 0; m < " + num(mt) + "; ++m) { " + mma + "(" + acc_at + ", " + ra_m + ", b0); " + mma + "(&" + f +
