@@ -13,6 +13,7 @@
 #include <set>
 #include <sstream>
 
+#include "bench/attention_bench.h"
 #include "bench/gemm_impl.h"
 #include "bench/machine.h"
 #include "bench/report.h"
@@ -49,7 +50,9 @@ const char* const kBenchUsage =
     "             workers=N, window=W, copy=sync|async|tma, producers=P, persistent=G,\n"
     "             band=B, atom=...\n"
     "  --reference PATH  another tessel executable, measured as impl 'reference':\n"
-    "             it runs tessel-cuda when that is the candidate, else tessel\n";
+    "             it runs tessel-cuda when that is the candidate, else tessel\n"
+    "  tessel bench --op attention ...: fused attention beside PyTorch\n"
+    "             (tessel bench --op attention --help)\n";
 
 namespace {
 
@@ -143,23 +146,6 @@ BenchConfig parse_config(int argc, char** argv) {
   return c;
 }
 
-std::string self_executable() {
-  std::error_code ec;
-  fs::path p = fs::read_symlink("/proc/self/exe", ec);
-  if (ec) user_error(ErrorKind::Runtime, "cannot find this executable: " + ec.message());
-  return p.string();
-}
-
-std::string quoted_command(int argc, char** argv) {
-  std::string cmd = "tessel";
-  for (int i = 0; i < argc; ++i) {
-    std::string a = argv[i];
-    bool plain = a.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                     "0123456789-_.,/=:+") == std::string::npos;
-    cmd += " " + (plain && !a.empty() ? a : shell_quote(a));
-  }
-  return cmd;
-}
 
 // The executable that runs a worker for `impl`, and the impl name it is given.
 // The reference runs what the candidate (the first impl) runs: tessel on the
@@ -269,12 +255,6 @@ std::vector<ImplInfo> probe(const BenchConfig& c, const std::string& self) {
   return infos;
 }
 
-std::string duration_text(double seconds) {
-  int s = int(std::lround(std::max(0.0, seconds)));
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%dm%02ds", s / 60, s % 60);
-  return buf;
-}
 
 // A python that has matplotlib: Debian's first (python3-matplotlib), then PATH's.
 std::string find_python() {
@@ -318,6 +298,8 @@ void write_text(const fs::path& path, const std::string& text) {
 }  // namespace
 
 int run_bench_command(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i)
+    if (std::string(argv[i]) == "--op") return run_attention_bench(argc, argv);
   for (int i = 1; i < argc; ++i)
     if (std::string(argv[i]) == "--help" || std::string(argv[i]) == "-h") {
       std::fputs(kBenchUsage, stdout);

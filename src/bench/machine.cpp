@@ -3,6 +3,9 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <ctime>
 #include <fstream>
 #include <sstream>
@@ -50,6 +53,13 @@ std::string utc_now() {
   std::time_t t = std::time(nullptr);
   char buf[32];
   std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  return buf;
+}
+
+std::string duration_text(double seconds) {
+  int s = int(std::lround(std::max(0.0, seconds)));
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%dm%02ds", s / 60, s % 60);
   return buf;
 }
 

@@ -26,4 +26,7 @@ std::string file_sha256(const std::string& path);
 // The current time, UTC, ISO 8601 ("2026-11-29T20:21:00Z").
 std::string utc_now();
 
+// A duration as minutes and seconds ("3m07s"), for progress lines.
+std::string duration_text(double seconds);
+
 }  // namespace tessel::bench

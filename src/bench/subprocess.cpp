@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 
 #include "tessel/error.h"
 
@@ -80,6 +81,24 @@ std::string shell_quote(const std::string& s) {
   std::string q = "'";
   for (char ch : s) q += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
   return q + "'";
+}
+
+std::string self_executable() {
+  std::error_code ec;
+  std::filesystem::path p = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) user_error(ErrorKind::Runtime, "cannot find this executable: " + ec.message());
+  return p.string();
+}
+
+std::string quoted_command(int argc, char** argv) {
+  std::string cmd = "tessel";
+  for (int i = 0; i < argc; ++i) {
+    std::string a = argv[i];
+    bool plain = a.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                     "0123456789-_.,/=:+") == std::string::npos;
+    cmd += " " + (plain && !a.empty() ? a : shell_quote(a));
+  }
+  return cmd;
 }
 
 }  // namespace tessel::bench

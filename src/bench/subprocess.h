@@ -23,4 +23,11 @@ ProcessResult run_process(const std::vector<std::string>& argv,
 std::string shell_output(const std::string& command);
 std::string shell_quote(const std::string& s);
 
+// The path of the running executable (/proc/self/exe): workers are this program.
+std::string self_executable();
+
+// argv as a shell command line, "tessel" first, quoted where needed: what results
+// files record as the command that made them.
+std::string quoted_command(int argc, char** argv);
+
 }  // namespace tessel::bench
