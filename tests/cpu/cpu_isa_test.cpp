@@ -64,15 +64,15 @@ class CpuIsaPath : public ::testing::TestWithParam<CpuIsa> {
 };
 
 // One micro-kernel in a unit of its own, compiled with the ISA's flags.
-using UkrFn = void (*)(int64_t, const float*, const float*, float*, int64_t);
+using UkrFn = void (*)(int64_t, const float*, const float*, float*, int64_t, int);
 UkrFn compile_microkernel(int64_t mr, int64_t nr, int64_t lda, int64_t ldb, const CpuIsaInfo& isa,
                           const std::string& dir) {
   std::string name = cpu_microkernel_name(mr, nr, lda, ldb);
   std::string src = dir + "/" + name + "_" + isa.name + ".cpp", so = dir + "/" + name + "_" + isa.name + ".so";
   std::ofstream(src) << cpu_vector_types(isa) << emit_cpu_microkernel(mr, nr, lda, ldb, isa)
                      << "extern \"C\" void entry(int64_t kc, const float* a, const float* b, float* c, "
-                        "int64_t ldc) { "
-                     << name << "(kc, a, b, c, ldc); }\n";
+                        "int64_t ldc, int overwrite) { "
+                     << name << "(kc, a, b, c, ldc, overwrite); }\n";
   std::string command = std::string("c++ ") + isa.flags + " -O2 -ffp-contract=fast -fPIC -shared -o " + so +
                         " " + src;
   EXPECT_EQ(std::system(command.c_str()), 0) << command;
@@ -105,29 +105,38 @@ TEST_P(CpuIsaPath, MicroKernelMatchesItsReference) {
     // B's columns past NR are read and thrown away: NaN there must not leak.
     for (int64_t k = 0; k < kc; ++k)
       for (int64_t j = s.nr; j < s.ldb; ++j) b[k * s.ldb + j] = NAN;
-    std::vector<float> want = c;
-    cpu_microkernel_reference(s.mr, s.nr, kc, a.data(), lda, b.data(), s.ldb, want.data(), ldc);
-    f(kc, a.data(), b.data(), c.data(), ldc);
-    int bad = 0;
-    for (int64_t r = 0; r < s.mr; ++r)
-      for (int64_t j = 0; j < ldc; ++j) {
-        float got = c[r * ldc + j], w = want[r * ldc + j];
-        bool ok = j < s.nr ? std::abs(got - w) <= 1e-5f * (1 + std::abs(w)) : got == w;
-        if (!ok && bad++ < 5)
-          ADD_FAILURE() << isa.name << " " << s.mr << "x" << s.nr << " (ldb " << s.ldb << "): C[" << r
-                        << ", " << j << "] = " << got << ", want " << w;
-      }
-    // kc = 0 leaves C as it was.
+    // Accumulating into C; then overwriting a C whose block is NaN (never read).
+    for (int overwrite : {0, 1}) {
+      if (overwrite)
+        for (int64_t r = 0; r < s.mr; ++r)
+          for (int64_t j = 0; j < s.nr; ++j) c[r * ldc + j] = NAN;
+      std::vector<float> want = c;
+      cpu_microkernel_reference(s.mr, s.nr, kc, a.data(), lda, b.data(), s.ldb, want.data(), ldc, overwrite);
+      f(kc, a.data(), b.data(), c.data(), ldc, overwrite);
+      int bad = 0;
+      for (int64_t r = 0; r < s.mr; ++r)
+        for (int64_t j = 0; j < ldc; ++j) {
+          float got = c[r * ldc + j], w = want[r * ldc + j];
+          bool ok = j < s.nr ? std::abs(got - w) <= 1e-5f * (1 + std::abs(w)) : got == w;
+          if (!ok && bad++ < 5)
+            ADD_FAILURE() << isa.name << " " << s.mr << "x" << s.nr << " (ldb " << s.ldb << ", overwrite "
+                          << overwrite << "): C[" << r << ", " << j << "] = " << got << ", want " << w;
+        }
+    }
+    // kc = 0 leaves C as it was, or (overwrite) makes its block zero.
     std::vector<float> before = c;
-    f(0, a.data(), b.data(), c.data(), ldc);
+    f(0, a.data(), b.data(), c.data(), ldc, 0);
     EXPECT_EQ(c, before) << s.mr << "x" << s.nr;
+    f(0, a.data(), b.data(), c.data(), ldc, 1);
+    for (int64_t r = 0; r < s.mr; ++r)
+      for (int64_t j = 0; j < ldc; ++j) EXPECT_EQ(c[r * ldc + j], j < s.nr ? 0.0f : before[r * ldc + j]);
   }
 }
 
 // The variant that reads A and B in place (run-time lda and ldb; B row-major, its
 // partial last vector read only up to NR: the columns after it, NaN here, may lie
 // past the tensor, and B's allocation ends right after row kc - 1's NR columns).
-using UkrInPlaceFn = void (*)(int64_t, const float*, const float*, float*, int64_t, int64_t, int64_t);
+using UkrInPlaceFn = void (*)(int64_t, const float*, const float*, float*, int64_t, int64_t, int64_t, int);
 TEST_P(CpuIsaPath, InPlaceMicroKernelMatchesItsReference) {
   const CpuIsaInfo& isa = cpu_isa_info(GetParam());
   const std::string dir = std::getenv("TESSEL_CACHE_DIR");
@@ -140,8 +149,8 @@ TEST_P(CpuIsaPath, InPlaceMicroKernelMatchesItsReference) {
     const std::string src = dir + "/" + name + "_" + isa.name + ".cpp", so = dir + "/" + name + "_" + isa.name + ".so";
     std::ofstream(src) << cpu_vector_types(isa) << emit_cpu_microkernel(mr, nr, kCpuRuntimeLd, kCpuRuntimeLd, isa)
                        << "extern \"C\" void entry(int64_t kc, const float* a, const float* b, float* c, "
-                          "int64_t ldc, int64_t lda, int64_t ldb) { "
-                       << name << "(kc, a, b, c, ldc, lda, ldb); }\n";
+                          "int64_t ldc, int64_t lda, int64_t ldb, int overwrite) { "
+                       << name << "(kc, a, b, c, ldc, lda, ldb, overwrite); }\n";
     const std::string command = std::string("c++ ") + isa.flags + " -O2 -ffp-contract=fast -fPIC -shared -o " + so +
                                 " " + src;
     ASSERT_EQ(std::system(command.c_str()), 0) << command;
@@ -153,17 +162,23 @@ TEST_P(CpuIsaPath, InPlaceMicroKernelMatchesItsReference) {
     for (int64_t k = 0; k < kc; ++k)
       for (int64_t j = 0; j < ldb && k * ldb + j < int64_t(b.size()); ++j) b[k * ldb + j] = j < nr ? u(rng) : NAN;
     for (float& x : c) x = u(rng);
-    std::vector<float> want = c;
-    cpu_microkernel_reference(mr, nr, kc, a.data(), lda, b.data(), ldb, want.data(), ldc);
-    f(kc, a.data(), b.data(), c.data(), ldc, lda, ldb);
-    int bad = 0;
-    for (int64_t r = 0; r < mr; ++r)
-      for (int64_t j = 0; j < ldc; ++j) {
-        float got = c[r * ldc + j], w = want[r * ldc + j];
-        bool ok = j < nr ? std::abs(got - w) <= 1e-5f * (1 + std::abs(w)) : got == w;
-        if (!ok && bad++ < 5)
-          ADD_FAILURE() << isa.name << " " << name << ": C[" << r << ", " << j << "] = " << got << ", want " << w;
-      }
+    for (int overwrite : {0, 1}) {
+      if (overwrite)
+        for (int64_t r = 0; r < mr; ++r)
+          for (int64_t j = 0; j < nr; ++j) c[r * ldc + j] = NAN;  // never read
+      std::vector<float> want = c;
+      cpu_microkernel_reference(mr, nr, kc, a.data(), lda, b.data(), ldb, want.data(), ldc, overwrite);
+      f(kc, a.data(), b.data(), c.data(), ldc, lda, ldb, overwrite);
+      int bad = 0;
+      for (int64_t r = 0; r < mr; ++r)
+        for (int64_t j = 0; j < ldc; ++j) {
+          float got = c[r * ldc + j], w = want[r * ldc + j];
+          bool ok = j < nr ? std::abs(got - w) <= 1e-5f * (1 + std::abs(w)) : got == w;
+          if (!ok && bad++ < 5)
+            ADD_FAILURE() << isa.name << " " << name << " (overwrite " << overwrite << "): C[" << r << ", " << j
+                          << "] = " << got << ", want " << w;
+        }
+    }
   }
 }
 

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "group_run.h"
+#include "target/cpu/cpu_emit.h"
 #include "tessel/error.h"
 
 namespace tessel::testing {
@@ -400,6 +401,69 @@ TEST_F(CpuOps, ComputedMmaOperandsStoredIntoSharedLayouts) {
     };
     run_group_case(c);
   }
+}
+
+// An accumulator zero-filled before its k loop and then reduced whole, padding
+// included: row sums of C = A B. Where a tile is ragged (N = 20 of 64 columns) the
+// mma leaves the columns past its valid part as they were, so the fill must run and
+// they must read 0; where every tile is whole the cpu target skips the fill and the
+// first k step's micro-kernels overwrite the fragment (cpu_emit.cpp,
+// find_first_writes). The scratch is NaN-poisoned, so a skipped fill shows.
+const char* kMmaRowSums = R"(
+group mmrows(sizes M, N, K, lda, ldb, ldc; tensors A: f32[M, K] strides(lda, 1) in, B: f32[K, N] strides(ldb, 1) in, C: f32[M, N] strides(ldc, 1) out, S: f32[M] strides(1) out; scalars) {
+  grid i = ceildiv(M, 24)
+  workers 1 grid 1x1 lanes 1
+  atom fma 12x32
+  buffer A: global f32 tensor A
+  buffer B: global f32 tensor B
+  buffer C: global f32 tensor C
+  buffer S: global f32 tensor S
+  buffer As: shared f32[24, 16] row panel 1 versions 1
+  buffer Bs: shared f32[16, 64] colpanels panel 32 versions 1
+  buffer acc: private f32[24, 64] row panel 1 versions 1
+  buffer s: private f32[24, 1] row panel 1 versions 1
+  frag.fill #0 acc = 0
+  for #1 k = 0 to ceildiv(K, 16) {
+    copy #2 A[(i * 24), (k * 16)] strides(lda, 1) -> As[0, 0] 24x16 batch 4 guard src(M, K)
+    copy #3 B[(k * 16), 0] strides(ldb, 1) -> Bs[0, 0] 16x64 batch 4 guard src(K, N)
+    fence #4
+    mma #5 acc += As[0, 0] * Bs[0, 0] 24x64x16 valid(min(24, (M - (i * 24))), min(64, N), min(16, (K - (k * 16))))
+    fence #6
+  }
+  reduce.sum #7 s = acc axis 1
+  frag.store #8 C[(i * 24), 0] strides(ldc, 1) <- acc guard dst(M, N)
+  frag.store #9 S[(i * 24), 0] strides(1, 0) <- s guard dst(M, _)
+}
+)";
+
+TEST_F(CpuOps, ZeroFilledAccumulatorReducedWithItsPadding) {
+  for (auto [m, n] : {std::pair<int64_t, int64_t>{53, 20}, {48, 64}}) {
+    SCOPED_TRACE("M = " + std::to_string(m) + ", N = " + std::to_string(n));
+    const int64_t k = 37;
+    GroupCase c;
+    c.text = kMmaRowSums;
+    c.sizes = {{"M", m}, {"N", n}, {"K", k}, {"lda", k + 1}, {"ldb", n}, {"ldc", n + 3}};
+    c.tolerance = 1e-5;
+    c.reference = [&](const Tensors& in, std::map<std::string, std::vector<double>>& out) {
+      const HostTensor &a = in.at("A"), &b = in.at("B");
+      for (int64_t r = 0; r < m; ++r) {
+        double row = 0;
+        for (int64_t q = 0; q < n; ++q) {
+          double sum = 0;
+          for (int64_t l = 0; l < k; ++l) sum += a({r, l}) * b({l, q});
+          out["C"].push_back(sum);
+          row += sum;
+        }
+        out["S"].push_back(row);
+      }
+    };
+    run_group_case(c);
+  }
+  // The emitted unit skips the fill only under the whole-tile condition.
+  std::string code = emit_cpu(parse_group_program(kMmaRowSums));
+  EXPECT_NE(code.find("const bool tsl_whole_0 = "), std::string::npos) << code;
+  EXPECT_NE(code.find("if (!tsl_whole_0)"), std::string::npos);
+  EXPECT_NE(code.find("const int overwrite = (tsl_whole_0 && v_k == (INT64_C(0)));"), std::string::npos);
 }
 
 // Storage types: a bf16 tensor staged through a bf16 shared buffer, results stored

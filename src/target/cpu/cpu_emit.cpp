@@ -233,6 +233,7 @@ class Emitter {
   std::string run() {
     check_params();
     layout_scratch();
+    find_first_writes(p_.body);
     depth_ = 1;
     for (const GroupOp& op : p_.body) emit_op(op);
     // int64_t and the vector types of the ISA (the micro-kernel's registers).
@@ -651,10 +652,17 @@ class Emitter {
       case GroupOpKind::FragFill: {
         const Buffer& f = frag(op.frag, op);
         line("// frag.fill #" + num(op.id));
+        auto skip = skip_fill_.find(op.id);
+        if (skip != skip_fill_.end()) {
+          // The loop's first mma overwrites the whole fragment (find_first_writes).
+          line("const bool tsl_whole_" + num(op.id) + " = " + skip->second + ";");
+          open("if (!tsl_whole_" + num(op.id) + ")");
+        }
         for_workers(f, [&](const Worker& w) {
           FragPart part = part_of(f, w);
           flat_loop(part.rows * part.cols, base(f, w) + "[e] = " + literal(op.constant, is_f64(f.dtype)) + ";");
         });
+        if (skip != skip_fill_.end()) close();
         return;
       }
       case GroupOpKind::FragLoad:
@@ -1058,6 +1066,53 @@ class Emitter {
   // micro-kernel where the layouts allow it, and the part's leftover rows and
   // columns through edge micro-kernels (smaller MR or NR: cpu_microkernel.h); a
   // scalar loop only where the layouts do not fit the micro-kernel at all.
+  // Does `op` (or a body nested in it) name private buffer `f`?
+  static bool names_frag(const GroupOp& op, int f) {
+    if (op.frag == f || op.a.buffer == f || op.b.buffer == f || op.src.buffer == f || op.dst.buffer == f) return true;
+    for (const EwOperand& x : op.operands)
+      if (x.kind == EwOperand::Kind::Frag && x.frag == f) return true;
+    for (const auto& body : op.bodies)
+      for (const GroupOp& inner : body)
+        if (names_frag(inner, f)) return true;
+    return false;
+  }
+
+  // A zero fill of an accumulator followed by a loop whose first use of it is an
+  // mma over the whole fragment (at the loop's top level): where the mma's valid
+  // part is the whole fragment and the loop runs at least once, the first
+  // iteration's micro-kernels overwrite it (overwrite = 1) and the fill is skipped,
+  // saving a pass that writes the fragment and the reads of those zeros. Otherwise
+  // (ragged edge tiles, an empty loop) the fill runs and the mma accumulates, as
+  // before. The valid extents must not depend on the loop variable: they are
+  // evaluated before the loop.
+  void find_first_writes(const std::vector<GroupOp>& ops) {
+    for (size_t i = 0; i < ops.size(); ++i) {
+      for (const auto& body : ops[i].bodies) find_first_writes(body);
+      const GroupOp& fill = ops[i];
+      if (fill.kind != GroupOpKind::FragFill || fill.constant != 0 || i + 1 >= ops.size()) continue;
+      const GroupOp& loop = ops[i + 1];
+      if (loop.kind != GroupOpKind::For) continue;
+      const GroupOp* mma = nullptr;
+      for (const GroupOp& inner : loop.bodies.at(0))
+        if (names_frag(inner, fill.frag)) {
+          if (inner.kind == GroupOpKind::Mma && inner.frag == fill.frag) mma = &inner;
+          break;
+        }
+      if (!mma) continue;
+      const Buffer& acc = p_.buffer(fill.frag);
+      if (mma->m != acc.rows || mma->n != acc.cols) continue;
+      bool uses_iv = false;
+      for (const Expr& e : {mma->m_valid, mma->n_valid})
+        if (e) expr_symbols(e, [&](const std::string& name) { uses_iv |= name == loop.iv; });
+      if (uses_iv) continue;
+      std::string whole = "(" + ex(loop.hi) + ") > (" + ex(loop.lo) + ")";
+      if (mma->m_valid) whole += " && (" + ex(mma->m_valid) + ") >= " + num(mma->m);
+      if (mma->n_valid) whole += " && (" + ex(mma->n_valid) + ") >= " + num(mma->n);
+      skip_fill_[fill.id] = whole;
+      overwrite_[mma->id] = "(tsl_whole_" + num(fill.id) + " && " + sym(loop.iv) + " == (" + ex(loop.lo) + "))";
+    }
+  }
+
   void emit_mma(const GroupOp& op) {
     const Buffer& acc = frag(op.frag, op);
     const Buffer& A = p_.buffer(op.a.buffer);
@@ -1095,6 +1150,8 @@ class Emitter {
     line("const int64_t nv = " + (op.n_valid ? ex(op.n_valid) : num(op.n)) + ";");
     line("const int64_t kv = tsl_min(" + (op.k_valid ? ex(op.k_valid) : num(op.k)) + ", " +
          num(op.k) + ");");
+    auto over = overwrite_.find(op.id);
+    line("const int overwrite = " + (over == overwrite_.end() ? std::string("0") : over->second) + ";");
     // Parts all have one size. When every part starts on a B panel and the operands
     // are staged, one runtime loop over the worker grid runs them (a plan with many
     // row parts, the cache blocks of a large matrix product, keeps a small unit); otherwise
@@ -1139,7 +1196,7 @@ class Emitter {
              " + ir < mv; ir += " + num(br) + ")");
         const std::string call = name + "(kv, &" + a.at(r0s + " + ir", "0") + ", &" +
                                  b.at("0", c0s + " + jr") + ", " + c + " + ir * " + num(part.cols) +
-                                 " + jr, " + num(part.cols) + ld_args + ");";
+                                 " + jr, " + num(part.cols) + ld_args + ", overwrite);";
         if (!in_place) {
           line(call);
         } else {
@@ -1183,7 +1240,7 @@ class Emitter {
                          const std::string& c0, const std::string& c1) {
     open("for (int64_t r = " + r0 + "; r < " + r1 + " && " + num(part.row0) + " + r < mv; ++r)");
     open("for (int64_t c = " + c0 + "; c < " + c1 + " && " + num(part.col0) + " + c < nv; ++c)");
-    line(scratch_ctype(acc.dtype) + " s = " + c + "[r * " + num(part.cols) + " + c];");
+    line(scratch_ctype(acc.dtype) + " s = overwrite ? 0 : " + c + "[r * " + num(part.cols) + " + c];");
     open("for (int64_t kk = 0; kk < kv; ++kk)");
     line("s += " + a.read(num(part.row0) + " + r", "kk") + " * " + b.read("kk", num(part.col0) + " + c") + ";");
     close();
@@ -1197,6 +1254,9 @@ class Emitter {
   std::vector<int64_t> offset_, slot_;
   int64_t scratch_floats_ = 0;
   std::map<std::string, std::string> microkernels_;
+  // find_first_writes: fill id -> the condition under which it is skipped; mma id ->
+  // its overwrite flag.
+  std::map<int, std::string> skip_fill_, overwrite_;
   std::string body_;
   int depth_ = 1;
 };

@@ -92,7 +92,7 @@ std::string emit_cpu_microkernel(int64_t mr, int64_t nr, int64_t lda, int64_t ld
   // noinline: inlined into the group function, GCC spills an accumulator.
   s += "__attribute__((noinline)) static void " + cpu_microkernel_name(mr, nr, lda, ldb, f64) + "(int64_t kc, const " +
        T + "* __restrict a, const " + T + "* __restrict b,\n    " + T + "* __restrict c, int64_t ldc" +
-       (lda == kCpuRuntimeLd || b_rows ? ", int64_t lda, int64_t ldb" : "") + ") {\n";
+       (lda == kCpuRuntimeLd || b_rows ? ", int64_t lda, int64_t ldb" : "") + ", int overwrite) {\n";
   if (f64)
     s += "  typedef double tsl_vd __attribute__((vector_size(" + num(isa.lanes * 4) +
          ")));\n  typedef double tsl_vdu __attribute__((vector_size(" + num(isa.lanes * 4) + "), aligned(8)));\n";
@@ -165,8 +165,9 @@ std::string emit_cpu_microkernel(int64_t mr, int64_t nr, int64_t lda, int64_t ld
       for (int64_t u = 1; u < U; ++u)
         for (int64_t r = r0; r < r1; ++r)
           for (int64_t v = v0; v < v1; ++v) s += "    " + acc(r, v) + " += " + acc(r, v) + "_" + num(u) + ";\n";
-      // C in, added: a partial last vector masked or through a fixed-size memcpy
-      // (columns >= NR untouched).
+      // C in, added (unless the block overwrites C): a partial last vector masked or
+      // through a fixed-size memcpy (columns >= NR untouched).
+      s += "    if (!overwrite) {\n";
       for (int64_t r = r0; r < r1; ++r)
         for (int64_t v = v0; v < v1; ++v) {
           if (v == nv - 1 && masked)
@@ -177,6 +178,7 @@ std::string emit_cpu_microkernel(int64_t mr, int64_t nr, int64_t lda, int64_t ld
           else
             s += "    " + acc(r, v) + " += *(const " + VU + "*)(" + c_at(r, v) + ");\n";
         }
+      s += "    }\n";
       for (int64_t r = r0; r < r1; ++r)
         for (int64_t v = v0; v < v1; ++v) {
           if (v == nv - 1 && masked)
@@ -193,10 +195,10 @@ std::string emit_cpu_microkernel(int64_t mr, int64_t nr, int64_t lda, int64_t ld
 }
 
 void cpu_microkernel_reference(int64_t mr, int64_t nr, int64_t kc, const float* a, int64_t lda,
-                               const float* b, int64_t ldb, float* c, int64_t ldc) {
+                               const float* b, int64_t ldb, float* c, int64_t ldc, bool overwrite) {
   for (int64_t r = 0; r < mr; ++r)
     for (int64_t j = 0; j < nr; ++j) {
-      float s = c[r * ldc + j];
+      float s = overwrite ? 0.0f : c[r * ldc + j];
       for (int64_t k = 0; k < kc; ++k) s += a[r * lda + k] * b[k * ldb + j];
       c[r * ldc + j] = s;
     }

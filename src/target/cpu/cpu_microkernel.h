@@ -2,8 +2,10 @@
 // as a static function of the translation unit for the ISA's vector width
 // (cpu_isa.h). docs/cpu_microkernel.md has the contract with diagrams; in short:
 //
-// Contract of  tsl_ukr_<MR>x<NR>_<LDA>_<LDB>(kc, a, b, c, ldc):
+// Contract of  tsl_ukr_<MR>x<NR>_<LDA>_<LDB>(kc, a, b, c, ldc, overwrite):
 //   operation   C[0:MR, 0:NR] += A[0:MR, 0:kc] * B[0:kc, 0:NR]      (fp32, FMA)
+//               overwrite != 0: C[0:MR, 0:NR] = A * B, C not read (the first k block
+//               of an accumulator that was zero: its fill and its reads are saved)
 //   f64         tsl_ukr_d_...: the same on double (A, B and C all f64), in vectors of
 //               half as many lanes (its vector types are local to the function, so
 //               units without an f64 product are unchanged).
@@ -31,8 +33,9 @@
 //               (smaller MR or NR, same LDA and LDB) for the rest of a fragment part.
 //               kc may be anything >= 0 (ragged K is zero-filled by the copies).
 //   alignment   none required (unaligned vector loads and stores).
-//   beta        not this kernel's business: it always accumulates; the epilogue
-//               (FragLoad / Elementwise / FragStore) applies alpha and beta.
+//   beta        not this kernel's business: it accumulates into (or overwrites) the
+//               fragment; the epilogue (FragLoad / Elementwise / FragStore) applies
+//               alpha and beta.
 // cpu_microkernel_reference below is the same operation as plain loops; the tests
 // compare the two.
 #pragma once
@@ -52,7 +55,7 @@ std::string cpu_vector_types(const CpuIsaInfo& isa);
 bool cpu_microkernel_fits(int64_t ldb, const CpuIsaInfo& isa, bool f64 = false);
 std::string cpu_microkernel_name(int64_t mr, int64_t nr, int64_t lda, int64_t ldb, bool f64 = false);
 // LDA and LDB as run-time arguments instead (Plan::direct: A and B read in place
-// from tensors, B row-major): tsl_ukr_<MR>x<NR>_s_s(kc, a, b, c, ldc, lda, ldb).
+// from tensors, B row-major): tsl_ukr_<MR>x<NR>_s_s(kc, a, b, c, ldc, lda, ldb, overwrite).
 // B's partial last vector is then read only up to NR (a masked load, or a memcpy
 // without AVX-512): what lies past it may lie past the tensor.
 constexpr int64_t kCpuRuntimeLd = -1;
@@ -70,6 +73,6 @@ CpuRegisterBlock cpu_microkernel_blocking(int64_t mr, int64_t nr, const CpuIsaIn
 // The reference: the contract's operation in scalar loops (fp32 accumulation in the
 // same k order per element, so results agree to rounding of the FMA contraction).
 void cpu_microkernel_reference(int64_t mr, int64_t nr, int64_t kc, const float* a, int64_t lda,
-                               const float* b, int64_t ldb, float* c, int64_t ldc);
+                               const float* b, int64_t ldb, float* c, int64_t ldc, bool overwrite = false);
 
 }  // namespace tessel
