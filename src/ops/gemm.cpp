@@ -37,6 +37,13 @@ constexpr int64_t kCpuExact = 128, kCpuExactN = 256;
 // tile limit) so that each packed B block serves many parts.
 constexpr int64_t kCpuPartM = 24, kCpuMaxBM = 4032, kCpuMaxBN = 1024, kCpuMaxBK = 256;
 constexpr int64_t kCpuL2Bytes = int64_t{2} << 20;
+// One thread reads A and B in place (Plan::direct, no packing, one group) beyond the
+// exact sizes while B (K x N) and the fragment (M x N) stay well inside L2 and A
+// (M x K) within half of it: there packing cost more than it saved (one thread,
+// 2026-12-01: 1024x64x64 1.23x, 256x128x256 1.17x, 200x300x160 1.17x, 160x160x512
+// 1.03x faster; 256^3, 300^3, 384^3, 128x1024x128 within 2%; 256x512x256 (512 KiB
+// of B) 4% and 512^3 20% slower, hence the bounds).
+constexpr int64_t kCpuDirectBBytes = 384 << 10, kCpuDirectFragBytes = 1 << 20;
 // The sim interprets every element: small tiles, a few workers.
 constexpr int64_t kSimBlockM[] = {8, 16};
 constexpr int64_t kSimBlockN[] = {8, 16};
@@ -611,6 +618,9 @@ Plan default_gemm_plan(TargetKind target, int64_t m, int64_t n, int64_t k, GemmP
     // micro-kernel runs leftover rows and columns with edge kernels). One kernel per
     // such extent. When all three are, A and B are read in place, not packed.
     p.direct = m <= kCpuExact && n <= kCpuExactN && k <= kCpuExact;
+    if (cpu_threads == 1 && 4 * k * n <= kCpuDirectBBytes && 4 * m * n <= kCpuDirectFragBytes &&
+        4 * m * k <= kCpuL2Bytes / 2)
+      p.direct = true;
     p.atom_m = kCpuAtomM;
     p.atom_n = kCpuAtomN;
     p.copy_batch = 16;

@@ -270,11 +270,39 @@ TEST_P(CpuIsaPath, GemmInCacheBlocksOnRaggedShapes) {
     EXPECT_FALSE(p.direct);
     check_gemm(*compile_cpu(compile_to_group(gemm_kernel(DType::F32), p, CompileOptions{}).program), g, seed++);
   }
-  // One thread, one k block too large for half of L2 in one group: two row groups.
-  const GemmCase one_block{1030, 100, 200, 1.0, 0.0};
+  // One thread, one k block too large for half of L2 in one group (and A too large
+  // to read in place): two row groups of 700 rows, parts of 24.
+  const GemmCase one_block{1400, 100, 200, 1.0, 0.0};
   Plan p = default_gemm_plan(TargetKind::Cpu, one_block.m, one_block.n, one_block.k, GemmPrecision::F32, "", 1);
-  EXPECT_EQ(p.tile("BM"), 528) << p.to_string();
+  EXPECT_FALSE(p.direct) << p.to_string();
+  EXPECT_EQ(p.tile("BM"), 720) << p.to_string();
   check_gemm(*compile_cpu(compile_to_group(gemm_kernel(DType::F32), p, CompileOptions{}).program), one_block, seed++);
+}
+
+// One thread reads A and B in place beyond the exact sizes while B, the fragment and
+// A stay inside their cache bounds (gemm.cpp, kCpuDirectBBytes): tall and skinny,
+// mid-size and wide ragged shapes; two threads keep the packed, parallel plan.
+TEST_P(CpuIsaPath, OneThreadReadsMidShapesInPlace) {
+  uint32_t seed = 500 + 10 * static_cast<uint32_t>(GetParam());
+  for (const GemmCase& g : {GemmCase{1030, 70, 50, 1.0, 0.0}, GemmCase{203, 131, 257, -0.5, 1.25},
+                            GemmCase{77, 601, 40, 1.0, 0.0}}) {
+    Plan one = default_gemm_plan(TargetKind::Cpu, g.m, g.n, g.k, GemmPrecision::F32, "", 1);
+    Plan two = default_gemm_plan(TargetKind::Cpu, g.m, g.n, g.k, GemmPrecision::F32, "", 2);
+    SCOPED_TRACE(one.to_string());
+    EXPECT_TRUE(one.direct);
+    EXPECT_FALSE(two.direct) << two.to_string();
+    check_gemm(*compile_cpu(compile_to_group(gemm_kernel(DType::F32), one, CompileOptions{}).program), g, seed++);
+  }
+  // B past the bound (512 KiB): packed even on one thread.
+  EXPECT_FALSE(default_gemm_plan(TargetKind::Cpu, 256, 512, 256, GemmPrecision::F32, "", 1).direct);
+  // Such a plan's GroupIR on the simulator (M past the exact sizes): no races.
+  const GemmCase small{150, 40, 140, 1.0, 0.0};
+  Plan p = default_gemm_plan(TargetKind::Cpu, small.m, small.n, small.k, GemmPrecision::F32, "", 1);
+  ASSERT_TRUE(p.direct) << p.to_string();
+  GroupProgram program = compile_to_group(gemm_kernel(DType::F32), p, CompileOptions{}).program;
+  int64_t races = -1;
+  check_gemm_run([&](const LaunchArgs& args) { races = run_sim(program, args).race_count; }, small, seed++);
+  EXPECT_EQ(races, 0);
 }
 
 // The same programs on the simulator: the same answers, and no races between the

@@ -105,11 +105,17 @@ TEST(GemmCpu, RandomShapesAlphaBetaLeadingDims) {
   }
 }
 
+// One plan run by one thread or two: the same bits. (The default plans differ by
+// thread count: one thread reads A and B in place up to larger shapes, so the plan
+// is pinned to the two-thread default.)
 TEST(GemmCpu, MultiThreadedMatchesSingleThreadedBitForBit) {
   Case c = packed(300, 290, 280, 1.0f, 0.5f);
   GemmOptions one, two;
   one.threads = 1;
   two.threads = 2;
+  one.plan = two.plan = default_gemm_plan(TargetKind::Cpu, c.m, c.n, c.k, GemmPrecision::F32, "", 2);
+  ASSERT_FALSE(one.plan->direct) << one.plan->to_string();
+  ASSERT_GT(one.plan->workers, 1) << one.plan->to_string();
   std::vector<float> x = run_case(c, one, 3), y = run_case(c, two, 3);
   ASSERT_EQ(0, std::memcmp(x.data(), y.data(), x.size() * sizeof(float)));
 }
