@@ -2,7 +2,6 @@
 // sample times, tessel against OpenBLAS; then the files and their fields. And the
 // user errors, each with exit status 2 and a message that names the problem.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -12,6 +11,8 @@
 #include <sstream>
 #include <string>
 
+#include "cli_run.h"
+
 #ifdef TESSEL_WITH_CUDA
 #include "target/cuda/cuda_driver.h"
 #endif
@@ -20,29 +21,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct CliResult {
-  int status = -1;
-  std::string output;  // stdout and stderr together
-};
-
-CliResult run_cli(const std::string& args) {
-  std::string cmd = std::string(TESSEL_CLI) + " " + args + " 2>&1";
-  CliResult r;
-  FILE* f = popen(cmd.c_str(), "r");
-  if (!f) return r;
-  char buf[4096];
-  for (size_t n; (n = fread(buf, 1, sizeof buf, f)) > 0;) r.output.append(buf, n);
-  int status = pclose(f);
-  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
-
-std::string read_text(const fs::path& p) {
-  std::ifstream f(p);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
+using tessel::testing::CliResult;
+using tessel::testing::read_text;
+using tessel::testing::run_cli;
 
 fs::path fresh_temp_dir() {
   char dir[] = "/tmp/tessel-bench-test-XXXXXX";
