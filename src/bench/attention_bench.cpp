@@ -286,10 +286,10 @@ int run_attention_bench(int argc, char** argv) {
       cases.push_back({s, causal, file});
       if (std::find(checked.begin(), checked.end(), s.d) != checked.end()) continue;
       checked.push_back(s.d);
-      std::vector<std::string> argv = {self, "run", file, "--target", c.target, "--check", "--size", "B=2", "--size", "Hq=4",
-                                       "--size", "Hkv=2", "--size", "Sq=77", "--size", "Skv=93", "--size",
-                                       "D=" + std::to_string(s.d)};
-      ProcessResult r = run_process(argv);
+      std::vector<std::string> check = {self, "run", file, "--target", c.target, "--check", "--size", "B=2", "--size", "Hq=4",
+                                        "--size", "Hkv=2", "--size", "Sq=77", "--size", "Skv=93", "--size",
+                                        "D=" + std::to_string(s.d)};
+      ProcessResult r = run_process(check);
       std::fprintf(stderr, "bench: check %s D=%lld: %s\n", kernel.name.c_str(), (long long)s.d,
                    r.status == 0 ? tail(r.out).c_str() : "FAILED");
       if (r.status != 0)

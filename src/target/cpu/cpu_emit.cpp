@@ -1062,10 +1062,6 @@ class Emitter {
     }
   }
 
-  // Each worker: its part of acc += a * b, in MR x NR blocks through the
-  // micro-kernel where the layouts allow it, and the part's leftover rows and
-  // columns through edge micro-kernels (smaller MR or NR: cpu_microkernel.h); a
-  // scalar loop only where the layouts do not fit the micro-kernel at all.
   // Does `op` (or a body nested in it) name private buffer `f`?
   static bool names_frag(const GroupOp& op, int f) {
     if (op.frag == f || op.a.buffer == f || op.b.buffer == f || op.src.buffer == f || op.dst.buffer == f) return true;
@@ -1113,6 +1109,10 @@ class Emitter {
     }
   }
 
+  // Each worker: its part of acc += a * b, in MR x NR blocks through the
+  // micro-kernel where the layouts allow it, and the part's leftover rows and
+  // columns through edge micro-kernels (smaller MR or NR: cpu_microkernel.h); a
+  // scalar loop only where the layouts do not fit the micro-kernel at all.
   void emit_mma(const GroupOp& op) {
     const Buffer& acc = frag(op.frag, op);
     const Buffer& A = p_.buffer(op.a.buffer);
