@@ -16,6 +16,7 @@
 
 #include "bench/machine.h"
 #include "bench/schedule.h"
+#include "bench/shape.h"
 #include "bench/stats.h"
 #include "bench/subprocess.h"
 #include "ir/tile_text.h"
@@ -98,7 +99,7 @@ def main(a):
 main(sys.argv[1:])
 )PY";
 
-struct Shape {
+struct AttentionShape {
   int64_t b = 0, h = 0, s = 0, d = 0;
   std::string name() const {
     return std::to_string(b) + "x" + std::to_string(h) + "x" + std::to_string(s) + "x" + std::to_string(d);
@@ -107,14 +108,14 @@ struct Shape {
 
 struct Config {
   std::string out_dir, target = "cpu", dtype, causal = "both", python;
-  std::vector<Shape> shapes;
+  std::vector<AttentionShape> shapes;
   std::vector<std::string> impls;
   int rounds = 3, repeat = 10, threads = 1;
 };
 
 // One case of the run: a shape with or without the causal mask.
 struct Case {
-  Shape shape;
+  AttentionShape shape;
   bool causal = false;
   std::string kernel_file;  // the kernel's text, in the output directory
   std::string name() const { return shape.name() + (causal ? " causal" : ""); }
@@ -128,13 +129,6 @@ int64_t positive(const std::string& text, const std::string& what) {
   long long v = std::strtoll(text.c_str(), &end, 10);
   if (text.empty() || *end != '\0' || v <= 0) bad(what + " '" + text + "': expected a positive integer");
   return v;
-}
-
-std::vector<std::string> split(const std::string& s, char sep) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  for (std::string x; std::getline(ss, x, sep);) out.push_back(x);
-  return out;
 }
 
 Config parse(int argc, char** argv) {
@@ -184,7 +178,7 @@ Config parse(int argc, char** argv) {
     if (!known) bad("--impl '" + x + "': expected tessel, torch, torch-math, torch-flash, torch-efficient or torch-cudnn");
     if ((i == 0) != (x == "tessel")) bad("--impl: tessel comes first (the candidate), once");
   }
-  if (c.python.empty()) {
+  if (c.python.empty() && c.impls.size() > 1) {  // the PyTorch peers' python
     std::string found = shell_output("command -v python3 2>/dev/null");
     while (!found.empty() && (found.back() == '\n' || found.back() == ' ')) found.pop_back();
     c.python = found;
@@ -206,7 +200,7 @@ std::string tail(const std::string& s) {
   return t;
 }
 
-std::vector<std::string> size_args(const Shape& s) {
+std::vector<std::string> size_args(const AttentionShape& s) {
   return {"--size", "B=" + std::to_string(s.b),   "--size", "Hq=" + std::to_string(s.h),
           "--size", "Hkv=" + std::to_string(s.h), "--size", "Sq=" + std::to_string(s.s),
           "--size", "Skv=" + std::to_string(s.s), "--size", "D=" + std::to_string(s.d)};
@@ -231,7 +225,7 @@ Measurement measure_tessel(const Config& c, const std::string& self, const Case&
 }
 
 Measurement measure_torch(const Config& c, const std::string& impl, const Case& k) {
-  const Shape& s = k.shape;
+  const AttentionShape& s = k.shape;
   ProcessResult r = run_process({c.python, "-c", kTorchWorker, impl, c.target, c.dtype, std::to_string(s.b),
                                  std::to_string(s.h), std::to_string(s.s), std::to_string(s.d), k.causal ? "1" : "0",
                                  std::to_string(c.repeat), std::to_string(c.threads)});
@@ -282,7 +276,7 @@ int run_attention_bench(int argc, char** argv) {
     std::string file = (fs::path(c.out_dir) / (kernel.name + ".tir")).string();
     std::ofstream(file) << print_tile_kernel(kernel);
     std::vector<int64_t> checked;
-    for (const Shape& s : c.shapes) {
+    for (const AttentionShape& s : c.shapes) {
       cases.push_back({s, causal, file});
       if (std::find(checked.begin(), checked.end(), s.d) != checked.end()) continue;
       checked.push_back(s.d);

@@ -72,14 +72,6 @@ double parse_number(const std::string& what, const std::string& s, double lo, do
   return v;
 }
 
-std::vector<std::string> split(const std::string& s, char sep) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  for (std::string item; std::getline(ss, item, sep);)
-    if (!item.empty()) out.push_back(item);
-  return out;
-}
-
 BenchConfig parse_config(int argc, char** argv) {
   BenchConfig c;
   std::string impls = "tessel,openblas", shapes = "seed";
@@ -112,6 +104,7 @@ BenchConfig parse_config(int argc, char** argv) {
   }
   std::set<std::string> seen;
   for (const std::string& name : split(impls, ',')) {
+    if (name.empty()) continue;  // "a,,b" names two
     bool gpu = name == "cublas" || name == "tessel-cuda";
     if (gpu && !cuda_impls_built()) bad(name + " is not available in this build");
     if (!gpu && name != "tessel" && name != "openblas" && name != "blis" && name != "libxsmm" &&

@@ -49,6 +49,13 @@ std::vector<Shape> seed_shapes() {
           {256, 1024, 128}, {1024, 128, 256}, {127, 193, 61},  {513, 257, 129}};
 }
 
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  for (std::string item; std::getline(ss, item, sep);) out.push_back(item);
+  return out;
+}
+
 std::vector<Shape> large_shapes() { return {{2048, 2048, 2048}, {4096, 4096, 4096}}; }
 
 std::vector<Shape> parse_shape_list(const std::string& text) {

@@ -23,6 +23,9 @@ Shape parse_shape(const std::string& text);
 // without duplicates. An empty list is a user error.
 std::vector<Shape> parse_shape_list(const std::string& text);
 
+// `s` cut at every `sep`, empty pieces kept (the command line's lists).
+std::vector<std::string> split(const std::string& s, char sep);
+
 std::vector<Shape> seed_shapes();   // the eight shapes of the seed report
 std::vector<Shape> large_shapes();  // 2048^3 and 4096^3
 

@@ -6,7 +6,7 @@
 set -e
 BUILD=${BUILD:-build}
 TESSEL=${TESSEL:-$BUILD/tessel}
-D=docs/results/planner-2026-11-30
+D=${D:-docs/results/planner-2026-11-30}  # another directory for a rerun (planner-2026-12-01-cpu)
 for k in gemm_nt softmax; do
   case $k in gemm_nt) R=16:512 ;; softmax) R=16:2048 ;; esac
   # Calibration: 24 shapes drawn with seed 1; each: the fallback model's top 3, the
