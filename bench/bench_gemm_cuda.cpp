@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/shape.h"
 #include "cuda_timing.h"
 #include "ops/gemm.h"
 #include "ops/gemm_reference.h"
@@ -65,18 +66,37 @@ std::vector<char> stored(const std::vector<float>& v, GemmPrecision p) {
 
 int main(int argc, char** argv) {
   bool quick = false;
-  std::string json_path;
+  std::string json_path, shape_list, dtype_list;
   for (int i = 1; i < argc; ++i) {
     std::string s = argv[i];
     if (s == "--quick") quick = true;
     else if (s == "--json" && i + 1 < argc) json_path = argv[++i];
+    else if (s == "--shapes" && i + 1 < argc) shape_list = argv[++i];
+    else if (s == "--dtypes" && i + 1 < argc) dtype_list = argv[++i];
+    else {
+      std::fprintf(stderr, "usage: bench_gemm_cuda [--quick] [--json FILE] [--shapes MxNxK,...] [--dtypes fp32,tf32,bf16,fp16]\n");
+      return 2;
+    }
   }
   std::vector<std::array<int64_t, 3>> shapes = {{32, 32, 32},     {128, 128, 128},   {512, 512, 512},
                                                 {1024, 1024, 1024}, {256, 1024, 128}, {1024, 128, 256},
                                                 {127, 193, 61},   {513, 257, 129},   {2048, 2048, 2048},
                                                 {4096, 4096, 4096}, {8192, 8192, 8192}};
   if (quick) shapes = {{32, 32, 32}, {127, 193, 61}, {4096, 4096, 4096}};
-  const GemmPrecision precisions[] = {GemmPrecision::F32, GemmPrecision::TF32, GemmPrecision::BF16};
+  std::vector<GemmPrecision> precisions = {GemmPrecision::F32, GemmPrecision::TF32, GemmPrecision::BF16};
+  try {
+    if (!shape_list.empty()) {
+      shapes.clear();
+      for (const bench::Shape& sh : bench::parse_shape_list(shape_list)) shapes.push_back({sh.m, sh.n, sh.k});
+    }
+    if (!dtype_list.empty()) {
+      precisions.clear();
+      for (const std::string& item : bench::split(dtype_list, ',')) precisions.push_back(parse_precision(item));
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bench_gemm_cuda: %s\n", e.what());
+    return 2;
+  }
   cublasHandle_t handle;
   ck(cublasCreate(&handle), "cublasCreate");
   FILE* json = json_path.empty() ? nullptr : std::fopen(json_path.c_str(), "w");

@@ -49,8 +49,16 @@ void expect_fits(const CudaCompileInfo& info, const std::string& what) {
   EXPECT_FALSE(o.cubin.empty()) << what;
   EXPECT_NE(o.ptx.find(".entry tessel_kernel"), std::string::npos) << what;
   ASSERT_GT(o.registers, 0) << what << ": no register count in the ptxas report:\n" << o.log;
-  EXPECT_EQ(o.spill_stores, 0) << what << "\n" << o.log;
-  EXPECT_EQ(o.spill_loads, 0) << what << "\n" << o.log;
+  // One exception, measured: the fma atom's 64-accumulator kernels run two blocks a
+  // multiprocessor (128 registers), where ptxas spills about 128 bytes of the loop's
+  // copy state, and still run 6% faster than one block without spills (H200, fp32
+  // 4096^3 and 2048^3; docs/cuda.md). They may spill up to 256 bytes; none other may.
+  const bool two_block_fma = info.source.code.find("__launch_bounds__(256, 2)") != std::string::npos &&
+                             info.source.code.find("fmaf(") != std::string::npos &&
+                             o.ptx.find("mma") == std::string::npos;
+  const int allowed = two_block_fma ? 256 : 0;
+  EXPECT_LE(o.spill_stores, allowed) << what << "\n" << o.log;
+  EXPECT_LE(o.spill_loads, allowed) << what << "\n" << o.log;
   EXPECT_LE(int64_t{o.registers} * info.source.threads, 65536) << what;
   EXPECT_LE(info.source.shared_bytes, 227 * 1024) << what;
 }

@@ -207,12 +207,17 @@ class Emitter {
     for (int64_t n : wgmma_widths_) s += wgmma_helper(n);
     // Two blocks per multiprocessor (at most 128 registers a thread at 256 threads)
     // where fragments are small enough not to spill there: one block's barrier
-    // stalls hide behind the other's math. 64-register accumulators need the room.
+    // stalls hide behind the other's math. 64-register accumulators need the room,
+    // except on the fma atom with one register set, whose operands stream (A's 4 k
+    // steps and one row of B: 40 registers; H200 fp32, 4096^3 and 2048^3: 6% faster
+    // with 2 blocks, though ptxas spills some of the loop's copy state; tf32's
+    // mma.sync fragments at 64 lost 5%).
     int64_t frag_regs = 0;
     for (const Buffer& b : p_.buffers)
       if (b.space == Space::Private) frag_regs = std::max(frag_regs, regs(b));
+    const int64_t two_block_regs = p_.atom == AtomKind::Fma && p_.frag_buffers == 1 ? 64 : 63;
     // setmaxnreg takes effect only under a register cap with one block (HOPPER.md).
-    int min_blocks = threads_ <= 256 && frag_regs < 64 && !has_setmaxnreg_ ? 2 : 1;
+    int min_blocks = threads_ <= 256 && frag_regs <= two_block_regs && !has_setmaxnreg_ ? 2 : 1;
     out.sm90a = out.sm90a || has_setmaxnreg_;
     s += "\nextern \"C\" __global__ void __launch_bounds__(" + num(threads_) + ", " + num(min_blocks) + ") " +
          out.entry + "(";
@@ -2147,6 +2152,25 @@ class Emitter {
     int64_t kv = a_vec ? 4 : 1;
     std::string fa = base(op.a), fb = base(op.b), f = "f" + num(acc.id);
     const bool twice = p_.frag_buffers == 2;
+    // With one register set, B's row of step q is loaded just before its FMAs
+    // (pc registers, not kv * pc): 64 accumulators, A's 4 steps and one B row fit
+    // the 128 registers of two blocks a multiprocessor (see min_blocks).
+    const bool stream_b = !twice;
+    // B's row k0 + q into rb[set][slot].
+    auto load_b = [&](const std::string& set, const std::string& k0, const std::string& q, const std::string& slot) {
+      if (b_vec) {
+        line("#pragma unroll");
+        open("for (int c = 0; c < " + num(pc) + "; c += 4)");
+        line("const float4 v = *(const float4*)&" + fb + "[" + index(B, "bk + " + k0 + " + " + q, "bc + c") + "];");
+        line("rb[" + set + "][" + slot + "][c] = v.x; rb[" + set + "][" + slot + "][c + 1] = v.y; rb[" + set + "][" +
+             slot + "][c + 2] = v.z; rb[" + set + "][" + slot + "][c + 3] = v.w;");
+        close();
+      } else {
+        line("#pragma unroll");
+        line("for (int c = 0; c < " + num(pc) + "; ++c) rb[" + set + "][" + slot + "][c] = " + fb + "[" +
+             index(B, "bk + " + k0 + " + " + q, "bc + c") + "];");
+      }
+    };
     // Fragments of step `k0` into register set `set`.
     auto load = [&](const std::string& set, const std::string& k0) {
       line("#pragma unroll");
@@ -2159,24 +2183,14 @@ class Emitter {
         line("ra[" + set + "][r][0] = " + fa + "[" + index(A, "ar + r", "ak + " + k0) + "];");
       }
       close();
+      if (stream_b) return;
       line("#pragma unroll");
       open("for (int q = 0; q < " + num(kv) + "; ++q)");
-      if (b_vec) {
-        line("#pragma unroll");
-        open("for (int c = 0; c < " + num(pc) + "; c += 4)");
-        line("const float4 v = *(const float4*)&" + fb + "[" + index(B, "bk + " + k0 + " + q", "bc + c") + "];");
-        line("rb[" + set + "][q][c] = v.x; rb[" + set + "][q][c + 1] = v.y; rb[" + set + "][q][c + 2] = v.z; rb[" +
-             set + "][q][c + 3] = v.w;");
-        close();
-      } else {
-        line("#pragma unroll");
-        line("for (int c = 0; c < " + num(pc) + "; ++c) rb[" + set + "][q][c] = " + fb + "[" +
-             index(B, "bk + " + k0 + " + q", "bc + c") + "];");
-      }
+      load_b(set, k0, "q", "q");
       close();
     };
     std::string regs = "float ra[" + num(twice ? 2 : 1) + "][" + num(pr) + "][" + num(kv) + "], rb[" +
-                       num(twice ? 2 : 1) + "][" + num(kv) + "][" + num(pc) + "];";
+                       num(twice ? 2 : 1) + "][" + num(stream_b ? 1 : kv) + "][" + num(pc) + "];";
     if (twice) {
       line(regs);
       load("0", "0");
@@ -2196,11 +2210,13 @@ class Emitter {
     }
     line("#pragma unroll");
     open("for (int q = 0; q < " + num(kv) + "; ++q)");
+    if (stream_b) load_b(cur, "kk", "q", "0");
+    const std::string b_row = stream_b ? "0" : "q";
     line("#pragma unroll");
     open("for (int r = 0; r < " + num(pr) + "; ++r)");
     line("#pragma unroll");
     line("for (int c = 0; c < " + num(pc) + "; ++c) " + f + "[r * " + num(pc) + " + c] = fmaf(ra[" + cur +
-         "][r][q], rb[" + cur + "][q][c], " + f + "[r * " + num(pc) + " + c]);");
+         "][r][q], rb[" + cur + "][" + b_row + "][c], " + f + "[r * " + num(pc) + " + c]);");
     close();
     close();
     close();
