@@ -168,7 +168,7 @@ def run(kernel, target=None, plan=None, sizes=None, threads=0, **args):
     arrays = {n: args[n] for n in info[1] if n in args}
     if target is None and plan is not None:
         target = plan.target
-    target, all_sizes = _tessel.launch_sizes(kernel, arrays, target or "")
+    target, all_sizes = _tessel.launch_sizes(kernel, _exported_args(arrays), target or "")
     if sizes:
         all_sizes.update(sizes)
     key = (id(kernel), target, None if plan is None else str(plan) + plan.target,
@@ -198,6 +198,22 @@ def _on_default_stream(t):
     return torch.cuda.current_stream(t.device) == torch.cuda.default_stream(t.device)
 
 
+def _exported(x):
+    """A PyTorch CUDA tensor as a DLPack capsule, anything else as it is.
+    Tensor.__dlpack__ orders PyTorch's streams in Python on each call (about 3 us a
+    tensor); tessel orders them itself (_on_stream), so it takes the capsule that
+    torch.utils.dlpack.to_dlpack makes directly. A tensor that requires grad goes
+    through __dlpack__, which refuses it with PyTorch's message."""
+    if _torch_cuda(x) and not x.requires_grad:
+        return _to_dlpack()(x)
+    return x
+
+
+def _to_dlpack():
+    import torch
+    return getattr(torch._C, "_to_dlpack", None) or torch.utils.dlpack.to_dlpack
+
+
 def _on_stream(kernel, arrays, args, sizes, threads):
     """Runs a compiled kernel. tessel launches on CUDA's default stream (its C++ API
     takes no stream); a PyTorch tensor on another current stream is ordered by
@@ -208,10 +224,16 @@ def _on_stream(kernel, arrays, args, sizes, threads):
         default = torch.cuda.default_stream(arrays[0].device)
         if current != default:
             default.wait_stream(current)
-            report = kernel(threads=threads, **sizes, **args)
+            report = kernel(threads=threads, **sizes, **_exported_args(args))
             current.wait_stream(default)
             return report
-    return kernel(threads=threads, **sizes, **args)
+    return kernel(threads=threads, **sizes, **_exported_args(args))
+
+
+def _exported_args(args):
+    if not any(_torch_cuda(v) for v in args.values()):
+        return args
+    return {k: _exported(v) for k, v in args.items()}
 
 
 # ---- array helpers -------------------------------------------------------------------
@@ -261,7 +283,8 @@ def gemm(a, b, out=None, alpha=1.0, beta=0.0, target=None, plan=None, threads=0)
     if _torch_cuda(a) and not _on_default_stream(a):
         # Through run() for its stream handling; tessel::gemm itself has no stream.
         return _gemm_strided(a, b, out, alpha, beta, target, plan, "a non-default CUDA stream")
-    if _tessel.gemm_rowmajor(a, b, out, float(alpha), float(beta), target or "", plan, threads):
+    if _tessel.gemm_rowmajor(_exported(a), _exported(b), _exported(out), float(alpha), float(beta),
+                             target or "", plan, threads):
         return out
     return _gemm_strided(a, b, out, alpha, beta, target, plan, "operands that are not row-major")
 
