@@ -7,6 +7,7 @@
 
 #include "target/cpu/cpu_isa.h"
 #include "target/cpu/cpu_microkernel.h"
+#include "target/cpu/cpu_support.h"
 #include "tessel/error.h"
 
 namespace tessel {
@@ -127,12 +128,18 @@ static inline float tsl_exp2f(float x) {
 struct tsl_win { float* base; int64_t layout, ld, cs, rows, cols, panel, r0, c0, rb, cb; };
 typedef void (*tsl_copy_fn)(const tsl_win*, const tsl_win*, int64_t, int64_t, float);
 static tsl_copy_fn tsl_copy_guarded_fn;
-extern "C" void tessel_bind(void* const* table) { tsl_copy_guarded_fn = (tsl_copy_fn)table[0]; }
 // dst = src over rows x cols: source elements outside read as `pad`, destination
 // elements outside are left alone.
 static inline void tsl_copy_guarded(tsl_win s, tsl_win d, int64_t rows, int64_t cols, float pad) {
   tsl_copy_guarded_fn(&s, &d, rows, cols, pad);
 }
+// An fp32 block of an mma read in place that crosses the valid part's edge, one
+// scalar multiply-add at a time over its valid rows x cols (cpu_support.h:
+// cpu_mma_edge, entry 1): C (+)= A * B with A(r, k) = a[r * lda + k], B(k, j) =
+// b[k * ldb + j], C(r, j) = c[r * ldc + j]; overwrite: C not read.
+typedef void (*tsl_mma_edge_fn_t)(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, int64_t lda,
+                                  int64_t ldb, int64_t rows, int64_t cols, int overwrite);
+static tsl_mma_edge_fn_t tsl_mma_edge;
 )";
 
 constexpr int64_t kAlignFloats = 16;  // 64-byte alignment of every scratch region
@@ -240,6 +247,17 @@ class Emitter {
     std::string s = std::string("// Emitted by tessel (cpu target, ") + isa_.name +
                     "). Header-free on purpose: it compiles in tens of ms.\n" + cpu_vector_types(isa_) + kPrelude;
     for (auto& [name, text] : microkernels_) s += "\n" + text;
+    // The micro-kernels built into tessel that the unit calls (cpu_microkernel.h),
+    // bound with the guarded copy from tessel's table (cpu_support.h) after dlopen.
+    std::string bind = "  tsl_copy_guarded_fn = (tsl_copy_fn)table[0];\n  tsl_mma_edge = (tsl_mma_edge_fn_t)table[1];\n";
+    if (!prebuilt_.empty())
+      s += "\n// fp32 micro-kernels built into tessel (cpu_microkernel.h: the _s_s contract)\n"
+           "typedef void (*tsl_ukr_fn)(int64_t, const float*, const float*, float*, int64_t, int64_t, int64_t, int);\n";
+    for (auto& [name, index] : prebuilt_) {
+      s += "static tsl_ukr_fn " + name + ";\n";
+      bind += "  " + name + " = (tsl_ukr_fn)table[" + num(kCpuSupportPrebuiltBase + index) + "];\n";
+    }
+    s += "extern \"C\" void tessel_bind(void* const* table) {\n" + bind + "}\n";
     s += "\nextern \"C\" int64_t tessel_scratch_floats(void) { return " + num(scratch_floats_) +
          "; }\n\n";
     s += "extern \"C\" void tessel_group(const int64_t* sizes, const double* scalars,\n"
@@ -1143,6 +1161,8 @@ class Emitter {
     // that crosses its edge (a ragged tile) takes the scalar loop instead.
     const bool in_place = a_global || b_global;
     const std::string ld_args = in_place ? ", " + (a_global ? a.ld : "0") + ", " + (b_global ? b.ld : "0") : "";
+    // The leading dimensions as values (a staged operand's are constants).
+    const std::string lda_arg = a_global ? a.ld : num(lda), ldb_arg = b_global ? b.ld : num(ldb);
     line("// mma #" + num(op.id) + " (" + num(op.m) + "x" + num(op.n) + "x" + num(op.k) + ")");
     // The valid part of the tile (GroupOp::m_valid): work outside it is skipped.
     open("");
@@ -1186,8 +1206,19 @@ class Emitter {
       // Blocks of [r0, r1) x [c0, c1) of the part, `br` x `bc` at a time.
       auto blocks = [&](int64_t r0, int64_t r1, int64_t br, int64_t c0, int64_t c1, int64_t bc) {
         if (r0 >= r1 || c0 >= c1) return;
-        std::string name = cpu_microkernel_name(br, bc, lda, ldb, f64);
-        if (!microkernels_.count(name)) microkernels_[name] = emit_cpu_microkernel(br, bc, lda, ldb, isa_, f64);
+        // Over a long k loop a kernel built into tessel is called through the table
+        // with its leading dimensions as arguments (cpu_microkernel.h); any other is
+        // emitted into the unit.
+        const int prebuilt = f64 || op.k < kCpuPrebuiltMinK ? -1 : cpu_prebuilt_microkernel(br, bc, isa_.isa);
+        std::string name, lds = ld_args;
+        if (prebuilt >= 0) {
+          name = "tsl_ukr_" + num(br) + "x" + num(bc) + "_p";
+          prebuilt_[name] = prebuilt;
+          lds = ", " + lda_arg + ", " + ldb_arg;
+        } else {
+          name = cpu_microkernel_name(br, bc, lda, ldb, f64);
+          if (!microkernels_.count(name)) microkernels_[name] = emit_cpu_microkernel(br, bc, lda, ldb, isa_, f64);
+        }
         // jr outer, ir inner (BLIS): one B micro-panel stays in L1 while the A
         // micro-panels stream past it.
         open("for (int64_t jr = " + num(c0) + "; jr < " + num(c1) + " && " + c0s +
@@ -1196,7 +1227,7 @@ class Emitter {
              " + ir < mv; ir += " + num(br) + ")");
         const std::string call = name + "(kv, &" + a.at(r0s + " + ir", "0") + ", &" +
                                  b.at("0", c0s + " + jr") + ", " + c + " + ir * " + num(part.cols) +
-                                 " + jr, " + num(part.cols) + ld_args + ", overwrite);";
+                                 " + jr, " + num(part.cols) + lds + ", overwrite);";
         if (!in_place) {
           line(call);
         } else {
@@ -1205,7 +1236,15 @@ class Emitter {
           line(call);
           --depth_;
           open("} else");
-          emit_block_scalar(acc, a, b, c, part, br, bc);
+          if (f64) {
+            emit_block_scalar(acc, a, b, c, part, br, bc);
+          } else {
+            // fp32: the valid rows and columns of the block in tessel (cpu_mma_edge).
+            line("tsl_mma_edge(kv, &" + a.at(r0s + " + ir", "0") + ", &" + b.at("0", c0s + " + jr") + ", " + c +
+                 " + ir * " + num(part.cols) + " + jr, " + num(part.cols) + ", " + lda_arg + ", " + ldb_arg +
+                 ", tsl_min(" + num(br) + ", mv - (" + r0s + " + ir)), tsl_min(" + num(bc) + ", nv - (" + c0s +
+                 " + jr)), overwrite);");
+          }
           close();
         }
         close();
@@ -1254,6 +1293,8 @@ class Emitter {
   std::vector<int64_t> offset_, slot_;
   int64_t scratch_floats_ = 0;
   std::map<std::string, std::string> microkernels_;
+  // Built-in micro-kernels the unit calls: its pointer's name -> cpu_prebuilt_microkernels index.
+  std::map<std::string, int> prebuilt_;
   // find_first_writes: fill id -> the condition under which it is skipped; mma id ->
   // its overwrite flag.
   std::map<int, std::string> skip_fill_, overwrite_;

@@ -1,6 +1,8 @@
 #include "target/cpu/cpu_microkernel.h"
 
 #include <algorithm>
+#include <iterator>
+#include <vector>
 
 #include "tessel/error.h"
 
@@ -62,8 +64,11 @@ CpuRegisterBlock cpu_microkernel_blocking(int64_t mr, int64_t nr, const CpuIsaIn
   return best;
 }
 
-std::string emit_cpu_microkernel(int64_t mr, int64_t nr, int64_t lda, int64_t ldb, const CpuIsaInfo& isa,
-                                 bool f64) {
+namespace {
+
+// The kernel as a function called `name` (emit_cpu_microkernel).
+std::string emit_microkernel_function(int64_t mr, int64_t nr, int64_t lda, int64_t ldb, const CpuIsaInfo& isa,
+                                      bool f64, bool built_in, const std::string& name) {
   const bool b_rows = ldb == kCpuRuntimeLd;  // B read in place: rows of a tensor
   TESSEL_ASSERT(mr >= 1 && nr >= 1 && (b_rows || (nr <= ldb && cpu_microkernel_fits(ldb, isa, f64))),
                 "micro-kernel " + num(mr) + "x" + num(nr) + " on a B panel of width " + num(ldb));
@@ -75,7 +80,16 @@ std::string emit_cpu_microkernel(int64_t mr, int64_t nr, int64_t lda, int64_t ld
   const CpuRegisterBlock blk = cpu_microkernel_blocking(mr, nr, isa, f64);
   const int64_t row_chunks = ceil_div(mr, blk.rows), vec_chunks = ceil_div(nv, blk.vecs);
   auto acc = [](int64_t r, int64_t v) { return "c" + num(r) + "_" + num(v); };
-  auto c_at = [&](int64_t r, int64_t v) { return "c + " + num(r) + " * ldc + " + num(v * L); };
+  // C's row r: from c, or (built in, where no call site's constant ldc propagates into
+  // the kernel) from a pointer per 4 rows of the pass, as A's rows below.
+  std::vector<std::string> c_ptrs;
+  int64_t c_r0 = 0;
+  auto c_row = [&](int64_t r) {
+    if (!built_in) return "c + " + num(r) + " * ldc";
+    static const char* const offsets[] = {"", " + ldc", " + 2 * ldc", " + ldc3"};
+    return c_ptrs[(r - c_r0) / 4] + offsets[(r - c_r0) % 4];
+  };
+  auto c_at = [&](int64_t r, int64_t v) { return c_row(r) + " + " + num(v * L); };
   // A partial last vector (tail < L) touches only its first `tail` elements: AVX-512
   // masked loads and stores; other ISAs move C through a fixed-size memcpy and
   // clear B's other lanes with an AND, since they may hold anything (a denormal
@@ -90,7 +104,7 @@ std::string emit_cpu_microkernel(int64_t mr, int64_t nr, int64_t lda, int64_t ld
   };
   std::string s;
   // noinline: inlined into the group function, GCC spills an accumulator.
-  s += "__attribute__((noinline)) static void " + cpu_microkernel_name(mr, nr, lda, ldb, f64) + "(int64_t kc, const " +
+  s += "__attribute__((noinline)) static void " + name + "(int64_t kc, const " +
        T + "* __restrict a, const " + T + "* __restrict b,\n    " + T + "* __restrict c, int64_t ldc" +
        (lda == kCpuRuntimeLd || b_rows ? ", int64_t lda, int64_t ldb" : "") + ", int overwrite) {\n";
   if (f64)
@@ -109,13 +123,22 @@ std::string emit_cpu_microkernel(int64_t mr, int64_t nr, int64_t lda, int64_t ld
       auto [r0, r1] = chunk(mr, row_chunks, rc);
       auto [v0, v1] = chunk(nv, vec_chunks, vc);
       s += "  {\n";
+      if (built_in) {
+        c_ptrs.clear();
+        c_r0 = r0;
+        for (int64_t g = 0; g < ceil_div(r1 - r0, 4); ++g) {
+          c_ptrs.push_back("cp" + num(g));
+          s += "    " + T + "* const cp" + num(g) + " = c + " + num(r0 + 4 * g) + " * ldc;\n";
+        }
+        if (r1 - r0 >= 4) s += "    const int64_t ldc3 = 3 * ldc;\n";
+      }
       // The accumulators start at zero and C is added after the k loop: C's cache
       // lines (of a fragment larger than the caches, in a large matrix product) are prefetched
       // here and arrive while the FMAs run, instead of stalling the first ones.
       const int64_t line = 64 / esize;  // elements per cache line
       for (int64_t r = r0; r < r1; ++r)
         for (int64_t e = v0 * L; e < std::min(nr, v1 * L); e += line)
-          s += "    __builtin_prefetch(c + " + num(r) + " * ldc + " + num(e) + ", 1);\n";
+          s += "    __builtin_prefetch(" + c_row(r) + " + " + num(e) + ", 1);\n";
       for (int64_t r = r0; r < r1; ++r)
         for (int64_t v = v0; v < v1; ++v) s += "    " + V + " " + acc(r, v) + " = {};\n";
       // Fewer independent FMA chains than the FMA latency times the FMA ports (about
@@ -127,12 +150,32 @@ std::string emit_cpu_microkernel(int64_t mr, int64_t nr, int64_t lda, int64_t ld
       for (int64_t u = 1; u < U; ++u)
         for (int64_t r = r0; r < r1; ++r)
           for (int64_t v = v0; v < v1; ++v) s += "    " + V + " " + acc(r, v) + "_" + num(u) + " = {};\n";
-      // One k step at ak[u], bk + u * LDB into copy u.
-      auto step = [&](int64_t u) {
-        const std::string sfx = u == 0 ? "" : "_" + num(u);
+      // A's rows: immediate offsets from one pointer, ak, or a[r * lda]; built in with
+      // a run-time LDA, a pointer per 4 rows of the pass (ap0 for rows r0..r0+3, ...),
+      // each row at 0, lda, 2 * lda or lda3 from it (with a row address each GCC ran
+      // out of registers for 12 rows and spilled inside the k loop).
+      const bool rt_lda = built_in && lda == kCpuRuntimeLd;
+      const int64_t groups = rt_lda ? ceil_div(r1 - r0, 4) : 1;
+      std::vector<std::string> ptrs;
+      for (int64_t g = 0; g < groups; ++g) ptrs.push_back(rt_lda ? "ap" + num(g) : "ak");
+      auto a_at = [&](int64_t r, int64_t u) {
+        if (lda == kCpuRuntimeLd && !rt_lda) return "ak[" + num(u) + " + " + num(r) + " * lda]";
+        if (!rt_lda) return "ak[" + num(u + r * lda) + "]";
+        static const char* const offsets[] = {"", " + lda", " + 2 * lda", " + lda3"};
+        return ptrs[(r - r0) / 4] + "[" + num(u) + offsets[(r - r0) % 4] + "]";
+      };
+      auto advance = [&](int64_t n) {
+        std::string t;
+        for (const std::string& p : ptrs) t += n == 1 ? ", ++" + p : ", " + p + " += " + num(n);
+        return t + ", bk += " + (n == 1 ? ldb_s : num(n) + " * " + ldb_s);
+      };
+      // One k step at k + u (A's column u, B's row u from the pointers) into copy
+      // `copy` of the accumulators.
+      auto step = [&](int64_t u, int64_t copy) {
+        const std::string sfx = copy == 0 ? "" : "_" + num(copy), bsfx = u == 0 ? "" : "_" + num(u);
         const std::string row = u == 0 ? "bk" : "bk + " + num(u) + " * " + ldb_s;
         for (int64_t v = v0; v < v1; ++v) {
-          const std::string at = row + " + " + num(v * L), bv = "b" + num(v) + sfx;
+          const std::string at = row + " + " + num(v * L), bv = "b" + num(v) + bsfx;
           if (v == nv - 1 && masked)
             s += "      const " + V + " " + bv + " = " + tail_load(at) + ";\n";
           else if (v == nv - 1 && tail < L && b_rows)  // past the tail may be past the tensor
@@ -146,21 +189,32 @@ std::string emit_cpu_microkernel(int64_t mr, int64_t nr, int64_t lda, int64_t ld
         }
         for (int64_t r = r0; r < r1; ++r) {
           // Scalar times vector broadcasts; GCC folds it into the FMA's memory operand.
-          const std::string ar = lda == kCpuRuntimeLd ? "ak[" + num(u) + " + " + num(r) + " * lda]"
-                                                      : "ak[" + num(u + r * lda) + "]";
           for (int64_t v = v0; v < v1; ++v)
-            s += "      " + acc(r, v) + sfx + " += " + ar + " * b" + num(v) + sfx + ";\n";
+            s += "      " + acc(r, v) + sfx + " += " + a_at(r, u) + " * b" + num(v) + bsfx + ";\n";
         }
       };
-      s += "    const " + T + "* ak = a;\n    const " + T + "* bk = b;\n    int64_t k = 0;\n";
+      if (rt_lda) {
+        for (int64_t g = 0; g < groups; ++g)
+          s += "    const " + T + "* " + ptrs[g] + " = a + " + num(r0 + 4 * g) + " * lda;\n";
+        if (r1 - r0 >= 4) s += "    const int64_t lda3 = 3 * lda;\n";
+      } else {
+        s += "    const " + T + "* ak = a;\n";
+      }
+      s += "    const " + T + "* bk = b;\n    int64_t k = 0;\n";
       if (U > 1) {
-        s += "    for (; k + " + num(U) + " <= kc; k += " + num(U) + ", ak += " + num(U) + ", bk += " + num(U) +
-             " * " + ldb_s + ") {\n";
-        for (int64_t u = 0; u < U; ++u) step(u);
+        s += "    for (; k + " + num(U) + " <= kc; k += " + num(U) + advance(U) + ") {\n";
+        for (int64_t u = 0; u < U; ++u) step(u, u);
+        s += "    }\n";
+      } else if (built_in) {
+        // Two k steps an iteration into the same accumulators (the same sums in the
+        // same order): half the loop's pointer and counter updates.
+        s += "    for (; k + 2 <= kc; k += 2" + advance(2) + ") {\n";
+        step(0, 0);
+        step(1, 0);
         s += "    }\n";
       }
-      s += "    for (; k < kc; ++k, ++ak, bk += " + ldb_s + ") {\n";
-      step(0);
+      s += "    for (; k < kc; ++k" + advance(1) + ") {\n";
+      step(0, 0);
       s += "    }\n";
       for (int64_t u = 1; u < U; ++u)
         for (int64_t r = r0; r < r1; ++r)
@@ -191,6 +245,72 @@ std::string emit_cpu_microkernel(int64_t mr, int64_t nr, int64_t lda, int64_t ld
       s += "  }\n";
     }
   s += "}\n";
+  return s;
+}
+
+}  // namespace
+
+std::string emit_cpu_microkernel(int64_t mr, int64_t nr, int64_t lda, int64_t ldb, const CpuIsaInfo& isa,
+                                 bool f64, bool built_in) {
+  return emit_microkernel_function(mr, nr, lda, ldb, isa, f64, built_in, cpu_microkernel_name(mr, nr, lda, ldb, f64));
+}
+
+namespace {
+
+// The built-in set for one ISA, in index order: {NR, largest MR}.
+constexpr int64_t kPrebuiltShapes[][2] = {{16, 16}, {32, 16}, {48, 8}, {64, 6}};
+constexpr CpuIsa kPrebuiltIsas[] = {CpuIsa::Avx2, CpuIsa::Avx512};
+
+int64_t prebuilt_per_isa() {
+  int64_t n = 0;
+  for (const auto& s : kPrebuiltShapes) n += s[1];
+  return n;
+}
+
+}  // namespace
+
+int cpu_prebuilt_microkernel(int64_t mr, int64_t nr, CpuIsa isa) {
+  int64_t at = 0;
+  for (CpuIsa i : kPrebuiltIsas) {
+    for (const auto& s : kPrebuiltShapes) {
+      if (i == isa && s[0] == nr && mr >= 1 && mr <= s[1])
+        return at + mr - 1 < cpu_prebuilt_count ? static_cast<int>(at + mr - 1) : -1;
+      at += s[1];
+    }
+  }
+  return -1;
+}
+
+std::string emit_cpu_prebuilt_source() {
+  // Each ISA's kernels as the unit of that ISA has them (cpu_vector_types and the
+  // emitted function), in a namespace of their own, compiled for the ISA as the JIT
+  // compiles a unit (-ffp-contract=fast; the JIT's -mtune=native is left out: the
+  // library may run on another CPU than the one that built it).
+  const char* target[] = {"arch=x86-64-v3", "arch=x86-64-v4,prefer-vector-width=512"};
+  std::string s =
+      "// Generated by emit_cpu_prebuilt_source (cpu_microkernel.h): the fp32 micro-kernels\n"
+      "// built into tessel, included by cpu_support.cpp (so that every library with the\n"
+      "// support table has them). Do not edit; TESSEL_UPDATE_GOLDEN=1 test_cpu rewrites it.\n"
+      "#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)\n";
+  std::string table;
+  for (size_t i = 0; i < std::size(kPrebuiltIsas); ++i) {
+    const CpuIsaInfo& isa = cpu_isa_info(kPrebuiltIsas[i]);
+    const std::string ns = std::string("tessel_prebuilt_") + isa.name;
+    s += "\n#pragma GCC push_options\n#pragma GCC target(\"" + std::string(target[i]) +
+         "\")\n#pragma GCC optimize(\"fp-contract=fast\")\nnamespace " + ns + " {\n" + cpu_vector_types(isa);
+    for (const auto& shape : kPrebuiltShapes)
+      for (int64_t mr = 1; mr <= shape[1]; ++mr) {
+        s += "\n" + emit_cpu_microkernel(mr, shape[0], kCpuRuntimeLd, kCpuRuntimeLd, isa, false, true);
+        table += "    reinterpret_cast<void*>(&" + ns + "::" +
+                 cpu_microkernel_name(mr, shape[0], kCpuRuntimeLd, kCpuRuntimeLd) + "),\n";
+      }
+    s += "}  // namespace " + ns + "\n#pragma GCC pop_options\n";
+  }
+  const std::string count = num(prebuilt_per_isa() * int64_t(std::size(kPrebuiltIsas)));
+  s += "\nnamespace tessel {\nvoid* const cpu_prebuilt_microkernels[] = {\n" + table + "};\nconst int cpu_prebuilt_count = " +
+       count + ";\n}  // namespace tessel\n"
+       "#else\nnamespace tessel {\nvoid* const cpu_prebuilt_microkernels[] = {nullptr};\n"
+       "const int cpu_prebuilt_count = 0;\n}  // namespace tessel\n#endif\n";
   return s;
 }
 

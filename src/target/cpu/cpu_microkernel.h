@@ -61,8 +61,44 @@ std::string cpu_microkernel_name(int64_t mr, int64_t nr, int64_t lda, int64_t ld
 constexpr int64_t kCpuRuntimeLd = -1;
 // The emitted function (fp32: uses the unit's tsl_vf / tsl_vfu vector types; f64
 // declares its own).
+// built_in: for cpu_microkernel_prebuilt.inc, compiled without the call sites (no
+// constant ldc or LDA propagates into it) and with no compile time to save: A's rows
+// (run-time LDA) and C's from a pointer per 4 rows, and a k loop of two steps an
+// iteration where the accumulators are not split over copies (the same sums in the
+// same order).
 std::string emit_cpu_microkernel(int64_t mr, int64_t nr, int64_t lda, int64_t ldb, const CpuIsaInfo& isa,
-                                 bool f64 = false);
+                                 bool f64 = false, bool built_in = false);
+
+// The fp32 micro-kernels built into tessel instead of into each unit (a cold compile
+// spent about 18 ms of the compiler's time on each kernel it emitted): the `_s_s`
+// form (LDA and LDB run-time arguments) for MR x NR with NR a multiple of 16, which
+// is a whole number of vectors on every ISA: NR 16 and 32 with MR 1..16, NR 48 with
+// MR 1..8, NR 64 with MR 1..6 (the blocks of the atoms 12x32, 14x32, 8x48, 6x64 and
+// their edges), for AVX2 and AVX-512 (SSE units emit theirs). The emitter calls one
+// where the mma's k extent is at least kCpuPrebuiltMinK: over a long k loop the
+// built-in kernel (emitted with built_in, below: k unrolled by two) is as fast as the
+// emitted one with its compile-time LDA, while over a short one its call costs more
+// than the emitted kernel's, into which the call site's constant ldc propagates
+// (2-3% of a 32^3 or 127x193x61 product). The source is
+// src/target/cpu/cpu_microkernel_prebuilt.inc, written by emit_cpu_prebuilt_source
+// (tests/cpu/cpu_support_test.cpp checks that the file is what it returns;
+// TESSEL_UPDATE_GOLDEN=1 test_cpu rewrites it), each ISA's part compiled for that ISA
+// (#pragma GCC target) and called only on a CPU that has it; cpu_support.cpp includes
+// it, so that the libraries that hand units the support table (tessel, and
+// libtessel_blas.so, whose units were emitted at build time) have them. Where the
+// file's kernels are left out (a compiler other than GCC, or not x86-64) every
+// kernel is emitted.
+constexpr int64_t kCpuPrebuiltMinK = 192;
+//
+// Index of the kernel in cpu_prebuilt_microkernels, or -1 when it is not built in.
+int cpu_prebuilt_microkernel(int64_t mr, int64_t nr, CpuIsa isa);
+// The built-in kernels in index order (void (*)(int64_t kc, const float* a, const
+// float* b, float* c, int64_t ldc, int64_t lda, int64_t ldb, int overwrite)), and
+// how many there are (0 where they are left out).
+extern void* const cpu_prebuilt_microkernels[];
+extern const int cpu_prebuilt_count;
+// The text of cpu_microkernel_prebuilt.inc.
+std::string emit_cpu_prebuilt_source();
 
 // One pass's register block: `rows` x `vecs` accumulators.
 struct CpuRegisterBlock {

@@ -2,6 +2,12 @@
 
 #include <algorithm>
 #include <cstring>
+#include <vector>
+
+#include "target/cpu/cpu_microkernel.h"
+
+// The built-in micro-kernels (cpu_microkernel.h), generated.
+#include "target/cpu/cpu_microkernel_prebuilt.inc"
 
 namespace tessel {
 namespace {
@@ -81,9 +87,23 @@ void cpu_copy_guarded(const CpuWindow* src, const CpuWindow* dst, int64_t rows, 
   }
 }
 
+void cpu_mma_edge(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, int64_t lda, int64_t ldb,
+                  int64_t rows, int64_t cols, int overwrite) {
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t j = 0; j < cols; ++j) {
+      float s = overwrite ? 0.0f : c[r * ldc + j];
+      for (int64_t k = 0; k < kc; ++k) s += a[r * lda + k] * b[k * ldb + j];
+      c[r * ldc + j] = s;
+    }
+}
+
 void* const* cpu_support_table() {
-  static void* const table[] = {reinterpret_cast<void*>(&cpu_copy_guarded)};
-  return table;
+  static const std::vector<void*> table = [] {
+    std::vector<void*> t = {reinterpret_cast<void*>(&cpu_copy_guarded), reinterpret_cast<void*>(&cpu_mma_edge)};
+    t.insert(t.end(), cpu_prebuilt_microkernels, cpu_prebuilt_microkernels + cpu_prebuilt_count);
+    return t;
+  }();
+  return table.data();
 }
 
 }  // namespace tessel

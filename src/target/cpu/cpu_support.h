@@ -7,7 +7,15 @@
 // which the JIT calls once after dlopen with cpu_support_table(); entry i of the
 // table is the function the unit's prelude declares at index i (cpu_emit.cpp). The
 // table's order and each function's signature are part of the unit's source, so a
-// change to them changes every kernel's cache key.
+// change to them changes every kernel's cache key: the unit names each entry it binds
+// (its index, and for a micro-kernel its MR x NR, are in the source) and declares
+// each signature.
+//
+//   entry 0       cpu_copy_guarded (below)
+//   entry 1       cpu_mma_edge (below)
+//   entry 2 + i   cpu_prebuilt_microkernels[i], 0 <= i < cpu_prebuilt_count: the fp32
+//                 micro-kernels built into tessel (cpu_microkernel.h), in the index
+//                 order of cpu_prebuilt_microkernel(mr, nr, isa)
 #pragma once
 #include <cstdint>
 
@@ -25,6 +33,21 @@ struct CpuWindow {
 // Entry 0. dst = src over rows x cols (fp32 on both sides): source elements outside
 // read as `pad`; destination elements outside are left alone.
 void cpu_copy_guarded(const CpuWindow* src, const CpuWindow* dst, int64_t rows, int64_t cols, float pad);
+
+// Entry 1. A block of a matrix product that crosses the edge of the valid part, read
+// in place (Plan::direct: what lies past `rows` or `cols` may lie past a tensor):
+//   C[0:rows, 0:cols] += A[0:rows, 0:kc] * B[0:kc, 0:cols]      fp32
+//   overwrite != 0: C[0:rows, 0:cols] = A * B, C not read
+// with A(r, k) = a[r * lda + k], B(k, j) = b[k * ldb + j], C(r, j) = c[r * ldc + j];
+// each element one multiply-add at a time in k order (cpu_microkernel_reference's
+// operation with run-time sizes). Nothing outside those rows and columns is read or
+// written; kc, rows or cols 0 leave C as it was (rows or cols) or zero its block (kc
+// with overwrite).
+void cpu_mma_edge(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, int64_t lda, int64_t ldb,
+                  int64_t rows, int64_t cols, int overwrite);
+
+// The table index of cpu_prebuilt_microkernels[0].
+constexpr int kCpuSupportPrebuiltBase = 2;
 
 // The table handed to tessel_bind.
 void* const* cpu_support_table();
