@@ -101,7 +101,8 @@ TEST_F(CpuGemm, EmittedSourceIsHeaderFreeAndUsesTheMicroKernel) {
   EXPECT_EQ(src.find("#include"), std::string::npos);
   // The default tile's k loop (256) calls the built-in kernel where there is one.
   const bool built_in = cpu_prebuilt_microkernel(12, 32, cpu_isa()) >= 0;
-  EXPECT_NE(src.find(built_in ? "tsl_ukr_12x32_p(" : "tsl_ukr_12x32_256_32("), std::string::npos) << src;
+  EXPECT_NE(src.find(built_in ? "tsl_mma_blocks((const void*)tsl_ukr_12x32_p," : "tsl_ukr_12x32_256_32("), std::string::npos)
+      << src;
 }
 
 }  // namespace

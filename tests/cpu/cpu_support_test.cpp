@@ -8,6 +8,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <algorithm>
+#include <climits>
 #include <cstdlib>
 #include <fstream>
 #include <random>
@@ -47,7 +49,7 @@ const CpuIsa kIsas[] = {CpuIsa::Avx2, CpuIsa::Avx512};
 
 TEST(CpuPrebuilt, EveryKernelOfTheSetHasItsOwnIndex) {
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-  ASSERT_EQ(cpu_prebuilt_count, 2 * (16 + 16 + 8 + 6));
+  ASSERT_EQ(cpu_prebuilt_count, 2 * (16 + 16 + 8 + 6 + 1));  // each ISA: kernels, then the copy
 #endif
   std::set<int> seen;
   for (CpuIsa isa : kIsas)
@@ -178,6 +180,109 @@ TEST(CpuSupport, MmaEdgeMatchesTheReferenceInsideItsBlock) {
         }
     }
   }
+}
+
+// The element offset of (r, c) of a window, as cpu_support.h defines the layouts.
+int64_t window_offset(const CpuWindow& w, int64_t r, int64_t c) {
+  r += w.r0;
+  c += w.c0;
+  if (w.layout == 0) return r * w.ld + c * w.cs;
+  if (w.layout == 1) return (c / w.panel * w.rows + r) * w.panel + c % w.panel;
+  return (r / w.panel * w.cols + c) * w.panel + r % w.panel;
+}
+
+// Each ISA's built-in window copy against the contract in scalar loops: a window
+// wholly inside its bounds (rows into rows, rows into column panels, runs that end
+// inside a vector), and windows that cross a bound (source padding, destination
+// elements outside left alone: they stay NaN).
+TEST(CpuPrebuilt, WindowCopyMatchesTheContractOnEachIsa) {
+  if (cpu_prebuilt_count == 0) GTEST_SKIP() << "no built-in functions in this build";
+  void* const* table = cpu_support_table();
+  using CopyFn = void (*)(const CpuWindow*, const CpuWindow*, int64_t, int64_t, float);
+  struct Case {
+    int64_t rows, cols, src_rb, src_cb, dst_layout, panel, dst_rb, dst_cb;
+  };
+  const int64_t big = INT64_MAX;
+  const Case cases[] = {
+      {40, 37, big, big, 0, 1, big, big},    // inside, rows into rows, a ragged last vector
+      {33, 96, big, big, 1, 32, big, big},   // inside, packing into panels of 32
+      {20, 70, big, big, 1, 48, big, big},   // a last panel cut short
+      {40, 37, 35, 30, 0, 1, big, big},      // the source ends inside: padding
+      {33, 96, 30, 90, 1, 32, big, big},     // packing at an edge
+      {40, 37, big, big, 0, 1, 38, 33},      // the destination ends inside
+  };
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> u(-1, 1);
+  int checked = 0;
+  for (CpuIsa isa : kIsas) {
+    if (static_cast<int>(isa) > static_cast<int>(detected_cpu_isa())) continue;
+    const int index = cpu_prebuilt_copy(isa);
+    ASSERT_GE(index, 0) << cpu_isa_info(isa).name;
+    auto copy = reinterpret_cast<CopyFn>(table[kCpuSupportPrebuiltBase + index]);
+    for (const Case& t : cases) {
+      const int64_t src_ld = t.cols + 11, dst_rows = t.rows + 3, dst_cols = (t.cols + 5 + 47) / 48 * 48 + 96;
+      std::vector<float> src((t.rows + 4) * src_ld), dst(dst_rows * dst_cols + 4096, NAN);
+      for (float& x : src) x = u(rng);
+      CpuWindow s{src.data(), 0, src_ld, 1, 0, 0, 1, 2, 3, t.src_rb, t.src_cb};
+      CpuWindow d{dst.data(), t.dst_layout, dst_cols, 1, dst_rows, dst_cols, t.panel, 1, t.dst_layout ? 0 : 4,
+                  t.dst_rb, t.dst_cb};
+      if (t.dst_layout == 1) d.c0 = t.panel;  // starts on the second panel
+      std::vector<float> want = dst;
+      for (int64_t r = 0; r < t.rows; ++r)
+        for (int64_t c = 0; c < t.cols; ++c) {
+          if (d.r0 + r >= d.rb || d.c0 + c >= d.cb) continue;
+          const bool in = s.r0 + r < s.rb && s.c0 + c < s.cb;
+          want[window_offset(d, r, c)] = in ? src[window_offset(s, r, c)] : -7.0f;
+        }
+      copy(&s, &d, t.rows, t.cols, -7.0f);
+      int bad = 0;
+      for (size_t i = 0; i < dst.size(); ++i)
+        if (!(dst[i] == want[i] || (std::isnan(dst[i]) && std::isnan(want[i]))) && bad++ < 5)
+          ADD_FAILURE() << cpu_isa_info(isa).name << " " << t.rows << "x" << t.cols << " layout " << t.dst_layout
+                        << ": dst[" << i << "] = " << dst[i] << ", want " << want[i];
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, 0);
+}
+
+// cpu_mma_blocks runs the blocks of a part as the emitter's loops did: staged
+// operands, every started block whole; in place, a block crossing the valid part
+// through cpu_mma_edge (everything past the valid part NaN: a read of it shows).
+TEST(CpuSupport, MmaBlocksRunsThePartsBlocks) {
+  auto ukr = +[](int64_t kc, const float* a, const float* b, float* c, int64_t ldc, int64_t lda, int64_t ldb,
+                 int overwrite) { cpu_microkernel_reference(5, 16, kc, a, lda, b, ldb, c, ldc, overwrite); };
+  std::mt19937 rng(13);
+  std::uniform_real_distribution<float> u(-1, 1);
+  const int64_t br = 5, bc = 16, blocks_r = 4, blocks_c = 3, kc = 23, lda = kc + 2, ldb = bc * blocks_c + 4;
+  const int64_t ldc = bc * blocks_c + 1, rows = br * blocks_r, cols = bc * blocks_c;
+  for (int in_place : {0, 1})
+    for (auto [rows_valid, cols_valid] : {std::pair<int64_t, int64_t>{rows, cols}, {17, 40}, {10, 32}, {3, 7}, {0, 5}}) {
+      std::vector<float> a(rows * lda), b(kc * ldb), c(rows * ldc, NAN);
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t k = 0; k < lda; ++k) a[r * lda + k] = in_place && r >= rows_valid ? NAN : u(rng);
+      for (int64_t k = 0; k < kc; ++k)
+        for (int64_t j = 0; j < ldb; ++j) b[k * ldb + j] = in_place && j >= cols_valid ? NAN : u(rng);
+      for (int overwrite : {1, 0}) {
+        std::vector<float> want = c;
+        for (int64_t j = 0; j * bc < cols_valid && j < blocks_c; ++j)
+          for (int64_t i = 0; i * br < rows_valid && i < blocks_r; ++i) {
+            const int64_t mr = in_place ? std::min(br, rows_valid - i * br) : br;
+            const int64_t nr = in_place ? std::min(bc, cols_valid - j * bc) : bc;
+            cpu_microkernel_reference(mr, nr, kc, &a[i * br * lda], lda, &b[j * bc], ldb, &want[i * br * ldc + j * bc],
+                                      ldc, overwrite);
+          }
+        cpu_mma_blocks(reinterpret_cast<const void*>(ukr), kc, a.data(), br * lda, b.data(), bc, c.data(), ldc, lda,
+                       ldb, br, bc, blocks_r, blocks_c, rows_valid, cols_valid, in_place, overwrite);
+        int bad = 0;
+        for (size_t i = 0; i < c.size(); ++i) {
+          const bool ok = std::isnan(want[i]) ? std::isnan(c[i]) : std::abs(c[i] - want[i]) <= 1e-5f * (1 + std::abs(want[i]));
+          if (!ok && bad++ < 5)
+            ADD_FAILURE() << "in_place " << in_place << " valid " << rows_valid << "x" << cols_valid << " overwrite "
+                          << overwrite << ": c[" << i << "] = " << c[i] << ", want " << want[i];
+        }
+      }
+    }
 }
 
 }  // namespace

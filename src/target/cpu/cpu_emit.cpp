@@ -140,6 +140,13 @@ static inline void tsl_copy_guarded(tsl_win s, tsl_win d, int64_t rows, int64_t 
 typedef void (*tsl_mma_edge_fn_t)(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, int64_t lda,
                                   int64_t ldb, int64_t rows, int64_t cols, int overwrite);
 static tsl_mma_edge_fn_t tsl_mma_edge;
+// The blocks of a built-in micro-kernel over a worker's part, their loops in tessel
+// (cpu_support.h: cpu_mma_blocks, entry 2).
+typedef void (*tsl_mma_blocks_fn_t)(const void* ukr, int64_t kc, const float* a, int64_t a_step, const float* b,
+                                    int64_t b_step, float* c, int64_t ldc, int64_t lda, int64_t ldb, int64_t br,
+                                    int64_t bc, int64_t blocks_r, int64_t blocks_c, int64_t rows_valid,
+                                    int64_t cols_valid, int in_place, int overwrite);
+static tsl_mma_blocks_fn_t tsl_mma_blocks;
 )";
 
 constexpr int64_t kAlignFloats = 16;  // 64-byte alignment of every scratch region
@@ -249,14 +256,21 @@ class Emitter {
     for (auto& [name, text] : microkernels_) s += "\n" + text;
     // The micro-kernels built into tessel that the unit calls (cpu_microkernel.h),
     // bound with the guarded copy from tessel's table (cpu_support.h) after dlopen.
-    std::string bind = "  tsl_copy_guarded_fn = (tsl_copy_fn)table[0];\n  tsl_mma_edge = (tsl_mma_edge_fn_t)table[1];\n";
+    std::string bind = "  tsl_copy_guarded_fn = (tsl_copy_fn)table[0];\n  tsl_mma_edge = (tsl_mma_edge_fn_t)table[1];\n"
+                       "  tsl_mma_blocks = (tsl_mma_blocks_fn_t)table[2];\n";
     if (!prebuilt_.empty())
-      s += "\n// fp32 micro-kernels built into tessel (cpu_microkernel.h: the _s_s contract)\n"
+      s += "\n// Built into tessel (cpu_microkernel.h): fp32 micro-kernels (the _s_s contract), the\n"
+           "// window copy (cpu_copy_guarded's contract)\n"
            "typedef void (*tsl_ukr_fn)(int64_t, const float*, const float*, float*, int64_t, int64_t, int64_t, int);\n";
     for (auto& [name, index] : prebuilt_) {
-      s += "static tsl_ukr_fn " + name + ";\n";
-      bind += "  " + name + " = (tsl_ukr_fn)table[" + num(kCpuSupportPrebuiltBase + index) + "];\n";
+      const bool copy = name == "tsl_copy_window_fn";
+      s += std::string("static ") + (copy ? "tsl_copy_fn " : "tsl_ukr_fn ") + name + ";\n";
+      bind += "  " + name + " = (" + (copy ? "tsl_copy_fn" : "tsl_ukr_fn") + ")table[" +
+              num(kCpuSupportPrebuiltBase + index) + "];\n";
     }
+    if (prebuilt_.count("tsl_copy_window_fn"))
+      s += "static inline void tsl_copy_window(tsl_win s, tsl_win d, int64_t rows, int64_t cols, float pad) {\n"
+           "  tsl_copy_window_fn(&s, &d, rows, cols, pad);\n}\n";
     s += "extern \"C\" void tessel_bind(void* const* table) {\n" + bind + "}\n";
     s += "\nextern \"C\" int64_t tessel_scratch_floats(void) { return " + num(scratch_floats_) +
          "; }\n\n";
@@ -461,6 +475,19 @@ class Emitter {
   void emit_transfer(const Side& src, const Side& dst, int64_t rows, int64_t cols, double pad = 0,
                      bool transpose = false) {
     if (rows <= 0 || cols <= 0) return;
+    // A large fp32 copy that the ISA's vectors would take inline: one call of tessel's
+    // window copy, which checks the bounds itself (cpu_microkernel.h: cpu_prebuilt_copy).
+    int64_t dc0 = 0;
+    const bool vector_layouts =
+        !transpose && raw_copyable(src, dst) && src.ctype() == "float" && src.unit_cols() &&
+        (dst.unit_cols() || (dst.layout == Layout::ColPanels && expr_is_const(dst.col0, &dc0) && dc0 % dst.panel == 0));
+    const int copy = vector_layouts && rows * cols >= kCpuPrebuiltCopyFloats ? cpu_prebuilt_copy(isa_.isa) : -1;
+    if (copy >= 0) {
+      prebuilt_["tsl_copy_window_fn"] = copy;
+      line("tsl_copy_window(" + window(src) + ", " + window(dst) + ", " + num(rows) + ", " + num(cols) + ", " +
+           float_literal(pad) + ");");
+      return;
+    }
     const int64_t src_rows = transpose ? cols : rows, src_cols = transpose ? rows : cols;
     std::vector<std::string> checks;
     auto fits = [&](const Side& s, int64_t r, int64_t c) {
@@ -1212,9 +1239,17 @@ class Emitter {
         const int prebuilt = f64 || op.k < kCpuPrebuiltMinK ? -1 : cpu_prebuilt_microkernel(br, bc, isa_.isa);
         std::string name, lds = ld_args;
         if (prebuilt >= 0) {
+          // Its blocks' loops in tessel too (cpu_mma_blocks): one call instead of a
+          // loop nest, the steps between blocks as address differences.
           name = "tsl_ukr_" + num(br) + "x" + num(bc) + "_p";
           prebuilt_[name] = prebuilt;
-          lds = ", " + lda_arg + ", " + ldb_arg;
+          const std::string a0 = "&" + a.at(r0s + " + " + num(r0), "0"), b0 = "&" + b.at("0", c0s + " + " + num(c0));
+          line("tsl_mma_blocks((const void*)" + name + ", kv, " + a0 + ", &" + a.at(r0s + " + " + num(r0 + br), "0") +
+               " - " + a0 + ", " + b0 + ", &" + b.at("0", c0s + " + " + num(c0 + bc)) + " - " + b0 + ", " + c + " + " +
+               num(r0 * part.cols + c0) + ", " + num(part.cols) + ", " + lda_arg + ", " + ldb_arg + ", " + num(br) +
+               ", " + num(bc) + ", " + num((r1 - r0) / br) + ", " + num((c1 - c0) / bc) + ", mv - (" + r0s + " + " +
+               num(r0) + "), nv - (" + c0s + " + " + num(c0) + "), " + (in_place ? "1" : "0") + ", overwrite);");
+          return;
         } else {
           name = cpu_microkernel_name(br, bc, lda, ldb, f64);
           if (!microkernels_.count(name)) microkernels_[name] = emit_cpu_microkernel(br, bc, lda, ldb, isa_, f64);
@@ -1293,7 +1328,7 @@ class Emitter {
   std::vector<int64_t> offset_, slot_;
   int64_t scratch_floats_ = 0;
   std::map<std::string, std::string> microkernels_;
-  // Built-in micro-kernels the unit calls: its pointer's name -> cpu_prebuilt_microkernels index.
+  // Built-in functions the unit calls: its pointer's name -> cpu_prebuilt_microkernels index.
   std::map<std::string, int> prebuilt_;
   // find_first_writes: fill id -> the condition under which it is skipped; mma id ->
   // its overwrite flag.

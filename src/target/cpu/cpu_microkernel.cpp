@@ -269,6 +269,8 @@ int64_t prebuilt_per_isa() {
 
 }  // namespace
 
+// Each ISA's block of the built-in table: its kernels in kPrebuiltShapes order, then
+// its window copy.
 int cpu_prebuilt_microkernel(int64_t mr, int64_t nr, CpuIsa isa) {
   int64_t at = 0;
   for (CpuIsa i : kPrebuiltIsas) {
@@ -277,9 +279,60 @@ int cpu_prebuilt_microkernel(int64_t mr, int64_t nr, CpuIsa isa) {
         return at + mr - 1 < cpu_prebuilt_count ? static_cast<int>(at + mr - 1) : -1;
       at += s[1];
     }
+    ++at;  // the copy
   }
   return -1;
 }
+
+int cpu_prebuilt_copy(CpuIsa isa) {
+  int64_t at = 0;
+  for (CpuIsa i : kPrebuiltIsas) {
+    at += prebuilt_per_isa();
+    if (i == isa) return at < cpu_prebuilt_count ? static_cast<int>(at) : -1;
+    ++at;
+  }
+  return -1;
+}
+
+namespace {
+
+// The built-in window copy of one ISA (cpu_prebuilt_copy), in the ISA's namespace of
+// cpu_microkernel_prebuilt.inc: its vectors, run-time counts.
+const char* kPrebuiltCopy = R"(
+// dst = src over rows x cols, fp32 (cpu_microkernel.h: cpu_prebuilt_copy): whole
+// windows with unit columns into unit columns or column panels starting on a panel
+// in the ISA's vectors, anything else through cpu_copy_guarded.
+static inline void tsl_copy_run(float* d, const float* s, int64_t n) {
+  const int64_t L = (int64_t)(sizeof(tsl_vf) / sizeof(float));
+  int64_t i = 0;
+  for (; i + L <= n; i += L) *(tsl_vfu*)(d + i) = *(const tsl_vfu*)(s + i);
+  for (; i < n; ++i) d[i] = s[i];
+}
+static void tsl_copy_window(const tessel::CpuWindow* s, const tessel::CpuWindow* d, int64_t rows, int64_t cols,
+                            float pad) {
+  const bool inside = s->r0 + rows <= s->rb && s->c0 + cols <= s->cb && d->r0 + rows <= d->rb &&
+                      d->c0 + cols <= d->cb;
+  if (inside && s->layout == 0 && s->cs == 1) {
+    const float* from = s->base + s->r0 * s->ld + s->c0;
+    if (d->layout == 0 && d->cs == 1) {
+      float* to = d->base + d->r0 * d->ld + d->c0;
+      for (int64_t r = 0; r < rows; ++r, from += s->ld, to += d->ld) tsl_copy_run(to, from, cols);
+      return;
+    }
+    const int64_t p = d->panel;
+    if (d->layout == 1 && d->c0 % p == 0) {
+      // Packing into column panels: row by row, each row's panel-wide runs.
+      float* to = d->base + (d->c0 / p * d->rows + d->r0) * p;
+      for (int64_t r = 0; r < rows; ++r, from += s->ld, to += p)
+        for (int64_t c = 0; c < cols; c += p) tsl_copy_run(to + c / p * d->rows * p, from + c, cols - c < p ? cols - c : p);
+      return;
+    }
+  }
+  tessel::cpu_copy_guarded(s, d, rows, cols, pad);
+}
+)";
+
+}  // namespace
 
 std::string emit_cpu_prebuilt_source() {
   // Each ISA's kernels as the unit of that ISA has them (cpu_vector_types and the
@@ -297,16 +350,18 @@ std::string emit_cpu_prebuilt_source() {
     const CpuIsaInfo& isa = cpu_isa_info(kPrebuiltIsas[i]);
     const std::string ns = std::string("tessel_prebuilt_") + isa.name;
     s += "\n#pragma GCC push_options\n#pragma GCC target(\"" + std::string(target[i]) +
-         "\")\n#pragma GCC optimize(\"fp-contract=fast\")\nnamespace " + ns + " {\n" + cpu_vector_types(isa);
+         "\")\n#pragma GCC optimize(\"fp-contract=fast,no-tree-loop-distribute-patterns\")\nnamespace " + ns + " {\n" + cpu_vector_types(isa);
     for (const auto& shape : kPrebuiltShapes)
       for (int64_t mr = 1; mr <= shape[1]; ++mr) {
         s += "\n" + emit_cpu_microkernel(mr, shape[0], kCpuRuntimeLd, kCpuRuntimeLd, isa, false, true);
         table += "    reinterpret_cast<void*>(&" + ns + "::" +
                  cpu_microkernel_name(mr, shape[0], kCpuRuntimeLd, kCpuRuntimeLd) + "),\n";
       }
+    s += kPrebuiltCopy;
+    table += "    reinterpret_cast<void*>(&" + ns + "::tsl_copy_window),\n";
     s += "}  // namespace " + ns + "\n#pragma GCC pop_options\n";
   }
-  const std::string count = num(prebuilt_per_isa() * int64_t(std::size(kPrebuiltIsas)));
+  const std::string count = num((prebuilt_per_isa() + 1) * int64_t(std::size(kPrebuiltIsas)));
   s += "\nnamespace tessel {\nvoid* const cpu_prebuilt_microkernels[] = {\n" + table + "};\nconst int cpu_prebuilt_count = " +
        count + ";\n}  // namespace tessel\n"
        "#else\nnamespace tessel {\nvoid* const cpu_prebuilt_microkernels[] = {nullptr};\n"

@@ -92,9 +92,21 @@ constexpr int64_t kCpuPrebuiltMinK = 192;
 //
 // Index of the kernel in cpu_prebuilt_microkernels, or -1 when it is not built in.
 int cpu_prebuilt_microkernel(int64_t mr, int64_t nr, CpuIsa isa);
-// The built-in kernels in index order (void (*)(int64_t kc, const float* a, const
-// float* b, float* c, int64_t ldc, int64_t lda, int64_t ldb, int overwrite)), and
-// how many there are (0 where they are left out).
+// The same file has a window copy per ISA, which the emitter calls for an fp32
+// transfer of at least kCpuPrebuiltCopyFloats elements between a source with unit
+// columns and a destination with unit columns or column panels starting on a panel
+// (the layouts it would copy inline in the ISA's vectors):
+//   void (*)(const CpuWindow* src, const CpuWindow* dst, int64_t rows, int64_t cols, float pad)
+// cpu_copy_guarded's contract (cpu_support.h); a window wholly inside its bounds is
+// copied in the ISA's vectors, anything else by cpu_copy_guarded. One call replaces
+// the unit's bounds check, its inline loop and its guarded call (with its windows):
+// about a third of the compile time of a packing unit's group function. A smaller
+// transfer stays inline, where a call's cost could show. Its index, or -1.
+constexpr int64_t kCpuPrebuiltCopyFloats = 4096;
+int cpu_prebuilt_copy(CpuIsa isa);
+// The built-in functions in index order (a kernel: void (*)(int64_t kc, const float*
+// a, const float* b, float* c, int64_t ldc, int64_t lda, int64_t ldb, int overwrite)),
+// and how many there are (0 where they are left out).
 extern void* const cpu_prebuilt_microkernels[];
 extern const int cpu_prebuilt_count;
 // The text of cpu_microkernel_prebuilt.inc.

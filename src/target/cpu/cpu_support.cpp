@@ -97,9 +97,28 @@ void cpu_mma_edge(int64_t kc, const float* a, const float* b, float* c, int64_t 
     }
 }
 
+void cpu_mma_blocks(const void* ukr, int64_t kc, const float* a, int64_t a_step, const float* b, int64_t b_step,
+                    float* c, int64_t ldc, int64_t lda, int64_t ldb, int64_t br, int64_t bc, int64_t blocks_r,
+                    int64_t blocks_c, int64_t rows_valid, int64_t cols_valid, int in_place, int overwrite) {
+  using Ukr = void (*)(int64_t, const float*, const float*, float*, int64_t, int64_t, int64_t, int);
+  const Ukr kernel = reinterpret_cast<Ukr>(const_cast<void*>(ukr));
+  for (int64_t j = 0; j < blocks_c && j * bc < cols_valid; ++j)
+    for (int64_t i = 0; i < blocks_r && i * br < rows_valid; ++i) {
+      const float* ai = a + i * a_step;
+      const float* bj = b + j * b_step;
+      float* cij = c + i * br * ldc + j * bc;
+      if (in_place && (i * br + br > rows_valid || j * bc + bc > cols_valid))
+        cpu_mma_edge(kc, ai, bj, cij, ldc, lda, ldb, std::min(br, rows_valid - i * br),
+                     std::min(bc, cols_valid - j * bc), overwrite);
+      else
+        kernel(kc, ai, bj, cij, ldc, lda, ldb, overwrite);
+    }
+}
+
 void* const* cpu_support_table() {
   static const std::vector<void*> table = [] {
-    std::vector<void*> t = {reinterpret_cast<void*>(&cpu_copy_guarded), reinterpret_cast<void*>(&cpu_mma_edge)};
+    std::vector<void*> t = {reinterpret_cast<void*>(&cpu_copy_guarded), reinterpret_cast<void*>(&cpu_mma_edge),
+                            reinterpret_cast<void*>(&cpu_mma_blocks)};
     t.insert(t.end(), cpu_prebuilt_microkernels, cpu_prebuilt_microkernels + cpu_prebuilt_count);
     return t;
   }();

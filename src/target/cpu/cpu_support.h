@@ -13,7 +13,8 @@
 //
 //   entry 0       cpu_copy_guarded (below)
 //   entry 1       cpu_mma_edge (below)
-//   entry 2 + i   cpu_prebuilt_microkernels[i], 0 <= i < cpu_prebuilt_count: the fp32
+//   entry 2       cpu_mma_blocks (below)
+//   entry 3 + i   cpu_prebuilt_microkernels[i], 0 <= i < cpu_prebuilt_count: the fp32
 //                 micro-kernels built into tessel (cpu_microkernel.h), in the index
 //                 order of cpu_prebuilt_microkernel(mr, nr, isa)
 #pragma once
@@ -46,8 +47,22 @@ void cpu_copy_guarded(const CpuWindow* src, const CpuWindow* dst, int64_t rows, 
 void cpu_mma_edge(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, int64_t lda, int64_t ldb,
                   int64_t rows, int64_t cols, int overwrite);
 
+// Entry 2. A worker part's run of micro-kernel blocks (the loops the emitter writes
+// around a built-in micro-kernel, cpu_microkernel.h): blocks_r x blocks_c blocks of
+// br x bc, column blocks outside, row blocks inside (BLIS's jr and ir loops); block
+// (i, j) is
+//   ukr(kc, a + i * a_step, b + j * b_step, c + i * br * ldc + j * bc, ldc, lda, ldb, overwrite)
+// with ukr a kernel of the _s_s contract (cpu_microkernel.h). Blocks that start at
+// or past rows_valid rows or cols_valid columns are skipped. in_place != 0 (A and B
+// read from tensors): a block that crosses rows_valid or cols_valid calls
+// cpu_mma_edge over its valid part instead, so nothing past them is read; otherwise
+// it is computed whole (on the staging buffers' padding).
+void cpu_mma_blocks(const void* ukr, int64_t kc, const float* a, int64_t a_step, const float* b, int64_t b_step,
+                    float* c, int64_t ldc, int64_t lda, int64_t ldb, int64_t br, int64_t bc, int64_t blocks_r,
+                    int64_t blocks_c, int64_t rows_valid, int64_t cols_valid, int in_place, int overwrite);
+
 // The table index of cpu_prebuilt_microkernels[0].
-constexpr int kCpuSupportPrebuiltBase = 2;
+constexpr int kCpuSupportPrebuiltBase = 3;
 
 // The table handed to tessel_bind.
 void* const* cpu_support_table();
