@@ -261,16 +261,22 @@ class Lowering {
   // shared memory. The copy moves them as whole vectors (asynchronously when
   // pipelined) and the atom reads them with a plain ldmatrix; column panels would
   // need an element-by-element transpose on the way in.
-  bool wants_b_row_panels(const BufferRef& src, int64_t rows) const {
+  //
+  // The wgmma atom reads such a b operand K-major: one row panel as tall as the
+  // tile's k extent, each column's k values one 128-byte line (the only B layout
+  // it takes for fp32 operands, as tf32).
+  bool wants_b_row_panels(const BufferRef& src, int64_t rows, DType dtype) const {
     int64_t unit = 0;
-    return plan_.atom == AtomKind::MmaSync && rows % kBRowPanel == 0 && expr_is_const(src.row_stride, &unit) &&
-           unit == 1 && !(expr_is_const(src.col_stride, &unit) && unit == 1);
+    const bool rows_unit = expr_is_const(src.row_stride, &unit) && unit == 1 &&
+                           !(expr_is_const(src.col_stride, &unit) && unit == 1);
+    if (plan_.atom == AtomKind::Wgmma) return rows_unit && rows * dtype_bytes(dtype) == 128;
+    return plan_.atom == AtomKind::MmaSync && rows % kBRowPanel == 0 && rows_unit;
   }
   static constexpr int64_t kBRowPanel = 8;
   int new_b_row_panels(const TileOp& op, const std::string& base, int64_t rows, int64_t cols) {
     int s = new_buffer(op, base, Space::Shared, rows, cols);
     p_.buffers[s].layout = Layout::RowPanels;
-    p_.buffers[s].panel = kBRowPanel;
+    p_.buffers[s].panel = plan_.atom == AtomKind::Wgmma ? rows : kBRowPanel;
     return s;
   }
 
@@ -587,7 +593,7 @@ class Lowering {
       return;
     }
     int s = !c.mma_b                         ? new_buffer(op, tensor.name + "s", Space::Shared, rows, cols)
-            : wants_b_row_panels(w.ref, rows) ? new_b_row_panels(op, tensor.name + "s", rows, cols)
+            : wants_b_row_panels(w.ref, rows, tensor.dtype) ? new_b_row_panels(op, tensor.name + "s", rows, cols)
                                               : new_b_panels(op, tensor.name + "s", rows, cols);
     p_.buffers[s].dtype = tensor.dtype;  // staged as stored: the atom reads it
     GroupOp g = new_op(GroupOpKind::Copy);

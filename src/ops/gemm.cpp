@@ -200,8 +200,9 @@ void choose_worker_grid(Plan& p) {
   p.worker_cols = best_c;
 }
 
-// The kernels the front door runs: gemm_kernel, or split-K's two (gemm_kernel.h).
-enum class GemmKernelKind { Plain, SplitK, SplitKSum };
+// The kernels the front door runs (gemm_kernel.h): gemm_kernel; split-K's two; or,
+// for tf32 on the wgmma atom, B transposed first and gemm_kernel on B^T.
+enum class GemmKernelKind { Plain, SplitK, SplitKSum, Transpose, PlainTransposedB };
 
 // Everything that changes the compiled kernel; compared, not formatted, on every call.
 using CacheKey = std::tuple<GemmKernelKind, Plan, bool, GemmPrecision, std::string>;
@@ -226,9 +227,11 @@ Kernel compiled_gemm(const Plan& plan, const GemmOptions& options, bool* fresh,
   settings.coalesce_barriers = options.coalesce_barriers;
   settings.cuda_arch = options.arch;
   const DType ab = storage_dtype(options.precision);
-  Kernel kernel = compile(kind == GemmKernelKind::Plain    ? gemm_kernel(ab)
-                          : kind == GemmKernelKind::SplitK ? gemm_split_k_kernel(ab)
-                                                           : split_k_sum_kernel(),
+  Kernel kernel = compile(kind == GemmKernelKind::Plain              ? gemm_kernel(ab)
+                          : kind == GemmKernelKind::PlainTransposedB ? gemm_kernel(ab, /*b_transposed=*/true)
+                          : kind == GemmKernelKind::SplitK           ? gemm_split_k_kernel(ab)
+                          : kind == GemmKernelKind::Transpose        ? transpose_kernel()
+                                                                     : split_k_sum_kernel(),
                           plan, settings);
   *fresh = true;
   std::lock_guard<std::mutex> lock(mutex);
@@ -284,6 +287,33 @@ void validate_pointers(int64_t m, int64_t n, int64_t k, const float* a, const fl
     bad_argument("C is null but M x N = " + std::to_string(m) + " x " + std::to_string(n));
 }
 
+// tf32 on the wgmma atom: the instruction reads 32-bit B only K-major (N x K rows),
+// so B is transposed into scratch first (transpose_kernel) and gemm_kernel's
+// b_transposed variant reads that.
+bool transposes_b(const Plan& p, GemmPrecision precision) {
+  return p.target == TargetKind::Cuda && p.atom == AtomKind::Wgmma && precision == GemmPrecision::TF32;
+}
+
+// B^T's leading dimension: K rounded up to 16 bytes (tensor maps take no less).
+int64_t transposed_ld(int64_t k) { return (std::max<int64_t>(k, 1) + 3) / 4 * 4; }
+
+}  // namespace
+
+// 32 x 128 tiles of B over 256 workers of 4 x 4 (8 x 32): of seven plans on the
+// H200 the fastest (tf32 4096^3 GEMM with its transpose: 0.78 of cuBLAS, against
+// 0.73 with 64 x 64 tiles over 16 x 16 workers; docs/cuda.md).
+Plan gemm_transpose_plan() {
+  Plan p;
+  p.target = TargetKind::Cuda;
+  p.tiles = {{"BR", 32}, {"BC", 128}};
+  p.workers = 256;
+  p.worker_rows = 8;
+  p.worker_cols = 32;
+  return p;
+}
+
+namespace {
+
 // An operand as a launch reads it: where, its leading dimension, and whether it is
 // a copy (below).
 struct TmaOperand {
@@ -326,9 +356,10 @@ Plan resolve_plan(int64_t m, int64_t n, int64_t k, const GemmOptions& options) {
   plan.target = options.target;
   if (plan.atom == AtomKind::MmaSync && options.precision == GemmPrecision::F32)
     user_error(ErrorKind::Plan, "the mma.sync atom computes fp32 operands in tf32; ask for dtype tf32, or plan the fma atom");
-  if (plan.atom == AtomKind::Wgmma && options.precision != GemmPrecision::BF16 && options.precision != GemmPrecision::F16)
-    user_error(ErrorKind::Plan, std::string("the wgmma atom takes bf16 or fp16 operands, not ") +
-                                    precision_name(options.precision));
+  if (plan.atom == AtomKind::Wgmma && options.precision == GemmPrecision::F32)
+    user_error(ErrorKind::Plan, "the wgmma atom computes fp32 operands in tf32; ask for dtype tf32, or plan the fma atom");
+  if (plan.atom == AtomKind::Wgmma && options.precision == GemmPrecision::TF32 && !plan.tma)
+    user_error(ErrorKind::Plan, "tf32 on the wgmma atom reads B transposed through tma: plan copy=tma");
   if (options.plan) {
     if (plan.target == TargetKind::Cpu && plan.atom_m == 1 && plan.atom_n == 1 &&
         plan.tile("BM") % kCpuAtomM == 0 && plan.tile("BN") % kCpuAtomN == 0) {
@@ -364,6 +395,12 @@ KernelArgs gemm_args(int64_t m, int64_t n, int64_t k, float alpha, const void* a
 // The split of a call: options.split_k, else for default plans choose_split_k.
 SplitK gemm_split(const Plan& p, int64_t m, int64_t n, int64_t k, const GemmOptions& o) {
   if (o.split_k == 1 || k == 0 || p.target != TargetKind::Cuda) return {};
+  if (transposes_b(p, o.precision)) {
+    if (o.split_k > 1)
+      user_error(ErrorKind::Unsupported, "split_k = " + std::to_string(o.split_k) +
+                                             ": tf32 on the wgmma atom does not split K (plan mma.sync)");
+    return {};
+  }
   if (o.split_k == 0) return o.plan ? SplitK{} : choose_split_k(p, m, n, k);
   const int64_t bk = p.tile("BK"), steps = (k + bk - 1) / bk, slice_steps = (steps + o.split_k - 1) / o.split_k;
   return {(steps + slice_steps - 1) / slice_steps, slice_steps * bk};
@@ -395,9 +432,15 @@ void timed_on_device(const GemmOptions& o, GemmReport* report, Work work) {
 
 // A and B as a plan's launch takes them: in place, or for tma plans where tensor
 // maps cannot describe them, their copies (tma_operand).
+// (B transposed, transposes_b: its scratch, which the transpose launch fills.)
 std::pair<TmaOperand, TmaOperand> device_operands(const Plan& plan, int64_t m, int64_t n, int64_t k, const void* a,
-                                                  int64_t lda, const void* b, int64_t ldb, int64_t bytes) {
+                                                  int64_t lda, const void* b, int64_t ldb, GemmPrecision precision) {
+  const int64_t bytes = dtype_bytes(storage_dtype(precision));
   if (!plan.tma) return {{a, lda, false}, {b, ldb, false}};
+  if (transposes_b(plan, precision)) {
+    const int64_t ld = transposed_ld(k);
+    return {tma_operand(0, a, m, k, lda, bytes), {cuda_thread_scratch(1, size_t(std::max<int64_t>(1, n) * ld * bytes)), ld, false}};
+  }
   return {tma_operand(0, a, m, k, lda, bytes), tma_operand(1, b, k, n, ldb, bytes)};
 }
 
@@ -408,6 +451,7 @@ struct CudaLaunches {
   SplitK split;
   BoundLaunch main;
   std::optional<BoundLaunch> sum;
+  std::optional<BoundLaunch> transpose;  // B into B^T before main (transposes_b)
 };
 
 // Queues one call: operand copies, then the launches; returns their wall time.
@@ -415,7 +459,11 @@ double run_cuda(CudaLaunches& l, int64_t m, int64_t n, int64_t k, float alpha, c
                 const void* b, int64_t ldb, float beta, float* c, const GemmOptions& o, const LaunchOptions& lo,
                 GemmReport* report) {
   const int64_t bytes = dtype_bytes(storage_dtype(o.precision));
-  auto [ta, tb] = device_operands(l.plan, m, n, k, a, lda, b, ldb, bytes);
+  auto [ta, tb] = device_operands(l.plan, m, n, k, a, lda, b, ldb, o.precision);
+  if (l.transpose) {  // X = B, Y = B^T
+    l.transpose->set_tensor(0, const_cast<void*>(b));
+    l.transpose->set_tensor(1, const_cast<void*>(tb.data));
+  }
   // Tensors in declaration order: A, B, then C or P; the sum's P, C.
   l.main.set_tensor(0, const_cast<void*>(ta.data));
   l.main.set_tensor(1, const_cast<void*>(tb.data));
@@ -432,6 +480,7 @@ double run_cuda(CudaLaunches& l, int64_t m, int64_t n, int64_t k, float alpha, c
   timed_on_device(o, report, [&] {
     copy_tma_operand(ta, a, m, k, lda, bytes);
     copy_tma_operand(tb, b, k, n, ldb, bytes);
+    if (l.transpose) us += l.transpose->run(lo).run_us;
     us += l.main.run(lo).run_us;
     if (l.sum) us += l.sum->run(lo).run_us;
   });
@@ -447,12 +496,22 @@ Kernel compiled_split_sum(const SplitK& split, int64_t m, int64_t n, int64_t ldc
 }
 
 // Binds a call's launches on device arrays: `kernel`, and split-K's `sum` after it.
-CudaLaunches bind_cuda(const Kernel& kernel, const std::optional<Kernel>& sum, const Plan& plan, const SplitK& split,
-                       int64_t m, int64_t n, int64_t k, float alpha, const void* a, int64_t lda, const void* b,
-                       int64_t ldb, float beta, float* c, int64_t ldc, const GemmOptions& o) {
+CudaLaunches bind_cuda(const Kernel& kernel, const std::optional<Kernel>& sum, const std::optional<Kernel>& transpose,
+                       const Plan& plan, const SplitK& split, int64_t m, int64_t n, int64_t k, float alpha,
+                       const void* a, int64_t lda, const void* b, int64_t ldb, float beta, float* c, int64_t ldc,
+                       const GemmOptions& o) {
   const DType ab = storage_dtype(o.precision);
-  auto [ta, tb] = device_operands(plan, m, n, k, a, lda, b, ldb, dtype_bytes(ab));
-  CudaLaunches l{plan, split, {}, {}};
+  auto [ta, tb] = device_operands(plan, m, n, k, a, lda, b, ldb, o.precision);
+  CudaLaunches l{plan, split, {}, {}, {}};
+  if (transpose) {
+    KernelArgs t;
+    t.tensors = {{"X", matrix_arg(b, ab, k, n, ldb, true)}, {"Y", matrix_arg(tb.data, ab, n, k, tb.ld, true)}};
+    l.transpose = transpose->bind(t);
+    KernelArgs args = gemm_args(m, n, k, alpha, ta.data, ta.ld, tb.data, tb.ld, beta, c, ldc, ab, true);
+    args.tensors["B"].strides = {1, tb.ld};  // B^T, N x K rows: element (k, n) at n * ld + k
+    l.main = kernel.bind(args);
+    return l;
+  }
   if (split.slices == 1) {
     l.main = kernel.bind(gemm_args(m, n, k, alpha, ta.data, ta.ld, tb.data, tb.ld, beta, c, ldc, ab, true));
     return l;
@@ -611,6 +670,19 @@ Plan default_gemm_plan(TargetKind target, int64_t m, int64_t n, int64_t k, GemmP
         if (!wide_wgmma_tiles_pay(m, n)) set_gemm_tile(p, kWgmmaBM, kWgmmaBN / 2, kWgmmaBK);
       }
     }
+    // tf32 on wgmma reads B K-major: gemm() transposes it first (transposes_b), which
+    // pays for itself from the same size on. 32-element k tiles fill the 128-byte
+    // swizzled lines, as 64 do for 16-bit operands.
+    if (precision == GemmPrecision::TF32 && sm90 && big) {
+      p.atom = AtomKind::Wgmma;
+      set_gemm_tile(p, kWgmmaBM, wide_wgmma_tiles_pay(m, n) ? kWgmmaBN : kWgmmaBN / 2, kWgmmaBK / 2);
+      p.workers = kWgmmaWarpgroups;
+      p.atom_m = p.atom_n = 64;
+      p.window = kWgmmaWindow;
+      p.async_copy = false;
+      p.tma = true;
+      p.producers = 1;
+    }
   } else if (target == TargetKind::Cpu) {
     // M or K up to kCpuExact, N up to kCpuExactN, is one block of exactly that extent
     // (N: 127x193x61 1.11x, 64x200x128 1.20x faster than up to 128 only): no padding is
@@ -710,8 +782,17 @@ GemmReport gemm(int64_t m, int64_t n, int64_t k, float alpha, const float* a, in
       return std::make_pair(s, sum_fresh);
     });
 #endif
-  Kernel kernel =
-      compiled_gemm(report.plan, options, &fresh, split.slices > 1 ? GemmKernelKind::SplitK : GemmKernelKind::Plain);
+  const bool transposed_b = transposes_b(report.plan, options.precision);
+  Kernel kernel = compiled_gemm(report.plan, options, &fresh,
+                                split.slices > 1 ? GemmKernelKind::SplitK
+                                : transposed_b   ? GemmKernelKind::PlainTransposedB
+                                                 : GemmKernelKind::Plain);
+  std::optional<Kernel> transpose;
+  if (transposed_b) {
+    bool transpose_fresh = false;
+    transpose = compiled_gemm(gemm_transpose_plan(), options, &transpose_fresh, GemmKernelKind::Transpose);
+    fresh |= transpose_fresh;
+  }
 #ifdef TESSEL_WITH_CUDA
   if (sum_compile.valid()) {
     auto [s, sum_fresh] = sum_compile.get();
@@ -744,7 +825,7 @@ GemmReport gemm(int64_t m, int64_t n, int64_t k, float alpha, const float* a, in
   if (report.plan.target == TargetKind::Cuda) {
 #ifdef TESSEL_WITH_CUDA
     CudaLaunches launches =
-        bind_cuda(kernel, sum, report.plan, split, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, options);
+        bind_cuda(kernel, sum, transpose, report.plan, split, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, options);
     run_cuda(launches, m, n, k, alpha, a, lda, b, ldb, beta, c, options, lo, &report);
     if (fast) {
       last.valid = true;
@@ -779,7 +860,8 @@ std::string explain_gemm(int64_t m, int64_t n, int64_t k, const GemmOptions& opt
   CompileOptions co;
   co.coalesce_barriers = options.coalesce_barriers;
   co.keep_stages = true;
-  CompiledGroup g = compile_to_group(gemm_kernel(storage_dtype(options.precision)), plan, co);
+  CompiledGroup g =
+      compile_to_group(gemm_kernel(storage_dtype(options.precision), transposes_b(plan, options.precision)), plan, co);
   std::ostringstream out;
   for (const CompileStage& s : g.stages) {
     out << "// ---- " << s.name << " ----\n" << s.ir;

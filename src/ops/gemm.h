@@ -72,6 +72,11 @@ Plan default_gemm_plan(TargetKind target, int64_t m, int64_t n, int64_t k,
 // tiles to fill the device and the partial sums cost less than the idle time.
 int64_t gemm_split_k_slices(const Plan& plan, int64_t m, int64_t n, int64_t k, const GemmOptions& options = {});
 
+// tf32 on the wgmma atom reads B K-major: gemm() first transposes B into device
+// scratch (transpose_kernel, gemm_kernel.h) under this plan, then runs gemm_kernel's
+// b_transposed variant. Split-K does not apply there.
+Plan gemm_transpose_plan();
+
 // Checks sizes, leading dimensions and pointers (user errors, InvalidArgument,
 // with the numbers), then runs. M == 0 or N == 0 does nothing; K == 0 scales C by
 // beta; beta == 0 never reads C.

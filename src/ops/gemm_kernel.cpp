@@ -19,13 +19,13 @@ void store_scaled(KernelBuilder& kb, const Tensor& C, Sym row, Sym col, Sym rows
 
 }  // namespace
 
-TileKernel gemm_kernel(DType ab) {
-  KernelBuilder kb("gemm");
+TileKernel gemm_kernel(DType ab, bool b_transposed) {
+  KernelBuilder kb(b_transposed ? "gemm_bt" : "gemm");
   Sym M = kb.size("M"), N = kb.size("N"), K = kb.size("K");
   Sym lda = kb.size("lda"), ldb = kb.size("ldb"), ldc = kb.size("ldc");
   Sym BM = kb.tile("BM"), BN = kb.tile("BN"), BK = kb.tile("BK");
   Tensor A = kb.tensor("A", M, K, lda, Access::In);
-  Tensor B = kb.tensor("B", K, N, ldb, Access::In);
+  Tensor B = b_transposed ? kb.tensor("B", {K, N}, {1, ldb}, Access::In) : kb.tensor("B", K, N, ldb, Access::In);
   Tensor C = kb.tensor("C", M, N, ldc, Access::InOut);
   std::string alpha = kb.scalar("alpha"), beta = kb.scalar("beta");
 
@@ -66,6 +66,18 @@ TileKernel gemm_split_k_kernel(DType ab) {
   kernel.tensors[0].dtype = ab;  // A
   kernel.tensors[1].dtype = ab;  // B
   return kernel;
+}
+
+TileKernel transpose_kernel() {
+  KernelBuilder kb("transpose");
+  Sym R = kb.size("R"), C = kb.size("C"), ldx = kb.size("ldx"), ldy = kb.size("ldy");
+  Sym BR = kb.tile("BR"), BC = kb.tile("BC");
+  Tensor X = kb.tensor("X", R, C, ldx, Access::In);
+  Tensor Y = kb.tensor("Y", C, R, ldy, Access::Out);
+  kb.parallel(ceil_div(R, BR), ceil_div(C, BC), [&](Sym i, Sym j) {
+    kb.store(Y, j * BC, i * BR, kb.transpose(kb.load(X, i * BR, j * BC, BR, BC)));
+  });
+  return kb.finish();
 }
 
 TileKernel split_k_sum_kernel() {

@@ -7,13 +7,19 @@
 #include "ir/tile_ir.h"
 
 namespace tessel {
-TileKernel gemm_kernel(DType ab = DType::F32);
+// b_transposed: B is stored N x K row-major (element (k, n) at n * ldb + k), the
+// layout tf32 wgmma reads B in (K-major); the kernel is named gemm_bt.
+TileKernel gemm_kernel(DType ab = DType::F32, bool b_transposed = false);
 
 // Split-K, for shapes with too few output tiles to fill the device: K is cut into
 // S slices of KS (size parameters; KS a multiple of BK, S x KS >= K), and slice s
 // of output tile (i, j) writes its fp32 partial product to P[s] (S x M x N, strides
 // sps, ldp, 1). Loads past K read 0, so the last slice may overhang.
 TileKernel gemm_split_k_kernel(DType ab);
+
+// Y = X^T: X [R, C] strides (ldx, 1), Y [C, R] strides (ldy, 1), in BR x BC tiles
+// turned through shared memory, so that both sides read and write whole rows.
+TileKernel transpose_kernel();
 
 // C = alpha * (P[0] + P[1] + ... + P[S-1]) + beta * C, summed in that order for
 // every element (deterministic, whatever the plan); C is not read when beta == 0.

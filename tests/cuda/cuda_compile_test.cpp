@@ -36,8 +36,10 @@ const Shape kTileClasses[] = {{32, 32, 32}, {127, 193, 61}, {512, 512, 512}, {40
 const GemmPrecision kPrecisions[] = {GemmPrecision::F32, GemmPrecision::TF32, GemmPrecision::BF16,
                                      GemmPrecision::F16};
 
+// The kernel gemm() runs under the plan: tf32 on wgmma reads B transposed.
 std::shared_ptr<const CudaKernel> compile_plan(const Plan& plan, GemmPrecision p) {
-  CompiledGroup g = compile_to_group(gemm_kernel(storage_dtype(p)), plan, CompileOptions{});
+  const bool b_transposed = plan.atom == AtomKind::Wgmma && p == GemmPrecision::TF32;
+  CompiledGroup g = compile_to_group(gemm_kernel(storage_dtype(p), b_transposed), plan, CompileOptions{});
   return compile_cuda(g.program, "sm_90");
 }
 
@@ -76,6 +78,7 @@ TEST(CudaCompile, EveryDefaultGemmKernelCompilesForSm90WithoutSpills) {
         EXPECT_NE(ptx.find("fma.rn.f32"), std::string::npos) << what;
       } else if (plan.atom == AtomKind::Wgmma) {
         EXPECT_NE(ptx.find("wgmma.mma_async.sync.aligned.m64n"), std::string::npos) << what;
+        if (p == GemmPrecision::TF32) EXPECT_NE(ptx.find("k8.f32.tf32.tf32"), std::string::npos) << what;
         EXPECT_EQ(kernel->info().nvrtc.arch, "sm_90a") << what;
       } else {
         EXPECT_NE(ptx.find(p == GemmPrecision::TF32 ? "mma.sync.aligned.m16n8k8.row.col.f32.tf32"
@@ -200,7 +203,7 @@ TEST(CudaCompile, DoubleBufferedFragmentsCompileAndRunOnSim) {
     GemmPrecision p;
     int64_t size;  // picks the default plan's tile class
   };
-  for (Case c : {Case{GemmPrecision::F32, 4096}, Case{GemmPrecision::F32, 512}, Case{GemmPrecision::TF32, 4096},
+  for (Case c : {Case{GemmPrecision::F32, 4096}, Case{GemmPrecision::F32, 512}, Case{GemmPrecision::TF32, 500},
                  Case{GemmPrecision::BF16, 300}}) {  // 300: rows off 16 bytes, mma.sync
     Plan plan = default_gemm_plan(TargetKind::Cuda, c.size, c.size, c.size, c.p);
     ASSERT_NE(plan.atom, AtomKind::Wgmma);
@@ -298,7 +301,8 @@ TEST(CudaCompileErrors, WgmmaMisusesArePlanErrors) {
   // checks to speak.
   Plan one_stage = wg;
   one_stage.window = 1;
-  expect_plan_error([&] { compile(one_stage, DType::F32, "sm_90"); }, "bf16 or f16");
+  one_stage.tiles["BK"] = 32;  // rows of 128 bytes, as fp32 (tf32) operands need
+  expect_plan_error([&] { compile(one_stage, DType::F32, "sm_90"); }, "tf32 wgmma needs B K-major");
   Plan narrow_k = wg;
   narrow_k.tiles["BK"] = 32;
   expect_plan_error([&] { compile(narrow_k, DType::BF16, "sm_90"); }, "bk = 64");

@@ -160,7 +160,7 @@ TEST(TmaCompile, FormsTheCopyEngineCannotTakeAreTypedErrors) {
   unsupported(edit(text, "-> As@s[0, 0] 128x64", "-> As@s[4, 0] 124x64"), "constant row multiple of 8");
   // An f32 operand: the 128-byte swizzle of 16-bit rows is the only layout here.
   unsupported(edit(edit(text, "A: bf16[M, K]", "A: f32[M, K]"), "buffer A: global bf16", "buffer A: global f32"),
-              "tma copies 16-bit elements");
+              "copies f32 into bf16; tma copies bf16, f16 or f32 elements without conversion");
 }
 
 // ---- on a GPU ----

@@ -34,7 +34,7 @@ bool has(const std::string& s, const std::string& part) { return s.find(part) !=
 // A wgmma tile plan with tma stages; producers 0 or 1 (a producer warpgroup).
 Plan tma_plan(GemmPrecision precision, int64_t bm, int64_t bn, int warpgroups, int window, int producers) {
   Plan p = default_gemm_plan(TargetKind::Cuda, 4096, 4096, 4096, precision, "sm_90");
-  set_gemm_tile(p, bm, bn, 64);
+  set_gemm_tile(p, bm, bn, precision == GemmPrecision::TF32 ? 32 : 64);  // 128-byte lines
   p.workers = warpgroups, p.worker_rows = warpgroups, p.worker_cols = 1;
   p.window = window;
   p.async_copy = false;
@@ -170,13 +170,26 @@ TEST(TmaPipelineGpu, EveryVariantMatchesTheOracleOnRaggedShapes) {
           expect_gemm(tma_plan(precision, v.bm, v.bn, v.warpgroups, v.window, v.producers), precision, m, n, k, beta);
 }
 
+// tf32: B transposed into scratch first, then read K-major (gemm.cpp, transposes_b);
+// any K and N (the transposed copy's rows are padded to 16 bytes).
+TEST(TmaPipelineGpu, Tf32VariantsMatchTheOracleOnRaggedShapes) {
+  REQUIRE_GPU();
+  const std::tuple<int64_t, int64_t, int64_t> shapes[] = {
+      {128, 128, 64}, {200, 136, 328}, {70, 9, 1001}, {1, 8, 8}, {513, 261, 777}, {1000, 1000, 1000}, {64, 64, 0}};
+  for (const Variant& v : kVariants)
+    for (auto [m, n, k] : shapes)
+      for (float beta : {0.0f, 0.5f})
+        expect_gemm(tma_plan(GemmPrecision::TF32, v.bm, v.bn, v.warpgroups, v.window, v.producers),
+                    GemmPrecision::TF32, m, n, k, beta);
+}
+
 // Two small ragged shapes per variant (bf16): quick enough for compute-sanitizer.
 TEST(TmaPipelineGpu, SmallShapesForSanitizers) {
   REQUIRE_GPU();
   for (const Variant& v : kVariants)
     for (auto [m, n, k] : {std::tuple<int64_t, int64_t, int64_t>{200, 136, 328}, {70, 8, 1000}})
-      expect_gemm(tma_plan(GemmPrecision::BF16, v.bm, v.bn, v.warpgroups, v.window, v.producers), GemmPrecision::BF16,
-                  m, n, k, 0.0f);
+      for (GemmPrecision p : {GemmPrecision::BF16, GemmPrecision::TF32})
+        expect_gemm(tma_plan(p, v.bm, v.bn, v.warpgroups, v.window, v.producers), p, m, n, k, 0.0f);
 }
 
 // 7 groups walk 4x8 .. 8x4 tiles several each; 132 groups: one tile each or none.

@@ -1,6 +1,7 @@
 #include "target/cuda/cuda_emit.h"
 
 #include <algorithm>
+#include <tuple>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -204,7 +205,7 @@ class Emitter {
     std::string s = kPrelude;
     if (!p_.mbarriers.empty()) s += kMbarPrelude;
     out.tensor_maps = maps_;
-    for (int64_t n : wgmma_widths_) s += wgmma_helper(n);
+    for (const WgmmaShape& w : wgmma_shapes_) s += wgmma_helper(w);
     // Two blocks per multiprocessor (at most 128 registers a thread at 256 threads)
     // where fragments are small enough not to spill there: one block's barrier
     // stalls hide behind the other's math. 64-register accumulators need the room,
@@ -497,12 +498,18 @@ class Emitter {
                                       " is not a column of 64xN wgmma tiles (N a multiple of 64, at most 256)");
   }
 
+  // A wgmma instruction: operand dtype, n, whether B is K-major.
+  using WgmmaShape = std::tuple<DType, int64_t, bool>;
+
   // wgmma reads its operands from shared memory in the 128-byte-swizzled layouts
-  // (PTX ISA, "Shared Memory Matrix Layout"): A (m x k) K-major, each row 128 bytes
-  // (k = 64 16-bit elements); B (k x n) MN-major, in panels of 64 columns, each
-  // panel k rows of 128 bytes. Within every 8 rows of 128 bytes, 16-byte chunk c of
-  // row r sits at chunk c ^ (r % 8). That is GroupIR's RowMajor A and ColPanels(64)
-  // B with the chunk index permuted, so only the physical address changes.
+  // (PTX ISA, "Shared Memory Matrix Layout"), in lines of 128 bytes (64 16-bit or 32
+  // fp32 elements): A (m x k) K-major, one line a row; B (k x n) either MN-major, in
+  // panels of one line's columns, each panel k lines (16-bit only: the instruction
+  // transposes it), or K-major, one line of k a column: row panels as tall as a line
+  // (a source whose rows are its unit stride, lower.cpp). Within every 8 lines,
+  // 16-byte chunk c of line l sits at chunk c ^ (l % 8). That is GroupIR's RowMajor
+  // A and ColPanels / RowPanels B with the chunk index permuted, so only the
+  // physical address changes. fp32 operands multiply as tf32.
   void mark_wgmma_operands(const std::vector<GroupOp>& ops) {
     for (const GroupOp& op : ops) {
       for (const auto& body : op.bodies) mark_wgmma_operands(body);
@@ -513,36 +520,49 @@ class Emitter {
         user_error(ErrorKind::Plan, "mma #" + num(op.id) + " (wgmma atom): " + why);
       };
       if (A.space != Space::Shared || B.space != Space::Shared) bad("operands must be in shared memory");
-      if (A.dtype == DType::F32 || A.dtype != B.dtype)
+      if (A.dtype != B.dtype || (A.dtype != DType::BF16 && A.dtype != DType::F16 && A.dtype != DType::F32))
         bad(std::string("operands are ") + dtype_name(A.dtype) + " and " + dtype_name(B.dtype) +
-            "; wgmma takes bf16 or f16 (plan the mma.sync atom for tf32)");
-      if (A.layout != Layout::RowMajor || A.cols * 2 != 128)
-        bad("A must be staged row-major with rows of 64 elements (plan bk = 64), got " + num(A.rows) + "x" +
-            num(A.cols));
-      if (B.layout != Layout::ColPanels || B.panel != 64 || B.cols % 64 || B.rows % 8)
-        bad("B must be staged in whole panels of 64 columns and whole groups of 8 rows (plan atom 64x64)");
+            "; wgmma takes two bf16, f16 or f32 (as tf32) operands");
+      const int64_t line = swizzle_line(A.dtype), kstep = wgmma_k(A.dtype);
+      if (A.layout != Layout::RowMajor || A.cols != line)
+        bad("A must be staged row-major with rows of " + num(line) + " elements (plan bk = " + num(line) + "), got " +
+            num(A.rows) + "x" + num(A.cols));
+      const bool k_major = B.layout == Layout::RowPanels;
+      if (!k_major && dtype_bytes(B.dtype) != 2)
+        bad("tf32 wgmma needs B K-major (a source whose rows are its unit stride): it cannot transpose 32-bit B");
+      if (k_major && (B.panel != line || B.rows != line || B.cols % 8))
+        bad("a K-major B must be one row panel of " + num(line) + " (plan bk = " + num(line) +
+            ") and whole groups of 8 columns, got " + num(B.rows) + "x" + num(B.cols));
+      if (!k_major && (B.layout != Layout::ColPanels || B.panel != line || B.cols % line || B.rows % 8))
+        bad("B must be staged in whole panels of " + num(line) +
+            " columns and whole groups of 8 rows (plan atom 64x64), or K-major");
       if (A.rows % 64 || op.k > A.cols || op.k > B.rows)
         bad("A must hold whole 64-row tiles and both operands the whole k window");
-      if (op.k % 16 || !const_multiple(op.a.col, 16) || !const_multiple(op.b.row, 16))
-        bad("k window must start and end on multiples of 16");
+      if (op.k % kstep || !const_multiple(op.a.col, kstep) || !const_multiple(op.b.row, k_major ? line : kstep))
+        bad("k window must start and end on multiples of " + num(kstep));
       if (!const_multiple(op.a.row, 64) || !const_multiple(op.b.col, 64))
         bad("the m and n windows must start on multiples of 64");
       swizzled_.resize(p_.buffers.size(), false);
       swizzled_[A.id] = swizzled_[B.id] = true;
       swizzled_any_ = true;
       if (op.async) async_accumulators_.insert(op.frag);
-      wgmma_dtype_ = A.dtype;
-      wgmma_widths_.insert(op.n / p_.worker_cols);
+      wgmma_shapes_.insert({A.dtype, op.n / p_.worker_cols, k_major});
     }
   }
+
+  // Elements in a 128-byte swizzled line, and k of one wgmma instruction.
+  static int64_t swizzle_line(DType t) { return 128 / dtype_bytes(t); }
+  static int64_t wgmma_k(DType t) { return 32 / dtype_bytes(t); }
 
   bool swizzled(const Buffer& b) const { return b.id < (int)swizzled_.size() && swizzled_[b.id]; }
 
   // tma copies write their boxes in the 128-byte-swizzled layout (the tensor map's
-  // swizzle): their destinations take the layout wgmma's operands have, so they
-  // hold 16-bit elements in rows of 64 (RowMajor) or panels of 64 columns
-  // (ColPanels 64), and a box starts on a swizzle period (8 rows) and a panel. The
-  // tensor maps' extents, strides and offsets are launch values: size parameters only.
+  // swizzle): their destinations take the layout wgmma's operands have, lines of
+  // 128 bytes: row-major with one line a row, panels of one line's columns, or, from
+  // a source whose rows are its unit stride (transposed), one row panel as tall as
+  // a line (each column's k values a line). A box starts on a swizzle period (8
+  // lines) and a panel. The tensor maps' extents, strides and offsets are launch
+  // values: size parameters only.
   void mark_tma_destinations(const std::vector<GroupOp>& ops) {
     for (const GroupOp& op : ops) {
       for (const auto& body : op.bodies) mark_tma_destinations(body);
@@ -553,23 +573,32 @@ class Emitter {
       const Buffer& S = p_.buffer(op.src.buffer);
       const Buffer& D = p_.buffer(op.dst.buffer);
       const TensorParam& t = p_.tensors.at(S.tensor);
-      if (D.dtype != t.dtype || dtype_bytes(D.dtype) != 2)
+      if (D.dtype != t.dtype || (dtype_bytes(D.dtype) != 2 && D.dtype != DType::F32))
         bad(std::string("copies ") + dtype_name(t.dtype) + " into " + dtype_name(D.dtype) +
-            "; tma copies 16-bit elements (bf16, f16) without conversion");
-      bool rows64 = D.layout == Layout::RowMajor && D.cols == 64;
-      bool panels64 = D.layout == Layout::ColPanels && D.panel == 64;
-      if (!rows64 && !panels64)
-        bad("destination " + D.name + " must be row-major with 64 columns or in panels of 64 columns "
-            "(the 128-byte swizzle)");
-      if (D.rows % 8) bad("destination " + D.name + " must have a multiple of 8 rows");
-      if (op.cols % 64 || (rows64 && op.cols != 64))
-        bad("box " + num(op.rows) + "x" + num(op.cols) + " must be whole 64-column panels");
-      if (!const_multiple(op.dst.row, 8) || !const_multiple(op.dst.col, 64))
-        bad("the destination window must start at a constant row multiple of 8 and column multiple of 64");
-      if (!unit(op.src.col_stride)) bad("the source must have column stride 1");
+            "; tma copies bf16, f16 or f32 elements without conversion");
+      const int64_t line = swizzle_line(D.dtype);
+      const bool rows = D.layout == Layout::RowMajor && D.cols == line;
+      const bool panels = D.layout == Layout::ColPanels && D.panel == line;
+      const bool transposed = D.layout == Layout::RowPanels && D.panel == line && D.rows == line;
+      if (!rows && !panels && !transposed)
+        bad("destination " + D.name + " must be row-major with " + num(line) + " columns, in panels of " + num(line) +
+            " columns, or one row panel of " + num(line) + " rows (the 128-byte swizzle)");
+      if (transposed ? D.cols % 8 : D.rows % 8)
+        bad("destination " + D.name + " must have whole groups of 8 lines");
+      if (transposed ? op.rows != line : (op.cols % line || (rows && op.cols != line)))
+        bad("box " + num(op.rows) + "x" + num(op.cols) + " must be whole " + num(line) + "-element lines");
+      if (transposed ? !const_multiple(op.dst.row, line) || !const_multiple(op.dst.col, 8)
+                     : !const_multiple(op.dst.row, 8) || !const_multiple(op.dst.col, line))
+        bad(transposed ? "the destination window must start at a constant row multiple of " + num(line) +
+                             " and column multiple of 8"
+                       : "the destination window must start at a constant row multiple of 8 and column multiple of " +
+                             num(line));
+      if (!unit(transposed ? op.src.row_stride : op.src.col_stride))
+        bad(transposed ? "the source of a row panel must have row stride 1" : "the source must have column stride 1");
       if (!op.src_row_bound || !op.src_col_bound)
         bad("the source needs guards (the tensor's extent, its tensor map's dimensions)");
-      for (const Expr* e : {&op.src.row_stride, &op.src_row_bound, &op.src_col_bound, &op.src.offset})
+      const Expr& outer_stride = transposed ? op.src.col_stride : op.src.row_stride;
+      for (const Expr* e : {&outer_stride, &op.src_row_bound, &op.src_col_bound, &op.src.offset})
         if (*e) expr_symbols(*e, [&](const std::string& sname) {
             if (!std::count(p_.size_params.begin(), p_.size_params.end(), sname))
               bad("'" + sname + "' in " + expr_to_string(*e) + ": a tensor map's extents, stride and offset "
@@ -578,11 +607,12 @@ class Emitter {
       CudaTensorMap m;
       m.tensor = S.tensor;
       m.dtype = D.dtype;
-      m.box_rows = op.rows;
-      m.box_cols = 64;
-      m.rows = op.src_row_bound;
-      m.cols = op.src_col_bound;
-      m.row_stride = op.src.row_stride;
+      // The map describes memory: lines (outer) of contiguous elements (inner).
+      m.box_rows = transposed ? op.cols : op.rows;
+      m.box_cols = line;
+      m.rows = transposed ? op.src_col_bound : op.src_row_bound;
+      m.cols = transposed ? op.src_row_bound : op.src_col_bound;
+      m.row_stride = outer_stride;
       m.offset = op.src.offset;
       auto same = [](const Expr& a, const Expr& b) { return (!a && !b) || (a && b && expr_equal(a, b)); };
       int found = -1;
@@ -601,21 +631,30 @@ class Emitter {
     }
   }
 
-  // Device function for one m64nNk16 wgmma with fp32 accumulators d[0 .. N/2):
-  // D += A * B (scale-d true), A K-major, B MN-major (imm-trans-b = 1).
-  std::string wgmma_helper(int64_t n) const {
-    const std::string t = wgmma_dtype_ == DType::F16 ? "f16" : "bf16";
+  // Device function for one m64nNkK wgmma with fp32 accumulators d[0 .. N/2):
+  // D += A * B (scale-d true), A K-major; B MN-major (16-bit: imm-trans-b = 1) or
+  // K-major. K is 16 for bf16 and f16, 8 for tf32 (no transpose operands).
+  static std::string wgmma_name(const WgmmaShape& w) {
+    const auto& [dtype, n, k_major] = w;
+    return "tsl_wgmma_" + std::string(wgmma_type(dtype)) + "_n" + num(n) + (k_major ? "_kb" : "");
+  }
+  static const char* wgmma_type(DType t) { return t == DType::F16 ? "f16" : t == DType::BF16 ? "bf16" : "tf32"; }
+  static std::string wgmma_helper(const WgmmaShape& w) {
+    const auto& [dtype, n, k_major] = w;
+    const std::string t = wgmma_type(dtype);
     const int64_t regs = n / 2;
     std::string list, outs;
     for (int64_t i = 0; i < regs; ++i) {
       list += (i ? ", %" : "%") + num(i);
       outs += (i ? ", " : "") + std::string("\"+f\"(d[") + num(i) + "])";
     }
-    return "static __device__ __forceinline__ void tsl_wgmma_" + t + "_n" + num(n) +
+    // scale-d from p, imm-scale-a 1, imm-scale-b 1, then (16-bit) imm-trans-a 0, imm-trans-b.
+    const std::string imm = dtype == DType::F32 ? "1, 1" : k_major ? "1, 1, 0, 0" : "1, 1, 0, 1";
+    return "static __device__ __forceinline__ void " + wgmma_name(w) +
            "(float* d, unsigned long long a, unsigned long long b) {\n"
            "  asm volatile(\"{\\n.reg .pred p;\\nsetp.ne.b32 p, %" + num(regs + 2) + ", 0;\\n"
-           "wgmma.mma_async.sync.aligned.m64n" + num(n) + "k16.f32." + t + "." + t + " {" + list + "}, %" +
-           num(regs) + ", %" + num(regs + 1) + ", p, 1, 1, 0, 1;\\n}\\n\"\n"
+           "wgmma.mma_async.sync.aligned.m64n" + num(n) + "k" + num(wgmma_k(dtype)) + ".f32." + t + "." + t + " {" +
+           list + "}, %" + num(regs) + ", %" + num(regs + 1) + ", p, " + imm + ";\\n}\\n\"\n"
            "    : " + outs + "\n    : \"l\"(a), \"l\"(b), \"r\"(1) : \"memory\");\n}\n";
   }
 
@@ -636,8 +675,10 @@ class Emitter {
       if (b.space != Space::Shared) continue;
       int64_t lines = 0, line = 0;
       if (swizzled(b)) {  // 128-byte lines, unpadded: the swizzle spreads the banks
-        lines = b.layout == Layout::RowMajor ? b.rows : b.cols / b.panel;
-        line = b.layout == Layout::RowMajor ? b.cols : b.rows * b.panel;
+        lines = b.layout == Layout::RowMajor ? b.rows : b.layout == Layout::ColPanels ? b.cols / b.panel
+                                                                                      : b.rows / b.panel;
+        line = b.layout == Layout::RowMajor ? b.cols : b.layout == Layout::ColPanels ? b.rows * b.panel
+                                                                                     : b.cols * b.panel;
         at = round_up(at, 1024);
         line_[b.id] = line;
         slot_[b.id] = round_up(lines * line * dtype_bytes(b.dtype), 1024);
@@ -710,11 +751,18 @@ class Emitter {
     TESSEL_ASSERT(b.space != Space::Global, "global buffers are indexed through their refs");
     std::string R = "(int)(" + r + ")", C = "(int)(" + c + ")", P = num(b.panel), L = num(line_[b.id]);
     if (swizzled(b)) {
-      // Element x of a 128-byte row r (64 16-bit elements): chunk x/8 moves to
-      // (x/8) ^ (r%8). RowMajor: rows of 64; ColPanels(64): panels of rows x 64.
-      std::string row = b.layout == Layout::RowMajor ? R + " * 64" : "(" + C + " / 64) * " + L + " + " + R + " * 64";
-      std::string x = b.layout == Layout::RowMajor ? C : "(" + C + " % 64)";
-      return row + " + ((((" + x + ") >> 3) ^ (" + R + " & 7)) << 3) + ((" + x + ") & 7)";
+      // Element x of 128-byte line l (E elements, chunks of c): chunk x/c moves to
+      // (x/c) ^ (l%8). RowMajor: line l = row r; ColPanels(E): panels of rows x E,
+      // line r of its panel; RowPanels(E): panels of E x cols, line c of its panel.
+      const int64_t e = swizzle_line(b.dtype), c = 16 / dtype_bytes(b.dtype);
+      const std::string E = num(e), shift = num(c == 8 ? 3 : 2), mask = num(c - 1);
+      std::string at, x, l;
+      switch (b.layout) {
+        case Layout::RowMajor: at = R + " * " + E, x = C, l = R; break;
+        case Layout::ColPanels: at = "(" + C + " / " + E + ") * " + L + " + " + R + " * " + E, x = "(" + C + " % " + E + ")", l = R; break;
+        case Layout::RowPanels: at = "(" + R + " / " + E + ") * " + L + " + " + C + " * " + E, x = "(" + R + " % " + E + ")", l = C; break;
+      }
+      return at + " + ((((" + x + ") >> " + shift + ") ^ (" + l + " & 7)) << " + shift + ") + ((" + x + ") & " + mask + ")";
     }
     switch (b.layout) {
       case Layout::RowMajor: return R + " * " + L + " + " + C;
@@ -766,7 +814,7 @@ class Emitter {
   }
   bool columns_contiguous(const Buffer& b, int64_t v) const {
     TESSEL_ASSERT(b.space != Space::Global, "global buffers are judged through their refs");
-    if (swizzled(b)) return 8 % v == 0;         // 16-byte chunks stay whole
+    if (swizzled(b)) return b.layout != Layout::RowPanels && (16 / dtype_bytes(b.dtype)) % v == 0;  // whole chunks
     if (b.layout == Layout::RowMajor) return line_[b.id] % v == 0;
     if (b.layout == Layout::ColPanels) return b.panel % v == 0 && line_[b.id] % v == 0;
     return false;
@@ -942,18 +990,26 @@ class Emitter {
     return a + " + 8 * (unsigned)(" + ex(op.mbar_slot) + ")";
   }
 
-  // Thread 0 issues one box per 64-column panel of the destination window.
+  // The leader issues one box per line-wide panel of the destination window, or
+  // for a row panel (a transposed source) one box of its columns: the map's inner
+  // coordinate is then the window's row.
   void emit_tma(const GroupOp& op) {
     const Buffer& D = p_.buffer(op.dst.buffer);
     const int map = tma_map_.at(op.id);
+    const int64_t line_elems = swizzle_line(D.dtype);
     line("// tma #" + num(op.id));
     open("if (" + leader_thread() + ")");
     line("const int r = (int)(" + ex(op.src.row) + "), c = (int)(" + ex(op.src.col) + ");");
     line("const int dr = (int)(" + ex(op.dst.row) + "), dc = (int)(" + ex(op.dst.col) + ");");
     line("const unsigned bar = " + mbar_addr(op) + ";");
-    line("#pragma unroll");
-    line("for (int p = 0; p < " + num(op.cols / 64) + "; ++p) tsl_tma_2d(tsl_smem(&" + base(op.dst) + "[" +
-         index(D, "dr", "dc + p * 64") + "]), &tm" + num(map) + ", c + p * 64, r, bar);");
+    if (D.layout == Layout::RowPanels) {
+      line("tsl_tma_2d(tsl_smem(&" + base(op.dst) + "[" + index(D, "dr", "dc") + "]), &tm" + num(map) + ", r, c, bar);");
+    } else {
+      const std::string E = num(line_elems);
+      line("#pragma unroll");
+      line("for (int p = 0; p < " + num(op.cols / line_elems) + "; ++p) tsl_tma_2d(tsl_smem(&" + base(op.dst) + "[" +
+           index(D, "dr", "dc + p * " + E) + "]), &tm" + num(map) + ", c + p * " + E + ", r, bar);");
+    }
     close();
   }
 
@@ -1281,7 +1337,8 @@ class Emitter {
   std::string row_step(const BufferRef& ref, int64_t dr) const {
     const Buffer& b = p_.buffer(ref.buffer);
     if (b.space == Space::Global) return "(int64_t)" + num(dr) + " * (" + ex(ref.row_stride) + ")";
-    if (swizzled(b)) return dr % 8 == 0 ? num(dr * 64) : "";  // the chunk permutation repeats every 8 rows
+    if (swizzled(b))  // the chunk permutation repeats every 8 lines
+      return dr % 8 == 0 && b.layout != Layout::RowPanels ? num(dr * swizzle_line(b.dtype)) : "";
     switch (b.layout) {
       case Layout::RowMajor: return num(dr * line_[b.id]);
       case Layout::ColPanels: return num(dr * b.panel);
@@ -2340,24 +2397,31 @@ class Emitter {
     close();
   }
 
-  // Each warpgroup: pr/64 wgmma tiles of 64 x pc per 16 of k, operands straight from
-  // the swizzled shared buffers (descriptors; see mark_wgmma_operands). The
-  // accumulators are fenced before the first wgmma and waited for at the end, so
-  // the op is synchronous to everything around it.
+  // Each warpgroup: pr/64 wgmma tiles of 64 x pc per k step (16 of k, tf32 8),
+  // operands straight from the swizzled shared buffers (descriptors; see
+  // mark_wgmma_operands). The accumulators are fenced before the first wgmma and
+  // waited for at the end, so the op is synchronous to everything around it.
   void emit_wgmma(const GroupOp& op, const Buffer& acc, const Buffer& A, const Buffer& B, int64_t pr, int64_t pc) {
-    const std::string t = A.dtype == DType::F16 ? "f16" : "bf16", f = "f" + num(acc.id);
-    // A: rows 64 apart are 64 * 128 bytes apart; k steps of 16 move 32 bytes along
-    // the swizzled row. B: k steps of 16 rows move 16 * 128 bytes; panels are
-    // rows * 128 bytes apart (LBO), 8-row groups 1024 bytes (SBO).
-    line("const unsigned sa = tsl_smem(&" + base(op.a) + "[" + index(A, "ar", "0") + "]) + ak * 2;");
+    const std::string f = "f" + num(acc.id);
+    const bool k_major = B.layout == Layout::RowPanels;
+    const std::string fn = wgmma_name({A.dtype, pc, k_major});
+    const int64_t bytes = dtype_bytes(A.dtype);
+    // A: rows 64 apart are 64 * 128 bytes apart; a k step moves 32 bytes along the
+    // swizzled row. B MN-major: a k step of 16 rows moves 16 * 128 bytes; panels are
+    // rows * 128 bytes apart (LBO), 8-row groups 1024 bytes (SBO). B K-major: like A,
+    // one 128-byte line a column, 8-line groups 1024 bytes apart.
+    line("const unsigned sa = tsl_smem(&" + base(op.a) + "[" + index(A, "ar", "0") + "]) + ak * " + num(bytes) + ";");
     line("const unsigned sb = tsl_smem(&" + base(op.b) + "[" + index(B, "bk", "bc") + "]);");
     line("asm volatile(\"wgmma.fence.sync.aligned;\\n\" ::: \"memory\");");
     line("#pragma unroll");
-    open("for (int kk = 0; kk < " + num(op.k / 16) + "; ++kk)");
-    line("const unsigned long long db = tsl_wgmma_desc(sb + kk * 2048, " + num(B.rows * 128) + ", 1024);");
+    open("for (int kk = 0; kk < " + num(op.k / wgmma_k(A.dtype)) + "; ++kk)");
+    if (k_major)
+      line("const unsigned long long db = tsl_wgmma_desc(sb + kk * 32, 16, 1024);");
+    else
+      line("const unsigned long long db = tsl_wgmma_desc(sb + kk * 2048, " + num(B.rows * 128) + ", 1024);");
     line("#pragma unroll");
-    line("for (int m = 0; m < " + num(pr / 64) + "; ++m) tsl_wgmma_" + t + "_n" + num(pc) + "(&" + f + "[m * " +
-         num(pc / 2) + "], tsl_wgmma_desc(sa + m * 8192 + kk * 32, 16, 1024), db);");
+    line("for (int m = 0; m < " + num(pr / 64) + "; ++m) " + fn + "(&" + f + "[m * " + num(pc / 2) +
+         "], tsl_wgmma_desc(sa + m * 8192 + kk * 32, 16, 1024), db);");
     close();
     line("asm volatile(\"wgmma.commit_group.sync.aligned;\\n\" ::: \"memory\");");
     // A synchronous mma completes here; an async one at its mma.wait.
@@ -2371,8 +2435,7 @@ class Emitter {
   bool swizzled_any_ = false;
   std::set<int> async_accumulators_;  // fragments async wgmmas accumulate into
   std::set<int> redundant_fences_;       // fence op ids left out (find_redundant_fences)
-  DType wgmma_dtype_ = DType::BF16;
-  std::set<int64_t> wgmma_widths_;
+  std::set<WgmmaShape> wgmma_shapes_;  // the wgmma instructions the program uses
   std::vector<int64_t> offset_, slot_, line_;
   std::vector<int64_t> mbar_offset_;     // by mbarrier id: its slots' byte offset in smem
   std::vector<CudaTensorMap> maps_;      // tensor map parameters, in order

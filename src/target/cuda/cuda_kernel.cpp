@@ -50,8 +50,9 @@ CUtensorMap encode_tensor_map(const CudaDriver& d, const CudaTensorMap& m, const
   cuuint32_t element_strides[2] = {1, 1};
   CUtensorMap map;
   cuda_check(d.cuTensorMapEncodeTiled(&map,
-                                      m.dtype == DType::F16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16
-                                                            : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
+                                      m.dtype == DType::F16    ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16
+                                      : m.dtype == DType::BF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+                                                               : CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
                                       2, reinterpret_cast<void*>(address), dims, strides, box, element_strides,
                                       CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
                                       CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
