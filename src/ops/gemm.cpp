@@ -771,33 +771,30 @@ GemmReport gemm(int64_t m, int64_t n, int64_t k, float alpha, const float* a, in
   report.split_k = split.slices;
   bool fresh = false;
   const auto compile_start = std::chrono::steady_clock::now();
-  std::optional<Kernel> sum;
+  const bool transposed_b = transposes_b(report.plan, options.precision);
+  std::optional<Kernel> sum, transpose;
 #ifdef TESSEL_WITH_CUDA
-  // Split-K's two kernels compile side by side.
-  std::future<std::pair<Kernel, bool>> sum_compile;
-  if (split.slices > 1)
-    sum_compile = std::async(std::launch::async, [&] {
-      bool sum_fresh = false;
-      Kernel s = compiled_split_sum(split, m, n, ldc, options, &sum_fresh);
-      return std::make_pair(s, sum_fresh);
+  // A call's second kernel (split-K's sum, or the transpose of B that tf32 on wgmma
+  // runs first) compiles beside the main one.
+  std::future<std::pair<Kernel, bool>> second;
+  if (split.slices > 1 || transposed_b)
+    second = std::async(std::launch::async, [&] {
+      bool second_fresh = false;
+      Kernel s = split.slices > 1
+                     ? compiled_split_sum(split, m, n, ldc, options, &second_fresh)
+                     : compiled_gemm(gemm_transpose_plan(), options, &second_fresh, GemmKernelKind::Transpose);
+      return std::make_pair(s, second_fresh);
     });
 #endif
-  const bool transposed_b = transposes_b(report.plan, options.precision);
   Kernel kernel = compiled_gemm(report.plan, options, &fresh,
                                 split.slices > 1 ? GemmKernelKind::SplitK
                                 : transposed_b   ? GemmKernelKind::PlainTransposedB
                                                  : GemmKernelKind::Plain);
-  std::optional<Kernel> transpose;
-  if (transposed_b) {
-    bool transpose_fresh = false;
-    transpose = compiled_gemm(gemm_transpose_plan(), options, &transpose_fresh, GemmKernelKind::Transpose);
-    fresh |= transpose_fresh;
-  }
 #ifdef TESSEL_WITH_CUDA
-  if (sum_compile.valid()) {
-    auto [s, sum_fresh] = sum_compile.get();
-    sum = s;
-    fresh |= sum_fresh;
+  if (second.valid()) {
+    auto [s, second_fresh] = second.get();
+    (split.slices > 1 ? sum : transpose) = s;
+    fresh |= second_fresh;
   }
 #endif
   report.compile_ms =
