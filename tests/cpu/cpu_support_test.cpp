@@ -198,7 +198,8 @@ int64_t window_offset(const CpuWindow& w, int64_t r, int64_t c) {
 TEST(CpuPrebuilt, WindowCopyMatchesTheContractOnEachIsa) {
   if (cpu_prebuilt_count == 0) GTEST_SKIP() << "no built-in functions in this build";
   void* const* table = cpu_support_table();
-  using CopyFn = void (*)(const CpuWindow*, const CpuWindow*, int64_t, int64_t, float);
+  using I = int64_t;
+  using CopyFn = void (*)(float*, I, I, I, I, I, I, I, I, I, I, float*, I, I, I, I, I, I, I, I, I, I, I, I, float);
   struct Case {
     int64_t rows, cols, src_rb, src_cb, dst_layout, panel, dst_rb, dst_cb;
   };
@@ -234,7 +235,8 @@ TEST(CpuPrebuilt, WindowCopyMatchesTheContractOnEachIsa) {
           const bool in = s.r0 + r < s.rb && s.c0 + c < s.cb;
           want[window_offset(d, r, c)] = in ? src[window_offset(s, r, c)] : -7.0f;
         }
-      copy(&s, &d, t.rows, t.cols, -7.0f);
+      copy(s.base, s.layout, s.ld, s.cs, s.rows, s.cols, s.panel, s.r0, s.c0, s.rb, s.cb, d.base, d.layout, d.ld, d.cs,
+           d.rows, d.cols, d.panel, d.r0, d.c0, d.rb, d.cb, t.rows, t.cols, -7.0f);
       int bad = 0;
       for (size_t i = 0; i < dst.size(); ++i)
         if (!(dst[i] == want[i] || (std::isnan(dst[i]) && std::isnan(want[i]))) && bad++ < 5)

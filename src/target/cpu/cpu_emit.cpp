@@ -262,15 +262,15 @@ class Emitter {
       s += "\n// Built into tessel (cpu_microkernel.h): fp32 micro-kernels (the _s_s contract), the\n"
            "// window copy (cpu_copy_guarded's contract)\n"
            "typedef void (*tsl_ukr_fn)(int64_t, const float*, const float*, float*, int64_t, int64_t, int64_t, int);\n";
+    if (prebuilt_.count("tsl_copy_window"))
+      s += "typedef void (*tsl_copy_window_t)(float*, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, "
+           "int64_t, int64_t, int64_t, float*, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, "
+           "int64_t, int64_t, int64_t, int64_t, float);\n";
     for (auto& [name, index] : prebuilt_) {
-      const bool copy = name == "tsl_copy_window_fn";
-      s += std::string("static ") + (copy ? "tsl_copy_fn " : "tsl_ukr_fn ") + name + ";\n";
-      bind += "  " + name + " = (" + (copy ? "tsl_copy_fn" : "tsl_ukr_fn") + ")table[" +
-              num(kCpuSupportPrebuiltBase + index) + "];\n";
+      const std::string type = name == "tsl_copy_window" ? "tsl_copy_window_t" : "tsl_ukr_fn";
+      s += "static " + type + " " + name + ";\n";
+      bind += "  " + name + " = (" + type + ")table[" + num(kCpuSupportPrebuiltBase + index) + "];\n";
     }
-    if (prebuilt_.count("tsl_copy_window_fn"))
-      s += "static inline void tsl_copy_window(tsl_win s, tsl_win d, int64_t rows, int64_t cols, float pad) {\n"
-           "  tsl_copy_window_fn(&s, &d, rows, cols, pad);\n}\n";
     s += "extern \"C\" void tessel_bind(void* const* table) {\n" + bind + "}\n";
     s += "\nextern \"C\" int64_t tessel_scratch_floats(void) { return " + num(scratch_floats_) +
          "; }\n\n";
@@ -483,9 +483,9 @@ class Emitter {
         (dst.unit_cols() || (dst.layout == Layout::ColPanels && expr_is_const(dst.col0, &dc0) && dc0 % dst.panel == 0));
     const int copy = vector_layouts && rows * cols >= kCpuPrebuiltCopyFloats ? cpu_prebuilt_copy(isa_.isa) : -1;
     if (copy >= 0) {
-      prebuilt_["tsl_copy_window_fn"] = copy;
-      line("tsl_copy_window(" + window(src) + ", " + window(dst) + ", " + num(rows) + ", " + num(cols) + ", " +
-           float_literal(pad) + ");");
+      prebuilt_["tsl_copy_window"] = copy;
+      line("tsl_copy_window(" + window_fields(src) + ", " + window_fields(dst) + ", " + num(rows) + ", " + num(cols) +
+           ", " + float_literal(pad) + ");");
       return;
     }
     const int64_t src_rows = transpose ? cols : rows, src_cols = transpose ? rows : cols;
@@ -630,13 +630,15 @@ class Emitter {
     return "0";
   }
 
-  static std::string window(const Side& s) {
+  // A tsl_win's fields in order (see the prelude), and the window.
+  static std::string window_fields(const Side& s) {
     std::string bound_r = s.row_bound ? ex(s.row_bound) : "INT64_C(0x7fffffffffffffff)";
     std::string bound_c = s.col_bound ? ex(s.col_bound) : "INT64_C(0x7fffffffffffffff)";
-    return "(tsl_win){" + s.base + ", " + layout_code(s.layout) + ", " + (s.ld.empty() ? "0" : s.ld) +
-           ", " + (s.cs.empty() ? "1" : s.cs) + ", " + num(s.rows) + ", " + num(s.cols) + ", " +
-           num(s.panel) + ", " + ex(s.row0) + ", " + ex(s.col0) + ", " + bound_r + ", " + bound_c + "}";
+    return s.base + ", " + layout_code(s.layout) + ", " + (s.ld.empty() ? "0" : s.ld) + ", " +
+           (s.cs.empty() ? "1" : s.cs) + ", " + num(s.rows) + ", " + num(s.cols) + ", " + num(s.panel) + ", " +
+           ex(s.row0) + ", " + ex(s.col0) + ", " + bound_r + ", " + bound_c;
   }
+  static std::string window(const Side& s) { return "(tsl_win){" + window_fields(s) + "}"; }
 
   void emit_guarded_transfer(const Side& src, const Side& dst, int64_t rows, int64_t cols, double pad,
                              bool transpose) {

@@ -96,8 +96,9 @@ int cpu_prebuilt_microkernel(int64_t mr, int64_t nr, CpuIsa isa);
 // transfer of at least kCpuPrebuiltCopyFloats elements between a source with unit
 // columns and a destination with unit columns or column panels starting on a panel
 // (the layouts it would copy inline in the ISA's vectors):
-//   void (*)(const CpuWindow* src, const CpuWindow* dst, int64_t rows, int64_t cols, float pad)
-// cpu_copy_guarded's contract (cpu_support.h); a window wholly inside its bounds is
+//   void (*)(<src's CpuWindow fields>, <dst's CpuWindow fields>, int64_t rows, int64_t cols, float pad)
+// (the 11 fields of each window in CpuWindow's order: the unit builds no structure)
+// with cpu_copy_guarded's contract (cpu_support.h); a window wholly inside its bounds is
 // copied in the ISA's vectors, anything else by cpu_copy_guarded. One call replaces
 // the unit's bounds check, its inline loop and its guarded call (with its windows):
 // about a third of the compile time of a packing unit's group function. A smaller
