@@ -262,14 +262,14 @@ class Lowering {
   // pipelined) and the atom reads them with a plain ldmatrix; column panels would
   // need an element-by-element transpose on the way in.
   //
-  // The wgmma atom reads such a b operand K-major: one row panel as tall as the
-  // tile's k extent, each column's k values one 128-byte line (the only B layout
-  // it takes for fp32 operands, as tf32).
+  // The wgmma atom reads an fp32 (tf32) b operand only K-major, so takes such a
+  // source as one row panel as tall as the tile's k extent, each column's k values
+  // one 128-byte line.
   bool wants_b_row_panels(const BufferRef& src, int64_t rows, DType dtype) const {
     int64_t unit = 0;
     const bool rows_unit = expr_is_const(src.row_stride, &unit) && unit == 1 &&
                            !(expr_is_const(src.col_stride, &unit) && unit == 1);
-    if (plan_.atom == AtomKind::Wgmma) return rows_unit && rows * dtype_bytes(dtype) == 128;
+    if (plan_.atom == AtomKind::Wgmma) return rows_unit && dtype == DType::F32 && rows == 128 / dtype_bytes(dtype);
     return plan_.atom == AtomKind::MmaSync && rows % kBRowPanel == 0 && rows_unit;
   }
   static constexpr int64_t kBRowPanel = 8;

@@ -1,13 +1,13 @@
 #include "target/cuda/cuda_emit.h"
 
 #include <algorithm>
-#include <tuple>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <functional>
 #include <map>
 #include <set>
+#include <utility>
 
 #include "tessel/error.h"
 
@@ -498,8 +498,8 @@ class Emitter {
                                       " is not a column of 64xN wgmma tiles (N a multiple of 64, at most 256)");
   }
 
-  // A wgmma instruction: operand dtype, n, whether B is K-major.
-  using WgmmaShape = std::tuple<DType, int64_t, bool>;
+  // A wgmma instruction: operand dtype and n (B K-major exactly for tf32).
+  using WgmmaShape = std::pair<DType, int64_t>;
 
   // wgmma reads its operands from shared memory in the 128-byte-swizzled layouts
   // (PTX ISA, "Shared Memory Matrix Layout"), in lines of 128 bytes (64 16-bit or 32
@@ -527,9 +527,13 @@ class Emitter {
       if (A.layout != Layout::RowMajor || A.cols != line)
         bad("A must be staged row-major with rows of " + num(line) + " elements (plan bk = " + num(line) + "), got " +
             num(A.rows) + "x" + num(A.cols));
+      // tf32 reads B K-major only; 16-bit B stays MN-major (the K-major form is
+      // the same instruction with imm-trans-b 0, not yet run on a GPU).
       const bool k_major = B.layout == Layout::RowPanels;
       if (!k_major && dtype_bytes(B.dtype) != 2)
         bad("tf32 wgmma needs B K-major (a source whose rows are its unit stride): it cannot transpose 32-bit B");
+      if (k_major && dtype_bytes(B.dtype) == 2)
+        bad("16-bit B must be staged in column panels (MN-major); K-major B is for tf32");
       if (k_major && (B.panel != line || B.rows != line || B.cols % 8))
         bad("a K-major B must be one row panel of " + num(line) + " (plan bk = " + num(line) +
             ") and whole groups of 8 columns, got " + num(B.rows) + "x" + num(B.cols));
@@ -546,7 +550,7 @@ class Emitter {
       swizzled_[A.id] = swizzled_[B.id] = true;
       swizzled_any_ = true;
       if (op.async) async_accumulators_.insert(op.frag);
-      wgmma_shapes_.insert({A.dtype, op.n / p_.worker_cols, k_major});
+      wgmma_shapes_.insert({A.dtype, op.n / p_.worker_cols});
     }
   }
 
@@ -632,15 +636,14 @@ class Emitter {
   }
 
   // Device function for one m64nNkK wgmma with fp32 accumulators d[0 .. N/2):
-  // D += A * B (scale-d true), A K-major; B MN-major (16-bit: imm-trans-b = 1) or
-  // K-major. K is 16 for bf16 and f16, 8 for tf32 (no transpose operands).
+  // D += A * B (scale-d true), A K-major; 16-bit B MN-major (imm-trans-b = 1), k 16;
+  // tf32 B K-major (no transpose operands), k 8.
   static std::string wgmma_name(const WgmmaShape& w) {
-    const auto& [dtype, n, k_major] = w;
-    return "tsl_wgmma_" + std::string(wgmma_type(dtype)) + "_n" + num(n) + (k_major ? "_kb" : "");
+    return "tsl_wgmma_" + std::string(wgmma_type(w.first)) + "_n" + num(w.second);
   }
   static const char* wgmma_type(DType t) { return t == DType::F16 ? "f16" : t == DType::BF16 ? "bf16" : "tf32"; }
   static std::string wgmma_helper(const WgmmaShape& w) {
-    const auto& [dtype, n, k_major] = w;
+    const auto& [dtype, n] = w;
     const std::string t = wgmma_type(dtype);
     const int64_t regs = n / 2;
     std::string list, outs;
@@ -648,8 +651,9 @@ class Emitter {
       list += (i ? ", %" : "%") + num(i);
       outs += (i ? ", " : "") + std::string("\"+f\"(d[") + num(i) + "])";
     }
-    // scale-d from p, imm-scale-a 1, imm-scale-b 1, then (16-bit) imm-trans-a 0, imm-trans-b.
-    const std::string imm = dtype == DType::F32 ? "1, 1" : k_major ? "1, 1, 0, 0" : "1, 1, 0, 1";
+    // scale-d from p, imm-scale-a 1, imm-scale-b 1, then (16-bit) imm-trans-a 0 and
+    // imm-trans-b 1 (B MN-major; mark_wgmma_operands keeps 16-bit B so).
+    const std::string imm = dtype == DType::F32 ? "1, 1" : "1, 1, 0, 1";
     return "static __device__ __forceinline__ void " + wgmma_name(w) +
            "(float* d, unsigned long long a, unsigned long long b) {\n"
            "  asm volatile(\"{\\n.reg .pred p;\\nsetp.ne.b32 p, %" + num(regs + 2) + ", 0;\\n"
@@ -759,10 +763,15 @@ class Emitter {
       std::string at, x, l;
       switch (b.layout) {
         case Layout::RowMajor: at = R + " * " + E, x = C, l = R; break;
-        case Layout::ColPanels: at = "(" + C + " / " + E + ") * " + L + " + " + R + " * " + E, x = "(" + C + " % " + E + ")", l = R; break;
-        case Layout::RowPanels: at = "(" + R + " / " + E + ") * " + L + " + " + C + " * " + E, x = "(" + R + " % " + E + ")", l = C; break;
+        case Layout::ColPanels:
+          at = "(" + C + " / " + E + ") * " + L + " + " + R + " * " + E, x = "(" + C + " % " + E + ")", l = R;
+          break;
+        case Layout::RowPanels:
+          at = "(" + R + " / " + E + ") * " + L + " + " + C + " * " + E, x = "(" + R + " % " + E + ")", l = C;
+          break;
       }
-      return at + " + ((((" + x + ") >> " + shift + ") ^ (" + l + " & 7)) << " + shift + ") + ((" + x + ") & " + mask + ")";
+      return at + " + ((((" + x + ") >> " + shift + ") ^ (" + l + " & 7)) << " + shift + ") + ((" + x + ") & " +
+             mask + ")";
     }
     switch (b.layout) {
       case Layout::RowMajor: return R + " * " + L + " + " + C;
@@ -2404,7 +2413,7 @@ class Emitter {
   void emit_wgmma(const GroupOp& op, const Buffer& acc, const Buffer& A, const Buffer& B, int64_t pr, int64_t pc) {
     const std::string f = "f" + num(acc.id);
     const bool k_major = B.layout == Layout::RowPanels;
-    const std::string fn = wgmma_name({A.dtype, pc, k_major});
+    const std::string fn = wgmma_name({A.dtype, pc});
     const int64_t bytes = dtype_bytes(A.dtype);
     // A: rows 64 apart are 64 * 128 bytes apart; a k step moves 32 bytes along the
     // swizzled row. B MN-major: a k step of 16 rows moves 16 * 128 bytes; panels are
