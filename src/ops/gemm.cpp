@@ -431,15 +431,16 @@ void timed_on_device(const GemmOptions& o, GemmReport* report, Work work) {
 }
 
 // A and B as a plan's launch takes them: in place, or for tma plans where tensor
-// maps cannot describe them, their copies (tma_operand).
-// (B transposed, transposes_b: its scratch, which the transpose launch fills.)
+// maps cannot describe them, their copies (tma_operand); B transposed
+// (transposes_b): its scratch, which the transpose launch fills.
 std::pair<TmaOperand, TmaOperand> device_operands(const Plan& plan, int64_t m, int64_t n, int64_t k, const void* a,
                                                   int64_t lda, const void* b, int64_t ldb, GemmPrecision precision) {
   const int64_t bytes = dtype_bytes(storage_dtype(precision));
   if (!plan.tma) return {{a, lda, false}, {b, ldb, false}};
   if (transposes_b(plan, precision)) {
     const int64_t ld = transposed_ld(k);
-    return {tma_operand(0, a, m, k, lda, bytes), {cuda_thread_scratch(1, size_t(std::max<int64_t>(1, n) * ld * bytes)), ld, false}};
+    void* bt = cuda_thread_scratch(1, size_t(std::max<int64_t>(1, n) * ld * bytes));
+    return {tma_operand(0, a, m, k, lda, bytes), {bt, ld, false}};
   }
   return {tma_operand(0, a, m, k, lda, bytes), tma_operand(1, b, k, n, ldb, bytes)};
 }
@@ -495,7 +496,8 @@ Kernel compiled_split_sum(const SplitK& split, int64_t m, int64_t n, int64_t ldc
                        GemmKernelKind::SplitKSum);
 }
 
-// Binds a call's launches on device arrays: `kernel`, and split-K's `sum` after it.
+// Binds a call's launches on device arrays: `kernel`, split-K's `sum` after it, or
+// the `transpose` of B before it.
 CudaLaunches bind_cuda(const Kernel& kernel, const std::optional<Kernel>& sum, const std::optional<Kernel>& transpose,
                        const Plan& plan, const SplitK& split, int64_t m, int64_t n, int64_t k, float alpha,
                        const void* a, int64_t lda, const void* b, int64_t ldb, float beta, float* c, int64_t ldc,
