@@ -49,7 +49,7 @@ const CpuIsa kIsas[] = {CpuIsa::Avx2, CpuIsa::Avx512};
 
 TEST(CpuPrebuilt, EveryKernelOfTheSetHasItsOwnIndex) {
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-  ASSERT_EQ(cpu_prebuilt_count, 2 * (16 + 16 + 8 + 6 + 1));  // each ISA: kernels, then the copy
+  ASSERT_EQ(cpu_prebuilt_count, 2 * (16 + 16 + 8 + 6 + 2));  // each ISA: kernels, the copy, the elementwise loop
 #endif
   std::set<int> seen;
   for (CpuIsa isa : kIsas)
@@ -285,6 +285,53 @@ TEST(CpuSupport, MmaBlocksRunsThePartsBlocks) {
         }
       }
     }
+}
+
+// Each ISA's built-in elementwise loop against the operation in scalar loops: every
+// op, array or scalar on either side, in place (d is x), a length that ends inside a
+// vector; elements past n stay NaN.
+TEST(CpuPrebuilt, ElementwiseLoopMatchesItsOperationOnEachIsa) {
+  if (cpu_prebuilt_count == 0) GTEST_SKIP() << "no built-in functions in this build";
+  using EwFn = void (*)(int64_t, float*, const float*, float, const float*, float, int64_t);
+  std::mt19937 rng(17);
+  std::uniform_real_distribution<float> u(0.5f, 2.0f);
+  int checked = 0;
+  for (CpuIsa isa : kIsas) {
+    if (static_cast<int>(isa) > static_cast<int>(detected_cpu_isa())) continue;
+    const int index = cpu_prebuilt_elementwise(isa);
+    ASSERT_GE(index, 0) << cpu_isa_info(isa).name;
+    auto ew = reinterpret_cast<EwFn>(cpu_support_table()[kCpuSupportPrebuiltBase + index]);
+    const int64_t n = 4096 + 37;
+    for (int64_t op = 0; op <= 4; ++op)
+      for (int form = 0; form < 4; ++form) {  // x and y arrays, y scalar, x scalar, x in place
+        std::vector<float> x(n + 8), y(n + 8), d(n + 8, NAN);
+        for (float& v : x) v = u(rng);
+        for (float& v : y) v = u(rng);
+        const float xs = -1.5f, ys = 0.75f;
+        float* dst = form == 3 ? x.data() : d.data();
+        const float* xp = form == 2 ? nullptr : x.data();
+        const float* yp = form == 1 ? nullptr : y.data();
+        std::vector<float> want(n + 8, NAN);
+        for (int64_t e = 0; e < n + 8; ++e) {
+          if (e >= n) {
+            want[e] = form == 3 ? x[e] : NAN;
+            continue;
+          }
+          const float a = xp ? x[e] : xs, b = yp ? y[e] : ys;
+          want[e] = op == 0 ? a + b : op == 1 ? a - b : op == 2 ? a * b : op == 3 ? a / b : a;
+        }
+        ew(op, dst, xp, xs, yp, ys, n);
+        int bad = 0;
+        for (int64_t e = 0; e < n + 8; ++e) {
+          const float got = dst[e];
+          if (!(got == want[e] || (std::isnan(got) && std::isnan(want[e]))) && bad++ < 5)
+            ADD_FAILURE() << cpu_isa_info(isa).name << " op " << op << " form " << form << ": d[" << e << "] = " << got
+                          << ", want " << want[e];
+        }
+        ++checked;
+      }
+  }
+  EXPECT_GT(checked, 0);
 }
 
 }  // namespace

@@ -260,14 +260,18 @@ class Emitter {
                        "  tsl_mma_blocks = (tsl_mma_blocks_fn_t)table[2];\n";
     if (!prebuilt_.empty())
       s += "\n// Built into tessel (cpu_microkernel.h): fp32 micro-kernels (the _s_s contract), the\n"
-           "// window copy (cpu_copy_guarded's contract)\n"
+           "// window copy (cpu_copy_guarded's contract), the elementwise loop\n"
            "typedef void (*tsl_ukr_fn)(int64_t, const float*, const float*, float*, int64_t, int64_t, int64_t, int);\n";
+    if (prebuilt_.count("tsl_elementwise"))
+      s += "typedef void (*tsl_elementwise_t)(int64_t, float*, const float*, float, const float*, float, int64_t);\n";
     if (prebuilt_.count("tsl_copy_window"))
       s += "typedef void (*tsl_copy_window_t)(float*, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, "
            "int64_t, int64_t, int64_t, float*, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, "
            "int64_t, int64_t, int64_t, int64_t, float);\n";
     for (auto& [name, index] : prebuilt_) {
-      const std::string type = name == "tsl_copy_window" ? "tsl_copy_window_t" : "tsl_ukr_fn";
+      const std::string type = name == "tsl_copy_window"   ? "tsl_copy_window_t"
+                               : name == "tsl_elementwise" ? "tsl_elementwise_t"
+                                                           : "tsl_ukr_fn";
       s += "static " + type + " " + name + ";\n";
       bind += "  " + name + " = (" + type + ")table[" + num(kCpuSupportPrebuiltBase + index) + "];\n";
     }
@@ -707,7 +711,12 @@ class Emitter {
         }
         for_workers(f, [&](const Worker& w) {
           FragPart part = part_of(f, w);
-          flat_loop(part.rows * part.cols, base(f, w) + "[e] = " + literal(op.constant, is_f64(f.dtype)) + ";");
+          const int64_t n = part.rows * part.cols;
+          if (f.dtype == DType::F32 && builtin_elementwise(n)) {
+            line("tsl_elementwise(4, " + base(f, w) + ", 0, " + literal(op.constant, false) + ", 0, 0.0f, " + num(n) + ");");
+            return;
+          }
+          flat_loop(n, base(f, w) + "[e] = " + literal(op.constant, is_f64(f.dtype)) + ";");
         });
         if (skip != skip_fill_.end()) close();
         return;
@@ -857,8 +866,41 @@ class Emitter {
           unit_scale = "s_" + s.scalar;
       }
     if (!unit_scale.empty()) open("if (" + unit_scale + " != 1)");
+    // A flat fp32 +, -, *, / or copy of fragments and fp32 scalars: tessel's loop
+    // (cpu_microkernel.h: cpu_prebuilt_elementwise) when it is large.
+    int ew_code = -1;
+    switch (op.ew) {
+      case EwOp::Add: ew_code = 0; break;
+      case EwOp::Sub: ew_code = 1; break;
+      case EwOp::Mul: ew_code = 2; break;
+      case EwOp::Div: ew_code = 3; break;
+      case EwOp::Copy: ew_code = 4; break;
+      default: break;
+    }
+    bool ew_f32 = flat && ew_code >= 0 && dst.dtype == DType::F32;
+    for (const EwOperand& o : op.operands) {
+      if (o.kind == EwOperand::Kind::Frag) ew_f32 &= frag(o.frag, op).dtype == DType::F32;
+      else if (o.kind == EwOperand::Kind::Scalar)
+        for (const ScalarParam& sp : p_.scalars) ew_f32 &= sp.name != o.scalar || !is_f64(sp.dtype);
+      else ew_f32 &= o.kind == EwOperand::Kind::Const;
+    }
     for_workers(dst, [&](const Worker& w) {
       FragPart part = part_of(dst, w);
+      if (ew_f32 && builtin_elementwise(part.rows * part.cols)) {
+        std::string args;
+        for (size_t i = 0; i < 2; ++i) {
+          if (i >= op.operands.size()) {
+            args += ", 0, 0.0f";
+            continue;
+          }
+          const EwOperand& o = op.operands[i];
+          if (o.kind == EwOperand::Kind::Frag) args += ", " + base(frag(o.frag, op), w) + ", 0.0f";
+          else if (o.kind == EwOperand::Kind::Scalar) args += ", 0, s_" + o.scalar;
+          else args += ", 0, " + literal(o.value, false);
+        }
+        line("tsl_elementwise(" + num(ew_code) + ", " + base(dst, w) + args + ", " + num(part.rows * part.cols) + ");");
+        return;
+      }
       std::vector<std::string> x, per_row;  // per_row: values read once per row
       for (const EwOperand& o : op.operands) {
         switch (o.kind) {
@@ -910,6 +952,13 @@ class Emitter {
       }
     });
     if (!unit_scale.empty()) close();
+  }
+
+  // Whether n elements go to tessel's elementwise loop (registered for the unit).
+  bool builtin_elementwise(int64_t n) {
+    const int index = n >= kCpuPrebuiltCopyFloats ? cpu_prebuilt_elementwise(isa_.isa) : -1;
+    if (index >= 0) prebuilt_["tsl_elementwise"] = index;
+    return index >= 0;
   }
 
   // `statement` (over element e) for e in [0, n): a loop over whole vectors of the ISA,

@@ -279,7 +279,7 @@ int cpu_prebuilt_microkernel(int64_t mr, int64_t nr, CpuIsa isa) {
         return at + mr - 1 < cpu_prebuilt_count ? static_cast<int>(at + mr - 1) : -1;
       at += s[1];
     }
-    ++at;  // the copy
+    at += 2;  // the copy, the elementwise loop
   }
   return -1;
 }
@@ -289,15 +289,21 @@ int cpu_prebuilt_copy(CpuIsa isa) {
   for (CpuIsa i : kPrebuiltIsas) {
     at += prebuilt_per_isa();
     if (i == isa) return at < cpu_prebuilt_count ? static_cast<int>(at) : -1;
-    ++at;
+    at += 2;
   }
   return -1;
 }
 
+int cpu_prebuilt_elementwise(CpuIsa isa) {
+  const int copy = cpu_prebuilt_copy(isa);
+  return copy >= 0 && copy + 1 < cpu_prebuilt_count ? copy + 1 : -1;
+}
+
 namespace {
 
-// The built-in window copy of one ISA (cpu_prebuilt_copy), in the ISA's namespace of
-// cpu_microkernel_prebuilt.inc: its vectors, run-time counts.
+// The built-in window copy and elementwise loop of one ISA (cpu_prebuilt_copy,
+// cpu_prebuilt_elementwise), in the ISA's namespace of cpu_microkernel_prebuilt.inc:
+// its vectors, run-time counts.
 const char* kPrebuiltCopy = R"(
 // dst = src over rows x cols, fp32 (cpu_microkernel.h: cpu_prebuilt_copy): whole
 // windows with unit columns into unit columns or column panels starting on a panel
@@ -347,6 +353,39 @@ static void tsl_copy_window(float* sb, int64_t sl, int64_t sld, int64_t scs, int
   }
   tessel::cpu_copy_guarded(s, d, rows, cols, pad);
 }
+
+// d[e] = x[e] (op) y[e] for e < n, fp32 (cpu_microkernel.h: cpu_prebuilt_elementwise):
+// op 0 +, 1 -, 2 *, 3 /, 4 x alone; x or y null: the scalar xs or ys at every e. In
+// the ISA's vectors, then one float at a time; d may be x or y.
+#define TSL_EW_LOOPS(A, B, VA, VB)                                                    \
+  switch (op) {                                                                       \
+    case 0: TSL_EW_LOOP(A + B, VA + VB) break;                                        \
+    case 1: TSL_EW_LOOP(A - B, VA - VB) break;                                        \
+    case 2: TSL_EW_LOOP(A * B, VA * VB) break;                                        \
+    case 3: TSL_EW_LOOP(A / B, VA / VB) break;                                        \
+    default: TSL_EW_LOOP(A, VA) break;                                                \
+  }
+#define TSL_EW_LOOP(F, V)                                                             \
+  {                                                                                   \
+    int64_t e = 0;                                                                    \
+    for (; e + L <= n; e += L) *(tsl_vfu*)(d + e) = V;                                \
+    for (; e < n; ++e) d[e] = F;                                                      \
+  }
+static void tsl_elementwise(int64_t op, float* d, const float* x, float xs, const float* y, float ys, int64_t n) {
+  const int64_t L = (int64_t)(sizeof(tsl_vf) / sizeof(float));
+  const tsl_vf vxs = (tsl_vf){} + xs, vys = (tsl_vf){} + ys;
+  if (x && y) {
+    TSL_EW_LOOPS(x[e], y[e], *(const tsl_vfu*)(x + e), *(const tsl_vfu*)(y + e))
+  } else if (x) {
+    TSL_EW_LOOPS(x[e], ys, *(const tsl_vfu*)(x + e), vys)
+  } else if (y) {
+    TSL_EW_LOOPS(xs, y[e], vxs, *(const tsl_vfu*)(y + e))
+  } else {
+    TSL_EW_LOOPS(xs, ys, vxs, vys)
+  }
+}
+#undef TSL_EW_LOOP
+#undef TSL_EW_LOOPS
 )";
 
 }  // namespace
@@ -376,9 +415,10 @@ std::string emit_cpu_prebuilt_source() {
       }
     s += kPrebuiltCopy;
     table += "    reinterpret_cast<void*>(&" + ns + "::tsl_copy_window),\n";
+    table += "    reinterpret_cast<void*>(&" + ns + "::tsl_elementwise),\n";
     s += "}  // namespace " + ns + "\n#pragma GCC pop_options\n";
   }
-  const std::string count = num((prebuilt_per_isa() + 1) * int64_t(std::size(kPrebuiltIsas)));
+  const std::string count = num((prebuilt_per_isa() + 2) * int64_t(std::size(kPrebuiltIsas)));
   s += "\nnamespace tessel {\nvoid* const cpu_prebuilt_microkernels[] = {\n" + table + "};\nconst int cpu_prebuilt_count = " +
        count + ";\n}  // namespace tessel\n"
        "#else\nnamespace tessel {\nvoid* const cpu_prebuilt_microkernels[] = {nullptr};\n"

@@ -105,6 +105,15 @@ int cpu_prebuilt_microkernel(int64_t mr, int64_t nr, CpuIsa isa);
 // transfer stays inline, where a call's cost could show. Its index, or -1.
 constexpr int64_t kCpuPrebuiltCopyFloats = 4096;
 int cpu_prebuilt_copy(CpuIsa isa);
+// And an elementwise loop per ISA, which the emitter calls for a flat fp32 +, -, *,
+// / or copy over fragments and fp32 scalars of at least kCpuPrebuiltCopyFloats
+// elements, and for a fill of that size (the loops took a fifth of a packing unit's
+// compile):
+//   void (*)(int64_t op, float* d, const float* x, float xs, const float* y, float ys, int64_t n)
+//   d[e] = x[e] (op) y[e] for e < n; op 0 +, 1 -, 2 *, 3 /, 4 x alone; x or y null:
+//   the scalar xs or ys at every e; d may be x or y (element e is read before it is
+//   written, each once). Its index, or -1.
+int cpu_prebuilt_elementwise(CpuIsa isa);
 // The built-in functions in index order (a kernel: void (*)(int64_t kc, const float*
 // a, const float* b, float* c, int64_t ldc, int64_t lda, int64_t ldb, int overwrite)),
 // and how many there are (0 where they are left out).
