@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "check/checked_run.h"
+#include "microkernel_check.h"
 #include "compiler/compile.h"
 #include "compiler/phases.h"
 #include "eval/evaluate.h"
@@ -136,7 +137,7 @@ TEST_P(CpuIsaPath, MicroKernelMatchesItsReference) {
 // The variant that reads A and B in place (run-time lda and ldb; B row-major, its
 // partial last vector read only up to NR: the columns after it, NaN here, may lie
 // past the tensor, and B's allocation ends right after row kc - 1's NR columns).
-using UkrInPlaceFn = void (*)(int64_t, const float*, const float*, float*, int64_t, int64_t, int64_t, int);
+using test::UkrInPlaceFn;
 TEST_P(CpuIsaPath, InPlaceMicroKernelMatchesItsReference) {
   const CpuIsaInfo& isa = cpu_isa_info(GetParam());
   const std::string dir = std::getenv("TESSEL_CACHE_DIR");
@@ -162,23 +163,7 @@ TEST_P(CpuIsaPath, InPlaceMicroKernelMatchesItsReference) {
     for (int64_t k = 0; k < kc; ++k)
       for (int64_t j = 0; j < ldb && k * ldb + j < int64_t(b.size()); ++j) b[k * ldb + j] = j < nr ? u(rng) : NAN;
     for (float& x : c) x = u(rng);
-    for (int overwrite : {0, 1}) {
-      if (overwrite)
-        for (int64_t r = 0; r < mr; ++r)
-          for (int64_t j = 0; j < nr; ++j) c[r * ldc + j] = NAN;  // never read
-      std::vector<float> want = c;
-      cpu_microkernel_reference(mr, nr, kc, a.data(), lda, b.data(), ldb, want.data(), ldc, overwrite);
-      f(kc, a.data(), b.data(), c.data(), ldc, lda, ldb, overwrite);
-      int bad = 0;
-      for (int64_t r = 0; r < mr; ++r)
-        for (int64_t j = 0; j < ldc; ++j) {
-          float got = c[r * ldc + j], w = want[r * ldc + j];
-          bool ok = j < nr ? std::abs(got - w) <= 1e-5f * (1 + std::abs(w)) : got == w;
-          if (!ok && bad++ < 5)
-            ADD_FAILURE() << isa.name << " " << name << " (overwrite " << overwrite << "): C[" << r << ", " << j
-                          << "] = " << got << ", want " << w;
-        }
-    }
+    test::expect_microkernel_matches(f, mr, nr, kc, a, lda, b, ldb, c, ldc, std::string(isa.name) + " " + name);
   }
 }
 

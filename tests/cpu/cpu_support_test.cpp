@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "hand_gemm.h"
+#include "microkernel_check.h"
 #include "target/cpu/cpu_emit.h"
 #include "target/cpu/cpu_isa.h"
 #include "target/cpu/cpu_microkernel.h"
@@ -70,7 +71,7 @@ TEST(CpuPrebuilt, EveryKernelOfTheSetHasItsOwnIndex) {
       EXPECT_EQ(cpu_prebuilt_microkernel(mr, nr, isa), -1) << mr << "x" << nr;
 }
 
-using UkrFn = void (*)(int64_t, const float*, const float*, float*, int64_t, int64_t, int64_t, int);
+using test::UkrInPlaceFn;
 
 // Every built-in kernel against cpu_microkernel_reference, with A and B at leading
 // dimensions wider than their rows (B's extra columns NaN: never read into a result),
@@ -93,31 +94,16 @@ TEST(CpuPrebuilt, EveryKernelMatchesItsReferenceOnEachIsa) {
           const int64_t nr = s.nr, lda = kc + 5, ldb = nr + 7, ldc = nr + 3;
           const int index = cpu_prebuilt_microkernel(mr, nr, isa);
           ASSERT_GE(index, 0);
-          auto f = reinterpret_cast<UkrFn>(table[kCpuSupportPrebuiltBase + index]);
+          auto f = reinterpret_cast<UkrInPlaceFn>(table[kCpuSupportPrebuiltBase + index]);
           std::vector<float> a(mr * lda), b(std::max<int64_t>(kc, 1) * ldb), c(mr * ldc);
           for (float& x : a) x = u(rng);
           for (int64_t k = 0; k < kc; ++k)
             for (int64_t j = 0; j < ldb; ++j) b[k * ldb + j] = j < nr ? u(rng) : NAN;
           for (float& x : c) x = u(rng);
-          for (int overwrite : {0, 1}) {
-            if (overwrite)
-              for (int64_t r = 0; r < mr; ++r)
-                for (int64_t j = 0; j < nr; ++j) c[r * ldc + j] = NAN;
-            std::vector<float> want = c;
-            cpu_microkernel_reference(mr, nr, kc, a.data(), lda, b.data(), ldb, want.data(), ldc, overwrite);
-            f(kc, a.data(), b.data(), c.data(), ldc, lda, ldb, overwrite);
-            int bad = 0;
-            for (int64_t r = 0; r < mr; ++r)
-              for (int64_t j = 0; j < ldc; ++j) {
-                float got = c[r * ldc + j], w = want[r * ldc + j];
-                bool ok = j < nr ? std::abs(got - w) <= 1e-5f * (1 + std::abs(w)) : got == w;
-                if (!ok && bad++ < 5)
-                  ADD_FAILURE() << cpu_isa_info(isa).name << " " << mr << "x" << nr << " kc " << kc
-                                << " (overwrite " << overwrite << "): C[" << r << ", " << j << "] = " << got
-                                << ", want " << w;
-              }
-            ++checked;
-          }
+          test::expect_microkernel_matches(f, mr, nr, kc, a, lda, b, ldb, c, ldc,
+                                           std::string(cpu_isa_info(isa).name) + " " + std::to_string(mr) + "x" +
+                                               std::to_string(nr) + " kc " + std::to_string(kc));
+          ++checked;
         }
   }
   EXPECT_GT(checked, 0);
