@@ -74,7 +74,8 @@ int main(int argc, char** argv) {
     else if (s == "--shapes" && i + 1 < argc) shape_list = argv[++i];
     else if (s == "--dtypes" && i + 1 < argc) dtype_list = argv[++i];
     else {
-      std::fprintf(stderr, "usage: bench_gemm_cuda [--quick] [--json FILE] [--shapes MxNxK,...] [--dtypes fp32,tf32,bf16,fp16]\n");
+      std::fprintf(stderr,
+                   "usage: bench_gemm_cuda [--quick] [--json FILE] [--shapes MxNxK,...] [--dtypes fp32,tf32,bf16,fp16]\n");
       return 2;
     }
   }

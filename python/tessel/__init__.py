@@ -206,8 +206,8 @@ def _exported(x):
     Tensor.__dlpack__ costs about 2.5 us a tensor on the host and more on CUDA, where
     it orders PyTorch's streams in Python on every call; tessel orders them itself
     (_on_stream), so it takes the capsule torch.utils.dlpack.to_dlpack makes (0.3 us).
-    A tensor that requires grad goes through __dlpack__, which refuses it with
-    PyTorch's message."""
+    A tensor that requires grad still goes through __dlpack__, which decides whether
+    it may be exported (older PyTorch refuses, with its own message)."""
     torch = _sys.modules.get("torch")
     if torch is None or not isinstance(x, torch.Tensor) or x.requires_grad:
         return x
