@@ -1,12 +1,14 @@
 // tessel's cuda GEMM vs cuBLAS, in one process, on device pointers.
-//   bench_gemm_cuda [--quick] [--json FILE]
+//   bench_gemm_cuda [--quick] [--json FILE] [--shapes MxNxK,...] [--dtypes ...] [--plan SPEC]...
 // For each precision and shape: host-wall (calls issued back to back, then one
 // synchronize; total / calls, launch included: the seed's method) and device time
 // (CUDA events around each call), medians of 5 rounds with tessel and cuBLAS
 // alternating in each round. Before timing, tessel's output is checked against
 // cuBLAS's (relative Frobenius difference). cuBLAS: fp32 = cublasSgemm with default
 // math (no tf32), tf32 = cublasGemmEx with CUBLAS_COMPUTE_32F_FAST_TF32, bf16/fp16
-// = cublasGemmEx with 16-bit A and B, fp32 C and compute.
+// = cublasGemmEx with 16-bit A and B, fp32 C and compute. Each --plan SPEC (the form
+// of `tessel bench --plan`, applied to the default plan of each shape) adds a row of
+// that plan beside cuBLAS; without one, the default plan runs.
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
@@ -20,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/plan_spec.h"
 #include "bench/shape.h"
 #include "cuda_timing.h"
 #include "ops/gemm.h"
@@ -67,15 +70,18 @@ std::vector<char> stored(const std::vector<float>& v, GemmPrecision p) {
 int main(int argc, char** argv) {
   bool quick = false;
   std::string json_path, shape_list, dtype_list;
+  std::vector<std::string> plan_specs;
   for (int i = 1; i < argc; ++i) {
     std::string s = argv[i];
     if (s == "--quick") quick = true;
     else if (s == "--json" && i + 1 < argc) json_path = argv[++i];
     else if (s == "--shapes" && i + 1 < argc) shape_list = argv[++i];
     else if (s == "--dtypes" && i + 1 < argc) dtype_list = argv[++i];
+    else if (s == "--plan" && i + 1 < argc) plan_specs.push_back(argv[++i]);
     else {
       std::fprintf(stderr,
-                   "usage: bench_gemm_cuda [--quick] [--json FILE] [--shapes MxNxK,...] [--dtypes fp32,tf32,bf16,fp16]\n");
+                   "usage: bench_gemm_cuda [--quick] [--json FILE] [--shapes MxNxK,...]\n"
+                   "                       [--dtypes fp32,tf32,bf16,fp16] [--plan SPEC]... (SPEC: tessel bench --plan's form)\n");
       return 2;
     }
   }
@@ -94,6 +100,11 @@ int main(int argc, char** argv) {
       precisions.clear();
       for (const std::string& item : bench::split(dtype_list, ',')) precisions.push_back(parse_precision(item));
     }
+    for (const std::string& spec : plan_specs) {  // a malformed spec fails here, before any GPU work
+      Plan probe = default_gemm_plan(TargetKind::Cuda, 4096, 4096, 4096, GemmPrecision::BF16, "sm_90a");
+      bench::apply_plan_spec(spec, probe);
+    }
+    if (plan_specs.empty()) plan_specs.push_back("");
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_gemm_cuda: %s\n", e.what());
     return 2;
@@ -109,85 +120,93 @@ int main(int argc, char** argv) {
   std::printf("%-6s %-16s %12s %12s %12s %12s %8s %8s %9s %9s\n", "dtype", "shape", "tessel host", "cublas host",
               "tessel dev", "cublas dev", "host x", "dev x", "TF/s", "diff");
   for (GemmPrecision p : precisions)
-    for (auto [m, n, k] : shapes) {
-      std::mt19937_64 rng(m * 31 + n * 7 + k);
-      std::vector<float> A(m * k), B(k * n);
-      fill_random(A, rng);
-      fill_random(B, rng);
-      std::vector<char> a = stored(A, p), b = stored(B, p);
-      void *da, *db;
-      float *dc_t, *dc_c;
-      ck(cudaMalloc(&da, a.size()), "malloc");
-      ck(cudaMalloc(&db, b.size()), "malloc");
-      ck(cudaMalloc(&dc_t, m * n * 4), "malloc");
-      ck(cudaMalloc(&dc_c, m * n * 4), "malloc");
-      ck(cudaMemcpy(da, a.data(), a.size(), cudaMemcpyHostToDevice), "copy");
-      ck(cudaMemcpy(db, b.data(), b.size(), cudaMemcpyHostToDevice), "copy");
-      ck(cudaMemset(dc_t, 0xff, m * n * 4), "poison");  // NaN: tessel must write all of C
-      GemmOptions o;
-      o.target = TargetKind::Cuda;
-      o.precision = p;
-      o.device_pointers = true;
-      const float alpha = 1, beta = 0;
-      auto tessel_call = [&] {
-        gemm(m, n, k, alpha, static_cast<const float*>(da), k, static_cast<const float*>(db), n, beta, dc_t, n, o);
-      };
-      // Row-major C = A B is column-major C^T = B^T A^T.
-      auto cublas_call = [&] {
-        if (p == GemmPrecision::F32) {
-          ck(cublasSgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &alpha, static_cast<const float*>(db), n,
-                         static_cast<const float*>(da), k, &beta, dc_c, n), "sgemm");
-        } else {
-          cudaDataType t = p == GemmPrecision::TF32 ? CUDA_R_32F : p == GemmPrecision::BF16 ? CUDA_R_16BF : CUDA_R_16F;
-          cublasComputeType_t ct = p == GemmPrecision::TF32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
-          ck(cublasGemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &alpha, db, t, n, da, t, k, &beta, dc_c,
-                          CUDA_R_32F, n, ct, CUBLAS_GEMM_DEFAULT), "gemmex");
+    for (auto [m, n, k] : shapes)
+      for (const std::string& spec : plan_specs) {
+        std::mt19937_64 rng(m * 31 + n * 7 + k);
+        std::vector<float> A(m * k), B(k * n);
+        fill_random(A, rng);
+        fill_random(B, rng);
+        std::vector<char> a = stored(A, p), b = stored(B, p);
+        void *da, *db;
+        float *dc_t, *dc_c;
+        ck(cudaMalloc(&da, a.size()), "malloc");
+        ck(cudaMalloc(&db, b.size()), "malloc");
+        ck(cudaMalloc(&dc_t, m * n * 4), "malloc");
+        ck(cudaMalloc(&dc_c, m * n * 4), "malloc");
+        ck(cudaMemcpy(da, a.data(), a.size(), cudaMemcpyHostToDevice), "copy");
+        ck(cudaMemcpy(db, b.data(), b.size(), cudaMemcpyHostToDevice), "copy");
+        ck(cudaMemset(dc_t, 0xff, m * n * 4), "poison");  // NaN: tessel must write all of C
+        GemmOptions o;
+        o.target = TargetKind::Cuda;
+        o.precision = p;
+        o.device_pointers = true;
+        if (!spec.empty()) {
+          o.plan = default_gemm_plan(TargetKind::Cuda, m, n, k, p);
+          bench::apply_plan_spec(spec, *o.plan);
         }
-      };
-      tessel_call();  // compile, load, first run
-      cublas_call();
-      ck(cudaDeviceSynchronize(), "first run");
-      std::vector<float> ct(m * n), cc(m * n);
-      ck(cudaMemcpy(ct.data(), dc_t, m * n * 4, cudaMemcpyDeviceToHost), "copy");
-      ck(cudaMemcpy(cc.data(), dc_c, m * n * 4, cudaMemcpyDeviceToHost), "copy");
-      double num = 0, den = 0;
-      for (int64_t i = 0; i < m * n; ++i) {
-        double d = double(ct[i]) - cc[i];
-        num += std::isfinite(ct[i]) ? d * d : INFINITY;
-        den += double(cc[i]) * cc[i];
-      }
-      double diff = std::sqrt(num / den);
-      double guess = 2.0 * m * n * k / 30e6 + 5;  // us at ~30 TF/s plus launch
-      std::vector<double> th, ch, td, cd;
-      for (int round = 0; round < 5; ++round) {
-        bool tessel_first = round % 2 == 0;
-        for (int side = 0; side < 2; ++side) {
-          bool t = (side == 0) == tessel_first;
-          Timing x = time_calls(t ? std::function<void()>(tessel_call) : std::function<void()>(cublas_call), guess);
-          (t ? th : ch).push_back(x.host_us);
-          (t ? td : cd).push_back(x.dev_us);
+        const float alpha = 1, beta = 0;
+        auto tessel_call = [&] {
+          gemm(m, n, k, alpha, static_cast<const float*>(da), k, static_cast<const float*>(db), n, beta, dc_t, n, o);
+        };
+        // Row-major C = A B is column-major C^T = B^T A^T.
+        auto cublas_call = [&] {
+          if (p == GemmPrecision::F32) {
+            ck(cublasSgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &alpha, static_cast<const float*>(db), n,
+                           static_cast<const float*>(da), k, &beta, dc_c, n), "sgemm");
+          } else {
+            cudaDataType t = p == GemmPrecision::TF32   ? CUDA_R_32F
+                             : p == GemmPrecision::BF16 ? CUDA_R_16BF
+                                                        : CUDA_R_16F;
+            cublasComputeType_t ct = p == GemmPrecision::TF32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+            ck(cublasGemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &alpha, db, t, n, da, t, k, &beta, dc_c,
+                            CUDA_R_32F, n, ct, CUBLAS_GEMM_DEFAULT), "gemmex");
+          }
+        };
+        tessel_call();  // compile, load, first run
+        cublas_call();
+        ck(cudaDeviceSynchronize(), "first run");
+        std::vector<float> ct(m * n), cc(m * n);
+        ck(cudaMemcpy(ct.data(), dc_t, m * n * 4, cudaMemcpyDeviceToHost), "copy");
+        ck(cudaMemcpy(cc.data(), dc_c, m * n * 4, cudaMemcpyDeviceToHost), "copy");
+        double num = 0, den = 0;
+        for (int64_t i = 0; i < m * n; ++i) {
+          double d = double(ct[i]) - cc[i];
+          num += std::isfinite(ct[i]) ? d * d : INFINITY;
+          den += double(cc[i]) * cc[i];
         }
+        double diff = std::sqrt(num / den);
+        double guess = 2.0 * m * n * k / 30e6 + 5;  // us at ~30 TF/s plus launch
+        std::vector<double> th, ch, td, cd;
+        for (int round = 0; round < 5; ++round) {
+          bool tessel_first = round % 2 == 0;
+          for (int side = 0; side < 2; ++side) {
+            bool t = (side == 0) == tessel_first;
+            Timing x = time_calls(t ? std::function<void()>(tessel_call) : std::function<void()>(cublas_call), guess);
+            (t ? th : ch).push_back(x.host_us);
+            (t ? td : cd).push_back(x.dev_us);
+          }
+        }
+        double mth = median(th), mch = median(ch), mtd = median(td), mcd = median(cd);
+        double tflops = 2.0 * m * n * k / (mtd * 1e6);
+        char shape[64];
+        std::snprintf(shape, sizeof shape, "%ldx%ldx%ld", (long)m, (long)n, (long)k);
+        std::printf("%-6s %-16s %10.2fus %10.2fus %10.2fus %10.2fus %8.3f %8.3f %9.1f %9.2g %s\n", precision_name(p),
+                    shape, mth, mch, mtd, mcd, mch / mth, mcd / mtd, tflops, diff, spec.c_str());
+        std::fflush(stdout);
+        if (json)
+          std::fprintf(json,
+                       "{\"dtype\": \"%s\", \"m\": %ld, \"n\": %ld, \"k\": %ld, \"tessel_host_us\": %.3f, "
+                       "\"cublas_host_us\": %.3f, \"tessel_dev_us\": %.3f, \"cublas_dev_us\": %.3f, "
+                       "\"host_ratio\": %.4f, \"dev_ratio\": %.4f, \"tessel_tflops\": %.2f, \"diff_vs_cublas\": %.3g, "
+                       "\"plan\": \"%s\"}\n",
+                       precision_name(p), (long)m, (long)n, (long)k, mth, mch, mtd, mcd, mch / mth, mcd / mtd, tflops,
+                       diff,
+                       (o.plan ? *o.plan : default_gemm_plan(TargetKind::Cuda, m, n, k, p)).to_string().c_str());
+        cudaFree(da);
+        cudaFree(db);
+        cudaFree(dc_t);
+        cudaFree(dc_c);
       }
-      double mth = median(th), mch = median(ch), mtd = median(td), mcd = median(cd);
-      double tflops = 2.0 * m * n * k / (mtd * 1e6);
-      char shape[64];
-      std::snprintf(shape, sizeof shape, "%ldx%ldx%ld", (long)m, (long)n, (long)k);
-      std::printf("%-6s %-16s %10.2fus %10.2fus %10.2fus %10.2fus %8.3f %8.3f %9.1f %9.2g\n", precision_name(p), shape,
-                  mth, mch, mtd, mcd, mch / mth, mcd / mtd, tflops, diff);
-      std::fflush(stdout);
-      if (json)
-        std::fprintf(json,
-                     "{\"dtype\": \"%s\", \"m\": %ld, \"n\": %ld, \"k\": %ld, \"tessel_host_us\": %.3f, "
-                     "\"cublas_host_us\": %.3f, \"tessel_dev_us\": %.3f, \"cublas_dev_us\": %.3f, "
-                     "\"host_ratio\": %.4f, \"dev_ratio\": %.4f, \"tessel_tflops\": %.2f, \"diff_vs_cublas\": %.3g, "
-                     "\"plan\": \"%s\"}\n",
-                     precision_name(p), (long)m, (long)n, (long)k, mth, mch, mtd, mcd, mch / mth, mcd / mtd, tflops, diff,
-                     default_gemm_plan(TargetKind::Cuda, m, n, k, p).to_string().c_str());
-      cudaFree(da);
-      cudaFree(db);
-      cudaFree(dc_t);
-      cudaFree(dc_c);
-    }
   if (json) std::fclose(json);
   cublasDestroy(handle);
   return 0;

@@ -78,7 +78,7 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,
 for step in $STEPS; do
   case $step in
     tests)
-      timeout 200 $O/gpu_tests --gtest_brief=1 > "$OUT/gpu-tests.txt" 2>&1
+      timeout ${GPU_TESTS_TIMEOUT:-400} $O/gpu_tests --gtest_brief=1 > "$OUT/gpu-tests.txt" 2>&1
       echo "gpu tests rc=$? at $SECONDS s: $(grep -E '^\[  (PASSED|FAILED) ' "$OUT/gpu-tests.txt" | tr '\n' ' ')" >> "$OUT/summary.txt"
       (cd tests/cuda && timeout 200 $O/cuda_tests --gtest_brief=1) > "$OUT/cuda-tests.txt" 2>&1
       echo "cuda tests rc=$? at $SECONDS s: $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$OUT/cuda-tests.txt" | tr '\n' ' ')" >> "$OUT/summary.txt";;

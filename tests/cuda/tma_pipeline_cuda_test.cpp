@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <map>
 #include <random>
+#include <sstream>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -99,6 +100,18 @@ TEST(TmaPipelineCompile, PersistentWarpSpecializedGemmCompiles) {
   EXPECT_EQ(info.nvrtc.spill_stores, 0) << info.nvrtc.log;
   EXPECT_EQ(info.nvrtc.spill_loads, 0) << info.nvrtc.log;
   EXPECT_FALSE(has(info.nvrtc.log, "C7508")) << info.nvrtc.log;
+  // The tile's coordinates (divisions of the tile loop's variable) are computed once
+  // per tile, not in each k step's copies: the producer is one thread, and three
+  // 64-bit divisions a step left the tensor cores waiting (4096^3 bf16 ran at 0.68x
+  // cuBLAS persistent against 0.79x without).
+  std::istringstream lines(info.source.code);
+  int coordinate_lines = 0;
+  for (std::string line; std::getline(lines, line);)
+    if (has(line, "const int r = ")) {
+      ++coordinate_lines;
+      EXPECT_FALSE(has(line, "tsl_floordiv(") || has(line, "tsl_mod(")) << line;
+    }
+  EXPECT_EQ(coordinate_lines, 2);  // the boxes of A and B
 }
 
 // Split-K's slice kernel under the warp-specialized tma plan, and its sum kernel

@@ -267,39 +267,58 @@ class Emitter {
   }
 
  private:
-  // Index expressions as C++. A part that names only size parameters and group
-  // coordinates (the same for the whole kernel) and holds a division, modulo, min
-  // or max is computed once at the top of the kernel (hoisted_) and named there:
-  // nvcc does not move a division out of a loop or a guarded path, and a 64-bit
-  // division costs tens of instructions (a grouped head index such as h / (Hq /
-  // Hkv) sat in every copy of every step). Cheap parts stay inline.
-  std::string ex(const Expr& e) const {
-    return expr_to_cpp(hoist_uniform(e), [&](const std::string& n) { return n[0] == '#' ? n.substr(1) : sym(n); });
+  // Index expressions as C++. A part that holds a division, modulo, min or max is
+  // computed once, as far out as what it names allows, and named there: at the
+  // top of the kernel when it names only size parameters and group coordinates
+  // (hoisted_), else at the top of the body of the innermost loop whose variable
+  // it names, when that is not the loop it stands in (loops_). nvcc does not move
+  // a division out of a loop or a guarded path, and a 64-bit division costs tens
+  // of instructions: a grouped head index such as h / (Hq / Hkv) sat in every copy
+  // of every step, and a persistent grid's tile coordinates (divisions of the tile
+  // loop's variable) in every k step of its producer. Cheap parts stay inline.
+  std::string ex(const Expr& e) const { return named_cpp(hoist(e)); }
+  // As C++, where a symbol "#NAME" is a hoisted part's name.
+  static std::string named_cpp(const Expr& e) {
+    return expr_to_cpp(e, [](const std::string& n) { return n[0] == '#' ? n.substr(1) : sym(n); });
   }
-  bool uniform(const Expr& e) const {
-    bool all = true;
+  // 0 for an expression of size parameters and group coordinates; i + 1 when the
+  // innermost loop variable it names is loops_[i]'s; -1 when it names another symbol.
+  int scope_of(const Expr& e) const {
+    int level = 0;
+    bool other = false;
     expr_symbols(e, [&](const std::string& n) {
-      bool size = std::find(p_.size_params.begin(), p_.size_params.end(), n) != p_.size_params.end();
-      bool coordinate = std::any_of(p_.grid.begin(), p_.grid.end(), [&](const LoopDim& g) { return g.iv == n; });
-      all = all && (size || coordinate);
+      if (std::find(p_.size_params.begin(), p_.size_params.end(), n) != p_.size_params.end()) return;
+      if (std::any_of(p_.grid.begin(), p_.grid.end(), [&](const LoopDim& g) { return g.iv == n; })) return;
+      for (size_t i = loops_.size(); i-- > 0;)
+        if (loops_[i].iv == n) {
+          level = std::max(level, int(i) + 1);
+          return;
+        }
+      other = true;
     });
-    return all;
+    return other ? -1 : level;
   }
   static bool costly(const Expr& e) {
     if (!e || e->kind == ExprKind::Const || e->kind == ExprKind::Sym) return false;
     if (e->kind != ExprKind::Add && e->kind != ExprKind::Sub && e->kind != ExprKind::Mul) return true;
     return costly(e->lhs) || costly(e->rhs);
   }
-  Expr hoist_uniform(const Expr& e) const {
+  static std::string named(std::vector<std::pair<std::string, std::string>>& defs, const std::string& text,
+                           const std::string& prefix, int& count) {
+    for (const auto& [name, t] : defs)
+      if (t == text) return name;
+    defs.push_back({prefix + num(count++), text});
+    return defs.back().first;
+  }
+  Expr hoist(const Expr& e) const {
     if (!e || e->kind == ExprKind::Const || e->kind == ExprKind::Sym) return e;
-    if (costly(e) && uniform(e)) {
-      const std::string text = plain_ex(e);
-      for (const auto& [name, t] : hoisted_)
-        if (t == text) return expr_sym("#" + name);
-      hoisted_.push_back({"tsl_u" + num(hoisted_.size()), text});
-      return expr_sym("#" + hoisted_.back().first);
+    const int level = costly(e) ? scope_of(e) : -1;
+    if (level == 0) return expr_sym("#" + named(hoisted_, plain_ex(e), "tsl_u", hoisted_count_));
+    Expr parts = expr_binary(e->kind, hoist(e->lhs), hoist(e->rhs));
+    if (level > 0 && level < int(loops_.size())) {
+      return expr_sym("#" + named(loops_[level - 1].defs, named_cpp(parts), "tsl_l", loop_count_));
     }
-    return expr_binary(e->kind, hoist_uniform(e->lhs), hoist_uniform(e->rhs));
+    return parts;
   }
 
   void check_program() {
@@ -885,12 +904,19 @@ class Emitter {
       case GroupOpKind::Call:
         user_error(ErrorKind::Unsupported, "cuda target: op #" + num(op.id) + " calls '" + op.callee +
                                                "', and opaque calls are not supported");
-      case GroupOpKind::For:
+      case GroupOpKind::For: {
         open("for (int64_t " + sym(op.iv) + " = " + ex(op.lo) + "; " + sym(op.iv) + " < " + ex(op.hi) +
              "; ++" + sym(op.iv) + ")");
+        loops_.push_back({op.iv, body_.size(), {}});
         emit_ops(op.bodies.at(0));
+        std::string defs;  // what the body's expressions computed once per iteration (hoist)
+        for (const auto& [name, text] : loops_.back().defs)
+          defs += std::string(2 * depth_, ' ') + "const int64_t " + name + " = " + text + ";\n";
+        body_.insert(loops_.back().at, defs);
+        loops_.pop_back();
         close();
         return;
+      }
       case GroupOpKind::If:
         open("if (" + cond(op.cond) + ")");
         emit_ops(op.bodies.at(0));
@@ -2451,6 +2477,15 @@ class Emitter {
   std::map<int, DType> rounded_by_pack_;  // fragment -> the 16-bit dtype every read of it packs to
   // Kernel-wide index values (ex): name and C++ text, declared after the coordinates.
   mutable std::vector<std::pair<std::string, std::string>> hoisted_;
+  mutable int hoisted_count_ = 0, loop_count_ = 0;
+  // The loops being emitted, outermost first: each one's variable, where its body
+  // starts in body_, and the definitions hoisted to the top of its body.
+  struct LoopScope {
+    std::string iv;
+    size_t at;
+    std::vector<std::pair<std::string, std::string>> defs;
+  };
+  mutable std::vector<LoopScope> loops_;
   std::map<int, int> tma_map_;           // tma op id -> its map
   int leader_worker_ = 0;                // the first worker of the workers running (in a role: its first)
   std::set<int> leader_arrived_;         // mbarriers some leader arrival names
