@@ -191,18 +191,39 @@ TEST(CudaGemm, BetaAlphaAndMisalignedRows) {
   uint64_t seed = 100;
   for (GemmPrecision p : kAll) {
     check({200, 136, 72, p, 0.75, 0.5, 0}, seed++);
-    check({200, 136, 72, p, -1.5, 0.0, 3}, seed++);   // odd leading dimensions: scalar copies
+    check({200, 136, 72, p, -1.5, 0.0, 3}, seed++);   // odd leading dimensions: fp32 4-byte, 16-bit scalar copies
     check({129, 257, 100, p, 1.0, 2.0, 8}, seed++);   // aligned padding: vector copies
     check({1, 1, 1, p, 1.0, 0.0, 0}, seed++);
     check({3, 5, 0, p, 1.0, 0.5, 0}, seed++);         // K = 0: C = beta * C
   }
 }
 
+// Rows off 16 bytes but on 4 (even leading dimensions of 16-bit operands, any of
+// fp32) take 4-byte async copies; a base off 4 bytes (shift 2: 16-bit only) the
+// scalar ones. Small shapes below the size that copies operands to 16-byte rows
+// first; each run against the oracle, C NaN-poisoned where beta is 0.
+TEST(CudaGemm, RowsOnFourBytesCopyAsynchronously) {
+  REQUIRE_GPU();
+  uint64_t seed = 400;
+  for (GemmPrecision p : kAll)
+    for (size_t shift : {size_t(0), size_t(4), size_t(2)}) {
+      if (shift == 2 && dtype_bytes(storage_dtype(p)) == 4) continue;  // fp32 elements sit on 4 bytes
+      for (const Case& c : {Case{250, 130, 250, p, 1.0, 0.0, 0}, Case{100, 98, 102, p, 0.75, 0.5, 2},
+                            Case{33, 70, 18, p, -1.0, 0.0, 4}}) {
+        Prepared in = prepare(c, seed++);
+        std::vector<float> out = run_prepared(c, in, nullptr, shift);
+        double err = gemm_relative_error(c.m, c.n, out.data(), c.n + c.pad, in.oracle);
+        EXPECT_LE(err, precision_error_bound(p, c.k)) << name(c) << " shift " << shift;
+      }
+    }
+}
+
 // The wgmma atom (sm_90) under every tile class and window (W = 2 with sync and with
 // async copies, W = 3, 4 async, where one mma stays in flight): each plan's complete
 // output against one oracle per case, and every window bit for bit equal to
 // window 1 (pipelining must not reorder arithmetic). Odd leading dimensions take the
-// scalar copy path into the swizzled buffers; aligned ones the 16-byte paths.
+// scalar copy path into the swizzled buffers, even ones the 4-byte path; aligned
+// ones the 16-byte paths.
 TEST(CudaGemm, WgmmaPlansEveryWindow) {
   REQUIRE_GPU();
   struct Tile {
@@ -214,7 +235,8 @@ TEST(CudaGemm, WgmmaPlansEveryWindow) {
                         {512, 512, 512, GemmPrecision::BF16, 1, 0, 0},   {1024, 1024, 1024, GemmPrecision::BF16, 1, 0, 0},
                         {256, 1024, 128, GemmPrecision::F16, 1, 0, 0},   {1024, 128, 256, GemmPrecision::BF16, 1, 0, 0},
                         {127, 193, 61, GemmPrecision::BF16, 1, 0, 0},    {513, 257, 129, GemmPrecision::F16, 1, 0, 0},
-                        {300, 200, 100, GemmPrecision::BF16, 0.75, 0.5, 3}, {200, 136, 72, GemmPrecision::F16, -1.5, 0, 8}};
+                        {300, 200, 100, GemmPrecision::BF16, 0.75, 0.5, 3}, {200, 136, 72, GemmPrecision::F16, -1.5, 0, 8},
+                        {250, 130, 250, GemmPrecision::BF16, 1, 0, 0}};  // rows on 4 bytes: 4-byte async copies
   uint64_t seed = 5000;
   for (const Case& c : cases) {
     Prepared in = prepare(c, seed++);

@@ -39,6 +39,10 @@ static __device__ __forceinline__ unsigned tsl_smem(const void* p) {
 static __device__ __forceinline__ void tsl_cp_async16(unsigned dst, const void* src, int src_bytes) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(dst), "l"(src), "r"(src_bytes));
 }
+// 4 bytes, for rows off 16 bytes (cp.async.cg takes 16 only).
+static __device__ __forceinline__ void tsl_cp_async4(unsigned dst, const void* src, int src_bytes) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" :: "r"(dst), "l"(src), "r"(src_bytes));
+}
 // max and min that keep a NaN operand (as the sim does), so poison stays visible:
 // one instruction from sm_80 on.
 static __device__ __forceinline__ float tsl_max(float x, float y) {
@@ -864,6 +868,12 @@ class Emitter {
     return s;
   }
 
+  // The raw bits of a vector of `bytes` (16, or 4 for rows off 16 bytes) as a C++ type, its zero,
+  // and the async copy of one.
+  static std::string vec_type(int64_t bytes) { return bytes == 16 ? "uint4" : "unsigned"; }
+  static std::string vec_zero(int64_t bytes) { return bytes == 16 ? "make_uint4(0, 0, 0, 0)" : "0u"; }
+  static std::string cp_async(int64_t bytes) { return bytes == 16 ? "tsl_cp_async16" : "tsl_cp_async4"; }
+
   static bool const_multiple(const Expr& e, int64_t v) {
     int64_t x = 0;
     return expr_is_const(e, &x) && x % v == 0;
@@ -1105,6 +1115,20 @@ class Emitter {
       emit_vector_copy(op, v);
       if (!aligned.empty()) {
         --depth_;
+        // Global rows off 16 bytes but on 4 (every fp32 tensor; 16-bit ones of even
+        // row strides): an async copy stays asynchronous in 4-byte pieces. The
+        // scalar copy below loads synchronously, and a small GEMM of such rows
+        // waited on every k step's loads (250x130x250 ran at 0.32x cuBLAS).
+        const int64_t v4 = 4 / dtype_bytes(sb.dtype);
+        if (op.async && v4 >= 1 && light_fragments()) {
+          std::string aligned4;
+          for (const BufferRef* r : {&op.src, &op.dst})
+            if (p_.buffer(r->buffer).space == Space::Global)
+              aligned4 += (aligned4.empty() ? "(" : " && (") + global_aligned(*r, v4, ex(r->col), 4) + ")";
+          open("} else if (" + aligned4 + ")");
+          emit_vector_copy(op, v4);
+          --depth_;
+        }
         open("} else");
         emit_scalar_copy(op);
         close();
@@ -1351,9 +1375,73 @@ class Emitter {
       open("} else");
     }
     std::string dst_addr = op.async ? shared_addr(op.dst, DR, DC) : "";
-    emit_guarded_chunks(op, v, chunks_per_row, row_in, col_full, col_none, dguard, dst_ptr, dst_addr, src_ptr, decode,
-                        partial);
+    const int64_t lines_per_pass = threads_ % chunks_per_row == 0 ? threads_ / chunks_per_row : 0;
+    if (op.async && op.constant == 0 && lines_per_pass > 0 && light_fragments() &&
+        !row_step(op.src, lines_per_pass).empty() && !row_step(op.dst, lines_per_pass).empty())
+      emit_strided_edge_chunks(op, v);
+    else
+      emit_guarded_chunks(op, v, chunks_per_row, row_in, col_full, col_none, dguard, dst_ptr, dst_addr, src_ptr,
+                          decode, partial);
     if (fast) close();
+  }
+
+  // A window crossing the source's bounds (an edge tile), async with zero padding:
+  // emit_strided_chunks' arrangement, in which a thread keeps one column chunk in
+  // every pass, so its column test is made once and each pass tests only its row
+  // (the decode and both tests a chunk had cost ~50 instructions, 4x as many with
+  // 4-byte pieces: the edge tiles of small shapes ran at half the speed of the
+  // others). A chunk outside the source is zero-filled by cp.async (0 source bytes);
+  // a thread whose chunk straddles the column bound copies element by element.
+  void emit_strided_edge_chunks(const GroupOp& op, int64_t v) {
+    const Buffer& db = p_.buffer(op.dst.buffer);
+    const int64_t per_line = op.cols / v, lines_per_pass = threads_ / per_line;
+    const int64_t passes = (op.rows + lines_per_pass - 1) / lines_per_pass;
+    const int64_t bytes = v * dtype_bytes(db.dtype);
+    line("const int r = tid / " + num(per_line) + ", c = (tid % " + num(per_line) + ") * " + num(v) + ";");
+    const std::string SR = "(" + ex(op.src.row) + " + r)", SC = "(" + ex(op.src.col) + " + c)";
+    const std::string DR = "(" + ex(op.dst.row) + " + r)", DC = "(" + ex(op.dst.col) + " + c)";
+    const std::string ss = row_step(op.src, lines_per_pass), ds = row_step(op.dst, lines_per_pass);
+    const std::string col_full = op.src_col_bound ? SC + " + " + num(v) + " <= " + ex(op.src_col_bound) : "true";
+    const std::string col_none = op.src_col_bound ? SC + " >= " + ex(op.src_col_bound) : "false";
+    const std::string ragged = op.rows % lines_per_pass != 0 ? "r + j * " + num(lines_per_pass) + " < " + num(op.rows)
+                                                             : "";
+    auto passes_loop = [&](const std::function<void()>& body) {
+      line("#pragma unroll 1");  // edge tiles only: rolled, so that its registers stay few
+      open("for (int j = 0; j < " + num(passes) + "; ++j)");
+      if (!ragged.empty()) open("if (" + ragged + ")");
+      body();
+      if (!ragged.empty()) close();
+      close();
+    };
+    // The destination's bounds (a pipeline stage past the loop's end has rows 0):
+    // a chunk wholly inside its columns, and each pass's row inside.
+    const std::string dst_cols = op.dst_col_bound ? " && " + DC + " + " + num(v) + " <= " + ex(op.dst_col_bound) : "";
+    const std::string dst_row =
+        op.dst_row_bound ? DR + " + j * " + num(lines_per_pass) + " < " + ex(op.dst_row_bound) : "";
+    open("if ((" + col_full + " || " + col_none + ")" + dst_cols + ")");
+    line("const bool cols_in = !(" + col_none + ");");
+    line("const " + std::string(ctype(db.dtype)) + "* s = &" + at(op.src, SR, SC) + ";");
+    line("const unsigned d = " + shared_addr(op.dst, DR, DC) + ";");
+    passes_loop([&] {
+      std::string in = "cols_in";
+      if (op.src_row_bound)
+        in += " && " + SR + " + j * " + num(lines_per_pass) + " < " + ex(op.src_row_bound);
+      line("const bool in = " + in + ";");
+      line((dst_row.empty() ? "" : "if (" + dst_row + ") ") + cp_async(bytes) + "(d + j * (" + ds + ") * " +
+           num(dtype_bytes(db.dtype)) + ", in ? (const void*)(s + j * " + ss + ") : (const void*)" + base(op.src) +
+           ", in ? " + num(bytes) + " : 0);");
+    });
+    --depth_;
+    open("} else");
+    passes_loop([&] {
+      line("const int rj = r + j * " + num(lines_per_pass) + ";");
+      const std::string g = dst_guard(op, "rj", "(c + x)");
+      line("#pragma unroll");
+      line("for (int x = 0; x < " + num(v) + "; ++x) " + (g.empty() ? "" : "if (" + g + ") ") +
+           at(op.dst, "(" + ex(op.dst.row) + " + rj)", "(" + DC + " + x)") + " = " + src_value(op, "rj", "(c + x)") +
+           ";");
+    });
+    close();
   }
 
   // The window's bounds as one condition ("" when there are none).
@@ -1411,6 +1499,11 @@ class Emitter {
     else
       line("const int r = tid / " + num(per_line) + ", c = (tid % " + num(per_line) + ") * " + num(v) + ";");
     std::string ct_s = ctype(sb.dtype), ct_d = ctype(db.dtype);
+    const int64_t bytes = v * dtype_bytes(sb.dtype);
+    const std::string V = vec_type(bytes);
+    // Async 4-byte pieces (rows off 16 bytes) come 4x as many: rolled beyond 4 a
+    // thread, so that their addresses hold few registers.
+    const std::string unroll = bytes == 16 || passes <= 4 ? "#pragma unroll" : "#pragma unroll 1";
     const std::string DR = "(" + ex(op.dst.row) + " + r)", DC = "(" + ex(op.dst.col) + " + c)";
     line("const " + ct_s + "* s = &" + at(op.src, "(" + ex(op.src.row) + " + r)", "(" + ex(op.src.col) + " + c)") + ";");
     std::string ss = along_columns ? col_step(op.src, lines_per_pass) : row_step(op.src, lines_per_pass);
@@ -1420,32 +1513,35 @@ class Emitter {
       ragged = std::string("if (") + (along_columns ? "c" : "r") + " + j * " + num(lines_per_pass) + " < " + num(lines) + ")";
     if (op.async) {
       line("const unsigned d = " + shared_addr(op.dst, DR, DC) + ";");
-      line("#pragma unroll");
+      line(unroll);
       open("for (int j = 0; j < " + num(passes) + "; ++j)");
       if (!ragged.empty()) line(ragged);
-      line("  tsl_cp_async16(d + j * (" + ds + ") * " + num(dtype_bytes(db.dtype)) + ", s + j * " + ss + ", 16);");
+      line("  " + cp_async(bytes) + "(d + j * (" + ds + ") * " + num(dtype_bytes(db.dtype)) + ", s + j * " + ss + ", " +
+           num(bytes) + ");");
       close();
       return;
     }
     line(ct_d + "* d = &" + at(op.dst, DR, DC) + ";");
-    line("uint4 tmp[" + num(passes) + "];");
+    line(V + " tmp[" + num(passes) + "];");
     line("#pragma unroll");
     open("for (int j = 0; j < " + num(passes) + "; ++j)");
     if (!ragged.empty()) line(ragged);
-    line("  tmp[j] = *(const uint4*)(s + j * " + ss + ");");
+    line("  tmp[j] = *(const " + V + "*)(s + j * " + ss + ");");
     close();
     line("#pragma unroll");
     open("for (int j = 0; j < " + num(passes) + "; ++j)");
     if (!ragged.empty()) line(ragged);
-    line("  *(uint4*)(d + j * " + ds + ") = tmp[j];");
+    line("  *(" + V + "*)(d + j * " + ds + ") = tmp[j];");
     close();
   }
 
   template <class Decode, class Partial>
-  void emit_guarded_chunks(const GroupOp& op, int64_t /*v*/, int64_t chunks_per_row, const std::string& row_in,
+  void emit_guarded_chunks(const GroupOp& op, int64_t v, int64_t chunks_per_row, const std::string& row_in,
                            const std::string& col_full, const std::string& col_none, const std::string& dguard,
                            const std::string& dst_ptr, const std::string& dst_addr, const std::string& src_ptr,
                            Decode decode, Partial partial) {
+    const int64_t bytes = v * dtype_bytes(p_.buffer(op.src.buffer).dtype);
+    const std::string V = vec_type(bytes);
     if (op.async) {
       for_each_share(op.rows * chunks_per_row, [&] {
         decode();
@@ -1455,8 +1551,8 @@ class Emitter {
         line("const bool in = (" + row_in + ") && !(" + col_none + ");");
         // Nothing is read when the chunk lies outside: point at the tensor's base.
         // Nothing is written outside the destination bound (a copy past the end).
-        std::string issue = "tsl_cp_async16(" + dst_addr + ", in ? (const void*)" + src_ptr + " : (const void*)" +
-                            base(op.src) + ", in ? 16 : 0);";
+        std::string issue = cp_async(bytes) + "(" + dst_addr + ", in ? (const void*)" + src_ptr +
+                            " : (const void*)" + base(op.src) + ", in ? " + num(bytes) + " : 0);";
         line(dguard.empty() ? issue : "if (" + dguard + ") " + issue);
         --depth_;
         open("} else");
@@ -1468,14 +1564,14 @@ class Emitter {
     // Synchronous: every load of the thread's chunks is issued before the first
     // store, so the loads are in flight together.
     int64_t items = op.rows * chunks_per_row, per = (items + threads_ - 1) / threads_;
-    line("uint4 tmp[" + num(per) + "];");
+    line(V + " tmp[" + num(per) + "];");
     line("#pragma unroll");
     open("for (int j = 0; j < " + num(per) + "; ++j)");
     line("const int e = tid + j * " + num(threads_) + ";");
     if (items % threads_ != 0) line("if (e >= " + num(items) + ") break;");
     decode();
-    line("tmp[j] = make_uint4(0, 0, 0, 0);");
-    line("if ((" + row_in + ") && " + col_full + ") tmp[j] = *(const uint4*)(" + src_ptr + ");");
+    line("tmp[j] = " + vec_zero(bytes) + ";");
+    line("if ((" + row_in + ") && " + col_full + ") tmp[j] = *(const " + V + "*)(" + src_ptr + ");");
     close();
     line("#pragma unroll");
     open("for (int j = 0; j < " + num(per) + "; ++j)");
@@ -1483,7 +1579,7 @@ class Emitter {
     if (items % threads_ != 0) line("if (e >= " + num(items) + ") break;");
     decode();
     open(op.constant == 0 ? "if (" + col_full + " || !(" + row_in + "))" : "if ((" + row_in + ") && " + col_full + ")");
-    std::string store = "*(uint4*)(" + dst_ptr + ") = tmp[j];";
+    std::string store = "*(" + V + "*)(" + dst_ptr + ") = tmp[j];";
     line(dguard.empty() ? store : "if (" + dguard + ") " + store);
     --depth_;
     open("} else");
@@ -1517,6 +1613,17 @@ class Emitter {
     q.pr = q.rep_r ? 1 : f.rows / p_.worker_rows;
     q.pc = q.rep_c ? 1 : f.cols / p_.worker_cols;
     return q;
+  }
+  // Do a thread's fragments hold at most 64 registers? The copy paths for edge
+  // tiles and rows off 16 bytes that cost fewer instructions but more code (more
+  // live addresses) are emitted only then: where the fragments fill the register
+  // file (attention, the fp32 kernels of two blocks a multiprocessor), that code
+  // made ptxas spill.
+  bool light_fragments() const {
+    int64_t n = 0;
+    for (const Buffer& b : p_.buffers)
+      if (b.space == Space::Private) n += regs(b);
+    return n <= 64;
   }
   int64_t regs(const Buffer& f) const {
     Part q = part(f);
