@@ -152,6 +152,8 @@ static tsl_mma_blocks_fn_t tsl_mma_blocks;
 constexpr int64_t kAlignFloats = 16;  // 64-byte alignment of every scratch region
 
 int64_t round_up(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
+// Block rows from which an mma reading B in place copies B panel by panel (emit_mma).
+constexpr int64_t kCpuPackBRows = 12;
 std::string num(int64_t v) { return std::to_string(v); }
 std::string sym(const std::string& name) { return "v_" + name; }
 std::string ex(const Expr& e) { return expr_to_cpp(e, sym); }
@@ -1348,9 +1350,25 @@ class Emitter {
     // A kernel reading a tensor in place must stay inside the valid part: a block
     // that crosses its edge (a ragged tile) takes the scalar loop instead.
     const bool in_place = a_global || b_global;
-    const std::string ld_args = in_place ? ", " + (a_global ? a.ld : "0") + ", " + (b_global ? b.ld : "0") : "";
+    // B read in place and met by many block rows: each panel of NR columns is first
+    // copied into scratch (kv x NR, `tsl_bp`), then every block row reads the copy
+    // as a staged B (LDB = NR); A stays in place. Read from the tensor, B's rows lie
+    // a tensor row apart, and at some row strides those of one kernel's panel fall
+    // into a few L1 sets and evict each other between the block rows that reuse
+    // them. One thread, against reading in place: 513x257x129 (43 block rows) 1.05,
+    // 200x300x160 (17) 1.08, 128^3 and 127x193x61 (11) 1.01-1.02, 96^3 (8) 0.92,
+    // 64^3 (6) 0.97: so from kCpuPackBRows block rows on. Emitted kernels (k below
+    // kCpuPrebuiltMinK) and one worker's part (the direct plans) only.
+    const FragPart first_part = frag_part(p_, acc, 0);
+    const bool pack_b = fast && b_global && a_global && !f64 && p_.workers == 1 &&
+                        (first_part.rows + mr - 1) / mr >= kCpuPackBRows && first_part.cols > 0 &&
+                        cpu_microkernel_fits(nr, isa_) && op.k < kCpuPrebuiltMinK;
+    const int64_t panel_floats = op.k * nr;  // one panel of tsl_bp
+    const std::string ld_args =
+        in_place ? ", " + (a_global ? a.ld : "0") + ", " + (pack_b ? num(nr) : b_global ? b.ld : "0") : "";
     // The leading dimensions as values (a staged operand's are constants).
-    const std::string lda_arg = a_global ? a.ld : num(lda), ldb_arg = b_global ? b.ld : num(ldb);
+    const std::string lda_arg = a_global ? a.ld : num(lda),
+                      ldb_arg = pack_b ? num(nr) : b_global ? b.ld : num(ldb);
     line("// mma #" + num(op.id) + " (" + num(op.m) + "x" + num(op.n) + "x" + num(op.k) + ")");
     // The valid part of the tile (GroupOp::m_valid): work outside it is skipped.
     open("");
@@ -1360,6 +1378,10 @@ class Emitter {
          num(op.k) + ");");
     auto over = overwrite_.find(op.id);
     line("const int overwrite = " + (over == overwrite_.end() ? std::string("0") : over->second) + ";");
+    if (pack_b) {
+      line("float* const tsl_bp = scratch + " + num(scratch_floats_) + ";  // one B panel (kv x NR)");
+      scratch_floats_ += round_up(panel_floats, kAlignFloats);
+    }
     // Parts all have one size. When every part starts on a B panel and the operands
     // are staged, one runtime loop over the worker grid runs them (a plan with many
     // row parts, the cache blocks of a large matrix product, keeps a small unit); otherwise
@@ -1399,6 +1421,11 @@ class Emitter {
       const int64_t rows_big = (part.rows % row_blocks) * (row_base + 1);  // rows in blocks of row_base + 1
       const int64_t cols_fast = part.cols / nr * nr, cols_left = part.cols - cols_fast;
       // Blocks of [r0, r1) x [c0, c1) of the part, `br` x `bc` at a time.
+      // B packed (pack_b): the caller runs the jr loop, packing each panel.
+      auto jr_loop = [&](int64_t c0, int64_t c1, int64_t bc) {
+        open("for (int64_t jr = " + num(c0) + "; jr < " + num(c1) + " && " + c0s + " + jr < nv; jr += " + num(bc) +
+             ")");
+      };
       auto blocks = [&](int64_t r0, int64_t r1, int64_t br, int64_t c0, int64_t c1, int64_t bc) {
         if (r0 >= r1 || c0 >= c1) return;
         // Over a long k loop a kernel built into tessel is called through the table
@@ -1419,17 +1446,21 @@ class Emitter {
                num(r0) + "), nv - (" + c0s + " + " + num(c0) + "), " + (in_place ? "1" : "0") + ", overwrite);");
           return;
         } else {
-          name = cpu_microkernel_name(br, bc, lda, ldb, f64);
-          if (!microkernels_.count(name)) microkernels_[name] = emit_cpu_microkernel(br, bc, lda, ldb, isa_, f64);
+          // Packed, B is a panel of width NR (compile-time LDB); A stays run-time.
+          const int64_t kernel_ldb = pack_b ? nr : ldb;
+          name = cpu_microkernel_name(br, bc, lda, kernel_ldb, f64);
+          if (!microkernels_.count(name))
+            microkernels_[name] = emit_cpu_microkernel(br, bc, lda, kernel_ldb, isa_, f64);
         }
+        // B's block at column jr: in the tensor, or the panel packed for this jr.
+        const std::string b_block = pack_b ? "tsl_bp" : "&" + b.at("0", c0s + " + jr");
         // jr outer, ir inner (BLIS): one B micro-panel stays in L1 while the A
         // micro-panels stream past it.
-        open("for (int64_t jr = " + num(c0) + "; jr < " + num(c1) + " && " + c0s +
-             " + jr < nv; jr += " + num(bc) + ")");
+        if (!pack_b) jr_loop(c0, c1, bc);
         open("for (int64_t ir = " + num(r0) + "; ir < " + num(r1) + " && " + r0s +
              " + ir < mv; ir += " + num(br) + ")");
-        const std::string call = name + "(kv, &" + a.at(r0s + " + ir", "0") + ", &" +
-                                 b.at("0", c0s + " + jr") + ", " + c + " + ir * " + ldc +
+        const std::string call = name + "(kv, &" + a.at(r0s + " + ir", "0") + ", " + b_block + ", " + c +
+                                 " + ir * " + ldc +
                                  " + jr, " + ldc + lds + ", overwrite);";
         if (!in_place) {
           line(call);
@@ -1443,7 +1474,7 @@ class Emitter {
             emit_block_scalar(acc, a, b, c, ldc, part, br, bc);
           } else {
             // fp32: the valid rows and columns of the block in tessel (cpu_mma_edge).
-            line("tsl_mma_edge(kv, &" + a.at(r0s + " + ir", "0") + ", &" + b.at("0", c0s + " + jr") + ", " + c +
+            line("tsl_mma_edge(kv, &" + a.at(r0s + " + ir", "0") + ", " + b_block + ", " + c +
                  " + ir * " + ldc + " + jr, " + ldc + ", " + lda_arg + ", " + ldb_arg +
                  ", tsl_min(" + num(br) + ", mv - (" + r0s + " + ir)), tsl_min(" + num(bc) + ", nv - (" + c0s +
                  " + jr)), overwrite);");
@@ -1451,13 +1482,34 @@ class Emitter {
           close();
         }
         close();
-        close();
+        if (!pack_b) close();
       };
-      // Full blocks, then the edge kernels: the right columns, the bottom rows, the corner.
-      blocks(0, rows_big, row_base + 1, 0, cols_fast, nr);
-      blocks(0, rows_big, row_base + 1, cols_fast, part.cols, cols_left);
-      blocks(rows_big, part.rows, row_base, 0, cols_fast, nr);
-      blocks(rows_big, part.rows, row_base, cols_fast, part.cols, cols_left);
+      if (pack_b) {
+        // Each panel of B (kv rows of its valid columns) copied once, then met by
+        // every block row; columns past the valid ones are left as they are (no
+        // kernel reads them: cpu_microkernel.h).
+        auto panels = [&](int64_t c0, int64_t c1, int64_t bc) {
+          if (c0 >= c1) return;
+          jr_loop(c0, c1, bc);
+          line("const int64_t tsl_pc = tsl_min(" + num(bc) + ", nv - (" + c0s + " + jr));");
+          line("const float* const tsl_s = &" + b.at("0", c0s + " + jr") + ";");
+          open("for (int64_t k = 0; k < kv; ++k)");
+          line("tsl_copy_f32(tsl_bp + k * " + num(nr) + ", tsl_s + k * " + b.ld + ", tsl_pc / " + num(isa_.lanes) +
+               ", tsl_pc % " + num(isa_.lanes) + ");");
+          close();
+          blocks(0, rows_big, row_base + 1, c0, c1, bc);
+          blocks(rows_big, part.rows, row_base, c0, c1, bc);
+          close();
+        };
+        panels(0, cols_fast, nr);
+        panels(cols_fast, part.cols, cols_left);
+      } else {
+        // Full blocks, then the edge kernels: the right columns, the bottom rows, the corner.
+        blocks(0, rows_big, row_base + 1, 0, cols_fast, nr);
+        blocks(0, rows_big, row_base + 1, cols_fast, part.cols, cols_left);
+        blocks(rows_big, part.rows, row_base, 0, cols_fast, nr);
+        blocks(rows_big, part.rows, row_base, cols_fast, part.cols, cols_left);
+      }
     }
     if (loop) close();
     close();
