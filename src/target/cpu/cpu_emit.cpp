@@ -1355,10 +1355,11 @@ class Emitter {
     // as a staged B (LDB = NR); A stays in place. Read from the tensor, B's rows lie
     // a tensor row apart, and at some row strides those of one kernel's panel fall
     // into a few L1 sets and evict each other between the block rows that reuse
-    // them. One thread, against reading in place: 513x257x129 (43 block rows) 1.05,
-    // 200x300x160 (17) 1.08, 128^3 and 127x193x61 (11) 1.01-1.02, 96^3 (8) 0.92,
-    // 64^3 (6) 0.97: so from kCpuPackBRows block rows on. Emitted kernels (k below
-    // kCpuPrebuiltMinK) and one worker's part (the direct plans) only.
+    // them. One thread, against reading in place: 513x257x129 (43 block rows),
+    // 1024x64x64 and 300x300x100 1.04, 200x300x160 (17) 1.00; with 9 to 11 block
+    // rows 0.95-0.99 and 96^3 (8) 0.92, where the copy costs more than it saves: so
+    // from kCpuPackBRows block rows on (docs/cpu_microkernel.md). Emitted kernels (k
+    // below kCpuPrebuiltMinK) and one worker's part (the direct plans) only.
     const FragPart first_part = frag_part(p_, acc, 0);
     const bool pack_b = fast && b_global && a_global && !f64 && p_.workers == 1 &&
                         (first_part.rows + mr - 1) / mr >= kCpuPackBRows && first_part.cols > 0 &&
