@@ -280,6 +280,20 @@ TEST_P(CpuIsaPath, OneThreadReadsMidShapesInPlace) {
   }
   // B past the bound (512 KiB): packed even on one thread.
   EXPECT_FALSE(default_gemm_plan(TargetKind::Cpu, 256, 512, 256, GemmPrecision::F32, "", 1).direct);
+  // 150 rows are 13 block rows: B is copied panel by panel before the block rows
+  // meet it (cpu_emit.cpp, pack_b), A read in place. Its own shape with alpha and
+  // beta, and shapes that leave the tile ragged (blocks across the edge read the
+  // copy in tsl_mma_edge; a partial last panel).
+  {
+    Plan p = default_gemm_plan(TargetKind::Cpu, 150, 40, 140, GemmPrecision::F32, "", 1);
+    ASSERT_TRUE(p.direct) << p.to_string();
+    GroupProgram program = compile_to_group(gemm_kernel(DType::F32), p, CompileOptions{}).program;
+    EXPECT_NE(emit_cpu(program).find("tsl_bp"), std::string::npos);
+    auto kernel = compile_cpu(program);
+    check_gemm(*kernel, GemmCase{150, 40, 140, 1.0, 0.0}, seed++);
+    check_gemm(*kernel, GemmCase{150, 40, 140, -0.5, 1.25}, seed++);
+    for (const GemmCase& g : kRagged) check_gemm(*kernel, g, seed++);
+  }
   // Such a plan's GroupIR on the simulator (M past the exact sizes): no races.
   const GemmCase small{150, 40, 140, 1.0, 0.0};
   Plan p = default_gemm_plan(TargetKind::Cpu, small.m, small.n, small.k, GemmPrecision::F32, "", 1);
@@ -341,6 +355,60 @@ TEST(CpuInPlace, GlobalOperandWithoutItsValidPartIsAVerifyError) {
   mma->n_valid = nullptr;  // b's columns unbounded
   expect_error("b B");
   mma->n_valid = n_valid;
+}
+
+// An accumulator whose fill is skipped and whose one way out is a store to a tensor
+// window of its shape lives in that window when the run allows it (cpu_emit.cpp,
+// find_homes): the micro-kernels write C and the store's copy is skipped. The
+// numbers are checked by the GEMM tests on each ISA (C poisoned, ldc past N, alpha
+// and beta that keep it in the fragment, ragged tiles); here, which programs home it.
+TEST(CpuInPlace, AccumulatorLivesInItsStoreWindowOnlyWhenNothingElseUsesIt) {
+  auto program_of = [](const Plan& p) { return compile_to_group(gemm_kernel(DType::F32), p, CompileOptions{}).program; };
+  GroupProgram direct = program_of(default_gemm_plan(TargetKind::Cpu, 32, 32, 32));
+  const std::string unit = emit_cpu(direct);
+  EXPECT_NE(unit.find("const bool tsl_home_0 = tsl_whole_0 && s_alpha == 1 && scalars[1] == 0"), std::string::npos)
+      << unit;
+  EXPECT_NE(unit.find("if (!tsl_home_0)"), std::string::npos) << unit;
+  // Several workers hold parts of the fragment: not homed.
+  Plan packed = default_gemm_plan(TargetKind::Cpu, 2100, 40, 20);
+  ASSERT_GT(packed.workers, 1) << packed.to_string();
+  EXPECT_EQ(emit_cpu(program_of(packed)).find("tsl_home_"), std::string::npos);
+  // The fragment read again after its store: not homed.
+  GroupProgram again = direct;
+  GroupOp copy;
+  for (const GroupOp& op : again.body)
+    if (op.kind == GroupOpKind::If)
+      for (const GroupOp& inner : op.bodies.at(0))
+        if (inner.kind == GroupOpKind::FragStore) copy = inner;
+  ASSERT_EQ(copy.kind, GroupOpKind::FragStore);
+  copy.id = 1000;
+  again.body.push_back(copy);
+  EXPECT_EQ(emit_cpu(again).find("tsl_home_"), std::string::npos);
+  // A store bounded short of the mma's valid part (20 of 32 rows): homed only while
+  // the window lies inside that bound too.
+  GroupProgram short_store = direct;
+  for (GroupOp& op : short_store.body)
+    if (op.kind == GroupOpKind::If)
+      for (GroupOp& inner : op.bodies.at(0))
+        if (inner.kind == GroupOpKind::FragStore) inner.dst_row_bound = expr_const(20);
+  const std::string bounded = emit_cpu(short_store);
+  const size_t home = bounded.find("const bool tsl_home_0");
+  ASSERT_NE(home, std::string::npos) << bounded;
+  EXPECT_NE(bounded.substr(home, bounded.find('\n', home) - home).find("+ 32 <= INT64_C(20)"), std::string::npos)
+      << bounded;
+  // The tensor read before the store (a load of C in the k loop would see partial
+  // sums): not homed.
+  GroupProgram early = direct;
+  GroupOp load;
+  for (const GroupOp& op : early.body)
+    if (op.kind == GroupOpKind::If)
+      for (const GroupOp& inner : op.bodies.at(1))
+        if (inner.kind == GroupOpKind::FragLoad) load = inner;
+  ASSERT_EQ(load.kind, GroupOpKind::FragLoad);
+  load.id = 1001;
+  for (GroupOp& op : early.body)
+    if (op.kind == GroupOpKind::For) op.bodies.at(0).push_back(load);
+  EXPECT_EQ(emit_cpu(early).find("tsl_home_"), std::string::npos);
 }
 
 // An mma whose a operand is a fragment (registers, group_ir.h) is valid GroupIR that

@@ -152,6 +152,8 @@ static tsl_mma_blocks_fn_t tsl_mma_blocks;
 constexpr int64_t kAlignFloats = 16;  // 64-byte alignment of every scratch region
 
 int64_t round_up(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
+// Block rows from which an mma reading B in place copies B panel by panel (emit_mma).
+constexpr int64_t kCpuPackBRows = 12;
 std::string num(int64_t v) { return std::to_string(v); }
 std::string sym(const std::string& name) { return "v_" + name; }
 std::string ex(const Expr& e) { return expr_to_cpp(e, sym); }
@@ -248,6 +250,7 @@ class Emitter {
     check_params();
     layout_scratch();
     find_first_writes(p_.body);
+    find_homes(p_.body);
     depth_ = 1;
     for (const GroupOp& op : p_.body) emit_op(op);
     // int64_t and the vector types of the ISA (the micro-kernel's registers).
@@ -707,6 +710,16 @@ class Emitter {
         if (skip != skip_fill_.end()) {
           // The loop's first mma overwrites the whole fragment (find_first_writes).
           line("const bool tsl_whole_" + num(op.id) + " = " + skip->second + ";");
+          auto home = home_.find(op.id);
+          if (home != home_.end()) {
+            // The accumulator lives in its store's window when it can (find_homes).
+            const std::string id = num(op.id);
+            line("const bool tsl_home_" + id + " = " + home->second.when + ";");
+            line("float* const tsl_acc_" + id + " = tsl_home_" + id + " ? " + home->second.base + " : " +
+                 part_base(f, 0) + ";");
+            line("const int64_t tsl_ldacc_" + id + " = tsl_home_" + id + " ? " + home->second.ld + " : " +
+                 num(f.cols) + ";");
+          }
           open("if (!tsl_whole_" + num(op.id) + ")");
         }
         for_workers(f, [&](const Worker& w) {
@@ -728,6 +741,9 @@ class Emitter {
         if (!load && op.transpose)
           user_error(ErrorKind::Verify, "frag.store #" + num(op.id) + ": only fragment loads transpose");
         line("// " + std::string(group_op_name(op.kind)) + " #" + num(op.id));
+        auto homed = homed_store_.find(op.id);
+        // The fragment may already be in the window (find_homes).
+        if (homed != homed_store_.end()) open("if (!tsl_home_" + num(homed->second) + ")");
         for_workers(f, [&](const Worker& w) {
           FragPart part = part_of(f, w);
           // Replicas hold the owner's values: only owners store, so no element is
@@ -751,6 +767,7 @@ class Emitter {
           }
           close();
         });
+        if (homed != homed_store_.end()) close();
         return;
       }
       case GroupOpKind::Mma: emit_mma(op); return;
@@ -827,6 +844,18 @@ class Emitter {
                                       num(dst.rows) + ", " + num(dst.cols) + "]");
   }
 
+  // The scalar (its C++ name) by which `op` scales its own fragment in place, or ""
+  // (emit_elementwise skips such a scale when the scalar is 1).
+  static std::string unit_scale_of(const GroupOp& op) {
+    if (op.kind != GroupOpKind::Elementwise || op.ew != EwOp::Mul || op.operands.size() != 2) return "";
+    for (int i = 0; i < 2; ++i) {
+      const EwOperand &f = op.operands[i], &s = op.operands[1 - i];
+      if (f.kind == EwOperand::Kind::Frag && f.frag == op.frag && s.kind == EwOperand::Kind::Scalar)
+        return "s_" + s.scalar;
+    }
+    return "";
+  }
+
   void emit_elementwise(const GroupOp& op) {
     const Buffer& dst = frag(op.frag, op);
     const size_t arity = static_cast<size_t>(ew_arity(op.ew));
@@ -858,13 +887,7 @@ class Emitter {
     // A fragment scaled in place by a scalar parameter is left alone when the scalar
     // is 1 at run time (x * 1 == x for every x, NaN and infinities included): a scale
     // of 1 then costs no pass over an accumulator.
-    std::string unit_scale;
-    if (op.ew == EwOp::Mul && op.operands.size() == 2)
-      for (int i = 0; i < 2; ++i) {
-        const EwOperand &f = op.operands[i], &s = op.operands[1 - i];
-        if (f.kind == EwOperand::Kind::Frag && f.frag == dst.id && s.kind == EwOperand::Kind::Scalar)
-          unit_scale = "s_" + s.scalar;
-      }
+    const std::string unit_scale = unit_scale_of(op);
     if (!unit_scale.empty()) open("if (" + unit_scale + " != 1)");
     // A flat fp32 +, -, *, / or copy of fragments and fp32 scalars: tessel's loop
     // (cpu_microkernel.h: cpu_prebuilt_elementwise) when it is large.
@@ -1205,6 +1228,95 @@ class Emitter {
     }
   }
 
+  // Ops in `ops` (and the bodies nested in them) that name buffer `id` (a fragment
+  // or a tensor's global buffer).
+  static int count_names(const std::vector<GroupOp>& ops, int id) {
+    int n = 0;
+    for (const GroupOp& op : ops) {
+      bool named = op.frag == id || op.a.buffer == id || op.b.buffer == id || op.src.buffer == id ||
+                   op.dst.buffer == id;
+      for (const EwOperand& x : op.operands) named |= x.kind == EwOperand::Kind::Frag && x.frag == id;
+      n += named;
+      for (const auto& body : op.bodies) n += count_names(body, id);
+    }
+    return n;
+  }
+
+  // An accumulator that lives in its destination. Where find_first_writes skips an
+  // accumulator's fill, and the fragment's one way out is a store to a window of a
+  // tensor with its own shape, the micro-kernels can write that window directly:
+  // the store, a copy of the whole fragment after the k loop, goes away (one
+  // thread, 128^3: 6-10% of the call). The ops from the fill to the store may only
+  // be the k loop (which names the fragment in mmas into it alone), fences, and
+  // in-place scales of the fragment by a scalar (skipped when it is 1); the store
+  // may sit in the then-branch of an if (alone there). At run time the fragment is
+  // homed when the fill is skipped (the first k step overwrites every element), the
+  // window lies inside the tensor, the if's condition holds and every scale is 1:
+  // then nothing else reads or writes the fragment before the store, whose copy is
+  // skipped. Nothing else in the program may name the fragment or, before the store,
+  // the tensor (so no op reads a partial sum there); the fragment has one part (one
+  // worker) in fp32.
+  void find_homes(const std::vector<GroupOp>& ops) {
+    for (size_t i = 0; i < ops.size(); ++i) {
+      for (const auto& body : ops[i].bodies) find_homes(body);
+      const GroupOp& fill = ops[i];
+      if (fill.kind != GroupOpKind::FragFill || !skip_fill_.count(fill.id) || i + 1 >= ops.size()) continue;
+      const int f = fill.frag;
+      const Buffer& acc = p_.buffer(f);
+      if (p_.workers != 1 || acc.dtype != DType::F32) continue;
+      const GroupOp& loop = ops[i + 1];
+      int mmas = 0;
+      for (const GroupOp& inner : loop.bodies.at(0))
+        if (inner.kind == GroupOpKind::Mma && inner.frag == f && inner.a.buffer != f && inner.b.buffer != f) ++mmas;
+      if (mmas == 0 || mmas != count_names(loop.bodies.at(0), f)) continue;
+      std::string when = "tsl_whole_" + num(fill.id);
+      const GroupOp* store = nullptr;
+      size_t j = i + 2;
+      for (; j < ops.size() && !store; ++j) {
+        const GroupOp& op = ops[j];
+        if (op.kind == GroupOpKind::Fence || op.kind == GroupOpKind::Barrier) continue;
+        const std::string scale = op.frag == f ? unit_scale_of(op) : "";
+        if (!scale.empty()) {
+          when += " && " + scale + " == 1";
+          continue;
+        }
+        if (op.kind == GroupOpKind::FragStore && op.frag == f) {
+          store = &op;
+        } else if (op.kind == GroupOpKind::If && !op.bodies.empty()) {
+          const GroupOp* only = nullptr;
+          bool other = false;
+          for (const GroupOp& inner : op.bodies[0]) {
+            if (inner.kind == GroupOpKind::Fence || inner.kind == GroupOpKind::Barrier) continue;
+            if (inner.kind == GroupOpKind::FragStore && inner.frag == f && !only) only = &inner;
+            else other = true;
+          }
+          if (only && !other) {
+            store = only;
+            when += " && " + cond(op.cond);
+          }
+        }
+        if (!store) break;
+      }
+      if (!store || store->transpose) continue;
+      // ops[i..j) hold every use of the fragment; the tensor is named by none of
+      // them before the store (the if's other branch does not run when homed).
+      std::vector<GroupOp> region(ops.begin() + i, ops.begin() + j);
+      const int tensor = store->dst.buffer;
+      if (count_names(region, f) != count_names(p_.body, f) || tensor < 0 ||
+          p_.buffer(tensor).space != Space::Global)
+        continue;
+      std::vector<GroupOp> before(ops.begin() + i, ops.begin() + (j - 1));
+      if (count_names(before, tensor) != 0) continue;
+      Side dst = side_at(store->dst, expr_const(0), expr_const(0), *store);
+      if (!dst.unit_cols() || dst.dtype != DType::F32) continue;
+      if (store->dst_row_bound) when += " && " + ex(dst.row0) + " + " + num(acc.rows) + " <= " + ex(store->dst_row_bound);
+      if (store->dst_col_bound) when += " && " + ex(dst.col0) + " + " + num(acc.cols) + " <= " + ex(store->dst_col_bound);
+      home_[fill.id] = {when, "&" + dst.at("0", "0"), dst.ld};
+      homed_frag_[f] = fill.id;
+      homed_store_[store->id] = fill.id;
+    }
+  }
+
   // Each worker: its part of acc += a * b, in MR x NR blocks through the
   // micro-kernel where the layouts allow it, and the part's leftover rows and
   // columns through edge micro-kernels (smaller MR or NR: cpu_microkernel.h); a
@@ -1238,9 +1350,26 @@ class Emitter {
     // A kernel reading a tensor in place must stay inside the valid part: a block
     // that crosses its edge (a ragged tile) takes the scalar loop instead.
     const bool in_place = a_global || b_global;
-    const std::string ld_args = in_place ? ", " + (a_global ? a.ld : "0") + ", " + (b_global ? b.ld : "0") : "";
+    // B read in place and met by many block rows: each panel of NR columns is first
+    // copied into scratch (kv x NR, `tsl_bp`), then every block row reads the copy
+    // as a staged B (LDB = NR); A stays in place. Read from the tensor, B's rows lie
+    // a tensor row apart, and at some row strides those of one kernel's panel fall
+    // into a few L1 sets and evict each other between the block rows that reuse
+    // them. One thread, against reading in place: 513x257x129 (43 block rows),
+    // 1024x64x64 and 300x300x100 1.04, 200x300x160 (17) 1.00; with 9 to 11 block
+    // rows 0.95-0.99 and 96^3 (8) 0.92, where the copy costs more than it saves: so
+    // from kCpuPackBRows block rows on (docs/cpu_microkernel.md). Emitted kernels (k
+    // below kCpuPrebuiltMinK) and one worker's part (the direct plans) only.
+    const FragPart first_part = frag_part(p_, acc, 0);
+    const bool pack_b = fast && b_global && a_global && !f64 && p_.workers == 1 &&
+                        (first_part.rows + mr - 1) / mr >= kCpuPackBRows && first_part.cols > 0 &&
+                        cpu_microkernel_fits(nr, isa_) && op.k < kCpuPrebuiltMinK;
+    const int64_t panel_floats = op.k * nr;  // one panel of tsl_bp
+    const std::string ld_args =
+        in_place ? ", " + (a_global ? a.ld : "0") + ", " + (pack_b ? num(nr) : b_global ? b.ld : "0") : "";
     // The leading dimensions as values (a staged operand's are constants).
-    const std::string lda_arg = a_global ? a.ld : num(lda), ldb_arg = b_global ? b.ld : num(ldb);
+    const std::string lda_arg = a_global ? a.ld : num(lda),
+                      ldb_arg = pack_b ? num(nr) : b_global ? b.ld : num(ldb);
     line("// mma #" + num(op.id) + " (" + num(op.m) + "x" + num(op.n) + "x" + num(op.k) + ")");
     // The valid part of the tile (GroupOp::m_valid): work outside it is skipped.
     open("");
@@ -1250,6 +1379,10 @@ class Emitter {
          num(op.k) + ");");
     auto over = overwrite_.find(op.id);
     line("const int overwrite = " + (over == overwrite_.end() ? std::string("0") : over->second) + ";");
+    if (pack_b) {
+      line("float* const tsl_bp = scratch + " + num(scratch_floats_) + ";  // one B panel (kv x NR)");
+      scratch_floats_ += round_up(panel_floats, kAlignFloats);
+    }
     // Parts all have one size. When every part starts on a B panel and the operands
     // are staged, one runtime loop over the worker grid runs them (a plan with many
     // row parts, the cache blocks of a large matrix product, keeps a small unit); otherwise
@@ -1267,13 +1400,20 @@ class Emitter {
       FragPart part = frag_part(p_, acc, w);
       if (part.rows * part.cols == 0) continue;
       std::string c = loop ? base(acc, Worker{true, 0}) : part_base(acc, w);
+      // The part's row stride: its width, or, for an accumulator that may live in its
+      // store's window (find_homes: one worker), the run-time pointer and stride.
+      std::string ldc = num(part.cols);
+      if (auto homed = homed_frag_.find(op.frag); homed != homed_frag_.end()) {
+        c = "tsl_acc_" + num(homed->second);
+        ldc = "tsl_ldacc_" + num(homed->second);
+      }
       // The part's first row and column in the tile: constants, or the loop's.
       const std::string r0s = loop ? "tsl_r0" : num(part.row0), c0s = loop ? "tsl_c0" : num(part.col0);
       // The kernels read B by whole panel rows from the part's first column: it must
       // start a panel (a worker grid whose parts are not a multiple of NR wide
       // leaves some parts off the boundaries; those take the scalar loop).
       if (!fast || (!b_global && part.col0 % nr != 0)) {
-        emit_scalar_mma(acc, a, b, c, part, 0, part.rows, 0, part.cols);
+        emit_scalar_mma(acc, a, b, c, ldc, part, 0, part.rows, 0, part.cols);
         continue;
       }
       // Rows in near-equal blocks of at most MR (100 rows: one of 12 and eight of 11,
@@ -1282,6 +1422,11 @@ class Emitter {
       const int64_t rows_big = (part.rows % row_blocks) * (row_base + 1);  // rows in blocks of row_base + 1
       const int64_t cols_fast = part.cols / nr * nr, cols_left = part.cols - cols_fast;
       // Blocks of [r0, r1) x [c0, c1) of the part, `br` x `bc` at a time.
+      // B packed (pack_b): the caller runs the jr loop, packing each panel.
+      auto jr_loop = [&](int64_t c0, int64_t c1, int64_t bc) {
+        open("for (int64_t jr = " + num(c0) + "; jr < " + num(c1) + " && " + c0s + " + jr < nv; jr += " + num(bc) +
+             ")");
+      };
       auto blocks = [&](int64_t r0, int64_t r1, int64_t br, int64_t c0, int64_t c1, int64_t bc) {
         if (r0 >= r1 || c0 >= c1) return;
         // Over a long k loop a kernel built into tessel is called through the table
@@ -1297,23 +1442,27 @@ class Emitter {
           const std::string a0 = "&" + a.at(r0s + " + " + num(r0), "0"), b0 = "&" + b.at("0", c0s + " + " + num(c0));
           line("tsl_mma_blocks((const void*)" + name + ", kv, " + a0 + ", &" + a.at(r0s + " + " + num(r0 + br), "0") +
                " - " + a0 + ", " + b0 + ", &" + b.at("0", c0s + " + " + num(c0 + bc)) + " - " + b0 + ", " + c + " + " +
-               num(r0 * part.cols + c0) + ", " + num(part.cols) + ", " + lda_arg + ", " + ldb_arg + ", " + num(br) +
+               num(r0) + " * " + ldc + " + " + num(c0) + ", " + ldc + ", " + lda_arg + ", " + ldb_arg + ", " + num(br) +
                ", " + num(bc) + ", " + num((r1 - r0) / br) + ", " + num((c1 - c0) / bc) + ", mv - (" + r0s + " + " +
                num(r0) + "), nv - (" + c0s + " + " + num(c0) + "), " + (in_place ? "1" : "0") + ", overwrite);");
           return;
         } else {
-          name = cpu_microkernel_name(br, bc, lda, ldb, f64);
-          if (!microkernels_.count(name)) microkernels_[name] = emit_cpu_microkernel(br, bc, lda, ldb, isa_, f64);
+          // Packed, B is a panel of width NR (compile-time LDB); A stays run-time.
+          const int64_t kernel_ldb = pack_b ? nr : ldb;
+          name = cpu_microkernel_name(br, bc, lda, kernel_ldb, f64);
+          if (!microkernels_.count(name))
+            microkernels_[name] = emit_cpu_microkernel(br, bc, lda, kernel_ldb, isa_, f64);
         }
+        // B's block at column jr: in the tensor, or the panel packed for this jr.
+        const std::string b_block = pack_b ? "tsl_bp" : "&" + b.at("0", c0s + " + jr");
         // jr outer, ir inner (BLIS): one B micro-panel stays in L1 while the A
         // micro-panels stream past it.
-        open("for (int64_t jr = " + num(c0) + "; jr < " + num(c1) + " && " + c0s +
-             " + jr < nv; jr += " + num(bc) + ")");
+        if (!pack_b) jr_loop(c0, c1, bc);
         open("for (int64_t ir = " + num(r0) + "; ir < " + num(r1) + " && " + r0s +
              " + ir < mv; ir += " + num(br) + ")");
-        const std::string call = name + "(kv, &" + a.at(r0s + " + ir", "0") + ", &" +
-                                 b.at("0", c0s + " + jr") + ", " + c + " + ir * " + num(part.cols) +
-                                 " + jr, " + num(part.cols) + lds + ", overwrite);";
+        const std::string call = name + "(kv, &" + a.at(r0s + " + ir", "0") + ", " + b_block + ", " + c +
+                                 " + ir * " + ldc +
+                                 " + jr, " + ldc + lds + ", overwrite);";
         if (!in_place) {
           line(call);
         } else {
@@ -1323,24 +1472,45 @@ class Emitter {
           --depth_;
           open("} else");
           if (f64) {
-            emit_block_scalar(acc, a, b, c, part, br, bc);
+            emit_block_scalar(acc, a, b, c, ldc, part, br, bc);
           } else {
             // fp32: the valid rows and columns of the block in tessel (cpu_mma_edge).
-            line("tsl_mma_edge(kv, &" + a.at(r0s + " + ir", "0") + ", &" + b.at("0", c0s + " + jr") + ", " + c +
-                 " + ir * " + num(part.cols) + " + jr, " + num(part.cols) + ", " + lda_arg + ", " + ldb_arg +
+            line("tsl_mma_edge(kv, &" + a.at(r0s + " + ir", "0") + ", " + b_block + ", " + c +
+                 " + ir * " + ldc + " + jr, " + ldc + ", " + lda_arg + ", " + ldb_arg +
                  ", tsl_min(" + num(br) + ", mv - (" + r0s + " + ir)), tsl_min(" + num(bc) + ", nv - (" + c0s +
                  " + jr)), overwrite);");
           }
           close();
         }
         close();
-        close();
+        if (!pack_b) close();
       };
-      // Full blocks, then the edge kernels: the right columns, the bottom rows, the corner.
-      blocks(0, rows_big, row_base + 1, 0, cols_fast, nr);
-      blocks(0, rows_big, row_base + 1, cols_fast, part.cols, cols_left);
-      blocks(rows_big, part.rows, row_base, 0, cols_fast, nr);
-      blocks(rows_big, part.rows, row_base, cols_fast, part.cols, cols_left);
+      if (pack_b) {
+        // Each panel of B (kv rows of its valid columns) copied once, then met by
+        // every block row; columns past the valid ones are left as they are (no
+        // kernel reads them: cpu_microkernel.h).
+        auto panels = [&](int64_t c0, int64_t c1, int64_t bc) {
+          if (c0 >= c1) return;
+          jr_loop(c0, c1, bc);
+          line("const int64_t tsl_pc = tsl_min(" + num(bc) + ", nv - (" + c0s + " + jr));");
+          line("const float* const tsl_s = &" + b.at("0", c0s + " + jr") + ";");
+          open("for (int64_t k = 0; k < kv; ++k)");
+          line("tsl_copy_f32(tsl_bp + k * " + num(nr) + ", tsl_s + k * " + b.ld + ", tsl_pc / " + num(isa_.lanes) +
+               ", tsl_pc % " + num(isa_.lanes) + ");");
+          close();
+          blocks(0, rows_big, row_base + 1, c0, c1, bc);
+          blocks(rows_big, part.rows, row_base, c0, c1, bc);
+          close();
+        };
+        panels(0, cols_fast, nr);
+        panels(cols_fast, part.cols, cols_left);
+      } else {
+        // Full blocks, then the edge kernels: the right columns, the bottom rows, the corner.
+        blocks(0, rows_big, row_base + 1, 0, cols_fast, nr);
+        blocks(0, rows_big, row_base + 1, cols_fast, part.cols, cols_left);
+        blocks(rows_big, part.rows, row_base, 0, cols_fast, nr);
+        blocks(rows_big, part.rows, row_base, cols_fast, part.cols, cols_left);
+      }
     }
     if (loop) close();
     close();
@@ -1348,28 +1518,29 @@ class Emitter {
 
   // The block at (ir, jr) of br x bc inside a worker's part, inside the valid part only.
   void emit_block_scalar(const Buffer& acc, const Side& a, const Side& b, const std::string& c,
-                         const FragPart& part, int64_t br, int64_t bc) {
-    emit_scalar_loops(acc, a, b, c, part, "ir", "ir + " + num(br), "jr", "jr + " + num(bc));
+                         const std::string& ldc, const FragPart& part, int64_t br, int64_t bc) {
+    emit_scalar_loops(acc, a, b, c, ldc, part, "ir", "ir + " + num(br), "jr", "jr + " + num(bc));
   }
 
   void emit_scalar_mma(const Buffer& acc, const Side& a, const Side& b, const std::string& c,
-                       const FragPart& part, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+                       const std::string& ldc, const FragPart& part, int64_t r0, int64_t r1, int64_t c0,
+                       int64_t c1) {
     if (r0 >= r1 || c0 >= c1) return;
-    emit_scalar_loops(acc, a, b, c, part, num(r0), num(r1), num(c0), num(c1));
+    emit_scalar_loops(acc, a, b, c, ldc, part, num(r0), num(r1), num(c0), num(c1));
   }
 
   // Rows [r0, r1) and columns [c0, c1) of a worker's part, inside the valid part only,
   // one scalar multiply-add at a time.
   void emit_scalar_loops(const Buffer& acc, const Side& a, const Side& b, const std::string& c,
-                         const FragPart& part, const std::string& r0, const std::string& r1,
+                         const std::string& ldc, const FragPart& part, const std::string& r0, const std::string& r1,
                          const std::string& c0, const std::string& c1) {
     open("for (int64_t r = " + r0 + "; r < " + r1 + " && " + num(part.row0) + " + r < mv; ++r)");
     open("for (int64_t c = " + c0 + "; c < " + c1 + " && " + num(part.col0) + " + c < nv; ++c)");
-    line(scratch_ctype(acc.dtype) + " s = overwrite ? 0 : " + c + "[r * " + num(part.cols) + " + c];");
+    line(scratch_ctype(acc.dtype) + " s = overwrite ? 0 : " + c + "[r * " + ldc + " + c];");
     open("for (int64_t kk = 0; kk < kv; ++kk)");
     line("s += " + a.read(num(part.row0) + " + r", "kk") + " * " + b.read("kk", num(part.col0) + " + c") + ";");
     close();
-    line(c + "[r * " + num(part.cols) + " + c] = s;");
+    line(c + "[r * " + ldc + " + c] = s;");
     close();
     close();
   }
@@ -1384,6 +1555,12 @@ class Emitter {
   // find_first_writes: fill id -> the condition under which it is skipped; mma id ->
   // its overwrite flag.
   std::map<int, std::string> skip_fill_, overwrite_;
+  // find_homes: fill id -> the accumulator's home; fragment id and store id -> that fill id.
+  struct Home {
+    std::string when, base, ld;  // the run-time condition, C++ pointer and row stride of the window
+  };
+  std::map<int, Home> home_;
+  std::map<int, int> homed_frag_, homed_store_;
   std::string body_;
   int depth_ = 1;
 };

@@ -21,7 +21,8 @@
 //               count, cpu_microkernel_fits), so whatever lies past NR never enters
 //               an FMA.
 //   C           row-major, runtime leading dimension: C(r, j) = c[r * ldc + j] (the
-//               acc fragment's part); held in registers over all of kc, loaded and
+//               acc fragment's part, or the tensor window the fragment lives in:
+//               cpu_emit.cpp, find_homes); held in registers over all of kc, loaded and
 //               stored once. Columns >= NR are neither read nor written: a partial
 //               last vector moves through AVX-512 masked moves or a fixed-size memcpy
 //               (the edge kernels).
