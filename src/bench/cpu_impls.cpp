@@ -4,6 +4,7 @@
 
 #include "bench/cblas_library.h"
 #include "bench/gemm_impl.h"
+#include "bench/line_aligned.h"
 #include "bench/xsmm_library.h"
 #include "ops/gemm.h"
 #include "tessel/error.h"
@@ -14,7 +15,7 @@ namespace {
 class TesselCpu : public GemmImpl {
  public:
   TesselCpu(const ImplRequest& r, const std::vector<float>& a, const std::vector<float>& b)
-      : s_(r.shape), a_(a), b_(b), c_(s_.m * s_.n) {
+      : s_(r.shape), a_(line_aligned_copy(a)), b_(line_aligned_copy(b)), c_(s_.m * s_.n) {
     options_.threads = r.threads;
     if (!r.tile.empty()) {
       // A named plan: the dispatch's plan with the tile replaced (the front door
@@ -38,7 +39,7 @@ class TesselCpu : public GemmImpl {
     gemm(s_.m, s_.n, s_.k, 1.0f, a_.data(), s_.k, b_.data(), s_.n, 0.0f, c_.data(), s_.n, options_);
   }
   void poison() override { std::fill(c_.begin(), c_.end(), NAN); }
-  std::vector<float> output() override { return c_; }
+  std::vector<float> output() override { return {c_.begin(), c_.end()}; }
   ImplFacts facts() const override {
     ImplFacts f;
     f.plan = report_.plan.to_string();
@@ -49,7 +50,7 @@ class TesselCpu : public GemmImpl {
 
  private:
   Shape s_;
-  std::vector<float> a_, b_, c_;
+  LineAlignedFloats a_, b_, c_;  // on 64 bytes for every implementation
   GemmOptions options_;
   GemmReport report_;
 };
@@ -57,14 +58,14 @@ class TesselCpu : public GemmImpl {
 class Cblas : public GemmImpl {
  public:
   Cblas(const ImplRequest& r, const std::vector<float>& a, const std::vector<float>& b)
-      : lib_(r.name), s_(r.shape), a_(a), b_(b), c_(s_.m * s_.n) {
+      : lib_(r.name), s_(r.shape), a_(line_aligned_copy(a)), b_(line_aligned_copy(b)), c_(s_.m * s_.n) {
     lib_.set_threads(r.threads > 0 ? r.threads : int(std::thread::hardware_concurrency()));
   }
   void call() override {
     lib_.sgemm(int(s_.m), int(s_.n), int(s_.k), 1.0f, a_.data(), b_.data(), 0.0f, c_.data());
   }
   void poison() override { std::fill(c_.begin(), c_.end(), NAN); }
-  std::vector<float> output() override { return c_; }
+  std::vector<float> output() override { return {c_.begin(), c_.end()}; }
   ImplFacts facts() const override {
     ImplFacts f;
     f.library_path = lib_.path();
@@ -75,7 +76,7 @@ class Cblas : public GemmImpl {
  private:
   CblasLibrary lib_;
   Shape s_;
-  std::vector<float> a_, b_, c_;
+  LineAlignedFloats a_, b_, c_;  // on 64 bytes for every implementation
 };
 
 // libxsmm: the shape's JIT kernel is dispatched here, once; call() is the kernel
@@ -83,10 +84,14 @@ class Cblas : public GemmImpl {
 class Xsmm : public GemmImpl {
  public:
   Xsmm(const ImplRequest& r, const std::vector<float>& a, const std::vector<float>& b)
-      : s_(r.shape), a_(a), b_(b), c_(s_.m * s_.n), kernel_(lib_.row_major_kernel(s_.m, s_.n, s_.k)) {}
+      : s_(r.shape),
+        a_(line_aligned_copy(a)),
+        b_(line_aligned_copy(b)),
+        c_(s_.m * s_.n),
+        kernel_(lib_.row_major_kernel(s_.m, s_.n, s_.k)) {}
   void call() override { kernel_(b_.data(), a_.data(), c_.data()); }  // C^T = B^T A^T
   void poison() override { std::fill(c_.begin(), c_.end(), NAN); }
-  std::vector<float> output() override { return c_; }
+  std::vector<float> output() override { return {c_.begin(), c_.end()}; }
   ImplFacts facts() const override {
     ImplFacts f;
     f.library_path = lib_.path();
@@ -97,7 +102,7 @@ class Xsmm : public GemmImpl {
  private:
   XsmmLibrary lib_;
   Shape s_;
-  std::vector<float> a_, b_, c_;
+  LineAlignedFloats a_, b_, c_;  // on 64 bytes for every implementation
   XsmmLibrary::Kernel kernel_;
 };
 
