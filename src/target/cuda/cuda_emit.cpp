@@ -1117,8 +1117,8 @@ class Emitter {
         --depth_;
         // Global rows off 16 bytes but on 4 (every fp32 tensor; 16-bit ones of even
         // row strides): an async copy stays asynchronous in 4-byte pieces. The
-        // scalar copy below loads synchronously, and a small GEMM of such rows
-        // waited on every k step's loads (250x130x250 ran at 0.32x cuBLAS).
+        // scalar copy below loads synchronously, and a small matrix product of such
+        // rows waited on every k step's loads (250x130x250 ran at 0.32x cuBLAS).
         const int64_t v4 = 4 / dtype_bytes(sb.dtype);
         if (op.async && v4 >= 1 && light_fragments()) {
           std::string aligned4;
@@ -1617,8 +1617,8 @@ class Emitter {
   // Do a thread's fragments hold at most 64 registers? The copy paths for edge
   // tiles and rows off 16 bytes that cost fewer instructions but more code (more
   // live addresses) are emitted only then: where the fragments fill the register
-  // file (attention, the fp32 kernels of two blocks a multiprocessor), that code
-  // made ptxas spill.
+  // file (the flash-style row kernels, the fp32 kernels of two blocks a
+  // multiprocessor), that code made ptxas spill.
   bool light_fragments() const {
     int64_t n = 0;
     for (const Buffer& b : p_.buffers)
