@@ -22,6 +22,9 @@
 //                extents are powers of two
 //   ew_elems_odd the same on other fragments (measured slower on the cpu)
 //   ew_rows      rows of elementwise ops and reductions (one inner loop each)
+//   ew_elems_l2  elements of elementwise ops and reductions (also counted above) on
+//                fragments that do not fit the L1 data cache twice (an op reads
+//                one fragment and writes another): they stream from L2 (cpu only)
 //   transcend    elements of exp, log, tanh, sqrt and friends
 //   fences       fences and barriers executed
 //   loop_iters   loop iterations executed (control overhead)
@@ -45,7 +48,7 @@
 
 namespace tessel {
 
-inline constexpr int kNumFeatures = 19;
+inline constexpr int kNumFeatures = 20;
 using Features = std::array<double, kNumFeatures>;
 extern const std::array<const char*, kNumFeatures> kFeatureNames;
 int feature_index(const std::string& name);  // -1 when unknown
@@ -53,6 +56,7 @@ int feature_index(const std::string& name);  // -1 when unknown
 // Parallel slots groups spread over: cpu threads, cuda SMs, 1 on the sim.
 struct MachineShape {
   int slots = 1;
+  int64_t l1_bytes = 0;  // a core's L1 data cache (cpu); 0: not modelled
 };
 MachineShape machine_shape(TargetKind target, int threads);
 

@@ -232,6 +232,31 @@ TEST(PlanCostModel, ElementwiseRowsGrowAsTilesNarrow) {
   EXPECT_NEAR(n[ew] / w[ew], 1.0, 0.5);
 }
 
+// ew_elems_l2 counts elementwise work on fragments that do not fit the L1 data
+// cache twice: a 64 x 256 f32 tile (64 KiB) on a 48 KiB L1, not an 8 x 256 one;
+// nothing where the machine has no L1 size (cuda, sim).
+TEST(PlanCostModel, ElementwiseWorkOnTilesBeyondL1IsCounted) {
+  std::map<std::string, int64_t> sizes = {{"M", 128}, {"N", 512}};
+  CandidateSet set = enumerate_candidates(kernel_file("softmax.tir"), TargetKind::Cpu, sizes);
+  const LegalCandidate *big = nullptr, *small = nullptr;
+  for (const auto& c : set.legal) {
+    if (c->plan.tiles.at("BC") != 256 || c->plan.window != 1) continue;
+    if (c->plan.tiles.at("BR") == 64 && !big) big = c.get();
+    if (c->plan.tiles.at("BR") == 8 && !small) small = c.get();
+  }
+  ASSERT_TRUE(big && small);
+  MachineShape machine;
+  machine.l1_bytes = 48 * 1024;
+  const int l2 = feature_index("ew_elems_l2"), ew = feature_index("ew_elems");
+  Features b = program_features(*big, sizes, machine), s = program_features(*small, sizes, machine);
+  // Most elementwise elements are on the 64 x 256 tiles (the [BR, 1] row values are not).
+  EXPECT_GT(b[l2], 0.8 * b[ew]);
+  EXPECT_LE(b[l2], b[ew]);
+  EXPECT_EQ(s[l2], 0.0);
+  machine.l1_bytes = 0;
+  EXPECT_EQ(program_features(*big, sizes, machine)[l2], 0.0);
+}
+
 TEST(PlanCostModel, KendallTau) {
   EXPECT_DOUBLE_EQ(kendall_tau({1, 2, 3, 4}, {10, 20, 30, 40}), 1.0);
   EXPECT_DOUBLE_EQ(kendall_tau({1, 2, 3, 4}, {40, 30, 20, 10}), -1.0);
