@@ -145,7 +145,7 @@ void count(const GroupProgram& p, const std::vector<GroupOp>& ops, Env& env, dou
       case GroupOpKind::Elementwise: {
         double e = elems(op.frag);
         f[ew_feature(op.frag)] += times * e;
-        // A row of an elementwise op is one inner loop (its set-up and its part
+        // A row of an elementwise op is one inner loop (its set-up and its partial
         // vector): narrow tiles pay it per few elements.
         f[kEwRows] += times * p.buffer(op.frag).rows;
         count_l2(op.frag, e);
