@@ -14,7 +14,7 @@ namespace tessel {
 const std::array<const char*, kNumFeatures> kFeatureNames = {
     "launch",    "pool",     "waves",        "flops_1",  "flops_64",  "flops_256", "flops_384", "flops_big",
     "mma_blocks", "bytes_in", "bytes_out",   "bytes_shared", "ew_elems", "ew_elems_odd", "transcend", "fences",
-    "loop_iters"};
+    "loop_iters", "mma_acc",  "ew_rows", "ew_elems_l2"};
 
 int feature_index(const std::string& name) {
   for (int i = 0; i < kNumFeatures; ++i)
@@ -25,7 +25,7 @@ int feature_index(const std::string& name) {
 namespace {
 
 enum F { kLaunch, kPool, kWaves, kFlops1, kFlops64, kFlops256, kFlops384, kFlopsBig, kMmaBlocks, kBytesIn,
-         kBytesOut, kBytesShared, kEw, kEwOdd, kTranscend, kFences, kLoopIters };
+         kBytesOut, kBytesShared, kEw, kEwOdd, kTranscend, kFences, kLoopIters, kMmaAcc, kEwRows, kEwL2 };
 
 bool pow2(int64_t n) { return n > 0 && (n & (n - 1)) == 0; }
 
@@ -64,9 +64,37 @@ bool transcendental(EwOp op) {
   }
 }
 
-// One group's work, each op weighted by how often it runs (`times`).
+// An mma's extent that holds data (GroupOp::m_valid and friends) at the loop
+// variables in `env`, within [0, full]; the full extent where there is no bound.
+double valid_extent(int64_t full, const Expr& valid, const Env& env) {
+  return static_cast<double>(std::clamp<int64_t>(eval_or(valid, env, full), 0, full));
+}
+
+// Calls `body(weight)` once per class of iteration of a loop of `trips` iterations
+// from `lo` with `iv` bound in `env`: the first trips - 1 at their midpoint, weight
+// trips - 1, and the last alone, weight 1. The last tile of a ceildiv loop is the
+// ragged one, so work that depends on a tile's valid extent is counted exactly for
+// a one-level tiling; a causal bound still counts about half.
+template <typename Body>
+void each_iteration_class(Env& env, const std::string& iv, int64_t lo, int64_t trips, Body&& body) {
+  auto saved = env.find(iv) == env.end() ? std::optional<int64_t>() : env[iv];
+  if (trips > 1) {
+    env[iv] = lo + (trips - 2) / 2;
+    body(static_cast<double>(trips - 1));
+  }
+  if (trips > 0) {
+    env[iv] = lo + trips - 1;
+    body(1.0);
+  }
+  if (saved) env[iv] = *saved; else env.erase(iv);
+}
+
+// One group's work, each op weighted by how often it runs (`times`). `skips_invalid`:
+// the target's mma skips the rows, columns and k steps of a ragged tile that hold no
+// data (the cpu's micro-kernel loops run to mv, nv, kv), so an mma counts its valid
+// part; elsewhere whole tiles.
 void count(const GroupProgram& p, const std::vector<GroupOp>& ops, Env& env, double times,
-           Features& f) {
+           bool skips_invalid, int64_t l1_bytes, Features& f) {
   auto elems = [&](int buffer) {
     const Buffer& b = p.buffer(buffer);
     return static_cast<double>(b.rows) * static_cast<double>(b.cols);
@@ -78,6 +106,12 @@ void count(const GroupProgram& p, const std::vector<GroupOp>& ops, Env& env, dou
     return pow2(b.rows) && pow2(b.cols) ? kEw : kEwOdd;
   };
   auto bytes_of = [&](int buffer) { return static_cast<double>(dtype_bytes(p.buffer(buffer).dtype)); };
+  // Elementwise work on a fragment of which two copies (an op's operand and its
+  // result) overflow the L1 data cache: measured 12-25% slower than predicted
+  // without this feature (a row kernel's 32 KiB and larger tiles, calibration runs).
+  auto count_l2 = [&](int buffer, double e) {
+    if (l1_bytes > 0 && 2 * elems(buffer) * bytes_of(buffer) > static_cast<double>(l1_bytes)) f[kEwL2] += times * e;
+  };
   auto is_global = [&](const BufferRef& r) { return r.buffer >= 0 && p.buffer(r.buffer).space == Space::Global; };
   for (const GroupOp& op : ops) {
     switch (op.kind) {
@@ -94,15 +128,27 @@ void count(const GroupProgram& p, const std::vector<GroupOp>& ops, Env& env, dou
         f[is_global(op.dst) ? kBytesOut : kBytesShared] += times * elems(op.frag) * bytes_of(op.dst.buffer);
         break;
       case GroupOpKind::Mma: {
-        double flops = 2.0 * op.m * op.n * op.k;
-        f[flops_feature(p)] += times * flops;
-        f[kMmaBlocks] += times * std::ceil(double(op.m) / p.atom_m) * std::ceil(double(op.n) / p.atom_n);
+        double m = op.m, n = op.n, k = op.k;
+        if (skips_invalid) {
+          m = valid_extent(op.m, op.m_valid, env);
+          n = valid_extent(op.n, op.n_valid, env);
+          k = valid_extent(op.k, op.k_valid, env);
+        }
+        f[flops_feature(p)] += times * 2.0 * m * n * k;
+        f[kMmaBlocks] += times * std::ceil(m / p.atom_m) * std::ceil(n / p.atom_n);
+        // Each register-block call loads its accumulator block, adds and stores it
+        // back, whatever its k: a short k step (small k tile) pays that per flop.
+        f[kMmaAcc] += times * m * n;
         break;
       }
       case GroupOpKind::FragFill:
       case GroupOpKind::Elementwise: {
         double e = elems(op.frag);
         f[ew_feature(op.frag)] += times * e;
+        // A row of an elementwise op is one inner loop (its set-up and its partial
+        // vector): narrow tiles pay it per few elements.
+        f[kEwRows] += times * p.buffer(op.frag).rows;
+        count_l2(op.frag, e);
         if (op.kind == GroupOpKind::Elementwise && transcendental(op.ew)) f[kTranscend] += times * e;
         break;
       }
@@ -110,6 +156,9 @@ void count(const GroupProgram& p, const std::vector<GroupOp>& ops, Env& env, dou
         int src = !op.operands.empty() && op.operands[0].frag >= 0 ? op.operands[0].frag : op.frag;
         double e = op.reduce_mode == ReduceMode::Combine ? double(op.rows) * double(op.cols) : elems(src);
         f[src >= 0 ? ew_feature(src) : kEw] += times * e;
+        if (src >= 0) count_l2(src, e);
+        f[kEwRows] += times * (op.reduce_mode == ReduceMode::Combine ? double(op.rows)
+                                                                      : src >= 0 ? double(p.buffer(src).rows) : 1.0);
         break;
       }
       case GroupOpKind::Fence:
@@ -121,17 +170,15 @@ void count(const GroupProgram& p, const std::vector<GroupOp>& ops, Env& env, dou
         int64_t lo = eval_or(op.lo, env, 0), hi = eval_or(op.hi, env, lo + 1);
         int64_t trips = std::max<int64_t>(0, hi - lo);
         f[kLoopIters] += times * trips;
-        auto saved = env.find(op.iv) == env.end() ? std::optional<int64_t>() : env[op.iv];
-        env[op.iv] = lo + std::max<int64_t>(0, trips - 1) / 2;  // the midpoint iteration
-        count(p, op.bodies[0], env, times * trips, f);
-        if (saved) env[op.iv] = *saved; else env.erase(op.iv);
+        each_iteration_class(env, op.iv, lo, trips,
+                             [&](double w) { count(p, op.bodies[0], env, times * w, skips_invalid, l1_bytes, f); });
         break;
       }
       case GroupOpKind::If:
-        for (const auto& body : op.bodies) count(p, body, env, times * 0.5, f);
+        for (const auto& body : op.bodies) count(p, body, env, times * 0.5, skips_invalid, l1_bytes, f);
         break;
       case GroupOpKind::Roles:
-        for (const auto& body : op.bodies) count(p, body, env, times, f);
+        for (const auto& body : op.bodies) count(p, body, env, times, skips_invalid, l1_bytes, f);
         break;
       default:
         break;
@@ -143,7 +190,10 @@ void count(const GroupProgram& p, const std::vector<GroupOp>& ops, Env& env, dou
 
 MachineShape machine_shape(TargetKind target, int threads) {
   MachineShape m;
-  if (target == TargetKind::Cpu) m.slots = std::max(1, threads);
+  if (target == TargetKind::Cpu) {
+    m.slots = std::max(1, threads);
+    m.l1_bytes = cpu_l1d_bytes();
+  }
   // One group per multiprocessor at a time (a stated proxy; plan/machine.h).
   if (target == TargetKind::Cuda) m.slots = static_cast<int>(cuda_multiprocessors());
   return m;
@@ -152,19 +202,30 @@ MachineShape machine_shape(TargetKind target, int threads) {
 Features program_features(const LegalCandidate& candidate, const std::map<std::string, int64_t>& sizes,
                           const MachineShape& machine) {
   Features total{};
+  const bool skips_invalid = candidate.plan.target == TargetKind::Cpu;
   for (const GroupProgram& p : candidate.phases) {
     Env env(sizes.begin(), sizes.end());
+    std::vector<int64_t> extents;
     double groups = 1;
     for (const LoopDim& d : p.grid) {
-      int64_t e = std::max<int64_t>(1, eval_or(d.extent, env, 1));
-      groups *= static_cast<double>(e);
-      env[d.iv] = (e - 1) / 2;
+      extents.push_back(std::max<int64_t>(1, eval_or(d.extent, env, 1)));
+      groups *= static_cast<double>(extents.back());
     }
+    // A group's average work: the grid's edge groups (ragged tiles) apart from the
+    // interior ones, dimension by dimension as for loops.
     Features group{};
-    count(p, p.body, env, 1.0, group);
+    std::function<void(size_t, double)> over_grid = [&](size_t dim, double weight) {
+      if (dim == p.grid.size()) {
+        count(p, p.body, env, weight / groups, skips_invalid, machine.l1_bytes, group);
+        return;
+      }
+      each_iteration_class(env, p.grid[dim].iv, 0, extents[dim],
+                           [&](double w) { over_grid(dim + 1, weight * w); });
+    };
+    over_grid(0, 1.0);
     // Workers of a cuda group run at once: a worker issues its share.
     if (candidate.plan.target == TargetKind::Cuda)
-      for (int i : {kFlops1, kFlops64, kFlops256, kFlops384, kFlopsBig, kMmaBlocks, kBytesIn, kBytesOut, kBytesShared, kEw, kEwOdd, kTranscend})
+      for (int i : {kFlops1, kFlops64, kFlops256, kFlops384, kFlopsBig, kMmaBlocks, kBytesIn, kBytesOut, kBytesShared, kEw, kEwOdd, kTranscend, kMmaAcc, kEwRows, kEwL2})
         group[i] /= std::max(1, p.workers);
     double waves = std::ceil(groups / machine.slots);
     for (int i = 0; i < kNumFeatures; ++i) total[i] += waves * group[i];
@@ -183,12 +244,16 @@ Calibration fallback_calibration(TargetKind target, int threads) {
   c.fitted_on = "rough constants in plan/cost_model.cpp";
   // us per unit. cpu: one core at ~20-40 GFLOP/s with a register block, ~2 without;
   // a grid of more than one group pays the thread pool's hand-off;
-  // ~8 GB/s from memory, ~40 GB/s from cache; 2 elementwise elements per ns.
+  // ~8 GB/s from memory, ~40 GB/s from cache; 2 elementwise elements per ns; an
+  // accumulator element's load, add and store ~0.1 ns (a vector of 16 per ~2 ns);
+  // ~2 ns to set up a row of an elementwise op.
   std::array<double, kNumFeatures> cpu = {2,       3,       0.5,      1 / 2e3,  1 / 20e3, 1 / 40e3, 1 / 40e3, 1 / 10e3, 0.005,
-                                          1 / 8e3, 1 / 8e3, 1 / 40e3, 1 / 2e3, 1 / 1e3,  1 / 2e2,  0.0,      0.005};
+                                          1 / 8e3, 1 / 8e3, 1 / 40e3, 1 / 2e3, 1 / 1e3,  1 / 2e2,  0.0,      0.005,
+                                          1 / 10e3, 0.002,   1 / 10e3};
   // cuda, per worker (thread for fma; a warp's share for the mma atoms).
   std::array<double, kNumFeatures> cuda = {5,       0,       2,       1 / 3e3, 1 / 3e3, 1 / 3e3, 1 / 2e5, 1 / 3e3, 0.0001,
-                                           1 / 2e3, 1 / 2e3, 1 / 2e4, 1 / 2e3, 1 / 2e3, 1 / 5e2, 0.01,    0.001};
+                                           1 / 2e3, 1 / 2e3, 1 / 2e4, 1 / 2e3, 1 / 2e3, 1 / 5e2, 0.01,    0.001,
+                                           0,       0,       0};
   c.coef = target == TargetKind::Cuda ? cuda : cpu;
   if (target == TargetKind::Sim)
     for (double& x : c.coef) x *= 100;  // the interpreter: only the order matters

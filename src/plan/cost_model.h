@@ -13,17 +13,26 @@
 //                A = 1 (scalar), <= 64, <= 256, <= 384, big (> 384: spills on the cpu);
 //                the cuda mma atoms count as 384
 //   mma_blocks   atom-block calls (m/atom_m * n/atom_n per mma executed)
+//   mma_acc      accumulator elements an mma executed loads and stores (m * n): a
+//                block call's fixed part, paid again for every k tile
 //   bytes_in     bytes read from global memory (staging copies, fragment loads)
 //   bytes_out    bytes written to global memory
 //   bytes_shared bytes moved between shared buffers and fragments
 //   ew_elems     elements of elementwise ops and reductions on fragments whose
 //                extents are powers of two
 //   ew_elems_odd the same on other fragments (measured slower on the cpu)
+//   ew_rows      rows of elementwise ops and reductions (one inner loop each)
+//   ew_elems_l2  elements of elementwise ops and reductions (also counted above) on
+//                fragments that do not fit the L1 data cache twice (an op reads
+//                one fragment and writes another): they stream from L2 (cpu only)
 //   transcend    elements of exp, log, tanh, sqrt and friends
 //   fences       fences and barriers executed
 //   loop_iters   loop iterations executed (control overhead)
 // Loops are counted at the midpoint of every enclosing loop and grid coordinate (a
-// causal bound counts half). Tiles count whole: a ragged edge costs a full tile.
+// causal bound counts about half), the last iteration of a loop or grid dimension
+// apart from the others (its tile is the ragged one). Tiles count whole (a ragged
+// edge costs a full tile) except a cpu mma's: the cpu skips the rows, columns and k
+// steps of a ragged tile that hold no data (GroupOp::m_valid, n_valid, k_valid).
 //
 // Coefficients (microseconds per unit) come from a calibration: measured runs fitted
 // by non-negative least squares on relative error (fit_calibration); without one,
@@ -39,7 +48,7 @@
 
 namespace tessel {
 
-inline constexpr int kNumFeatures = 17;
+inline constexpr int kNumFeatures = 20;
 using Features = std::array<double, kNumFeatures>;
 extern const std::array<const char*, kNumFeatures> kFeatureNames;
 int feature_index(const std::string& name);  // -1 when unknown
@@ -47,6 +56,7 @@ int feature_index(const std::string& name);  // -1 when unknown
 // Parallel slots groups spread over: cpu threads, cuda SMs, 1 on the sim.
 struct MachineShape {
   int slots = 1;
+  int64_t l1_bytes = 0;  // a core's L1 data cache (cpu); 0: not modelled
 };
 MachineShape machine_shape(TargetKind target, int threads);
 

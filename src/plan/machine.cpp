@@ -1,5 +1,7 @@
 #include "plan/machine.h"
 
+#include <unistd.h>
+
 #ifdef TESSEL_WITH_CUDA
 #include "target/cuda/cuda_kernel.h"
 #endif
@@ -13,6 +15,14 @@ int64_t cuda_multiprocessors() {
 #else
   return kCudaMultiprocessorsWithoutGpu;
 #endif
+}
+
+int64_t cpu_l1d_bytes() {
+  static const int64_t bytes = [] {
+    long b = ::sysconf(_SC_LEVEL1_DCACHE_SIZE);
+    return b > 0 ? static_cast<int64_t>(b) : int64_t{32768};
+  }();
+  return bytes;
 }
 
 }  // namespace tessel

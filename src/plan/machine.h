@@ -11,4 +11,8 @@ namespace tessel {
 constexpr int64_t kCudaMultiprocessorsWithoutGpu = 132;
 int64_t cuda_multiprocessors();
 
+// The L1 data cache of one cpu core in bytes (sysconf), read once; 32 KiB where the
+// system does not say.
+int64_t cpu_l1d_bytes();
+
 }  // namespace tessel

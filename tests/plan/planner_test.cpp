@@ -184,6 +184,79 @@ TEST(PlanCostModel, FeaturesGrowWithTheShape) {
   EXPECT_NEAR(flops_large / flops_small, 2.0, 1e-9);
 }
 
+// The cpu's mma skips what a ragged tile holds no data in (mv, nv, kv): its flops
+// are the real work, 2MNK, whatever the tiles; and its accumulator traffic
+// (mma_acc) is M x N once per k tile. Every legal candidate of a ragged shape.
+TEST(PlanCostModel, CpuMmaCountsTheValidPartOfRaggedTiles) {
+  std::map<std::string, int64_t> sizes = {{"M", 70}, {"N", 45}, {"K", 37}};
+  CandidateSet set = enumerate_candidates(gemm_kernel(), TargetKind::Cpu, sizes);
+  ASSERT_GT(set.legal.size(), 50u);
+  MachineShape machine = machine_shape(TargetKind::Cpu, 1);
+  int checked = 0;
+  for (size_t i = 0; i < set.legal.size(); i += 37) {
+    const LegalCandidate& c = *set.legal[i];
+    SCOPED_TRACE(c.plan.to_string());
+    Features f = program_features(c, sizes, machine);
+    double flops = 0;
+    for (const char* name : {"flops_1", "flops_64", "flops_256", "flops_384", "flops_big"})
+      flops += f[feature_index(name)];
+    EXPECT_NEAR(flops, 2.0 * 70 * 45 * 37, 1e-6);
+    const int64_t bk = c.plan.tiles.at("BK");
+    EXPECT_NEAR(f[feature_index("mma_acc")], 70.0 * 45 * ((37 + bk - 1) / bk), 1e-6);
+    ++checked;
+  }
+  EXPECT_GT(checked, 10);
+}
+
+// ew_rows counts the rows of elementwise work: a row kernel walking its rows in
+// 8-column tiles runs 8 times the rows of one in 64-column tiles, on about the
+// same elements.
+TEST(PlanCostModel, ElementwiseRowsGrowAsTilesNarrow) {
+  std::map<std::string, int64_t> sizes = {{"M", 64}, {"N", 256}};
+  CandidateSet set = enumerate_candidates(kernel_file("softmax.tir"), TargetKind::Cpu, sizes);
+  MachineShape machine = machine_shape(TargetKind::Cpu, 1);
+  const LegalCandidate *narrow = nullptr, *wide = nullptr;
+  for (const auto& c : set.legal) {
+    if (c->plan.tiles.at("BR") != 16 || c->plan.window != 1) continue;
+    if (c->plan.tiles.at("BC") == 8 && !narrow) narrow = c.get();
+    if (c->plan.tiles.at("BC") == 64 && !wide) wide = c.get();
+  }
+  ASSERT_TRUE(narrow && wide);
+  Features n = program_features(*narrow, sizes, machine), w = program_features(*wide, sizes, machine);
+  const int rows = feature_index("ew_rows"), ew = feature_index("ew_elems");
+  // At least the ten elementwise ops (max, sub, exp, sub, exp, mul, add; sub, exp,
+  // div) and two reductions on BR = 16 rows per column tile: 4 row blocks x 32 tiles.
+  EXPECT_GE(n[rows], 4.0 * 32 * 12 * 16);
+  EXPECT_GT(n[rows], 6.0 * w[rows]);
+  EXPECT_LT(n[rows], 8.5 * w[rows]);
+  EXPECT_NEAR(n[ew] / w[ew], 1.0, 0.5);
+}
+
+// ew_elems_l2 counts elementwise work on fragments that do not fit the L1 data
+// cache twice: a 64 x 256 f32 tile (64 KiB) on a 48 KiB L1, not an 8 x 256 one;
+// nothing where the machine has no L1 size (cuda, sim).
+TEST(PlanCostModel, ElementwiseWorkOnTilesBeyondL1IsCounted) {
+  std::map<std::string, int64_t> sizes = {{"M", 128}, {"N", 512}};
+  CandidateSet set = enumerate_candidates(kernel_file("softmax.tir"), TargetKind::Cpu, sizes);
+  const LegalCandidate *big = nullptr, *small = nullptr;
+  for (const auto& c : set.legal) {
+    if (c->plan.tiles.at("BC") != 256 || c->plan.window != 1) continue;
+    if (c->plan.tiles.at("BR") == 64 && !big) big = c.get();
+    if (c->plan.tiles.at("BR") == 8 && !small) small = c.get();
+  }
+  ASSERT_TRUE(big && small);
+  MachineShape machine;
+  machine.l1_bytes = 48 * 1024;
+  const int l2 = feature_index("ew_elems_l2"), ew = feature_index("ew_elems");
+  Features b = program_features(*big, sizes, machine), s = program_features(*small, sizes, machine);
+  // Most elementwise elements are on the 64 x 256 tiles (the [BR, 1] row values are not).
+  EXPECT_GT(b[l2], 0.8 * b[ew]);
+  EXPECT_LE(b[l2], b[ew]);
+  EXPECT_EQ(s[l2], 0.0);
+  machine.l1_bytes = 0;
+  EXPECT_EQ(program_features(*big, sizes, machine)[l2], 0.0);
+}
+
 TEST(PlanCostModel, KendallTau) {
   EXPECT_DOUBLE_EQ(kendall_tau({1, 2, 3, 4}, {10, 20, 30, 40}), 1.0);
   EXPECT_DOUBLE_EQ(kendall_tau({1, 2, 3, 4}, {40, 30, 20, 10}), -1.0);
