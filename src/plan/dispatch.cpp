@@ -87,12 +87,22 @@ PlanChoice dispatch_plan(const TileKernel& kernel, TargetKind target, const std:
   const TuningCache* tuned = cache ? &*cache : nullptr;
   if (tuned && tuned->lookup(kernel_hash(kernel), target, threads, sizes))
     return choose_plan(kernel, target, sizes, Calibration{}, threads, tuned);
-  struct stat st;
-  if (::lstat(default_calibration_path(target, threads).c_str(), &st) == 0)
-    return choose_plan(kernel, target, sizes, load_calibration("", target, threads), threads, nullptr);
   PlanChoice choice;
-  choice.plan = default_plan(kernel, target, sizes);
   choice.source = "default plan (no tuning-cache entry or calibration for this target and thread count)";
+  struct stat st;
+  if (::lstat(default_calibration_path(target, threads).c_str(), &st) == 0) {
+    // A file found in the cache directory, not asked for: one that cannot be used
+    // (written before the model's features changed, say) leaves the default plan,
+    // and the source says why; `--calibration FILE` still fails on it.
+    try {
+      return choose_plan(kernel, target, sizes, load_calibration("", target, threads), threads, nullptr);
+    } catch (const Error& e) {
+      if (e.kind() != ErrorKind::InvalidArgument) throw;
+      choice.source = std::string("default plan (the cache directory's calibration was not used: ") + e.what() +
+                      "; rerun `tessel tune KERNEL --calibrate`)";
+    }
+  }
+  choice.plan = default_plan(kernel, target, sizes);
   return choice;
 }
 

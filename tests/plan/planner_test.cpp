@@ -396,6 +396,27 @@ TEST(PlanDispatch, CommandsWithoutPlanOptionsFollowTheCacheThenTheCalibration) {
                             "--target cpu --threads 2 --check --json");
   EXPECT_NE(out.find("\"plan_source\": \"cost model (calibrated, 5 runs)"), std::string::npos) << out;
   EXPECT_NE(out.find("\"ok\": true"), std::string::npos) << out;
+  // A calibration the model cannot use (one coefficient missing, as in a file
+  // written before a feature was added): the default plan, the source saying why;
+  // asked for by --calibration, an error.
+  std::string text = print_calibration(cal), dropped;
+  {
+    std::istringstream lines(text);
+    for (std::string line; std::getline(lines, line);)
+      if (line.rfind("coef ew_rows ", 0) != 0) dropped += line + "\n";
+  }
+  ASSERT_NE(dropped.size(), text.size());
+  {
+    std::ofstream f(dir + "/calibration-cpu-t2.txt");
+    f << dropped;
+  }
+  out = cli_output(dir, "run " + std::string(TESSEL_SOURCE_DIR) + "/kernels/softmax.tir --size M=33 --size N=500 " +
+                            "--target cpu --threads 2 --check --json");
+  EXPECT_NE(out.find("\"plan_source\": \"default plan (the cache directory's calibration was not used"),
+            std::string::npos) << out;
+  EXPECT_NE(out.find("ew_rows"), std::string::npos) << out;
+  EXPECT_NE(out.find("\"ok\": true"), std::string::npos) << out;
+  EXPECT_THROW(load_calibration(dir + "/calibration-cpu-t2.txt", TargetKind::Cpu, 2), Error);
   // Plan options: the default plan under them, whatever the cache holds.
   out = cli_output(dir, run + " --window 2");
   EXPECT_NE(out.find("\"plan_source\": \"default plan with the command line"), std::string::npos) << out;
