@@ -852,11 +852,14 @@ class Emitter {
     return false;
   }
 
-  // Run-time condition that a global window's vectors are aligned.
-  std::string global_aligned(const BufferRef& ref, int64_t v) const {
-    const Buffer& b = p_.buffer(ref.buffer);
-    if (b.space != Space::Global) return "";
-    return "(" + global_aligned(ref, v, ex(ref.col), 16) + ")";
+  // Run-time condition that a copy's global windows (source, destination or both)
+  // hold aligned vectors of `v` elements (`bytes` bytes); "" when neither is global.
+  std::string copy_aligned(const GroupOp& op, int64_t v, int64_t bytes) const {
+    std::string s;
+    for (const BufferRef* r : {&op.src, &op.dst})
+      if (p_.buffer(r->buffer).space == Space::Global)
+        s += (s.empty() ? "(" : " && (") + global_aligned(*r, v, ex(r->col), bytes) + ")";
+    return s;
   }
   // Run-time condition that vectors of `v` elements (`bytes` bytes) starting at
   // column `col` of every row of a unit-col-stride global ref are aligned.
@@ -1091,11 +1094,7 @@ class Emitter {
                (sb.space == Space::Global || const_multiple(op.src.col, v)) &&
                (db.space == Space::Global || const_multiple(op.dst.col, v)) &&
                !(db.space == Space::Global && op.dst_col_bound && sb.space == Space::Global);
-    std::string aligned;
-    for (const BufferRef* r : {&op.src, &op.dst}) {
-      std::string a = global_aligned(*r, v);
-      if (!a.empty()) aligned += (aligned.empty() ? "" : " && ") + a;
-    }
+    const std::string aligned = copy_aligned(op, v, 16);
     // A source whose rows are its unit stride (a transposed view) into
     // shared memory: 16-byte vectors down the window's columns (column_chunks).
     const bool by_columns = !vec && sb.space == Space::Global && db.space == Space::Shared &&
@@ -1121,11 +1120,7 @@ class Emitter {
         // rows waited on every k step's loads (250x130x250 ran at 0.32x cuBLAS).
         const int64_t v4 = 4 / dtype_bytes(sb.dtype);
         if (op.async && v4 >= 1 && light_fragments()) {
-          std::string aligned4;
-          for (const BufferRef* r : {&op.src, &op.dst})
-            if (p_.buffer(r->buffer).space == Space::Global)
-              aligned4 += (aligned4.empty() ? "(" : " && (") + global_aligned(*r, v4, ex(r->col), 4) + ")";
-          open("} else if (" + aligned4 + ")");
+          open("} else if (" + copy_aligned(op, v4, 4) + ")");
           emit_vector_copy(op, v4);
           --depth_;
         }
