@@ -78,8 +78,13 @@ TEST(TmaCompile, TmaWgmmaGemmCompilesForSm90aWithoutSpills) {
   EXPECT_EQ(info.source.tensor_maps[1].box_cols, 64);
   EXPECT_TRUE(has(src, "const __grid_constant__ tsl_tensor_map tm0, const __grid_constant__ tsl_tensor_map tm1)"))
       << src;
-  // Three stages of 16 KiB for each operand, 1 KiB alignment room, 6 mbarriers.
-  EXPECT_EQ(info.source.shared_bytes, 3 * 16384 * 2 + 48 + 1024);
+  // Three stages of 16 KiB for each operand, 6 mbarriers, each warpgroup's scratch
+  // for staged stores (64 rows of 16 columns, 8 floats of padding a row: the widest
+  // that keeps two blocks a multiprocessor), 1 KiB alignment room.
+  EXPECT_EQ(info.source.shared_bytes, 3 * 16384 * 2 + 48 + 2 * 64 * 24 * 4 + 1024);
+  // C goes out through the scratch, in whole 16-byte row pieces.
+  EXPECT_TRUE(has(src, "float* const stg = (float*)(smem + 98352) + worker * 1536;")) << src;
+  EXPECT_TRUE(has(ptx, "st.global.v4.u32")) << "16-byte stores of C";
   for (const char* instruction :
        {"mbarrier.init.shared::cta.b64", "mbarrier.arrive.shared::cta.b64", "mbarrier.expect_tx.relaxed.cta.shared::cta.b64",
         "mbarrier.try_wait.parity.shared::cta.b64", "fence.mbarrier_init.release.cluster",

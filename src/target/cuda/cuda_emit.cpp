@@ -6,9 +6,11 @@
 #include <cstdio>
 #include <functional>
 #include <map>
+#include <numeric>
 #include <set>
 #include <utility>
 
+#include "ir/group_verify.h"
 #include "tessel/error.h"
 
 namespace tessel {
@@ -734,9 +736,12 @@ class Emitter {
       mbar_offset_.push_back(at);
       at += 8 * m.slots;
     }
+    at = round_up(at, 16);
+    stage_offset_ = at;
+    stage_cols_ = staging_columns(at);
+    if (stage_cols_ > 0) at += p_.worker_rows * p_.worker_cols * stage_bytes();
     shared_bytes_ = at;
   }
-
 
   void line(const std::string& s) { body_ += std::string(2 * depth_, ' ') + s + "\n"; }
   void open(const std::string& s) { line(s.empty() ? "{" : s + " {"); ++depth_; }
@@ -1896,6 +1901,89 @@ class Emitter {
     return vw;
   }
 
+  // --- staged stores of wgmma accumulators (emit_staged_store) -----------------
+  // A warpgroup's accumulator registers hold, per warp instruction, 8 rows of 32
+  // bytes: stored straight to global memory, every 32-byte piece is a transaction
+  // of its own, and Nsight Compute counted twice the sectors the data needs (the
+  // stores of a 128x256 fp32 tile cost a quarter of a 4096^3 bf16 GEMM's time). So
+  // a fragment store to a global fp32 window goes through a scratch area of its
+  // worker's own in shared memory, 64 rows x stage_cols_ columns at a time: the
+  // registers are written there, the warpgroup meets at its named barrier, and
+  // each thread then moves whole 16-byte row pieces to global memory (a warp
+  // writes whole 128-byte lines). The scratch is private to the worker, like its
+  // registers, so no other worker can touch it; the GroupIR is unchanged.
+  static constexpr int64_t kStageRows = 64;
+  // Row pitch in floats: 8 past the columns, so that the 8 rows of one float2
+  // store instruction fall on different banks.
+  int64_t stage_pitch() const { return stage_cols_ + 8; }
+  int64_t stage_bytes() const { return kStageRows * stage_pitch() * 4; }
+  // Columns of the scratch (0: no staging): the widest of 64, 32, 16 that fits
+  // beside the program's own shared memory without lowering the blocks a
+  // multiprocessor holds (228 KB a multiprocessor, 1 KB of it reserved per block).
+  int64_t staging_columns(int64_t used) const {
+    if (p_.lanes != 128 || !has_staged_store(p_.body)) return 0;
+    const int64_t slack = swizzled_any_ ? 1024 : 0, sm = 228 * 1024;
+    auto blocks = [&](int64_t bytes) { return sm / (bytes + slack + 1024); };
+    for (int64_t cols : {64, 32, 16}) {
+      const int64_t bytes = used + p_.worker_rows * p_.worker_cols * kStageRows * (cols + 8) * 4;
+      if (bytes + slack <= kCudaMaxSharedBytes && blocks(bytes) >= blocks(used)) return cols;
+    }
+    return 0;
+  }
+  // A fragment store the staging serves: an accumulator part of whole 64-row
+  // tiles and 16-column pieces into a global fp32 window with unit column stride.
+  bool staged_store(const GroupOp& op) const {
+    if (p_.lanes != 128 || op.kind != GroupOpKind::FragStore) return false;
+    const Buffer& d = p_.buffer(op.dst.buffer);
+    const Part q = part(p_.buffer(op.frag));
+    return d.space == Space::Global && d.dtype == DType::F32 && unit(op.dst.col_stride) &&
+           q.pr % kStageRows == 0 && q.pc % 16 == 0;
+  }
+  bool has_staged_store(const std::vector<GroupOp>& ops) const {
+    for (const GroupOp& op : ops) {
+      if (staged_store(op)) return true;
+      for (const auto& body : op.bodies)
+        if (has_staged_store(body)) return true;
+    }
+    return false;
+  }
+  // The store of run op `op` (a staged_store) for a part inside its bounds whose
+  // global rows start on 16 bytes: r0_ID, c0_ID are its window's origin. Pointers
+  // are formed once, so that the chunks add constants (the consumers of a
+  // warp-specialized kernel hold 128 accumulators in 168 registers).
+  void emit_staged_store(const GroupOp& op, const Part& q) {
+    const std::string o = num(op.id), fr = "f" + num(op.frag);
+    const int64_t cols = std::gcd(stage_cols_, q.pc), h = q.pc / 2, vecs = cols / 4, step = 128 / vecs;
+    const int64_t pitch = stage_pitch();
+    const std::string bar = "asm volatile(\"bar.sync %0, 128;\\n\" :: \"r\"(1 + worker) : \"memory\");";
+    line("float* const stg = (float*)(smem + " + num(stage_offset_) + ") + worker * " + num(kStageRows * pitch) + ";");
+    // Register pair (j, j + 1) of an m tile sits at row 16 (lane / 32) + (lane % 32) / 4 + 8 (j / 2 % 2),
+    // column 8 (j / 4) + 2 (lane % 4) (reg_rc); thread `lane` then moves 16-byte piece lane % vecs of
+    // row lane / vecs, and of every `step` rows after it.
+    line("float* const stw = stg + ((lane / 32) * 16 + (lane % 32) / 4) * " + num(pitch) + " + (lane % 4) * 2;");
+    line("const float* const str = stg + (lane / " + num(vecs) + ") * " + num(pitch) + " + (lane % " + num(vecs) +
+         ") * 4;");
+    line("float* const gp = &" + base(op.dst) + "[" +
+         index(op.dst, "r0_" + o + " + lane / " + num(vecs), "c0_" + o + " + (lane % " + num(vecs) + ") * 4") + "];");
+    line("const int64_t gstep = (int64_t)" + num(step) + " * (" + ex(op.dst.row_stride) + ");");
+    for (int64_t t = 0; t < q.pr / kStageRows; ++t)
+      for (int64_t c0 = 0; c0 < q.pc; c0 += cols) {
+        // Registers t * h + j, j in [c0 / 2, (c0 + cols) / 2), hold columns [c0, c0 + cols) of m tile t.
+        line("#pragma unroll");
+        open("for (int j = " + num(c0 / 2) + "; j < " + num((c0 + cols) / 2) + "; j += 2)");
+        line("*(float2*)(stw + (j / 2 % 2) * " + num(8 * pitch) + " + (j / 4) * 8 - " + num(c0) + ") = make_float2(" +
+             fr + "[" + num(t * h) + " + j], " + fr + "[" + num(t * h) + " + j + 1]);");
+        close();
+        line(bar);
+        line("#pragma unroll");
+        open("for (int v = 0; v < " + num(kStageRows / step) + "; ++v)");
+        line("*(float4*)(gp + " + (t ? "(int64_t)" + num(t * kStageRows / step) + " * gstep + " : std::string()) +
+             "v * gstep + " + num(c0) + ") = *(const float4*)(str + v * " + num(step * pitch) + ");");
+        close();
+        line(bar);
+      }
+  }
+
   void emit_run(const std::vector<const GroupOp*>& run) {
     const Buffer& f0 = p_.buffer(run.front()->frag);
     const Part q = part(f0);
@@ -1941,6 +2029,14 @@ class Emitter {
       return s;
     };
     const std::string fits = join(fits_all);
+    const bool staged = run.size() == 1 && stage_cols_ > 0 && staged_store(*run[0]) && own.empty();
+    if (staged) {
+      const std::string o = num(run[0]->id), aligned = global_aligned(run[0]->dst, 4, "c0_" + o, 16);
+      open("if (" + (fits.empty() ? "" : fits + " && ") + aligned + ")");
+      emit_staged_store(*run[0], q);
+      --depth_;
+      open("} else");
+    }
     std::string fast = fits;
     if (vw > 1 && !vec_all.empty()) fast += (fast.empty() ? "" : " && ") + join(vec_all);
     auto body = [&](int64_t width, bool guarded) {
@@ -1978,6 +2074,7 @@ class Emitter {
       }
       close();
     }
+    if (staged) close();
     close();
     // A warp's lanes read each other's stores to shared memory (an mma operand
     // through ldmatrix) where barrier planning saw one worker and left no fence:
@@ -2570,6 +2667,7 @@ class Emitter {
   const bool folded_grid_;
   std::vector<bool> swizzled_;  // shared buffers in the wgmma operand layout
   bool swizzled_any_ = false;
+  int64_t stage_offset_ = 0, stage_cols_ = 0;  // staged stores: scratch offset, columns (0: none)
   std::set<int> async_accumulators_;  // fragments async wgmmas accumulate into
   std::set<int> redundant_fences_;       // fence op ids left out (find_redundant_fences)
   std::set<WgmmaShape> wgmma_shapes_;  // the wgmma instructions the program uses
