@@ -84,10 +84,10 @@ int64_t pick(const int64_t (&sizes)[N], int64_t extent) {
   return sizes[N - 1];
 }
 
-// Time ~ waves x tile work / rate: a wave is one tile per multiprocessor, and a
-// 128x128 tile ran at 0.88 the rate of a 128x256 one (4096^3 bf16 on the H200,
-// docs/cuda.md). 1024^2, 3000x2000 and 16x4096 take 128x128; 1536^2, 2048^2
-// and 4096^2 128x256, as measured.
+// tf32's wgmma tile (16-bit operands choose among more: choose_wgmma_tile). Time ~
+// waves x tile work / rate: a wave is one tile per multiprocessor, and a 128x128
+// tile ran at 0.88 the rate of a 128x256 one (4096^3 bf16 on the H200, tenth
+// session, docs/cuda.md).
 bool wide_wgmma_tiles_pay(int64_t m, int64_t n) {
   const int64_t sms = cuda_multiprocessors();
   auto waves = [&](int64_t bn) {
@@ -97,40 +97,76 @@ bool wide_wgmma_tiles_pay(int64_t m, int64_t n) {
   return waves(kWgmmaBN) * 2.0 <= waves(kWgmmaBN / 2) / 0.88;
 }
 
+// The 16-bit wgmma tiles of the default plans (tma, a producer warpgroup, 4 stages)
+// and their rate relative to 128x256's, from runs of one wave each where the
+// shapes allow (bf16 on the H200 with staged stores, docs/results/gpu-h200-2026-12-02:
+// 128x192 at 1536^3, 64x128 at 1024x1024x4096; 128x128 at 4096^3, where both
+// run the same waves of work).
+struct WgmmaTile {
+  int64_t bm, bn;
+  int warpgroups;
+  double rate;
+};
+constexpr WgmmaTile kWgmmaTiles[] = {{128, 256, 2, 1.0}, {128, 192, 2, 0.93}, {128, 128, 2, 0.85}, {64, 128, 1, 0.55}};
+
+double wgmma_tile_rate(int64_t bm, int64_t bn) {
+  for (const WgmmaTile& t : kWgmmaTiles)
+    if (t.bm == bm && t.bn == bn) return t.rate;
+  return 1.0;
+}
+
 // Split-K (gemm_split_k_kernel, then split_k_sum_kernel) on cuda, for the default
 // wgmma plans: the time of S slices is estimated as waves x one slice's tile work
-// at the device's rate per multiprocessor, plus, when split, the partial sums'
-// traffic (written and read, fp32) at memory bandwidth and a second launch; the
-// fewest slices of the lowest estimate win. Machine numbers of the H200: dense
-// 16-bit wgmma rate, HBM bandwidth, a launch. Slices keep kSplitKMinSteps k tiles,
-// and only outputs of tiles for at most half the multiprocessors split: 1536x1536x6144
-// (72 tiles, 3 slices) ran 0.87x unsplit (docs/results/gpu-h200-2026-12-01).
+// at the tile's rate (the device's per multiprocessor times wgmma_tile_rate), plus,
+// when split, the partial sums' traffic (written and read, fp32) at memory
+// bandwidth and a second launch; the fewest slices of the lowest estimate win.
+// Machine numbers of the H200: dense 16-bit wgmma rate, HBM bandwidth, a launch.
+// Slices keep kSplitKMinSteps k tiles, and only outputs of tiles for at most half
+// the multiprocessors split: 1536x1536x6144 (72 tiles, 3 slices) ran 0.87x
+// unsplit (docs/results/gpu-h200-2026-12-01).
 constexpr double kCudaMmaFlops = 6e14, kCudaBytesPerSecond = 3e12, kCudaLaunchSeconds = 4e-6;
 constexpr int64_t kSplitKMaxSlices = 16, kSplitKMinSteps = 4;
 
 struct SplitK {
   int64_t slices = 1, slice_k = 0;  // S and KS
+  double seconds = 0;               // the estimate it won with
 };
 
-SplitK choose_split_k(const Plan& p, int64_t m, int64_t n, int64_t k) {
+SplitK split_k_estimate(int64_t bm, int64_t bn, int64_t bk, int64_t m, int64_t n, int64_t k) {
   SplitK best;
-  if (p.target != TargetKind::Cuda || p.atom != AtomKind::Wgmma || m == 0 || n == 0) return best;
-  const int64_t bm = p.tile("BM"), bn = p.tile("BN"), bk = p.tile("BK"), sms = cuda_multiprocessors();
+  const int64_t sms = cuda_multiprocessors();
   const int64_t tiles = (m + bm - 1) / bm * ((n + bn - 1) / bn), steps = (k + bk - 1) / bk;
-  if (tiles * 2 > sms) return best;
-  double best_seconds = 0;
+  const double rate = kCudaMmaFlops / double(sms) * wgmma_tile_rate(bm, bn);
   for (int64_t want = 1; want <= kSplitKMaxSlices; ++want) {
-    const int64_t slice_steps = (steps + want - 1) / want, slices = (steps + slice_steps - 1) / slice_steps;
-    if (slices > 1 && slice_steps < kSplitKMinSteps) break;
+    const int64_t slice_steps = std::max<int64_t>(1, (steps + want - 1) / want),
+                  slices = std::max<int64_t>(1, (steps + slice_steps - 1) / slice_steps);
+    if (slices > 1 && (slice_steps < kSplitKMinSteps || tiles * 2 > sms)) break;
     const double waves = double((tiles * slices + sms - 1) / sms);
-    double seconds = waves * 2.0 * double(bm * bn * bk * slice_steps) / (kCudaMmaFlops / double(sms));
+    double seconds = waves * 2.0 * double(bm * bn * bk * slice_steps) / rate;
     if (slices > 1) seconds += 8.0 * double(slices * m * n) / kCudaBytesPerSecond + kCudaLaunchSeconds;
-    if (want == 1 || seconds < best_seconds) {
-      best_seconds = seconds;
-      best = {slices, slice_steps * bk};
-    }
+    if (want == 1 || seconds < best.seconds) best = {slices, slice_steps * bk, seconds};
   }
   return best;
+}
+
+SplitK choose_split_k(const Plan& p, int64_t m, int64_t n, int64_t k) {
+  if (p.target != TargetKind::Cuda || p.atom != AtomKind::Wgmma || m == 0 || n == 0) return {};
+  SplitK s = split_k_estimate(p.tile("BM"), p.tile("BN"), p.tile("BK"), m, n, k);
+  return s.slices > 1 ? s : SplitK{};
+}
+
+// The default 16-bit wgmma tile: the lowest estimate (split_k_estimate: waves, the
+// tile's rate, split-K where it pays) over kWgmmaTiles. Measured against the one
+// tile of the tenth session: 1536^3 0.65 -> 0.83x cuBLAS (128x192), 1024^3 0.76 ->
+// 0.97 (64x128); 2000^3 to 4096^3 keep 128x256.
+const WgmmaTile& choose_wgmma_tile(int64_t m, int64_t n, int64_t k) {
+  const WgmmaTile* best = &kWgmmaTiles[0];
+  double best_seconds = 0;
+  for (const WgmmaTile& t : kWgmmaTiles) {
+    const double seconds = split_k_estimate(t.bm, t.bn, kWgmmaBK, m, n, std::max<int64_t>(k, 1)).seconds;
+    if (&t == &kWgmmaTiles[0] || seconds < best_seconds) best = &t, best_seconds = seconds;
+  }
+  return *best;
 }
 
 // A GEMM past the exact sizes, BLIS's blocking in plan terms, for `threads` cores:
@@ -669,7 +705,9 @@ Plan default_gemm_plan(TargetKind target, int64_t m, int64_t n, int64_t k, GemmP
         p.async_copy = false;
         p.tma = true;
         p.producers = 1;
-        if (!wide_wgmma_tiles_pay(m, n)) set_gemm_tile(p, kWgmmaBM, kWgmmaBN / 2, kWgmmaBK);
+        const WgmmaTile& tile = choose_wgmma_tile(m, n, k);
+        set_gemm_tile(p, tile.bm, tile.bn, kWgmmaBK);
+        p.workers = tile.warpgroups;
       }
     }
     // tf32 on wgmma reads B K-major: gemm() transposes it first (transposes_b), which
