@@ -723,6 +723,67 @@ TEST(PlanCli, BadInputExitsWithStatus2) {
   EXPECT_EQ(cli("plans " + softmax + " --size M=5,N=9 --top 3 --no-tuning-cache"), 0);
 }
 
+// `tune --refit SAMPLES.json` fits a calibration again from saved runs and
+// `tune --evaluate HELDOUT.json` scores one on saved held-out runs, offline; files
+// that are not such runs are refused with status 2.
+TEST(PlanCli, RefitAndEvaluateFromSavedRuns) {
+  const std::string softmax = std::string(TESSEL_SOURCE_DIR) + "/kernels/softmax.tir";
+  const std::string dir = temp_dir(0700);
+  TileKernel k = kernel_file("softmax.tir");
+  Calibration truth = fallback_calibration(TargetKind::Cpu, 1);
+  MachineShape machine = machine_shape(TargetKind::Cpu, 1);
+  std::ostringstream samples, heldout;
+  samples << "{\"kernel\": \"softmax\", \"command\": \"test\", \"samples\": [";
+  heldout << "{\"kernel\": \"softmax\", \"shapes\": [";
+  int n = 0, shape = 0;
+  for (int64_t m : {30, 200})
+    for (int64_t cols : {50, 700}) {
+      std::map<std::string, int64_t> sizes = {{"M", m}, {"N", cols}};
+      CandidateSet set = enumerate_candidates(k, TargetKind::Cpu, sizes);
+      heldout << (shape++ ? ", " : "") << "{\"sizes\": \"M=" << m << ",N=" << cols << "\", \"candidates\": [";
+      for (size_t i = 0; i < 5; ++i) {
+        const LegalCandidate& c = *set.legal[i * 13 % set.legal.size()];
+        double us = predict_us(truth, program_features(c, sizes, machine));
+        std::string one = "{\"sizes\": \"M=" + std::to_string(m) + ",N=" + std::to_string(cols) + "\", \"plan\": \"" +
+                          plan_to_line(c.plan) + "\", \"us\": " + std::to_string(us) + ", \"measured_us\": " +
+                          std::to_string(us) + ", \"pick\": " + (i == 0 ? "true" : "false") + "}";
+        samples << (n++ ? ", " : "") << one;
+        heldout << (i ? ", " : "") << one;
+      }
+      heldout << "]}";
+    }
+  samples << "]}";
+  heldout << "]}";
+  auto write = [&](const std::string& name, const std::string& text) {
+    std::ofstream(dir + "/" + name) << text;
+    return dir + "/" + name;
+  };
+  const std::string good = write("samples.json", samples.str()), held = write("heldout.json", heldout.str());
+  const std::string base = "tune " + softmax + " --target cpu --threads 1 ";
+  ASSERT_EQ(cli(base + "--refit " + good + " --out " + dir + "/cal.txt"), 0);
+  std::ifstream in(dir + "/cal.txt");
+  std::stringstream text;
+  text << in.rdbuf();
+  Calibration fit = parse_calibration(text.str(), "cal.txt");
+  EXPECT_EQ(fit.samples, 20);
+  EXPECT_LT(fit.fit_median_rel_err, 1e-3);  // the times are the truth's predictions
+  EXPECT_EQ(cli(base + "--evaluate " + held + " --calibration " + dir + "/cal.txt --out " + dir + "/eval.json"), 0);
+  std::ifstream eval(dir + "/eval.json");
+  std::stringstream etext;
+  etext << eval.rdbuf();
+  EXPECT_NE(etext.str().find("\"regret_pick\": {\"median\": 1,"), std::string::npos) << etext.str();
+  // Refused: not JSON, a run without its time, another kernel's runs, no --out.
+  std::string no_time = samples.str();
+  no_time.replace(no_time.find("\"us\": "), 6, "\"uz\": ");
+  std::string other = samples.str();
+  other.replace(other.find("\"softmax\""), 9, "\"other\"");
+  for (const std::string& bad : {std::string("{\"kernel\": "), no_time, other})
+    EXPECT_EQ(cli(base + "--refit " + write("bad.json", bad) + " --out " + dir + "/bad.txt"), 2) << bad;
+  EXPECT_EQ(cli(base + "--refit " + good), 2);
+  EXPECT_EQ(cli(base + "--evaluate " + write("bad.json", "[1, 2]") + " --calibration " + dir + "/cal.txt"), 2);
+  std::system(("rm -rf " + dir).c_str());
+}
+
 // Every `build/tessel ...` line of a sh block in docs/planner.md runs and exits 0
 // (the tuning cache in a fresh private directory).
 TEST(PlanDocs, EveryCommandInPlannerMdRuns) {
