@@ -427,10 +427,16 @@ int calibrate(const TileKernel& k, const Options& o, int argc, char** argv) {
   auto start = std::chrono::steady_clock::now();
   for (size_t s = 0; s < shapes.size() && !over_budget(o, start, s, shapes.size()); ++s) {
     std::string label = "[" + std::to_string(s + 1) + "/" + std::to_string(shapes.size()) + "] " + shape_text(shapes[s]);
-    Ranking r = rank_candidates(k, o.target, shapes[s], fallback, o.threads);
+    // The candidates measured are the guiding model's best few (and others at random):
+    // the fallback's on the first half of the shapes, then a fit of the runs so far,
+    // so that the runs cover what the calibrated model will rank first (its errors
+    // there are what a pick pays) and not only what the rough fallback ranks first.
+    const bool interim = s >= shapes.size() / 2 && samples.size() >= 10;
+    Ranking r = rank_candidates(k, o.target, shapes[s], interim ? fit_calibration(samples, o.target, o.threads) : fallback,
+                                o.threads);
     if (r.ranked.empty()) continue;
     Options pick = o;
-    pick.top = std::min(o.top, 3);  // the fallback's best few, the default, and random others: a spread
+    pick.top = std::min(o.top, 3);  // the guide's best few, the default, and random others: a spread
     pick.extra = o.per_shape;
     ShapeResult sr;
     try {
