@@ -274,6 +274,7 @@ struct ShapeResult {
   std::vector<std::string> notes;           // why a plan has no time
   size_t pick = 0, def = 0, best = 0;
   size_t skipped = 0;  // better-ranked candidates passed over (cuda: they spill)
+  size_t top_found = 0;  // plans[0, top_found) are the model's best usable ones
   int wrong = 0;       // failed the FP64 check: a compiler bug
   double seconds = 0;
 };
@@ -289,7 +290,7 @@ ShapeResult measure_shape(const TileKernel& k, const Options& o, const Sizes& si
   auto start = std::chrono::steady_clock::now();
   ShapeResult sr;
   sr.sizes = sizes;
-  size_t top_found = 0;
+  size_t& top_found = sr.top_found;
   sr.plans = measured_set(k, o, sizes, r, rng, &sr.def, &sr.skipped, &top_found, fixed);
   if (top_found == 0) user_error(ErrorKind::Plan, "none of the model's best candidates is usable (they spill)");
   sr.pick = 0;
@@ -496,6 +497,10 @@ int heldout(const TileKernel& k, const Options& o, const Calibration& cal, int a
   int64_t out_of_totals = 0;  // shapes where the pick, the default or a fixed plan did not run
   int wrong = 0, shapes_done = 0, failed_shapes = 0;
   std::vector<double> regret_pick, regret_default, taus;
+  // With fixed plans: the pick's regret against the best of the candidates measured
+  // without them (the model's top, the default, the random extras), as in a run
+  // without --fixed-plans.
+  std::vector<double> regret_unfixed;
   std::ostringstream json;
   json << "{\"command\": " << json_quoted(command_line(argc, argv)) << ", \"kernel\": " << json_quoted(k.name)
        << ", \"machine\": " << json_quoted(machine_stamp(o.target)) << ", \"threads\": " << o.threads
@@ -514,6 +519,7 @@ int heldout(const TileKernel& k, const Options& o, const Calibration& cal, int a
     std::ostringstream doc;
     doc << json.str() << "], \"complete\": " << (complete ? "true" : "false") << ", \"shapes_measured\": "
         << regret_pick.size() << ", " << summary("regret_pick", regret_pick) << ", "
+        << (fixed.empty() ? std::string() : summary("regret_pick_without_fixed", regret_unfixed) + ", ")
         << summary("regret_default", regret_default) << ", " << summary("kendall_tau", taus)
         << ", \"wrong_results\": " << wrong << ", \"failed_shapes\": " << failed_shapes
         << ", \"shapes_out_of_totals\": " << out_of_totals << ", \"timing\": " << json_quoted(timing_rule(o)) << ", \"seconds\": "
@@ -567,6 +573,14 @@ int heldout(const TileKernel& k, const Options& o, const Calibration& cal, int a
         meas.push_back(sr.measured[i]);
       }
     double tau = kendall_tau(pred, meas);
+    auto fixed_only = [&](size_t i) {
+      return i >= sr.top_found && i != sr.def && std::find(fixed.begin(), fixed.end(), sr.plans[i]) != fixed.end();
+    };
+    double best_unfixed = INFINITY;
+    for (size_t i = 0; i < sr.plans.size(); ++i)
+      if (!fixed_only(i) && std::isfinite(sr.measured[i])) best_unfixed = std::min(best_unfixed, sr.measured[i]);
+    if (!fixed.empty())
+      regret_unfixed.push_back(std::isfinite(sr.measured[sr.pick]) ? sr.measured[sr.pick] / best_unfixed : INFINITY);
     regret_pick.push_back(rp);
     regret_default.push_back(rd);
     taus.push_back(tau);
@@ -582,6 +596,7 @@ int heldout(const TileKernel& k, const Options& o, const Calibration& cal, int a
       json << (i ? ", " : "") << "{\"plan\": " << json_quoted(plan_to_line(sr.plans[i])) << ", \"predicted_us\": "
            << num(sr.predicted[i], 6) << ", \"measured_us\": " << num(sr.measured[i], 6)
            << ", \"pick\": " << (i == sr.pick ? "true" : "false") << ", \"default\": " << (i == sr.def ? "true" : "false")
+           << (fixed_only(i) ? ", \"fixed\": true" : "")
            << (sr.notes[i].empty() ? "" : ", \"note\": " + json_quoted(sr.notes[i])) << "}";
     json << "]}";
     write_json(false);
@@ -594,6 +609,10 @@ int heldout(const TileKernel& k, const Options& o, const Calibration& cal, int a
             << num(quantile(regret_pick, 0.9)) << ", max " << num(quantile(regret_pick, 1.0)) << "\n"
             << "  regret of the default plan:   median " << num(quantile(regret_default, 0.5)) << ", p90 "
             << num(quantile(regret_default, 0.9)) << ", max " << num(quantile(regret_default, 1.0)) << "\n"
+            << (fixed.empty() ? std::string()
+                              : "  regret of the pick without the fixed plans among the measured: median " +
+                                    num(quantile(regret_unfixed, 0.5)) + ", p90 " + num(quantile(regret_unfixed, 0.9)) +
+                                    ", max " + num(quantile(regret_unfixed, 1.0)) + "\n")
             << "  Kendall tau (predicted vs measured order): median " << num(quantile(taus, 0.5), 3) << "\n"
             << "  suite total: planner's picks " << num(pick_total) << " us, default plans " << num(default_total)
             << " us, best measured " << num(best_total) << " us (" << out_of_totals
