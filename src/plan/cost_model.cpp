@@ -246,6 +246,11 @@ int64_t registers_per_thread(const GroupProgram& p) {
   const int64_t threads = int64_t{p.workers} * p.lanes;
   const int64_t two_block = p.atom == AtomKind::Fma && p.frag_buffers == 1 ? 64 : 63;
   const int64_t cap = threads <= 256 && largest <= two_block ? std::min<int64_t>(255, 65536 / (2 * threads) / 8 * 8) : 255;
+  // Warp-level mma atoms: the operands of every k step of a tile, the unrolled copies'
+  // addresses and the accumulators are live together, and ptxas took 0.55-1.0 of the
+  // cap (135 bf16 candidates of the first H200 run: 70-128 registers at 256 threads,
+  // 106-255 at 128), where the fragments alone would say 36-96: 3/4 of the cap.
+  if (p.atom != AtomKind::Fma) return std::max<int64_t>(32 + frags, cap * 3 / 4);
   return std::clamp<int64_t>(32 + frags, 16, cap);
 }
 

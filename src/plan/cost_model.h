@@ -77,7 +77,8 @@ struct MachineShape {
 // the few candidates compiled.
 int64_t resident_groups(const GroupProgram& p);
 // The proxy: 32 registers (addresses, indices, loop state) plus the thread's fragment
-// registers, within the cap the emitter's launch bounds give ptxas.
+// registers, within the cap the emitter's launch bounds give ptxas; for the warp-level
+// mma atoms at least 3/4 of that cap (measured by ptxas: plan/cost_model.cpp).
 int64_t registers_per_thread(const GroupProgram& p);
 MachineShape machine_shape(TargetKind target, int threads);
 

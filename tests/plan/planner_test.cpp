@@ -624,6 +624,9 @@ TEST(PlanOnCuda, ResidentGroupsBoundTheWaves) {
       if (b.space == Space::Shared) shared += b.rows * b.cols * dtype_bytes(b.dtype) * std::max(1, b.versions);
     const int64_t n = resident_groups(p);
     ASSERT_GE(n, 1);
+    // ptxas gave warp-level mma kernels 70-128 registers at 256 threads (0.55-1.0 of
+    // the launch bounds' 128): the proxy takes 3/4 of the cap, not the fragments' ~40.
+    if (p.atom == AtomKind::MmaSync && p.workers * p.lanes == 256) EXPECT_GE(registers_per_thread(p), 96);
     if (shared > 0 && n > 1) {
       EXPECT_LE(n * (shared + 1024), 228 * 1024) << c->plan.to_string();
     }
