@@ -636,6 +636,29 @@ TEST(PlanOnCuda, ResidentGroupsBoundTheWaves) {
   EXPECT_GT(shared_bound, 0);  // some candidates are bounded by their shared memory
 }
 
+// A wave lasts as long as its slowest group: on a persistent grid of 132 groups
+// walking 161 row tiles, the first 29 groups take two tiles, and the features count
+// those (twice the elementwise work of one tile, the tile loop's two iterations),
+// not the middle group's one.
+TEST(PlanOnCuda, AWaveLastsAsLongAsItsSlowestGroup) {
+  std::map<std::string, int64_t> sizes = {{"M", 1283}, {"N", 990}};
+  CandidateSet set = enumerate_candidates(softmax_kernel(), TargetKind::Cuda, sizes);
+  const LegalCandidate *walking = nullptr, *one = nullptr;
+  for (const auto& c : set.legal) {
+    const Plan& p = c->plan;
+    if (p.workers != 256 || p.tiles.at("BC") != 1024 || p.tiles.at("BR") != 8) continue;
+    (p.persistent ? walking : one) = c.get();
+  }
+  ASSERT_TRUE(walking && one);
+  ASSERT_EQ(walking->plan.persistent, 132);
+  MachineShape machine = machine_shape(TargetKind::Cuda, 1);
+  Features w = program_features(*walking, sizes, machine), o = program_features(*one, sizes, machine);
+  const int ew = feature_index("ew_elems"), iters = feature_index("loop_iters");
+  EXPECT_EQ(o[feature_index("waves")], 1.0);  // 161 groups all resident
+  EXPECT_NEAR(w[ew], 2 * o[ew], 1e-9);
+  EXPECT_NEAR(w[iters], 2 * o[iters] + 2, 1e-9);
+}
+
 // gl_access counts a copy's global instructions as the emitter issues them: a bf16
 // matrix whose rows start on 16 bytes (K = 128) moves 8 elements a load, one of odd
 // row length (K = 127) one; the bytes are the same (whole tiles).
