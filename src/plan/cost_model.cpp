@@ -250,7 +250,7 @@ int64_t registers_per_thread(const GroupProgram& p) {
   // addresses and the accumulators are live together, and ptxas took 0.55-1.0 of the
   // cap (135 bf16 candidates of the first H200 run: 70-128 registers at 256 threads,
   // 106-255 at 128), where the fragments alone would say 36-96: 3/4 of the cap.
-  if (p.atom != AtomKind::Fma) return std::max<int64_t>(32 + frags, cap * 3 / 4);
+  if (p.atom != AtomKind::Fma) return std::min<int64_t>(255, std::max<int64_t>(32 + frags, cap * 3 / 4));
   return std::clamp<int64_t>(32 + frags, 16, cap);
 }
 
