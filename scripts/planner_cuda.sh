@@ -18,24 +18,31 @@
 # Under it a tma candidate is legal on few GEMM shapes (N and K multiples of 8); with
 # GEMM_ALIGN=8 the GEMM's sizes (training and held-out) are rounded up to multiples of
 # 8 instead, so that tma and producer candidates compete everywhere.
-# Time budget, about 5-6 minutes of device wall in all (the build not counted): no new
-# shape starts after BUDGET_* seconds (GEMM calibration 50, held-out 150; softmax
-# calibration 25, held-out 70: 295 s), and `timeout` stops a command 30 s later; a held-out
-# JSON is rewritten after every shape ("complete": false and fewer than 50 shapes
-# when stopped early). Per shape 7 candidates are measured (HELDOUT_TOP 4 + the
+# Fixed plans: every held-out shape also measures the plans in FIXED_DIR/fixed-<kernel>.txt
+# (one plan_to_line a line; default: the six most frequent winners of the first H200
+# run, docs/results/planner-2026-12-01-cuda-run1/fixed), so that the suite totals
+# compare the dispatcher with each fixed plan (the JSON's suite_total_us.fixed and the
+# log's "fixed plan" lines). FIXED_DIR= (empty) measures none.
+# Time budget, about 6 minutes of device wall in all (the build not counted): no new
+# shape starts after BUDGET_* seconds (GEMM calibration 80, held-out 150; softmax
+# calibration 45, held-out 80: 355 s), and `timeout` stops a command 30 s later; a
+# held-out JSON is rewritten after every shape ("complete": false and fewer than 50
+# shapes when stopped early). Per shape 7 candidates are measured (HELDOUT_TOP 4 + the
 # default + EXTRA 2; up to 9 compiled: the model's best 6, as the spilling ones are
-# passed over) and 7 in calibration (the fallback's best 3, the default, PER_SHAPE 3
-# random) on DRAWS 14 training shapes. NVRTC compiles are the cost (the GPU time per
-# shape is ~0.2 s): cold GEMM shapes take a few seconds, later ones hit the kernel
-# cache; softmax compiles in well under a second.
+# passed over) and the fixed plans; 9 in calibration (the guide's best 3, the default,
+# PER_SHAPE 5 random; the guide is the fallback model on the first half of the shapes,
+# then a fit of the runs so far) on DRAWS 30 training shapes. The first run (14 draws,
+# 3 random: 158 s in all) left room for this. NVRTC compiles are the cost (the GPU
+# time per shape is ~0.2 s): cold GEMM shapes take a few seconds, later ones hit the
+# kernel cache; softmax compiles in well under a second.
 #   TESSEL=/tmp/o-cur/tessel OUT=/tmp/out scripts/planner_cuda.sh
 set -o pipefail
 cd "$(dirname "$0")/.."
 TESSEL=${TESSEL:-build/tessel}
 OUT=${OUT:-/tmp/tessel-out}/planner-cuda
 JOBS=${JOBS:-$(nproc)}
-DRAWS=${DRAWS:-14}
-PER_SHAPE=${PER_SHAPE:-3}
+DRAWS=${DRAWS:-30}
+PER_SHAPE=${PER_SHAPE:-5}
 HELDOUT=${HELDOUT:-50}
 HELDOUT_TOP=${HELDOUT_TOP:-4}
 EXTRA=${EXTRA:-2}
@@ -43,6 +50,7 @@ ROUNDS=${ROUNDS:-7}
 MIN_RUN_US=${MIN_RUN_US:-500}
 RANGE_GEMM=${RANGE_GEMM:-16:512}
 RANGE_SOFTMAX=${RANGE_SOFTMAX:-16:2048}
+FIXED_DIR=${FIXED_DIR-docs/results/planner-2026-12-01-cuda-run1/fixed}
 mkdir -p "$OUT"
 export TESSEL_CACHE_DIR=${TESSEL_CACHE_DIR:-/tmp/tessel-cache}
 mkdir -p "$TESSEL_CACHE_DIR" && chmod 700 "$TESSEL_CACHE_DIR"
@@ -64,14 +72,16 @@ kernel() {
   local file=$1 name=$2 range=$3 align=${6:-1}
   run "calibrate-$name" "$4" tune "$file" $common --calibrate --draws "$DRAWS" --per-shape "$PER_SHAPE" \
     --seed 1 --range "$range" --align "$align" --out "$OUT/calibration-$name-cuda.txt" || return 1
+  local fixed=()
+  [ -n "$FIXED_DIR" ] && [ -f "$FIXED_DIR/fixed-$name.txt" ] && fixed=(--fixed-plans "$FIXED_DIR/fixed-$name.txt")
   run "heldout-$name" "$5" tune "$file" $common --heldout "$HELDOUT" --seed 2 --range "$range" --align "$align" \
-    --top "$HELDOUT_TOP" --extra "$EXTRA" --calibration "$OUT/calibration-$name-cuda.txt" --out "$OUT"
-  tail -7 "$OUT/heldout-$name.log" >> "$OUT/summary.txt"
+    --top "$HELDOUT_TOP" --extra "$EXTRA" --calibration "$OUT/calibration-$name-cuda.txt" --out "$OUT" "${fixed[@]}"
+  grep -A20 "held-out shapes in" "$OUT/heldout-$name.log" >> "$OUT/summary.txt"
 }
 
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader > "$OUT/summary.txt" 2>&1
-kernel tests/plan/gemm_bf16.tir gemm_bf16 "$RANGE_GEMM" "${BUDGET_GEMM_CAL:-50}" "${BUDGET_GEMM_HELDOUT:-150}" \
+kernel tests/plan/gemm_bf16.tir gemm_bf16 "$RANGE_GEMM" "${BUDGET_GEMM_CAL:-80}" "${BUDGET_GEMM_HELDOUT:-150}" \
   "${GEMM_ALIGN:-1}"
-kernel kernels/softmax.tir softmax "$RANGE_SOFTMAX" "${BUDGET_SOFTMAX_CAL:-25}" "${BUDGET_SOFTMAX_HELDOUT:-70}"
+kernel kernels/softmax.tir softmax "$RANGE_SOFTMAX" "${BUDGET_SOFTMAX_CAL:-45}" "${BUDGET_SOFTMAX_HELDOUT:-80}"
 echo "planner-cuda done at $SECONDS s" >> "$OUT/summary.txt"
 cat "$OUT/summary.txt"

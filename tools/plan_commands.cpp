@@ -17,6 +17,8 @@
 #include <xmmintrin.h>
 #endif
 
+#include <nlohmann/json.hpp>
+
 #include "bench/machine.h"
 #include "ir/tile_text.h"
 #include "plan/default_plan.h"
@@ -25,6 +27,7 @@
 #include "runtime/kernel_cache.h"
 #ifdef TESSEL_WITH_CUDA
 #include "target/cuda/cuda_driver.h"
+#include "target/cuda/cuda_kernel.h"
 #endif
 #include "tessel/tessel.h"
 
@@ -65,7 +68,7 @@ std::string shape_text(const Sizes& s) {
 }
 
 struct Options {
-  std::string file, calibration, out, shapes, fixed_plans;
+  std::string file, calibration, out, shapes, fixed_plans, refit, evaluate;
   Sizes sizes;
   TargetKind target = TargetKind::Cpu;
   int threads = 0, top = 10, extra = 2, jobs = 2, rounds = 5, draws = 0, per_shape = 6, heldout = 0;
@@ -73,7 +76,7 @@ struct Options {
   double budget_s = 0;  // --budget-s: no new shape is started after this many seconds (0: none)
   int64_t range_lo = 16, range_hi = 512, align = 1;
   uint64_t seed = 1;
-  bool calibrate = false, use_cache = true, flush_denormals = false;
+  bool calibrate = false, use_cache = true, flush_denormals = false, ptxas = false;
 };
 
 Options parse(int argc, char** argv) {
@@ -110,6 +113,9 @@ Options parse(int argc, char** argv) {
     else if (s == "--out") o.out = value();
     else if (s == "--shapes") o.shapes = value();
     else if (s == "--fixed-plans") o.fixed_plans = value();
+    else if (s == "--refit") o.refit = value();
+    else if (s == "--evaluate") o.evaluate = value();
+    else if (s == "--ptxas") o.ptxas = true;
     else if (s == "--calibrate") o.calibrate = true;
     else if (s == "--no-tuning-cache") o.use_cache = false;
     else if (s == "--flush-denormals") o.flush_denormals = true;
@@ -268,6 +274,7 @@ struct ShapeResult {
   std::vector<std::string> notes;           // why a plan has no time
   size_t pick = 0, def = 0, best = 0;
   size_t skipped = 0;  // better-ranked candidates passed over (cuda: they spill)
+  size_t top_found = 0;  // plans[0, top_found) are the model's best usable ones
   int wrong = 0;       // failed the FP64 check: a compiler bug
   double seconds = 0;
 };
@@ -283,7 +290,7 @@ ShapeResult measure_shape(const TileKernel& k, const Options& o, const Sizes& si
   auto start = std::chrono::steady_clock::now();
   ShapeResult sr;
   sr.sizes = sizes;
-  size_t top_found = 0;
+  size_t& top_found = sr.top_found;
   sr.plans = measured_set(k, o, sizes, r, rng, &sr.def, &sr.skipped, &top_found, fixed);
   if (top_found == 0) user_error(ErrorKind::Plan, "none of the model's best candidates is usable (they spill)");
   sr.pick = 0;
@@ -421,10 +428,16 @@ int calibrate(const TileKernel& k, const Options& o, int argc, char** argv) {
   auto start = std::chrono::steady_clock::now();
   for (size_t s = 0; s < shapes.size() && !over_budget(o, start, s, shapes.size()); ++s) {
     std::string label = "[" + std::to_string(s + 1) + "/" + std::to_string(shapes.size()) + "] " + shape_text(shapes[s]);
-    Ranking r = rank_candidates(k, o.target, shapes[s], fallback, o.threads);
+    // The candidates measured are the guiding model's best few (and others at random):
+    // the fallback's on the first half of the shapes, then a fit of the runs so far,
+    // so that the runs cover what the calibrated model will rank first (its errors
+    // there are what a pick pays) and not only what the rough fallback ranks first.
+    const bool interim = s >= shapes.size() / 2 && samples.size() >= 10;
+    Ranking r = rank_candidates(k, o.target, shapes[s], interim ? fit_calibration(samples, o.target, o.threads) : fallback,
+                                o.threads);
     if (r.ranked.empty()) continue;
     Options pick = o;
-    pick.top = std::min(o.top, 3);  // the fallback's best few, the default, and random others: a spread
+    pick.top = std::min(o.top, 3);  // the guide's best few, the default, and random others: a spread
     pick.extra = o.per_shape;
     ShapeResult sr;
     try {
@@ -484,6 +497,10 @@ int heldout(const TileKernel& k, const Options& o, const Calibration& cal, int a
   int64_t out_of_totals = 0;  // shapes where the pick, the default or a fixed plan did not run
   int wrong = 0, shapes_done = 0, failed_shapes = 0;
   std::vector<double> regret_pick, regret_default, taus;
+  // With fixed plans: the pick's regret against the best of the candidates measured
+  // without them (the model's top, the default, the random extras), as in a run
+  // without --fixed-plans.
+  std::vector<double> regret_unfixed;
   std::ostringstream json;
   json << "{\"command\": " << json_quoted(command_line(argc, argv)) << ", \"kernel\": " << json_quoted(k.name)
        << ", \"machine\": " << json_quoted(machine_stamp(o.target)) << ", \"threads\": " << o.threads
@@ -502,6 +519,7 @@ int heldout(const TileKernel& k, const Options& o, const Calibration& cal, int a
     std::ostringstream doc;
     doc << json.str() << "], \"complete\": " << (complete ? "true" : "false") << ", \"shapes_measured\": "
         << regret_pick.size() << ", " << summary("regret_pick", regret_pick) << ", "
+        << (fixed.empty() ? std::string() : summary("regret_pick_without_fixed", regret_unfixed) + ", ")
         << summary("regret_default", regret_default) << ", " << summary("kendall_tau", taus)
         << ", \"wrong_results\": " << wrong << ", \"failed_shapes\": " << failed_shapes
         << ", \"shapes_out_of_totals\": " << out_of_totals << ", \"timing\": " << json_quoted(timing_rule(o)) << ", \"seconds\": "
@@ -555,6 +573,14 @@ int heldout(const TileKernel& k, const Options& o, const Calibration& cal, int a
         meas.push_back(sr.measured[i]);
       }
     double tau = kendall_tau(pred, meas);
+    auto fixed_only = [&](size_t i) {
+      return i >= sr.top_found && i != sr.def && std::find(fixed.begin(), fixed.end(), sr.plans[i]) != fixed.end();
+    };
+    double best_unfixed = INFINITY;
+    for (size_t i = 0; i < sr.plans.size(); ++i)
+      if (!fixed_only(i) && std::isfinite(sr.measured[i])) best_unfixed = std::min(best_unfixed, sr.measured[i]);
+    if (!fixed.empty())
+      regret_unfixed.push_back(std::isfinite(sr.measured[sr.pick]) ? sr.measured[sr.pick] / best_unfixed : INFINITY);
     regret_pick.push_back(rp);
     regret_default.push_back(rd);
     taus.push_back(tau);
@@ -570,6 +596,7 @@ int heldout(const TileKernel& k, const Options& o, const Calibration& cal, int a
       json << (i ? ", " : "") << "{\"plan\": " << json_quoted(plan_to_line(sr.plans[i])) << ", \"predicted_us\": "
            << num(sr.predicted[i], 6) << ", \"measured_us\": " << num(sr.measured[i], 6)
            << ", \"pick\": " << (i == sr.pick ? "true" : "false") << ", \"default\": " << (i == sr.def ? "true" : "false")
+           << (fixed_only(i) ? ", \"fixed\": true" : "")
            << (sr.notes[i].empty() ? "" : ", \"note\": " + json_quoted(sr.notes[i])) << "}";
     json << "]}";
     write_json(false);
@@ -582,6 +609,10 @@ int heldout(const TileKernel& k, const Options& o, const Calibration& cal, int a
             << num(quantile(regret_pick, 0.9)) << ", max " << num(quantile(regret_pick, 1.0)) << "\n"
             << "  regret of the default plan:   median " << num(quantile(regret_default, 0.5)) << ", p90 "
             << num(quantile(regret_default, 0.9)) << ", max " << num(quantile(regret_default, 1.0)) << "\n"
+            << (fixed.empty() ? std::string()
+                              : "  regret of the pick without the fixed plans among the measured: median " +
+                                    num(quantile(regret_unfixed, 0.5)) + ", p90 " + num(quantile(regret_unfixed, 0.9)) +
+                                    ", max " + num(quantile(regret_unfixed, 1.0)) + "\n")
             << "  Kendall tau (predicted vs measured order): median " << num(quantile(taus, 0.5), 3) << "\n"
             << "  suite total: planner's picks " << num(pick_total) << " us, default plans " << num(default_total)
             << " us, best measured " << num(best_total) << " us (" << out_of_totals
@@ -590,6 +621,202 @@ int heldout(const TileKernel& k, const Options& o, const Calibration& cal, int a
             << "\n";
   for (size_t f = 0; f < fixed.size(); ++f)
     std::cout << "  fixed plan " << fixed[f].to_string() << ": " << num(fixed_total[f]) << " us\n";
+  return 0;
+}
+
+// ---- Offline: refit a calibration from saved runs, evaluate it on saved held-out runs.
+
+// A JSON file written by `tune --calibrate` (FILE.samples.json) or `tune --heldout`
+// (heldout-KERNEL.json); a malformed one is an InvalidArgument error naming it.
+nlohmann::json read_json(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) bad("cannot read " + path);
+  std::stringstream s;
+  s << in.rdbuf();
+  nlohmann::json j = nlohmann::json::parse(s.str(), nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) bad(path + ": not a JSON object");
+  return j;
+}
+
+// j[key] as a string / a positive finite number, else an error naming the file and where.
+std::string json_string(const nlohmann::json& j, const char* key, const std::string& where) {
+  auto it = j.find(key);
+  if (it == j.end() || !it->is_string()) bad(where + ": no string \"" + key + "\"");
+  return it->get<std::string>();
+}
+double json_time(const nlohmann::json& j, const char* key, const std::string& where) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return NAN;  // not measured (failed, spilled)
+  if (!it->is_number() || !(it->get<double>() > 0) || !std::isfinite(it->get<double>()))
+    bad(where + ": \"" + key + "\" is not a positive number");
+  return it->get<double>();
+}
+
+// The run's features as this build computes them (nullopt when the plan is no longer
+// legal: the candidate space changed since the run).
+std::optional<Features> features_of(const TileKernel& k, const Options& o, const std::string& plan_line,
+                                    const Sizes& sizes, std::string* why) {
+  auto c = realize_candidate(k, plan_from_line(plan_line, o.target), why);
+  if (!c) return std::nullopt;
+  return program_features(*c, sizes, machine_shape(o.target, o.threads));
+}
+
+void check_kernel(const TileKernel& k, const nlohmann::json& j, const std::string& path) {
+  if (json_string(j, "kernel", path) != k.name)
+    bad(path + " holds runs of kernel '" + json_string(j, "kernel", path) + "', not " + k.name);
+}
+
+// ptxas's registers for a plan (--ptxas: the proxy's check; NVRTC, no GPU needed).
+// "registers": ptxas's, "proxy": the cost model's (registers_per_thread), "resident":
+// resident_groups by the proxy, for the first phase.
+std::string ptxas_registers(const TileKernel& k, const Options& o, const std::string& plan_line) {
+  std::string why;
+  auto c = realize_candidate(k, plan_from_line(plan_line, o.target), &why);
+  if (!c || o.target != TargetKind::Cuda) return "";
+  int registers = -1;
+#ifdef TESSEL_WITH_CUDA
+  registers = compile_cuda(c->phases[0], "")->info().nvrtc.registers;
+#endif
+  return ", \"registers\": " + std::to_string(registers) + ", \"proxy\": " +
+         std::to_string(registers_per_thread(c->phases[0])) + ", \"resident\": " +
+         std::to_string(resident_groups(c->phases[0]));
+}
+
+std::string features_json(const Features& f) {
+  std::string out = "{";
+  for (int i = 0; i < kNumFeatures; ++i) out += std::string(i ? ", " : "") + "\"" + kFeatureNames[i] + "\": " + num(f[i], 8);
+  return out + "}";
+}
+
+// --refit SAMPLES.json --out FILE: the fit of `--calibrate` again, over the runs that
+// calibration saved, with the features of this build (a feature added since is tried
+// on the measured runs without the machine). FILE.features.json gets each run's
+// features.
+int refit(const TileKernel& k, const Options& o, int argc, char** argv) {
+  if (o.out.empty()) bad("--refit needs --out FILE (the calibration to write)");
+  nlohmann::json j = read_json(o.refit);
+  check_kernel(k, j, o.refit);
+  auto samples_it = j.find("samples");
+  if (samples_it == j.end() || !samples_it->is_array()) bad(o.refit + ": no \"samples\" array");
+  std::vector<Sample> samples;
+  std::ostringstream dump;
+  dump << "{\"refit_of\": " << json_quoted(o.refit) << ", \"samples\": [";
+  int dropped = 0;
+  for (size_t i = 0; i < samples_it->size(); ++i) {
+    const nlohmann::json& e = (*samples_it)[i];
+    const std::string where = o.refit + ": sample " + std::to_string(i);
+    if (!e.is_object()) bad(where + " is not an object");
+    Sizes sizes = parse_shape(json_string(e, "sizes", where));
+    std::string plan = json_string(e, "plan", where), why;
+    double us = json_time(e, "us", where);
+    if (!std::isfinite(us)) bad(where + ": no time");
+    std::optional<Features> f = features_of(k, o, plan, sizes, &why);
+    if (!f) {
+      ++dropped;
+      std::cout << where << " (" << plan << ") is not legal now: " << why << "\n";
+      continue;
+    }
+    samples.push_back({*f, us});
+    dump << (samples.size() > 1 ? ", " : "") << "{\"sizes\": " << json_quoted(shape_text(sizes))
+         << ", \"plan\": " << json_quoted(plan) << ", \"us\": " << num(us, 6)
+         << (o.ptxas ? ptxas_registers(k, o, plan) : std::string())
+         << ", \"features\": " << features_json(*f) << "}";
+  }
+  Calibration c = fit_calibration(samples, o.target, o.threads);
+  c.machine = j.contains("machine") && j["machine"].is_string() ? j["machine"].get<std::string>() : "unknown";
+  c.fitted_on = command_line(argc, argv) + " (refit of: " +
+                (j.contains("command") && j["command"].is_string() ? j["command"].get<std::string>() : "?") + ")";
+  write_file_atomic(o.out, print_calibration(c));
+  dump << "]}\n";
+  write_file_atomic(o.out + ".features.json", dump.str());
+  std::cout << print_calibration(c) << "refitted on " << samples.size() << " runs (" << dropped
+            << " no longer legal); wrote " << o.out << " and " << o.out << ".features.json\n";
+  return 0;
+}
+
+// --evaluate HELDOUT.json --calibration FILE: the calibration's choices on the
+// candidates a held-out run measured, offline. Per shape the pick is the measured
+// candidate the model predicts fastest; regret = its time / the best measured. This
+// is a bound on what the model would do on the machine: there it picks among all
+// legal candidates (the best predicted that ptxas compiles without spilling), which
+// may be one the run did not measure; how often the model's best legal candidate is
+// among the measured ones is reported.
+int evaluate(const TileKernel& k, const Options& o, const Calibration& cal) {
+  nlohmann::json j = read_json(o.evaluate);
+  check_kernel(k, j, o.evaluate);
+  auto shapes_it = j.find("shapes");
+  if (shapes_it == j.end() || !shapes_it->is_array()) bad(o.evaluate + ": no \"shapes\" array");
+  std::vector<double> regrets, run_regrets, taus;
+  double pick_total = 0, best_total = 0, run_pick_total = 0;
+  int best_legal_measured = 0;
+  std::ostringstream out;
+  out << "{\"evaluated\": " << json_quoted(o.evaluate) << ", \"calibration\": " << json_quoted(cal.fitted_on)
+      << ", \"shapes\": [";
+  for (size_t s = 0; s < shapes_it->size(); ++s) {
+    const nlohmann::json& sh = (*shapes_it)[s];
+    const std::string where = o.evaluate + ": shape " + std::to_string(s);
+    if (!sh.is_object() || !sh.contains("candidates") || !sh["candidates"].is_array()) bad(where + ": no candidates");
+    Sizes sizes = parse_shape(json_string(sh, "sizes", where));
+    std::vector<double> pred, meas;
+    std::vector<std::string> plans;
+    std::vector<Features> feats;
+    double run_pick = NAN;
+    for (size_t i = 0; i < sh["candidates"].size(); ++i) {
+      const nlohmann::json& c = sh["candidates"][i];
+      const std::string cw = where + ", candidate " + std::to_string(i);
+      if (!c.is_object()) bad(cw + " is not an object");
+      double us = json_time(c, "measured_us", cw);
+      std::string plan = json_string(c, "plan", cw), why;
+      if (c.contains("pick") && c["pick"].is_boolean() && c["pick"].get<bool>()) run_pick = us;
+      if (!std::isfinite(us)) continue;
+      std::optional<Features> f = features_of(k, o, plan, sizes, &why);
+      if (!f) continue;
+      pred.push_back(predict_us(cal, *f));
+      feats.push_back(*f);
+      meas.push_back(us);
+      plans.push_back(plan);
+    }
+    if (meas.empty()) continue;
+    size_t pick = std::min_element(pred.begin(), pred.end()) - pred.begin();
+    double best = *std::min_element(meas.begin(), meas.end());
+    Ranking r = rank_candidates(k, o.target, sizes, cal, o.threads);
+    bool measured_top = !r.ranked.empty() &&
+                        std::find(plans.begin(), plans.end(), plan_to_line(r.ranked[0].candidate->plan)) != plans.end();
+    best_legal_measured += measured_top;
+    regrets.push_back(meas[pick] / best);
+    run_regrets.push_back(std::isfinite(run_pick) ? run_pick / best : INFINITY);
+    taus.push_back(kendall_tau(pred, meas));
+    pick_total += meas[pick];
+    best_total += best;
+    run_pick_total += std::isfinite(run_pick) ? run_pick : NAN;
+    out << (s ? ", " : "") << "{\"sizes\": " << json_quoted(shape_text(sizes)) << ", \"regret_pick\": "
+        << num(regrets.back(), 6) << ", \"regret_run_pick\": " << num(run_regrets.back(), 6) << ", \"kendall_tau\": "
+        << num(taus.back(), 4) << ", \"model_best_legal_was_measured\": " << (measured_top ? "true" : "false")
+        << ", \"candidates\": [";
+    for (size_t i = 0; i < plans.size(); ++i)
+      out << (i ? ", " : "") << "{\"plan\": " << json_quoted(plans[i]) << ", \"predicted_us\": " << num(pred[i], 6)
+          << ", \"measured_us\": " << num(meas[i], 6) << ", \"pick\": " << (i == pick ? "true" : "false")
+          << ", \"features\": " << features_json(feats[i]) << "}";
+    out << "]}";
+  }
+  auto line = [&](const char* name, const std::vector<double>& v) {
+    std::cout << "  " << name << ": median " << num(quantile(v, 0.5)) << ", p90 " << num(quantile(v, 0.9)) << ", max "
+              << num(quantile(v, 1.0)) << "\n";
+  };
+  std::cout << k.name << " offline on " << regrets.size() << " held-out shapes of " << o.evaluate
+            << " (the pick among the candidates that run measured)\n";
+  line("regret of the model's pick", regrets);
+  line("regret of the run's pick  ", run_regrets);
+  std::cout << "  Kendall tau: median " << num(quantile(taus, 0.5), 3) << "\n"
+            << "  suite total: model's picks " << num(pick_total) << " us, run's picks " << num(run_pick_total)
+            << " us, best measured " << num(best_total) << " us\n"
+            << "  the model's best legal candidate was among the measured on " << best_legal_measured << " of "
+            << regrets.size() << " shapes\n";
+  out << "], \"regret_pick\": {\"median\": " << num(quantile(regrets, 0.5), 5) << ", \"p90\": "
+      << num(quantile(regrets, 0.9), 5) << ", \"max\": " << num(quantile(regrets, 1.0), 5)
+      << "}, \"kendall_tau_median\": " << num(quantile(taus, 0.5), 4) << ", \"model_best_legal_was_measured\": "
+      << best_legal_measured << "}\n";
+  if (!o.out.empty()) write_file_atomic(o.out, out.str());
   return 0;
 }
 
@@ -640,6 +867,9 @@ int tune_command(int argc, char** argv) {
 #endif
   }
   TileKernel k = load(o.file);
+  // Offline: no measurement, so no GPU needed.
+  if (!o.refit.empty()) return refit(k, o, argc, argv);
+  if (!o.evaluate.empty()) return evaluate(k, o, load_calibration(o.calibration, o.target, o.threads));
 #ifdef TESSEL_WITH_CUDA
   // Measuring on cuda needs the device (measure.h): say so before compiling anything.
   std::string no_gpu;

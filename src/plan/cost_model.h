@@ -4,7 +4,10 @@
 // Features (plan/cost_model.cpp states how each is counted). Work a group does is
 // counted per worker where workers run at once (cuda: a worker's share) and whole
 // where one thread runs the group's workers in turn (cpu, sim), then multiplied by
-// the waves: ceil(groups / parallel slots), so a tail wave costs a full one.
+// the waves: ceil(groups / parallel slots), so a tail wave costs a full one. On cuda
+// the slots are the multiprocessors times the groups resident on one at once
+// (resident_groups: threads, shared memory, registers), since a latency-bound
+// group's time hardly grows with the others on its multiprocessor.
 //   launch       1 per phase
 //   pool         1 per phase whose grid has more than one group (the cpu's thread
 //                pool hand-off; a one-group grid runs inline)
@@ -25,6 +28,14 @@
 //   ew_elems_l2  elements of elementwise ops and reductions (also counted above) on
 //                fragments that do not fit the L1 data cache twice (an op reads
 //                one fragment and writes another): they stream from L2 (cpu only)
+//   gl_access    global memory instructions: a copy's 16-byte vectors where every
+//                global row it touches starts on 16 bytes at this shape, 4-byte
+//                pieces for an async copy of rows on 4, else one per element (the
+//                cuda emitter's paths); a fragment's global load or store, 16 bytes
+//                each (counted on cuda only)
+//   bytes_sm     bytes read from and written to global memory by all groups, per
+//                cuda multiprocessor: the memory bandwidth bound (cuda only; not per
+//                worker, not times the waves)
 //   transcend    elements of exp, log, tanh, sqrt and friends
 //   fences       fences and barriers executed
 //   loop_iters   loop iterations executed (control overhead)
@@ -48,7 +59,7 @@
 
 namespace tessel {
 
-inline constexpr int kNumFeatures = 20;
+inline constexpr int kNumFeatures = 22;
 using Features = std::array<double, kNumFeatures>;
 extern const std::array<const char*, kNumFeatures> kFeatureNames;
 int feature_index(const std::string& name);  // -1 when unknown
@@ -57,7 +68,18 @@ int feature_index(const std::string& name);  // -1 when unknown
 struct MachineShape {
   int slots = 1;
   int64_t l1_bytes = 0;  // a core's L1 data cache (cpu); 0: not modelled
+  bool occupancy = false;  // cuda: several groups share a multiprocessor (resident_groups)
 };
+
+// cuda: groups of program `p` resident on one multiprocessor at once, at least 1:
+// bounded by its threads, blocks, shared memory and registers (plan/machine.h).
+// Registers are a stated proxy (`registers_per_thread`), since ptxas runs only on
+// the few candidates compiled.
+int64_t resident_groups(const GroupProgram& p);
+// The proxy: 32 registers (addresses, indices, loop state) plus the thread's fragment
+// registers, within the cap the emitter's launch bounds give ptxas; for the warp-level
+// mma atoms at least 3/4 of that cap (measured by ptxas: plan/cost_model.cpp).
+int64_t registers_per_thread(const GroupProgram& p);
 MachineShape machine_shape(TargetKind target, int threads);
 
 Features program_features(const LegalCandidate& candidate, const std::map<std::string, int64_t>& sizes,
