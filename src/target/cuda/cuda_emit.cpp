@@ -1905,7 +1905,7 @@ class Emitter {
   // A warpgroup's accumulator registers hold, per warp instruction, 8 rows of 32
   // bytes: stored straight to global memory, every 32-byte piece is a transaction
   // of its own, and Nsight Compute counted twice the sectors the data needs (the
-  // stores of a 128x256 fp32 tile cost a quarter of a 4096^3 bf16 GEMM's time). So
+  // stores of a 128x256 fp32 tile cost a quarter of a 4096^3 bf16 matrix product's time). So
   // a fragment store to a global fp32 window goes through a scratch area of its
   // worker's own in shared memory, 64 rows x stage_cols_ columns at a time: the
   // registers are written there, the warpgroup meets at its named barrier, and
