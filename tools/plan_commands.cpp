@@ -21,6 +21,8 @@
 
 #include "bench/machine.h"
 #include "ir/tile_text.h"
+#include "ops/gemm.h"
+#include "ops/gemm_kernel.h"
 #include "plan/default_plan.h"
 #include "plan/dispatch.h"
 #include "plan/measure.h"
@@ -374,6 +376,25 @@ std::string timing_rule(const Options& o) {
          "; each candidate checked once against the FP64 evaluator";
 }
 
+// For a kernel of the GEMM front door (kernels/gemm.tir, gemm_bf16.tir, gemm_f16.tir:
+// gemm_kernel's text), the plan tessel::gemm would run by its default rules competes
+// with the candidates, so that a recorded winner, which tessel::gemm then runs
+// (tuned_gemm_plan, src/ops/gemm.cpp), never loses to the rules it replaces. Its
+// split-K, where the rules add one, is not measured.
+std::vector<Plan> front_door_plans(const TileKernel& k, const Options& o, const Sizes& sizes) {
+  const std::string hash = kernel_hash(k);
+  for (auto [dtype, precision] : {std::pair{DType::F32, GemmPrecision::F32}, {DType::BF16, GemmPrecision::BF16},
+                                  {DType::F16, GemmPrecision::F16}}) {
+    if (hash != kernel_hash(gemm_kernel(dtype))) continue;
+    auto size = [&](const char* name) { return sizes.count(name) ? sizes.at(name) : int64_t{0}; };
+    if (o.target == TargetKind::Sim || (o.target == TargetKind::Cpu && precision != GemmPrecision::F32)) return {};
+    Plan p = default_gemm_plan(o.target, size("M"), size("N"), size("K"), precision, "", o.threads);
+    p.target = o.target;
+    return {p};
+  }
+  return {};
+}
+
 int tune_shapes(const TileKernel& k, const Options& o, const Calibration& cal) {
   if (o.shapes.empty()) bad("tune needs --shapes \"NAME=V,...;...\", --calibrate or --heldout N");
   std::vector<Sizes> shapes;
@@ -388,7 +409,7 @@ int tune_shapes(const TileKernel& k, const Options& o, const Calibration& cal) {
     std::string label = "[" + std::to_string(s + 1) + "/" + std::to_string(shapes.size()) + "] " + shape_text(shapes[s]);
     Ranking r = rank_candidates(k, o.target, shapes[s], cal, o.threads);
     if (r.ranked.empty()) bad("no legal candidate for " + shape_text(shapes[s]));
-    ShapeResult sr = measure_shape(k, o, shapes[s], r, rng, label);
+    ShapeResult sr = measure_shape(k, o, shapes[s], r, rng, label, front_door_plans(k, o, shapes[s]));
     std::cout << label << ": " << r.ranked.size() << " legal; measured " << sr.plans.size() << "\n";
     for (size_t i = 0; i < sr.plans.size(); ++i)
       std::cout << "  " << (i == sr.best ? "* " : "  ") << num(sr.measured[i]) << " us (predicted "

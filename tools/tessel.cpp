@@ -215,7 +215,7 @@ int run_gemm(const Args& a) {
   if (a.json) {
     std::printf(
         "{\"version\": \"%s\", \"m\": %lld, \"n\": %lld, \"k\": %lld, \"target\": \"%s\", \"alpha\": %s, \"beta\": %s, "
-        "\"threads\": %d, \"plan\": {\"tile\": [%lld, %lld, %lld], \"workers\": %d, "
+        "\"threads\": %d, \"plan_source\": \"%s\", \"plan\": {\"tile\": [%lld, %lld, %lld], \"workers\": %d, "
         "\"worker_grid\": [%d, %d], \"window\": %d, \"copy\": \"%s\", \"copy_batch\": %d, \"atom\": [%lld, %lld], \"atom_kind\": \"%s\", \"frag_buffers\": %d, \"producers\": %d, \"persistent\": %d, \"tile_band\": %d, \"split_k\": %lld}, "
         "\"rel_err\": %s, \"bound\": %s, \"ok\": %s, \"races\": %lld, \"compile_ms\": %s, "
         "\"run_us\": %s, \"device_us\": %s, \"dtype\": \"%s\", \"fences\": {\"static_before\": %d, \"static_after\": %d, "
@@ -223,7 +223,7 @@ int run_gemm(const Args& a) {
         "\"dynamic_after\": %lld, \"dynamic_before_formula\": \"%s\", "
         "\"dynamic_after_formula\": \"%s\"}}\n",
         version(), (long long)a.m, (long long)a.n, (long long)a.k, target_name(p.target),
-        json_number(a.alpha).c_str(), json_number(a.beta).c_str(), a.options.threads,
+        json_number(a.alpha).c_str(), json_number(a.beta).c_str(), a.options.threads, r.plan_source.c_str(),
         (long long)p.tile("BM"), (long long)p.tile("BN"), (long long)p.tile("BK"), p.workers, p.worker_rows,
         p.worker_cols, p.window, p.tma ? "tma" : p.async_copy ? "async" : "sync", p.copy_batch, (long long)p.atom_m, (long long)p.atom_n,
         atom_name(p.atom), p.frag_buffers, p.producers, p.persistent, p.tile_band, (long long)r.split_k, a.check ? json_number(err).c_str() : "null", json_number(bound).c_str(),
@@ -235,8 +235,8 @@ int run_gemm(const Args& a) {
         (long long)r.fences_dynamic_before, (long long)r.fences_dynamic_after,
         r.fences.dynamic_before.c_str(), r.fences.dynamic_after.c_str());
   } else {
-    std::printf("gemm %lldx%lldx%lld on %s, plan %s%s\n", (long long)a.m, (long long)a.n, (long long)a.k,
-                target_name(p.target), p.to_string().c_str(),
+    std::printf("gemm %lldx%lldx%lld on %s, plan (%s) %s%s\n", (long long)a.m, (long long)a.n, (long long)a.k,
+                target_name(p.target), r.plan_source.c_str(), p.to_string().c_str(),
                 r.split_k > 1 ? (", split-K " + std::to_string(r.split_k) + " slices").c_str() : "");
     double gflops = r.run_us > 0 ? 2.0 * a.m * a.n * a.k / (r.run_us * 1e3) : 0;
     std::printf("compile %.1f ms, run %.1f us (%.1f GFLOP/s, one cold call)\n", r.compile_ms,

@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <thread>
 #include <tuple>
@@ -15,6 +16,7 @@
 #include "ops/gemm_kernel.h"
 #include "plan/default_plan.h"
 #include "plan/machine.h"
+#include "plan/tuning_cache.h"
 #include "target/cpu/cpu_emit.h"
 #include "tessel/tessel.h"
 #include "tessel/error.h"
@@ -377,8 +379,30 @@ void copy_tma_operand(const TmaOperand& to, const void* data, int64_t rows, int6
 }
 #endif
 
-// The plan a call runs: options.plan, else the default plan for the shape.
-Plan resolve_plan(int64_t m, int64_t n, int64_t k, const GemmOptions& options) {
+// The tuning cache's measured winner for a call's kernel (gemm_kernel of its
+// operands' dtype: kernels/gemm.tir, gemm_bf16.tir, gemm_f16.tir), target, thread
+// count (0 = all cores, as `tessel tune` counts them) and shape M, N, K: the exact
+// shape, else the nearest of its class. `tessel tune kernels/gemm.tir --shapes
+// "M=..,N=..,K=.."` fills it. tf32 (whose wgmma plans transpose B first) and the sim
+// keep the default rules.
+std::optional<Plan> tuned_gemm_plan(int64_t m, int64_t n, int64_t k, const GemmOptions& o, std::string* source) {
+  if (o.target == TargetKind::Sim || o.precision == GemmPrecision::TF32) return std::nullopt;
+  static const std::string f32 = kernel_hash(gemm_kernel(DType::F32)), bf16 = kernel_hash(gemm_kernel(DType::BF16)),
+                           f16 = kernel_hash(gemm_kernel(DType::F16));
+  const std::string& hash = o.precision == GemmPrecision::BF16  ? bf16
+                            : o.precision == GemmPrecision::F16 ? f16
+                                                                : f32;
+  const int threads = o.threads > 0 ? o.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  bool exact = false;
+  std::optional<TunedShape> hit = lookup_tuned_shape(hash, o.target, threads, {{"M", m}, {"N", n}, {"K", k}}, &exact);
+  if (!hit) return std::nullopt;
+  *source = exact ? "tuning cache (exact shape)" : "tuning cache (nearest shape of its class)";
+  return hit->plan;
+}
+
+// The plan a call runs: options.plan, else the tuning cache's winner, else the
+// default plan for the shape; `source` says which.
+Plan resolve_plan(int64_t m, int64_t n, int64_t k, const GemmOptions& options, std::string* source) {
   if (options.target != TargetKind::Cuda && options.precision != GemmPrecision::F32)
     user_error(ErrorKind::Unsupported, std::string("dtype ") + precision_name(options.precision) +
                                            " runs on the cuda target only (" + target_name(options.target) +
@@ -387,8 +411,16 @@ Plan resolve_plan(int64_t m, int64_t n, int64_t k, const GemmOptions& options) {
   if (options.target == TargetKind::Cuda)
     user_error(ErrorKind::Unsupported, "the cuda target is not built: tessel was built without the CUDA toolkit");
 #endif
-  Plan plan = options.plan ? *options.plan
-                           : default_gemm_plan(options.target, m, n, k, options.precision, options.arch, options.threads);
+  Plan plan;
+  if (options.plan) {
+    plan = *options.plan;
+    *source = "requested";
+  } else if (std::optional<Plan> tuned = tuned_gemm_plan(m, n, k, options, source)) {
+    plan = *tuned;
+  } else {
+    plan = default_gemm_plan(options.target, m, n, k, options.precision, options.arch, options.threads);
+    *source = "default rules";
+  }
   plan.target = options.target;
   if (plan.atom == AtomKind::MmaSync && options.precision == GemmPrecision::F32)
     user_error(ErrorKind::Plan, "the mma.sync atom computes fp32 operands in tf32; ask for dtype tf32, or plan the fma atom");
@@ -640,6 +672,7 @@ struct LastCall {
 #endif
   std::optional<Plan> requested;  // options.plan of the call that made it
   Plan plan;                      // the plan it ran
+  std::string plan_source;        // GemmReport::plan_source
 };
 
 bool fast_path_allowed(const GemmOptions& o) {
@@ -785,6 +818,7 @@ GemmReport gemm(int64_t m, int64_t n, int64_t k, float alpha, const float* a, in
       double us = run_cuda(last.cuda, m, n, k, alpha, a, lda, b, ldb, beta, c, options, lo, &report);
       if (options.report) {
         report.plan = last.plan;
+        report.plan_source = last.plan_source;
         report.split_k = last.cuda.split.slices;
         report.run_us = us;
       }
@@ -801,13 +835,17 @@ GemmReport gemm(int64_t m, int64_t n, int64_t k, float alpha, const float* a, in
     LaunchReport r = last.launch.run(lo);
     if (options.report) {
       report.plan = last.plan;
+      report.plan_source = last.plan_source;
       report.run_us = r.run_us;
     }
     return report;
   }
 
-  report.plan = resolve_plan(m, n, k, options);
-  const SplitK split = gemm_split(report.plan, m, n, k, options);
+  report.plan = resolve_plan(m, n, k, options, &report.plan_source);
+  // A tuned winner was measured unsplit: split-K as for a requested plan.
+  GemmOptions chosen = options;
+  if (report.plan_source != "default rules") chosen.plan = report.plan;
+  const SplitK split = gemm_split(report.plan, m, n, k, chosen);
   report.split_k = split.slices;
   bool fresh = false;
   const auto compile_start = std::chrono::steady_clock::now();
@@ -869,6 +907,7 @@ GemmReport gemm(int64_t m, int64_t n, int64_t k, float alpha, const float* a, in
       last.key = key;
       last.requested = options.plan;
       last.plan = report.plan;
+      last.plan_source = report.plan_source;
       last.cuda = std::move(launches);
     }
 #endif
@@ -882,6 +921,7 @@ GemmReport gemm(int64_t m, int64_t n, int64_t k, float alpha, const float* a, in
       last.key = key;
       last.requested = options.plan;
       last.plan = report.plan;
+      last.plan_source = report.plan_source;
       last.launch = launch;
     }
   }
@@ -893,7 +933,8 @@ GemmReport gemm(int64_t m, int64_t n, int64_t k, float alpha, const float* a, in
 
 std::string explain_gemm(int64_t m, int64_t n, int64_t k, const GemmOptions& options) {
   validate_sizes(m, n, k, std::max<int64_t>(1, k), std::max<int64_t>(1, n), std::max<int64_t>(1, n));
-  Plan plan = resolve_plan(m, n, k, options);
+  std::string source;
+  Plan plan = resolve_plan(m, n, k, options, &source);
   CompileOptions co;
   co.coalesce_barriers = options.coalesce_barriers;
   co.keep_stages = true;
@@ -902,7 +943,7 @@ std::string explain_gemm(int64_t m, int64_t n, int64_t k, const GemmOptions& opt
   std::ostringstream out;
   for (const CompileStage& s : g.stages) {
     out << "// ---- " << s.name << " ----\n" << s.ir;
-    if (s.name == "tile-ir") out << "// ---- plan ----\n" << plan.to_string() << "\n";
+    if (s.name == "tile-ir") out << "// ---- plan (" << source << ") ----\n" << plan.to_string() << "\n";
   }
   out << "// ---- barrier statistics ----\n" << print_barrier_stats(g.barriers);
   if (plan.target == TargetKind::Cpu) out << "// ---- cpu (emitted C++) ----\n" << emit_cpu(g.program);

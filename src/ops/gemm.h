@@ -42,6 +42,9 @@ struct GemmOptions {
 
 struct GemmReport {
   Plan plan;
+  // Where the plan came from: "requested" (GemmOptions::plan), "tuning cache (exact
+  // shape)", "tuning cache (nearest shape of its class)" or "default rules".
+  std::string plan_source;
   double compile_ms = 0;  // cold compile of this plan's kernel (0 when already compiled)
   double run_us = 0;      // wall time of the launch
   double device_us = 0;   // cuda with time_device: device-event time of the call's work

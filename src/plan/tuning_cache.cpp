@@ -1,6 +1,9 @@
 #include "plan/tuning_cache.h"
 
+#include <sys/stat.h>
+
 #include <cmath>
+#include <mutex>
 #include <sstream>
 
 #include "ir/tile_text.h"
@@ -112,7 +115,23 @@ Plan plan_from_line(const std::string& line, TargetKind target) {
   return p;
 }
 
-std::string kernel_hash(const TileKernel& kernel) { return hex64(fnv1a64(print_tile_kernel(kernel))); }
+namespace {
+void clear_locations(Region& r) {
+  for (TileOp& op : r.ops) {
+    op.loc = SourceLoc{};
+    for (Region& sub : op.regions) clear_locations(sub);
+  }
+}
+}  // namespace
+
+// Of the text without source locations: where a kernel was written (a C++ file of
+// this build, a .tir file) does not change what it computes, and a kernel file
+// printed from a C++ kernel must name the same entries as that kernel.
+std::string kernel_hash(const TileKernel& kernel) {
+  TileKernel k = kernel;
+  clear_locations(k.body);
+  return hex64(fnv1a64(print_tile_kernel(k)));
+}
 
 TuningCache::TuningCache(std::string dir) : dir_(std::move(dir)) {
   if (dir_.empty()) dir_ = kernel_cache_dir();
@@ -155,11 +174,12 @@ std::vector<TunedShape> TuningCache::entries() const {
   return out;
 }
 
-std::optional<TunedShape> TuningCache::lookup(const std::string& hash, TargetKind target, int threads,
-                                              const std::map<std::string, int64_t>& sizes, bool* exact) const {
+std::optional<TunedShape> best_tuned_shape(const std::vector<TunedShape>& entries, const std::string& hash,
+                                           TargetKind target, int threads,
+                                           const std::map<std::string, int64_t>& sizes, bool* exact) {
   std::optional<TunedShape> best;
   double best_distance = 0;
-  for (TunedShape& e : entries()) {
+  for (const TunedShape& e : entries) {
     if (e.kernel_hash != hash || e.target != target || e.threads != threads || e.sizes.size() != sizes.size())
       continue;
     double distance = 0;
@@ -180,6 +200,38 @@ std::optional<TunedShape> TuningCache::lookup(const std::string& hash, TargetKin
   }
   if (exact) *exact = best && best_distance == 0;
   return best;
+}
+
+std::optional<TunedShape> TuningCache::lookup(const std::string& hash, TargetKind target, int threads,
+                                              const std::map<std::string, int64_t>& sizes, bool* exact) const {
+  return best_tuned_shape(entries(), hash, target, threads, sizes, exact);
+}
+
+std::optional<TunedShape> lookup_tuned_shape(const std::string& hash, TargetKind target, int threads,
+                                             const std::map<std::string, int64_t>& sizes, bool* exact) {
+  struct Snapshot {
+    std::string path;
+    int64_t size = -1, mtime_ns = -1;
+    std::vector<TunedShape> entries;
+  };
+  static std::mutex mutex;
+  static Snapshot snapshot;
+  if (exact) *exact = false;
+  std::lock_guard<std::mutex> lock(mutex);
+  try {
+    const std::string path = kernel_cache_dir() + "/tuning-v1.txt";
+    struct stat st;
+    if (::stat(path.c_str(), &st) != 0) return std::nullopt;  // no file: nothing tuned
+    const int64_t mtime = int64_t(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+    if (path != snapshot.path || st.st_size != snapshot.size || mtime != snapshot.mtime_ns) {
+      snapshot = Snapshot{path, int64_t(st.st_size), mtime, {}};
+      snapshot.entries = TuningCache().entries();  // the directory's and the file's checks
+    }
+  } catch (const Error&) {
+    snapshot = Snapshot{};
+    return std::nullopt;
+  }
+  return best_tuned_shape(snapshot.entries, hash, target, threads, sizes, exact);
 }
 
 void TuningCache::record(const TunedShape& entry) {

@@ -37,7 +37,20 @@ struct TunedShape {
   Plan plan;
 };
 
-std::string kernel_hash(const TileKernel& kernel);  // of its TileIR text
+std::string kernel_hash(const TileKernel& kernel);  // of its TileIR text, source locations left out
+
+// The best entry of `entries` for a kernel, target, thread count and shape: the exact
+// shape, else the nearest of its class; nullopt when none (TuningCache::lookup).
+std::optional<TunedShape> best_tuned_shape(const std::vector<TunedShape>& entries, const std::string& kernel_hash,
+                                           TargetKind target, int threads,
+                                           const std::map<std::string, int64_t>& sizes, bool* exact = nullptr);
+
+// TuningCache().lookup for callers on a hot path (a library front door choosing a
+// plan per new shape): the default directory's file is parsed once and kept, and
+// parsed again only when its size or modification time changes (one stat a call).
+// An unusable directory or file reads as no entry, as for dispatch_plan.
+std::optional<TunedShape> lookup_tuned_shape(const std::string& kernel_hash, TargetKind target, int threads,
+                                             const std::map<std::string, int64_t>& sizes, bool* exact = nullptr);
 
 class TuningCache {
  public:

@@ -6,16 +6,22 @@
 // (sizes, null pointers, overlap) still refuses bad calls that hit the memo.
 #include <gtest/gtest.h>
 
+#include <stdlib.h>
+
 #include <array>
 #include <cmath>
 #include <cstring>
+#include <fstream>
 #include <functional>
 #include <random>
+#include <sstream>
 #include <vector>
 
 #include "ops/gemm.h"
 #include "ops/gemm_kernel.h"
 #include "ops/gemm_reference.h"
+#include "ir/tile_text.h"
+#include "plan/tuning_cache.h"
 #include "tessel/tessel.h"
 
 namespace tessel {
@@ -164,6 +170,65 @@ TEST(GemmCall, UntimedBoundLaunchStillRefusesAnOverlap) {
   launch.set_tensor(0, x.b.data());  // A and B on one buffer: both read-only, allowed
   launch.set_tensor(2, x.c.data());
   launch.run(untimed);
+}
+
+// kernels/gemm*.tir are the front door's kernels: `tessel tune` on them records
+// entries under the hash tessel::gemm looks up (source locations left out).
+TEST(GemmCall, KernelFilesAreTheFrontDoorsKernels) {
+  for (auto [file, dtype] : {std::pair{"gemm.tir", DType::F32}, {"gemm_bf16.tir", DType::BF16}, {"gemm_f16.tir", DType::F16}}) {
+    std::ifstream in(std::string(TESSEL_SOURCE_DIR) + "/kernels/" + file);
+    std::stringstream text;
+    text << in.rdbuf();
+    ASSERT_FALSE(text.str().empty()) << file;
+    EXPECT_EQ(kernel_hash(parse_tile_kernel(text.str())), kernel_hash(gemm_kernel(dtype))) << file;
+  }
+  EXPECT_NE(kernel_hash(gemm_kernel(DType::F32)), kernel_hash(gemm_kernel(DType::BF16)));
+}
+
+// tessel::gemm runs the tuning cache's winner for its kernel, target, threads and
+// shape: the exact shape, else the nearest of its class; another class keeps the
+// default rules, and a winner recorded while the process runs is seen by the next
+// call that chooses a plan. Outputs checked against the oracle throughout.
+TEST(GemmCall, TuningCacheWinnersReachTheFrontDoor) {
+  char tmpl[] = "/tmp/tessel-gemm-tuned-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  const char* was = std::getenv("TESSEL_CACHE_DIR");
+  const std::string saved = was ? was : "";
+  setenv("TESSEL_CACHE_DIR", dir.c_str(), 1);
+  GemmOptions o;
+  o.threads = 1;
+  auto winner = [](int64_t bm, int64_t bn, int64_t bk) {
+    Plan p = default_gemm_plan(TargetKind::Cpu, 100, 100, 100, GemmPrecision::F32, "", 1);
+    p.direct = false;
+    set_gemm_tile(p, bm, bn, bk);
+    return p;
+  };
+  const std::string hash = kernel_hash(gemm_kernel(DType::F32));
+  TuningCache(dir).record(TunedShape{hash, TargetKind::Cpu, 1, {{"M", 100}, {"N", 100}, {"K", 100}}, 5.0, winner(48, 64, 16)});
+  uint64_t seed = 500;
+  auto call = [&](int64_t m, int64_t n, int64_t k) {
+    Operands x(m, n, k, 1, 0.0f, ++seed);
+    return checked_call(x, 0.75f, 0.0f, o);
+  };
+  GemmReport r = call(100, 100, 100);
+  EXPECT_EQ(r.plan_source, "tuning cache (exact shape)");
+  EXPECT_EQ(gemm_tile_string(r.plan), "48x64x16");
+  r = call(90, 110, 120);  // the same class (each size rounded up to 128)
+  EXPECT_EQ(r.plan_source, "tuning cache (nearest shape of its class)");
+  EXPECT_EQ(gemm_tile_string(r.plan), "48x64x16");
+  r = call(300, 110, 120);
+  EXPECT_EQ(r.plan_source, "default rules");
+  TuningCache(dir).record(TunedShape{hash, TargetKind::Cpu, 1, {{"M", 300}, {"N", 110}, {"K", 120}}, 9.0, winner(24, 32, 8)});
+  call(100, 100, 100);  // another shape, so that the next call chooses its plan again
+  r = call(300, 110, 120);
+  EXPECT_EQ(r.plan_source, "tuning cache (exact shape)");
+  EXPECT_EQ(gemm_tile_string(r.plan), "24x32x8");
+  o.threads = 2;  // winners are per thread count
+  EXPECT_EQ(call(100, 100, 100).plan_source, "default rules");
+  if (saved.empty()) unsetenv("TESSEL_CACHE_DIR");
+  else setenv("TESSEL_CACHE_DIR", saved.c_str(), 1);
+  std::system(("rm -rf " + dir).c_str());
 }
 
 }  // namespace
