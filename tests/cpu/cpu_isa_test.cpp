@@ -360,19 +360,31 @@ TEST(CpuInPlace, GlobalOperandWithoutItsValidPartIsAVerifyError) {
 // An accumulator whose fill is skipped and whose one way out is a store to a tensor
 // window of its shape lives in that window when the run allows it (cpu_emit.cpp,
 // find_homes): the micro-kernels write C and the store's copy is skipped. The
-// numbers are checked by the GEMM tests on each ISA (C poisoned, ldc past N, alpha
-// and beta that keep it in the fragment, ragged tiles); here, which programs home it.
+// numbers are checked by the GEMM tests on each ISA (C poisoned, ldc past N, guard
+// rows past M, alpha and beta that keep it in the fragment, ragged tiles, the packed
+// plans' worker parts); here, which programs home it.
 TEST(CpuInPlace, AccumulatorLivesInItsStoreWindowOnlyWhenNothingElseUsesIt) {
   auto program_of = [](const Plan& p) { return compile_to_group(gemm_kernel(DType::F32), p, CompileOptions{}).program; };
+  auto home_line = [](const std::string& unit) {
+    const size_t at = unit.find("const bool tsl_home_0 = ");
+    return at == std::string::npos ? std::string() : unit.substr(at, unit.find('\n', at) - at);
+  };
   GroupProgram direct = program_of(default_gemm_plan(TargetKind::Cpu, 32, 32, 32));
   const std::string unit = emit_cpu(direct);
-  EXPECT_NE(unit.find("const bool tsl_home_0 = tsl_whole_0 && s_alpha == 1 && scalars[1] == 0"), std::string::npos)
-      << unit;
+  EXPECT_NE(home_line(unit).find("s_alpha == 1 && scalars[1] == 0"), std::string::npos) << unit;
   EXPECT_NE(unit.find("if (!tsl_home_0)"), std::string::npos) << unit;
-  // Several workers hold parts of the fragment: not homed.
+  // Several workers hold row parts of the fragment (the packed plans): homed, each
+  // part a block of the window; blocks across a ragged tile's edge go through a
+  // local tile, emitted (tsl_bounce) or in tessel (cpu_mma_blocks' mode 2).
   Plan packed = default_gemm_plan(TargetKind::Cpu, 2100, 40, 20);
   ASSERT_GT(packed.workers, 1) << packed.to_string();
-  EXPECT_EQ(emit_cpu(program_of(packed)).find("tsl_home_"), std::string::npos);
+  const std::string parts = emit_cpu(program_of(packed));
+  EXPECT_NE(home_line(parts).find("s_alpha == 1"), std::string::npos) << parts;
+  EXPECT_NE(parts.find("tsl_bounce(tsl_ukr_"), std::string::npos) << parts;
+  Plan long_k = default_gemm_plan(TargetKind::Cpu, 1400, 100, 200, GemmPrecision::F32, "", 1);
+  ASSERT_GT(long_k.workers, 1) << long_k.to_string();
+  const std::string built_in = emit_cpu(program_of(long_k));
+  EXPECT_NE(built_in.find("(tsl_home_0 ? 2 : 0), overwrite);"), std::string::npos) << built_in;
   // The fragment read again after its store: not homed.
   GroupProgram again = direct;
   GroupOp copy;
@@ -385,17 +397,14 @@ TEST(CpuInPlace, AccumulatorLivesInItsStoreWindowOnlyWhenNothingElseUsesIt) {
   again.body.push_back(copy);
   EXPECT_EQ(emit_cpu(again).find("tsl_home_"), std::string::npos);
   // A store bounded short of the mma's valid part (20 of 32 rows): homed only while
-  // the window lies inside that bound too.
+  // the mma's valid rows are exactly the rows the store writes.
   GroupProgram short_store = direct;
   for (GroupOp& op : short_store.body)
     if (op.kind == GroupOpKind::If)
       for (GroupOp& inner : op.bodies.at(0))
         if (inner.kind == GroupOpKind::FragStore) inner.dst_row_bound = expr_const(20);
   const std::string bounded = emit_cpu(short_store);
-  const size_t home = bounded.find("const bool tsl_home_0");
-  ASSERT_NE(home, std::string::npos) << bounded;
-  EXPECT_NE(bounded.substr(home, bounded.find('\n', home) - home).find("+ 32 <= INT64_C(20)"), std::string::npos)
-      << bounded;
+  EXPECT_NE(home_line(bounded).find("== tsl_min(32, INT64_C(20) - ("), std::string::npos) << bounded;
   // The tensor read before the store (a load of C in the k loop would see partial
   // sums): not homed.
   GroupProgram early = direct;
