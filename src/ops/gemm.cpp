@@ -41,9 +41,11 @@ constexpr int64_t kCpuL2Bytes = int64_t{2} << 20;
 // exact sizes while B (K x N) and the fragment (M x N) stay well inside L2 and A
 // (M x K) within half of it: there packing cost more than it saved (one thread,
 // 2026-12-01: 1024x64x64 1.23x, 256x128x256 1.17x, 200x300x160 1.17x, 160x160x512
-// 1.03x faster; 256^3, 300^3, 384^3, 128x1024x128 within 2%; 256x512x256 (512 KiB
-// of B) 4% and 512^3 20% slower, hence the bounds).
-constexpr int64_t kCpuDirectBBytes = 384 << 10, kCpuDirectFragBytes = 1 << 20;
+// 1.03x faster; 256^3, 300^3, 384^3, 128x1024x128 within 2%). B from 384 KiB to 1 MiB
+// read in place was slower (256x512x256 4%, 512^3 20%) until the emitter copied B's
+// panels there (cpu_emit.cpp, kCpuPackBBytes): then 1.04-1.14x faster than packed
+// (512^3, 384^3, 448^3, 256x512x256, 500x400x300; docs/results/cpu-gemm-2026-12-02-session12).
+constexpr int64_t kCpuDirectBBytes = 1 << 20, kCpuDirectFragBytes = 1 << 20;
 // The sim interprets every element: small tiles, a few workers.
 constexpr int64_t kSimBlockM[] = {8, 16};
 constexpr int64_t kSimBlockN[] = {8, 16};

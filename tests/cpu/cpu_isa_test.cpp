@@ -278,8 +278,24 @@ TEST_P(CpuIsaPath, OneThreadReadsMidShapesInPlace) {
     EXPECT_FALSE(two.direct) << two.to_string();
     check_gemm(*compile_cpu(compile_to_group(gemm_kernel(DType::F32), one, CompileOptions{}).program), g, seed++);
   }
-  // B past the bound (512 KiB): packed even on one thread.
-  EXPECT_FALSE(default_gemm_plan(TargetKind::Cpu, 256, 512, 256, GemmPrecision::F32, "", 1).direct);
+  // B past the bound (1 MiB): packed even on one thread.
+  EXPECT_FALSE(default_gemm_plan(TargetKind::Cpu, 256, 1100, 256, GemmPrecision::F32, "", 1).direct);
+  // B of 937 KiB (more than kCpuPackBBytes) over a long k loop: B's panels are copied
+  // before the built-in kernels meet them (tsl_bp, cpu_mma_blocks). Its own shape,
+  // and ragged shapes (blocks across the edge read the copy in cpu_mma_edge).
+  {
+    Plan p = default_gemm_plan(TargetKind::Cpu, 200, 600, 400, GemmPrecision::F32, "", 1);
+    ASSERT_TRUE(p.direct) << p.to_string();
+    GroupProgram program = compile_to_group(gemm_kernel(DType::F32), p, CompileOptions{}).program;
+    if (GetParam() != CpuIsa::Sse) {  // SSE units emit their kernels
+      const std::string unit = emit_cpu(program, GetParam());
+      EXPECT_NE(unit.find("tsl_bp, 0, "), std::string::npos) << unit;
+    }
+    auto kernel = compile_cpu(program);
+    check_gemm(*kernel, GemmCase{200, 600, 400, 1.0, 0.0}, seed++);
+    check_gemm(*kernel, GemmCase{190, 590, 390, -0.5, 1.25}, seed++);
+    for (const GemmCase& g : kRagged) check_gemm(*kernel, g, seed++);
+  }
   // 150 rows are 13 block rows: B is copied panel by panel before the block rows
   // meet it (cpu_emit.cpp, pack_b), A read in place. Its own shape with alpha and
   // beta, and shapes that leave the tile ragged (blocks across the edge read the

@@ -172,6 +172,8 @@ const char* const kBounce = R"(static void tsl_bounce(void (*ukr)(int64_t, const
 int64_t round_up(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
 // Block rows from which an mma reading B in place copies B panel by panel (emit_mma).
 constexpr int64_t kCpuPackBRows = 12;
+// B's bytes (the mma's k x n) from which an mma of built-in kernels copies B's panels.
+constexpr int64_t kCpuPackBBytes = 384 << 10;
 std::string num(int64_t v) { return std::to_string(v); }
 std::string sym(const std::string& name) { return "v_" + name; }
 std::string ex(const Expr& e) { return expr_to_cpp(e, sym); }
@@ -1394,12 +1396,16 @@ class Emitter {
     // them. One thread, against reading in place: 513x257x129 (43 block rows),
     // 1024x64x64 and 300x300x100 1.04, 200x300x160 (17) 1.00; with 9 to 11 block
     // rows 0.95-0.99 and 96^3 (8) 0.92, where the copy costs more than it saves: so
-    // from kCpuPackBRows block rows on (docs/cpu_microkernel.md). Emitted kernels (k
-    // below kCpuPrebuiltMinK) and one worker's part (the direct plans) only.
+    // from kCpuPackBRows block rows on (docs/cpu_microkernel.md). One worker's part
+    // (the direct plans) only. Over a long k loop (the built-in kernels) only where
+    // B's window is larger than kCpuPackBBytes: a 64 KiB panel (512 x 32) read in
+    // place stayed fast while B and A fit L2 together (160x160x512: the copy 0.95,
+    // 150x64x300 0.95), and 512^3 read in place was 20% slower than packed.
     const FragPart first_part = frag_part(p_, acc, 0);
     const bool pack_b = fast && b_global && a_global && !f64 && p_.workers == 1 &&
                         (first_part.rows + mr - 1) / mr >= kCpuPackBRows && first_part.cols > 0 &&
-                        cpu_microkernel_fits(nr, isa_) && op.k < kCpuPrebuiltMinK;
+                        cpu_microkernel_fits(nr, isa_) &&
+                        (op.k < kCpuPrebuiltMinK || op.k * op.n * 4 > kCpuPackBBytes);
     const int64_t panel_floats = op.k * nr;  // one panel of tsl_bp
     const std::string ld_args =
         in_place ? ", " + (a_global ? a.ld : "0") + ", " + (pack_b ? num(nr) : b_global ? b.ld : "0") : "";
@@ -1485,6 +1491,14 @@ class Emitter {
           name = "tsl_ukr_" + num(br) + "x" + num(bc) + "_p";
           prebuilt_[name] = prebuilt;
           const std::string a0 = "&" + a.at(r0s + " + " + num(r0), "0"), b0 = "&" + b.at("0", c0s + " + " + num(c0));
+          if (pack_b) {
+            // The block rows of the panel at jr, copied to tsl_bp by the caller.
+            line("tsl_mma_blocks((const void*)" + name + ", kv, " + a0 + ", &" + a.at(r0s + " + " + num(r0 + br), "0") +
+                 " - " + a0 + ", tsl_bp, 0, " + c + " + " + num(r0) + " * " + ldc + " + jr, " + ldc + ", " + lda_arg +
+                 ", " + num(nr) + ", " + num(br) + ", " + num(bc) + ", " + num((r1 - r0) / br) + ", 1, mv - (" + r0s +
+                 " + " + num(r0) + "), nv - (" + c0s + " + jr), 1, overwrite);");
+            return;
+          }
           line("tsl_mma_blocks((const void*)" + name + ", kv, " + a0 + ", &" + a.at(r0s + " + " + num(r0 + br), "0") +
                " - " + a0 + ", " + b0 + ", &" + b.at("0", c0s + " + " + num(c0 + bc)) + " - " + b0 + ", " + c + " + " +
                num(r0) + " * " + ldc + " + " + num(c0) + ", " + ldc + ", " + lda_arg + ", " + ldb_arg + ", " + num(br) +
