@@ -735,8 +735,15 @@ class Emitter {
           if (home != home_.end()) {
             const std::string id = num(op.id);
             line("const bool tsl_home_" + id + " = " + home->second.when + ";");
-            line("float* const tsl_acc_" + id + " = " + home->second.base + ";");
-            line("const int64_t tsl_ldacc_" + id + " = " + home->second.ld + ";");
+            if (p_.workers == 1) {  // one part: the mma's pointer and row stride, chosen here
+              line("float* const tsl_acc_" + id + " = tsl_home_" + id + " ? " + home->second.base + " : " +
+                   part_base(f, 0) + ";");
+              line("const int64_t tsl_ldacc_" + id + " = tsl_home_" + id + " ? " + home->second.ld + " : " +
+                   num(f.cols) + ";");
+            } else {
+              line("float* const tsl_acc_" + id + " = " + home->second.base + ";");
+              line("const int64_t tsl_ldacc_" + id + " = " + home->second.ld + ";");
+            }
             line("const bool tsl_whole_" + id + " = tsl_home_" + id + " || (" + skip->second + ");");
           } else {
             line("const bool tsl_whole_" + num(op.id) + " = " + skip->second + ";");
@@ -1450,9 +1457,15 @@ class Emitter {
       // Homed (find_homes), the part is a block of the window; blocks across the valid
       // part's edge then must not write past it (below).
       std::string home;
-      if (auto homed = homed_frag_.find(op.frag); homed != homed_frag_.end()) {
+      bool scoped = false;
+      if (auto homed = homed_frag_.find(op.frag); homed != homed_frag_.end() && p_.workers == 1) {
+        home = "tsl_home_" + num(homed->second);
+        c = "tsl_acc_" + num(homed->second);
+        ldc = "tsl_ldacc_" + num(homed->second);
+      } else if (homed != homed_frag_.end()) {
         home = "tsl_home_" + num(homed->second);
         const std::string id = num(homed->second);
+        scoped = true;
         open("");  // the part's pointer and row stride, once
         line("float* const tsl_c = " + home + " ? tsl_acc_" + id + " + (" + r0s + ") * tsl_ldacc_" + id + " + (" + c0s +
              ") : " + c + ";");
@@ -1464,7 +1477,7 @@ class Emitter {
       // leaves some parts off the boundaries; those take the scalar loop).
       if (!fast || (!b_global && part.col0 % nr != 0)) {
         emit_scalar_mma(acc, a, b, c, ldc, part, 0, part.rows, 0, part.cols);
-        if (!home.empty()) close();
+        if (scoped) close();
         continue;
       }
       // Rows in near-equal blocks of at most MR (100 rows: one of 12 and eight of 11,
@@ -1584,7 +1597,7 @@ class Emitter {
         blocks(rows_big, part.rows, row_base, 0, cols_fast, nr);
         blocks(rows_big, part.rows, row_base, cols_fast, part.cols, cols_left);
       }
-      if (!home.empty()) close();
+      if (scoped) close();
     }
     if (loop) close();
     close();
