@@ -37,6 +37,13 @@ constexpr int64_t kCpuExact = 128, kCpuExactN = 256;
 // tile limit) so that each packed B block serves many parts.
 constexpr int64_t kCpuPartM = 24, kCpuMaxBM = 4032, kCpuMaxBN = 1024, kCpuMaxBK = 256;
 constexpr int64_t kCpuL2Bytes = int64_t{2} << 20;
+// A group whose B block (K x BN) is at most this takes all of K in one k block: the
+// fragment, homed in C, is then written once, where k blocks of kCpuMaxBK read and
+// write it again each (past L2, from memory). One thread, against k blocks of 256:
+// 2000x128x1000 1.11, 4000x64x512 1.11, 1000x300x600 1.07, 3000x200x500 1.04,
+// 5000x256x300 1.03, 1400x100x300 0.98; two threads, 600x300x700 1.17, 3000x200x500
+// 1.05, 512^3 1.01 (docs/results/cpu-gemm-2026-12-02-session12).
+constexpr int64_t kCpuOneKBlockBytes = 1 << 20;
 // One thread reads A and B in place (Plan::direct, no packing, one group) beyond the
 // exact sizes while B (K x N) and the fragment (M x N) stay well inside L2 and A
 // (M x K) within half of it: there packing cost more than it saved (one thread,
@@ -141,8 +148,9 @@ SplitK choose_split_k(const Plan& p, int64_t m, int64_t n, int64_t k) {
 // columns of N <= kCpuExactN are not split); a group owns a BM x BN block of C
 // and packs B once per k block for all its rows, and its worker parts of
 // kCpuPartM rows are the A blocks (the ic loop, run in order by the group's
-// thread). BK and BN cut K and N into near-equal blocks: only the last of each may
-// be ragged and take the guarded copy.
+// thread). BK (unless one k block takes all of K, kCpuOneKBlockBytes) and BN cut K
+// and N into near-equal blocks: only the last of each may be ragged and take the
+// guarded copy.
 // 2000^3, one thread: 0.80x OpenBLAS with 96x512x256 groups, 0.94-0.97x with
 // 2016x1000x250 and 24-row parts (docs/results/cpu-gemm-2026-12-01).
 void set_cpu_blocked_tiles(Plan& p, int64_t m, int64_t n, int64_t k, int64_t threads) {
@@ -175,7 +183,8 @@ void set_cpu_blocked_tiles(Plan& p, int64_t m, int64_t n, int64_t k, int64_t thr
     else if (n > kCpuExactN && cols < ceil_div(n, kCpuAtomN)) cols *= 2;
     else break;
   }
-  const int64_t bm = ceil_div(m, rows), bn = ceil_div(n, cols), bk = ceil_div(k, ceil_div(k, kCpuMaxBK));
+  const int64_t bm = ceil_div(m, rows), bn = ceil_div(n, cols);
+  const int64_t bk = 4 * k * bn <= kCpuOneKBlockBytes ? k : ceil_div(k, ceil_div(k, kCpuMaxBK));
   // Up to kCpuExact rows: one part of exactly those rows; else parts of kCpuPartM.
   const int64_t parts = bm <= kCpuExact ? 1 : ceil_div(bm, kCpuPartM);
   set_gemm_tile(p, parts == 1 ? bm : parts * kCpuPartM, bn, bk);

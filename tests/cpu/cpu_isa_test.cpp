@@ -262,6 +262,14 @@ TEST_P(CpuIsaPath, GemmInCacheBlocksOnRaggedShapes) {
   EXPECT_FALSE(p.direct) << p.to_string();
   EXPECT_EQ(p.tile("BM"), 720) << p.to_string();
   check_gemm(*compile_cpu(compile_to_group(gemm_kernel(DType::F32), p, CompileOptions{}).program), one_block, seed++);
+  // A group's B block within 1 MiB takes all of K in one k block (the fragment, in
+  // C, is written once); past it, k blocks of at most 256.
+  const GemmCase tall{1400, 100, 300, 1.0, 0.0};
+  Plan one_k = default_gemm_plan(TargetKind::Cpu, tall.m, tall.n, tall.k, GemmPrecision::F32, "", 1);
+  EXPECT_FALSE(one_k.direct) << one_k.to_string();
+  EXPECT_EQ(one_k.tile("BK"), 300) << one_k.to_string();
+  EXPECT_EQ(default_gemm_plan(TargetKind::Cpu, 2000, 2000, 2000, GemmPrecision::F32, "", 1).tile("BK"), 250);
+  check_gemm(*compile_cpu(compile_to_group(gemm_kernel(DType::F32), one_k, CompileOptions{}).program), tall, seed++);
 }
 
 // One thread reads A and B in place beyond the exact sizes while B, the fragment and
