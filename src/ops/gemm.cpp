@@ -53,6 +53,9 @@ constexpr int64_t kCpuOneKBlockBytes = 1 << 20;
 // panels there (cpu_emit.cpp, kCpuPackBBytes): then 1.04-1.14x faster than packed
 // (512^3, 384^3, 448^3, 256x512x256, 500x400x300; docs/results/cpu-gemm-2026-12-02-session12).
 constexpr int64_t kCpuDirectBBytes = 1 << 20, kCpuDirectFragBytes = 1 << 20;
+// Tall and narrow (N within the exact sizes, A past L2): read in place too, A's block
+// rows outside (cpu_emit.cpp), while the fragment is within the plan's tile limit.
+constexpr int64_t kCpuDirectTallElems = int64_t{1} << 22;
 // The sim interprets every element: small tiles, a few workers.
 constexpr int64_t kSimBlockM[] = {8, 16};
 constexpr int64_t kSimBlockN[] = {8, 16};
@@ -703,8 +706,9 @@ Plan default_gemm_plan(TargetKind target, int64_t m, int64_t n, int64_t k, GemmP
     // micro-kernel runs leftover rows and columns with edge kernels). One kernel per
     // such extent. When all three are, A and B are read in place, not packed.
     p.direct = m <= kCpuExact && n <= kCpuExactN && k <= kCpuExact;
-    if (cpu_threads == 1 && 4 * k * n <= kCpuDirectBBytes && 4 * m * n <= kCpuDirectFragBytes &&
-        4 * m * k <= kCpuL2Bytes / 2)
+    if (cpu_threads == 1 && 4 * k * n <= kCpuDirectBBytes &&
+        ((4 * m * n <= kCpuDirectFragBytes && 4 * m * k <= kCpuL2Bytes / 2) ||
+         (n <= kCpuExactN && m * n <= kCpuDirectTallElems)))
       p.direct = true;
     p.atom_m = kCpuAtomM;
     p.atom_n = kCpuAtomN;

@@ -255,16 +255,16 @@ TEST_P(CpuIsaPath, GemmInCacheBlocksOnRaggedShapes) {
     EXPECT_FALSE(p.direct);
     check_gemm(*compile_cpu(compile_to_group(gemm_kernel(DType::F32), p, CompileOptions{}).program), g, seed++);
   }
-  // One thread, one k block too large for half of L2 in one group (and A too large
-  // to read in place): two row groups of 700 rows, parts of 24.
+  // Two threads, one k block too large for half of L2 in one group: two row groups
+  // of 700 rows, parts of 24 (one thread reads this tall, narrow product in place).
   const GemmCase one_block{1400, 100, 200, 1.0, 0.0};
-  Plan p = default_gemm_plan(TargetKind::Cpu, one_block.m, one_block.n, one_block.k, GemmPrecision::F32, "", 1);
+  Plan p = default_gemm_plan(TargetKind::Cpu, one_block.m, one_block.n, one_block.k, GemmPrecision::F32, "", 2);
   EXPECT_FALSE(p.direct) << p.to_string();
   EXPECT_EQ(p.tile("BM"), 720) << p.to_string();
   check_gemm(*compile_cpu(compile_to_group(gemm_kernel(DType::F32), p, CompileOptions{}).program), one_block, seed++);
   // A group's B block within 1 MiB takes all of K in one k block (the fragment, in
   // C, is written once); past it, k blocks of at most 256.
-  const GemmCase tall{1400, 100, 300, 1.0, 0.0};
+  const GemmCase tall{1400, 300, 300, 1.0, 0.0};
   Plan one_k = default_gemm_plan(TargetKind::Cpu, tall.m, tall.n, tall.k, GemmPrecision::F32, "", 1);
   EXPECT_FALSE(one_k.direct) << one_k.to_string();
   EXPECT_EQ(one_k.tile("BK"), 300) << one_k.to_string();
@@ -285,6 +285,22 @@ TEST_P(CpuIsaPath, OneThreadReadsMidShapesInPlace) {
     EXPECT_TRUE(one.direct);
     EXPECT_FALSE(two.direct) << two.to_string();
     check_gemm(*compile_cpu(compile_to_group(gemm_kernel(DType::F32), one, CompileOptions{}).program), g, seed++);
+  }
+  // Tall and narrow (A past L2, N within the exact sizes): read in place with A's
+  // block rows outside and B's panels inside (cpu_emit.cpp, rows_outer), over a long
+  // k loop (built-in kernels but on SSE) and a short one (emitted kernels).
+  for (const GemmCase& g : {GemmCase{1500, 40, 200, 1.0, 0.0}, GemmCase{3000, 40, 100, 1.0, 0.0}}) {
+    Plan p = default_gemm_plan(TargetKind::Cpu, g.m, g.n, g.k, GemmPrecision::F32, "", 1);
+    ASSERT_TRUE(p.direct) << p.to_string();
+    GroupProgram program = compile_to_group(gemm_kernel(DType::F32), p, CompileOptions{}).program;
+    const std::string unit = emit_cpu(program, GetParam());
+    const size_t ir = unit.find("for (int64_t ir = "), jr = unit.find("for (int64_t jr = ");
+    ASSERT_NE(ir, std::string::npos) << unit;
+    EXPECT_TRUE(jr == std::string::npos || ir < jr) << unit;
+    auto kernel = compile_cpu(program);
+    check_gemm(*kernel, g, seed++);
+    check_gemm(*kernel, GemmCase{g.m - 7, g.n - 3, g.k - 5, -0.5, 1.25}, seed++);
+    for (const GemmCase& r : kRagged) check_gemm(*kernel, r, seed++);
   }
   // B past the bound (1 MiB): packed even on one thread.
   EXPECT_FALSE(default_gemm_plan(TargetKind::Cpu, 256, 1100, 256, GemmPrecision::F32, "", 1).direct);
@@ -405,7 +421,7 @@ TEST(CpuInPlace, AccumulatorLivesInItsStoreWindowOnlyWhenNothingElseUsesIt) {
   const std::string parts = emit_cpu(program_of(packed));
   EXPECT_NE(home_line(parts).find("s_alpha == 1"), std::string::npos) << parts;
   EXPECT_NE(parts.find("tsl_bounce(tsl_ukr_"), std::string::npos) << parts;
-  Plan long_k = default_gemm_plan(TargetKind::Cpu, 1400, 100, 200, GemmPrecision::F32, "", 1);
+  Plan long_k = default_gemm_plan(TargetKind::Cpu, 1400, 100, 200, GemmPrecision::F32, "", 2);
   ASSERT_GT(long_k.workers, 1) << long_k.to_string();
   const std::string built_in = emit_cpu(program_of(long_k));
   EXPECT_NE(built_in.find("(tsl_home_0 ? 2 : 0), overwrite);"), std::string::npos) << built_in;

@@ -174,6 +174,8 @@ int64_t round_up(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
 constexpr int64_t kCpuPackBRows = 12;
 // B's bytes (the mma's k x n) from which an mma of built-in kernels copies B's panels.
 constexpr int64_t kCpuPackBBytes = 384 << 10;
+// A's bytes (the mma's m x k, read in place) from which its block rows run outside.
+constexpr int64_t kCpuRowsOuterABytes = 1 << 20;
 std::string num(int64_t v) { return std::to_string(v); }
 std::string sym(const std::string& name) { return "v_" + name; }
 std::string ex(const Expr& e) { return expr_to_cpp(e, sym); }
@@ -1409,7 +1411,11 @@ class Emitter {
     // place stayed fast while B and A fit L2 together (160x160x512: the copy 0.95,
     // 150x64x300 0.95), and 512^3 read in place was 20% slower than packed.
     const FragPart first_part = frag_part(p_, acc, 0);
-    const bool pack_b = fast && b_global && a_global && !f64 && p_.workers == 1 &&
+    // A read in place and larger than kCpuRowsOuterABytes: block rows outside, B's
+    // panels inside, so that each A block row comes from memory once and meets all
+    // of B (in L2) while it sits in L1.
+    const bool rows_outer = fast && a_global && b_global && p_.workers == 1 && op.m * op.k * 4 > kCpuRowsOuterABytes;
+    const bool pack_b = !rows_outer && fast && b_global && a_global && !f64 && p_.workers == 1 &&
                         (first_part.rows + mr - 1) / mr >= kCpuPackBRows && first_part.cols > 0 &&
                         cpu_microkernel_fits(nr, isa_) &&
                         (op.k < kCpuPrebuiltMinK || op.k * op.n * 4 > kCpuPackBBytes);
@@ -1504,6 +1510,17 @@ class Emitter {
           name = "tsl_ukr_" + num(br) + "x" + num(bc) + "_p";
           prebuilt_[name] = prebuilt;
           const std::string a0 = "&" + a.at(r0s + " + " + num(r0), "0"), b0 = "&" + b.at("0", c0s + " + " + num(c0));
+          if (rows_outer) {
+            // One block row at a time, over all its column blocks.
+            open("for (int64_t ir = " + num(r0) + "; ir < " + num(r1) + " && " + r0s + " + ir < mv; ir += " + num(br) + ")");
+            const std::string ai = "&" + a.at(r0s + " + ir", "0");
+            line("tsl_mma_blocks((const void*)" + name + ", kv, " + ai + ", 0, " + b0 + ", &" +
+                 b.at("0", c0s + " + " + num(c0 + bc)) + " - " + b0 + ", " + c + " + ir * " + ldc + " + " + num(c0) +
+                 ", " + ldc + ", " + lda_arg + ", " + ldb_arg + ", " + num(br) + ", " + num(bc) + ", 1, " +
+                 num((c1 - c0) / bc) + ", mv - (" + r0s + " + ir), nv - (" + c0s + " + " + num(c0) + "), 1, overwrite);");
+            close();
+            return;
+          }
           if (pack_b) {
             // The block rows of the panel at jr, copied to tsl_bp by the caller.
             line("tsl_mma_blocks((const void*)" + name + ", kv, " + a0 + ", &" + a.at(r0s + " + " + num(r0 + br), "0") +
@@ -1530,9 +1547,10 @@ class Emitter {
         const std::string b_block = pack_b ? "tsl_bp" : "&" + b.at("0", c0s + " + jr");
         // jr outer, ir inner (BLIS): one B micro-panel stays in L1 while the A
         // micro-panels stream past it.
-        if (!pack_b) jr_loop(c0, c1, bc);
+        if (!pack_b && !rows_outer) jr_loop(c0, c1, bc);
         open("for (int64_t ir = " + num(r0) + "; ir < " + num(r1) + " && " + r0s +
              " + ir < mv; ir += " + num(br) + ")");
+        if (rows_outer) jr_loop(c0, c1, bc);
         const std::string call = name + "(kv, &" + a.at(r0s + " + ir", "0") + ", " + b_block + ", " + c +
                                  " + ir * " + ldc +
                                  " + jr, " + ldc + lds + ", overwrite);";
