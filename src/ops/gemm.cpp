@@ -55,6 +55,8 @@ constexpr int64_t kCpuOneKBlockBytes = 1 << 20;
 constexpr int64_t kCpuDirectBBytes = 1 << 20, kCpuDirectFragBytes = 1 << 20;
 // Tall and narrow (N within the exact sizes, A past L2): read in place too, A's block
 // rows outside (cpu_emit.cpp), while the fragment is within the plan's tile limit.
+// Packed, a group's whole A block went to memory and back (one thread, CPU time:
+// 4000x64x512 1.41x, 2000x128x1000 1.22x, 3000x200x500 1.10x faster in place).
 constexpr int64_t kCpuDirectTallElems = int64_t{1} << 22;
 // The sim interprets every element: small tiles, a few workers.
 constexpr int64_t kSimBlockM[] = {8, 16};

@@ -1456,7 +1456,7 @@ class Emitter {
       if (part.rows * part.cols == 0) continue;
       std::string c = loop ? base(acc, Worker{true, 0}) : part_base(acc, w);
       // The part's row stride: its width, or, for an accumulator that may live in its
-      // store's window (find_homes: one worker), the run-time pointer and stride.
+      // store's window (find_homes), the run-time pointer and stride.
       std::string ldc = num(part.cols);
       // The part's first row and column in the tile: constants, or the loop's.
       const std::string r0s = loop ? "tsl_r0" : num(part.row0), c0s = loop ? "tsl_c0" : num(part.col0);
@@ -1511,14 +1511,12 @@ class Emitter {
           prebuilt_[name] = prebuilt;
           const std::string a0 = "&" + a.at(r0s + " + " + num(r0), "0"), b0 = "&" + b.at("0", c0s + " + " + num(c0));
           if (rows_outer) {
-            // One block row at a time, over all its column blocks.
-            open("for (int64_t ir = " + num(r0) + "; ir < " + num(r1) + " && " + r0s + " + ir < mv; ir += " + num(br) + ")");
+            // The block row at ir (the caller's loop), over all its column blocks.
             const std::string ai = "&" + a.at(r0s + " + ir", "0");
             line("tsl_mma_blocks((const void*)" + name + ", kv, " + ai + ", 0, " + b0 + ", &" +
                  b.at("0", c0s + " + " + num(c0 + bc)) + " - " + b0 + ", " + c + " + ir * " + ldc + " + " + num(c0) +
                  ", " + ldc + ", " + lda_arg + ", " + ldb_arg + ", " + num(br) + ", " + num(bc) + ", 1, " +
                  num((c1 - c0) / bc) + ", mv - (" + r0s + " + ir), nv - (" + c0s + " + " + num(c0) + "), 1, overwrite);");
-            close();
             return;
           }
           if (pack_b) {
@@ -1547,10 +1545,14 @@ class Emitter {
         const std::string b_block = pack_b ? "tsl_bp" : "&" + b.at("0", c0s + " + jr");
         // jr outer, ir inner (BLIS): one B micro-panel stays in L1 while the A
         // micro-panels stream past it.
-        if (!pack_b && !rows_outer) jr_loop(c0, c1, bc);
-        open("for (int64_t ir = " + num(r0) + "; ir < " + num(r1) + " && " + r0s +
-             " + ir < mv; ir += " + num(br) + ")");
-        if (rows_outer) jr_loop(c0, c1, bc);
+        // (rows_outer: the caller runs ir, outside; jr here.)
+        if (rows_outer) {
+          jr_loop(c0, c1, bc);
+        } else {
+          if (!pack_b) jr_loop(c0, c1, bc);
+          open("for (int64_t ir = " + num(r0) + "; ir < " + num(r1) + " && " + r0s +
+               " + ir < mv; ir += " + num(br) + ")");
+        }
         const std::string call = name + "(kv, &" + a.at(r0s + " + ir", "0") + ", " + b_block + ", " + c +
                                  " + ir * " + ldc +
                                  " + jr, " + ldc + lds + ", overwrite);";
@@ -1587,7 +1589,7 @@ class Emitter {
           close();
         }
         close();
-        if (!pack_b) close();
+        if (!pack_b && !rows_outer) close();
       };
       if (pack_b) {
         // Each panel of B (kv rows of its valid columns) copied once, then met by
@@ -1608,6 +1610,19 @@ class Emitter {
         };
         panels(0, cols_fast, nr);
         panels(cols_fast, part.cols, cols_left);
+      } else if (rows_outer) {
+        // Each block row once, over the whole panels and then the edge columns, so
+        // that A's rows are read once.
+        auto row_blocks = [&](int64_t r0, int64_t r1, int64_t br) {
+          if (r0 >= r1) return;
+          open("for (int64_t ir = " + num(r0) + "; ir < " + num(r1) + " && " + r0s + " + ir < mv; ir += " + num(br) +
+               ")");
+          blocks(r0, r1, br, 0, cols_fast, nr);
+          blocks(r0, r1, br, cols_fast, part.cols, cols_left);
+          close();
+        };
+        row_blocks(0, rows_big, row_base + 1);
+        row_blocks(rows_big, part.rows, row_base);
       } else {
         // Full blocks, then the edge kernels: the right columns, the bottom rows, the corner.
         blocks(0, rows_big, row_base + 1, 0, cols_fast, nr);
