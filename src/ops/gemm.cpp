@@ -39,13 +39,27 @@ constexpr int64_t kCpuExact = 128, kCpuExactN = 256;
 // tile limit) so that each packed B block serves many parts.
 constexpr int64_t kCpuPartM = 24, kCpuMaxBM = 4032, kCpuMaxBN = 1024, kCpuMaxBK = 256;
 constexpr int64_t kCpuL2Bytes = int64_t{2} << 20;
+// A group whose B block (K x BN) is at most this takes all of K in one k block: the
+// fragment, homed in C, is then written once, where k blocks of kCpuMaxBK read and
+// write it again each (past L2, from memory). One thread, against k blocks of 256:
+// 2000x128x1000 1.11, 4000x64x512 1.11, 1000x300x600 1.07, 3000x200x500 1.04,
+// 5000x256x300 1.03, 1400x100x300 0.98; two threads, 600x300x700 1.17, 3000x200x500
+// 1.05, 512^3 1.01 (docs/results/cpu-gemm-2026-12-02-session12).
+constexpr int64_t kCpuOneKBlockBytes = 1 << 20;
 // One thread reads A and B in place (Plan::direct, no packing, one group) beyond the
 // exact sizes while B (K x N) and the fragment (M x N) stay well inside L2 and A
 // (M x K) within half of it: there packing cost more than it saved (one thread,
 // 2026-12-01: 1024x64x64 1.23x, 256x128x256 1.17x, 200x300x160 1.17x, 160x160x512
-// 1.03x faster; 256^3, 300^3, 384^3, 128x1024x128 within 2%; 256x512x256 (512 KiB
-// of B) 4% and 512^3 20% slower, hence the bounds).
-constexpr int64_t kCpuDirectBBytes = 384 << 10, kCpuDirectFragBytes = 1 << 20;
+// 1.03x faster; 256^3, 300^3, 384^3, 128x1024x128 within 2%). B from 384 KiB to 1 MiB
+// read in place was slower (256x512x256 4%, 512^3 20%) until the emitter copied B's
+// panels there (cpu_emit.cpp, kCpuPackBBytes): then 1.04-1.14x faster than packed
+// (512^3, 384^3, 448^3, 256x512x256, 500x400x300; docs/results/cpu-gemm-2026-12-02-session12).
+constexpr int64_t kCpuDirectBBytes = 1 << 20, kCpuDirectFragBytes = 1 << 20;
+// Tall and narrow (N within the exact sizes, A past L2): read in place too, A's block
+// rows outside (cpu_emit.cpp), while the fragment is within the plan's tile limit.
+// Packed, a group's whole A block went to memory and back (one thread, CPU time:
+// 4000x64x512 1.41x, 2000x128x1000 1.22x, 3000x200x500 1.10x faster in place).
+constexpr int64_t kCpuDirectTallElems = int64_t{1} << 22;
 // The sim interprets every element: small tiles, a few workers.
 constexpr int64_t kSimBlockM[] = {8, 16};
 constexpr int64_t kSimBlockN[] = {8, 16};
@@ -177,8 +191,9 @@ const WgmmaTile& choose_wgmma_tile(int64_t m, int64_t n, int64_t k) {
 // columns of N <= kCpuExactN are not split); a group owns a BM x BN block of C
 // and packs B once per k block for all its rows, and its worker parts of
 // kCpuPartM rows are the A blocks (the ic loop, run in order by the group's
-// thread). BK and BN cut K and N into near-equal blocks: only the last of each may
-// be ragged and take the guarded copy.
+// thread). BK (unless one k block takes all of K, kCpuOneKBlockBytes) and BN cut K
+// and N into near-equal blocks: only the last of each may be ragged and take the
+// guarded copy.
 // 2000^3, one thread: 0.80x OpenBLAS with 96x512x256 groups, 0.94-0.97x with
 // 2016x1000x250 and 24-row parts (docs/results/cpu-gemm-2026-12-01).
 void set_cpu_blocked_tiles(Plan& p, int64_t m, int64_t n, int64_t k, int64_t threads) {
@@ -211,7 +226,8 @@ void set_cpu_blocked_tiles(Plan& p, int64_t m, int64_t n, int64_t k, int64_t thr
     else if (n > kCpuExactN && cols < ceil_div(n, kCpuAtomN)) cols *= 2;
     else break;
   }
-  const int64_t bm = ceil_div(m, rows), bn = ceil_div(n, cols), bk = ceil_div(k, ceil_div(k, kCpuMaxBK));
+  const int64_t bm = ceil_div(m, rows), bn = ceil_div(n, cols);
+  const int64_t bk = 4 * k * bn <= kCpuOneKBlockBytes ? k : ceil_div(k, ceil_div(k, kCpuMaxBK));
   // Up to kCpuExact rows: one part of exactly those rows; else parts of kCpuPartM.
   const int64_t parts = bm <= kCpuExact ? 1 : ceil_div(bm, kCpuPartM);
   set_gemm_tile(p, parts == 1 ? bm : parts * kCpuPartM, bn, bk);
@@ -763,8 +779,9 @@ Plan default_gemm_plan(TargetKind target, int64_t m, int64_t n, int64_t k, GemmP
     // micro-kernel runs leftover rows and columns with edge kernels). One kernel per
     // such extent. When all three are, A and B are read in place, not packed.
     p.direct = m <= kCpuExact && n <= kCpuExactN && k <= kCpuExact;
-    if (cpu_threads == 1 && 4 * k * n <= kCpuDirectBBytes && 4 * m * n <= kCpuDirectFragBytes &&
-        4 * m * k <= kCpuL2Bytes / 2)
+    if (cpu_threads == 1 && 4 * k * n <= kCpuDirectBBytes &&
+        ((4 * m * n <= kCpuDirectFragBytes && 4 * m * k <= kCpuL2Bytes / 2) ||
+         (n <= kCpuExactN && m * n <= kCpuDirectTallElems)))
       p.direct = true;
     p.atom_m = kCpuAtomM;
     p.atom_n = kCpuAtomN;

@@ -255,13 +255,21 @@ TEST_P(CpuIsaPath, GemmInCacheBlocksOnRaggedShapes) {
     EXPECT_FALSE(p.direct);
     check_gemm(*compile_cpu(compile_to_group(gemm_kernel(DType::F32), p, CompileOptions{}).program), g, seed++);
   }
-  // One thread, one k block too large for half of L2 in one group (and A too large
-  // to read in place): two row groups of 700 rows, parts of 24.
+  // Two threads, one k block too large for half of L2 in one group: two row groups
+  // of 700 rows, parts of 24 (one thread reads this tall, narrow product in place).
   const GemmCase one_block{1400, 100, 200, 1.0, 0.0};
-  Plan p = default_gemm_plan(TargetKind::Cpu, one_block.m, one_block.n, one_block.k, GemmPrecision::F32, "", 1);
+  Plan p = default_gemm_plan(TargetKind::Cpu, one_block.m, one_block.n, one_block.k, GemmPrecision::F32, "", 2);
   EXPECT_FALSE(p.direct) << p.to_string();
   EXPECT_EQ(p.tile("BM"), 720) << p.to_string();
   check_gemm(*compile_cpu(compile_to_group(gemm_kernel(DType::F32), p, CompileOptions{}).program), one_block, seed++);
+  // A group's B block within 1 MiB takes all of K in one k block (the fragment, in
+  // C, is written once); past it, k blocks of at most 256.
+  const GemmCase tall{1400, 300, 300, 1.0, 0.0};
+  Plan one_k = default_gemm_plan(TargetKind::Cpu, tall.m, tall.n, tall.k, GemmPrecision::F32, "", 1);
+  EXPECT_FALSE(one_k.direct) << one_k.to_string();
+  EXPECT_EQ(one_k.tile("BK"), 300) << one_k.to_string();
+  EXPECT_EQ(default_gemm_plan(TargetKind::Cpu, 2000, 2000, 2000, GemmPrecision::F32, "", 1).tile("BK"), 250);
+  check_gemm(*compile_cpu(compile_to_group(gemm_kernel(DType::F32), one_k, CompileOptions{}).program), tall, seed++);
 }
 
 // One thread reads A and B in place beyond the exact sizes while B, the fragment and
@@ -278,8 +286,40 @@ TEST_P(CpuIsaPath, OneThreadReadsMidShapesInPlace) {
     EXPECT_FALSE(two.direct) << two.to_string();
     check_gemm(*compile_cpu(compile_to_group(gemm_kernel(DType::F32), one, CompileOptions{}).program), g, seed++);
   }
-  // B past the bound (512 KiB): packed even on one thread.
-  EXPECT_FALSE(default_gemm_plan(TargetKind::Cpu, 256, 512, 256, GemmPrecision::F32, "", 1).direct);
+  // Tall and narrow (A past L2, N within the exact sizes): read in place with A's
+  // block rows outside and B's panels inside (cpu_emit.cpp, rows_outer), over a long
+  // k loop (built-in kernels but on SSE) and a short one (emitted kernels).
+  for (const GemmCase& g : {GemmCase{1500, 40, 200, 1.0, 0.0}, GemmCase{3000, 40, 100, 1.0, 0.0}}) {
+    Plan p = default_gemm_plan(TargetKind::Cpu, g.m, g.n, g.k, GemmPrecision::F32, "", 1);
+    ASSERT_TRUE(p.direct) << p.to_string();
+    GroupProgram program = compile_to_group(gemm_kernel(DType::F32), p, CompileOptions{}).program;
+    const std::string unit = emit_cpu(program, GetParam());
+    const size_t ir = unit.find("for (int64_t ir = "), jr = unit.find("for (int64_t jr = ");
+    ASSERT_NE(ir, std::string::npos) << unit;
+    EXPECT_TRUE(jr == std::string::npos || ir < jr) << unit;
+    auto kernel = compile_cpu(program);
+    check_gemm(*kernel, g, seed++);
+    check_gemm(*kernel, GemmCase{g.m - 7, g.n - 3, g.k - 5, -0.5, 1.25}, seed++);
+    for (const GemmCase& r : kRagged) check_gemm(*kernel, r, seed++);
+  }
+  // B past the bound (1 MiB): packed even on one thread.
+  EXPECT_FALSE(default_gemm_plan(TargetKind::Cpu, 256, 1100, 256, GemmPrecision::F32, "", 1).direct);
+  // B of 937 KiB (more than kCpuPackBBytes) over a long k loop: B's panels are copied
+  // before the built-in kernels meet them (tsl_bp, cpu_mma_blocks). Its own shape,
+  // and ragged shapes (blocks across the edge read the copy in cpu_mma_edge).
+  {
+    Plan p = default_gemm_plan(TargetKind::Cpu, 200, 600, 400, GemmPrecision::F32, "", 1);
+    ASSERT_TRUE(p.direct) << p.to_string();
+    GroupProgram program = compile_to_group(gemm_kernel(DType::F32), p, CompileOptions{}).program;
+    if (GetParam() != CpuIsa::Sse) {  // SSE units emit their kernels
+      const std::string unit = emit_cpu(program, GetParam());
+      EXPECT_NE(unit.find("tsl_bp, 0, "), std::string::npos) << unit;
+    }
+    auto kernel = compile_cpu(program);
+    check_gemm(*kernel, GemmCase{200, 600, 400, 1.0, 0.0}, seed++);
+    check_gemm(*kernel, GemmCase{190, 590, 390, -0.5, 1.25}, seed++);
+    for (const GemmCase& g : kRagged) check_gemm(*kernel, g, seed++);
+  }
   // 150 rows are 13 block rows: B is copied panel by panel before the block rows
   // meet it (cpu_emit.cpp, pack_b), A read in place. Its own shape with alpha and
   // beta, and shapes that leave the tile ragged (blocks across the edge read the
@@ -360,19 +400,31 @@ TEST(CpuInPlace, GlobalOperandWithoutItsValidPartIsAVerifyError) {
 // An accumulator whose fill is skipped and whose one way out is a store to a tensor
 // window of its shape lives in that window when the run allows it (cpu_emit.cpp,
 // find_homes): the micro-kernels write C and the store's copy is skipped. The
-// numbers are checked by the GEMM tests on each ISA (C poisoned, ldc past N, alpha
-// and beta that keep it in the fragment, ragged tiles); here, which programs home it.
+// numbers are checked by the GEMM tests on each ISA (C poisoned, ldc past N, guard
+// rows past M, alpha and beta that keep it in the fragment, ragged tiles, the packed
+// plans' worker parts); here, which programs home it.
 TEST(CpuInPlace, AccumulatorLivesInItsStoreWindowOnlyWhenNothingElseUsesIt) {
   auto program_of = [](const Plan& p) { return compile_to_group(gemm_kernel(DType::F32), p, CompileOptions{}).program; };
+  auto home_line = [](const std::string& unit) {
+    const size_t at = unit.find("const bool tsl_home_0 = ");
+    return at == std::string::npos ? std::string() : unit.substr(at, unit.find('\n', at) - at);
+  };
   GroupProgram direct = program_of(default_gemm_plan(TargetKind::Cpu, 32, 32, 32));
   const std::string unit = emit_cpu(direct);
-  EXPECT_NE(unit.find("const bool tsl_home_0 = tsl_whole_0 && s_alpha == 1 && scalars[1] == 0"), std::string::npos)
-      << unit;
+  EXPECT_NE(home_line(unit).find("s_alpha == 1 && scalars[1] == 0"), std::string::npos) << unit;
   EXPECT_NE(unit.find("if (!tsl_home_0)"), std::string::npos) << unit;
-  // Several workers hold parts of the fragment: not homed.
+  // Several workers hold row parts of the fragment (the packed plans): homed, each
+  // part a block of the window; blocks across a ragged tile's edge go through a
+  // local tile, emitted (tsl_bounce) or in tessel (cpu_mma_blocks' mode 2).
   Plan packed = default_gemm_plan(TargetKind::Cpu, 2100, 40, 20);
   ASSERT_GT(packed.workers, 1) << packed.to_string();
-  EXPECT_EQ(emit_cpu(program_of(packed)).find("tsl_home_"), std::string::npos);
+  const std::string parts = emit_cpu(program_of(packed));
+  EXPECT_NE(home_line(parts).find("s_alpha == 1"), std::string::npos) << parts;
+  EXPECT_NE(parts.find("tsl_bounce(tsl_ukr_"), std::string::npos) << parts;
+  Plan long_k = default_gemm_plan(TargetKind::Cpu, 1400, 100, 200, GemmPrecision::F32, "", 2);
+  ASSERT_GT(long_k.workers, 1) << long_k.to_string();
+  const std::string built_in = emit_cpu(program_of(long_k));
+  EXPECT_NE(built_in.find("(tsl_home_0 ? 2 : 0), overwrite);"), std::string::npos) << built_in;
   // The fragment read again after its store: not homed.
   GroupProgram again = direct;
   GroupOp copy;
@@ -385,17 +437,14 @@ TEST(CpuInPlace, AccumulatorLivesInItsStoreWindowOnlyWhenNothingElseUsesIt) {
   again.body.push_back(copy);
   EXPECT_EQ(emit_cpu(again).find("tsl_home_"), std::string::npos);
   // A store bounded short of the mma's valid part (20 of 32 rows): homed only while
-  // the window lies inside that bound too.
+  // the mma's valid rows are exactly the rows the store writes.
   GroupProgram short_store = direct;
   for (GroupOp& op : short_store.body)
     if (op.kind == GroupOpKind::If)
       for (GroupOp& inner : op.bodies.at(0))
         if (inner.kind == GroupOpKind::FragStore) inner.dst_row_bound = expr_const(20);
   const std::string bounded = emit_cpu(short_store);
-  const size_t home = bounded.find("const bool tsl_home_0");
-  ASSERT_NE(home, std::string::npos) << bounded;
-  EXPECT_NE(bounded.substr(home, bounded.find('\n', home) - home).find("+ 32 <= INT64_C(20)"), std::string::npos)
-      << bounded;
+  EXPECT_NE(home_line(bounded).find("== tsl_min(32, INT64_C(20) - ("), std::string::npos) << bounded;
   // The tensor read before the store (a load of C in the k loop would see partial
   // sums): not homed.
   GroupProgram early = direct;

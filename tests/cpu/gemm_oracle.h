@@ -29,13 +29,16 @@ inline void check_gemm_run(const std::function<void(const LaunchArgs&)>& run, co
   const int64_t lda = g.k + 3, ldb = g.n + 5, ldc = g.n + 2;
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> u(-1, 1);
-  std::vector<float> A(g.m * lda), B(g.k * ldb), C(g.m * ldc);
+  // C has two guard rows past row M, and columns N .. ldc in every row: writes past
+  // the tensor's edge (a ragged tile's block) land there and are caught below.
+  constexpr int64_t kGuardRows = 2;
+  std::vector<float> A(g.m * lda), B(g.k * ldb), C((g.m + kGuardRows) * ldc);
   for (float& x : A) x = u(rng);
   for (float& x : B) x = u(rng);
   for (float& x : C) x = g.beta == 0 ? std::nanf("") : u(rng);
-  const float pad = -12345.5f;  // columns n .. ldc of every row
-  for (int64_t r = 0; r < g.m; ++r)
-    for (int64_t c = g.n; c < ldc; ++c) C[r * ldc + c] = pad;
+  const float pad = -12345.5f;  // columns n .. ldc of every row, and the guard rows
+  for (int64_t r = 0; r < g.m + kGuardRows; ++r)
+    for (int64_t c = r < g.m ? g.n : 0; c < ldc; ++c) C[r * ldc + c] = pad;
   std::vector<float> C0 = C;
 
   LaunchArgs args;
@@ -66,6 +69,9 @@ inline void check_gemm_run(const std::function<void(const LaunchArgs&)>& run, co
       if (std::memcmp(&C[r * ldc + c], &pad, sizeof pad) != 0 && bad++ < 5)
         ADD_FAILURE() << "padding C[" << r << ", " << c << "] was written";
   }
+  for (int64_t e = g.m * ldc; e < (g.m + kGuardRows) * ldc; ++e)
+    if (std::memcmp(&C[e], &pad, sizeof pad) != 0 && bad++ < 5)
+      ADD_FAILURE() << "guard row " << e / ldc << " column " << e % ldc << " was written";
   EXPECT_EQ(bad, 0) << "wrong elements in " << g.m << "x" << g.n << "x" << g.k;
 }
 

@@ -151,9 +151,31 @@ static tsl_mma_blocks_fn_t tsl_mma_blocks;
 
 constexpr int64_t kAlignFloats = 16;  // 64-byte alignment of every scratch region
 
+// An emitted micro-kernel's block across the valid part's edge of an accumulator
+// homed in its tensor (find_homes), A and B staged: the kernel computes the whole
+// block (rows x cols of it valid, at most 16 x 64) on the staging padding into a
+// local tile, and only the valid part is copied in from C and back, so nothing past
+// the tensor's edge is written (cpu_mma_blocks does the same for built-in kernels).
+const char* const kBounce = R"(static void tsl_bounce(void (*ukr)(int64_t, const float*, const float*, float*, int64_t, int),
+                       int64_t kc, const float* a, const float* b, float* c, int64_t ldc, int64_t rows,
+                       int64_t cols, int64_t bc, int overwrite) {
+  float t[16 * 64];
+  for (int64_t i = 0; i < 16 * 64; ++i) t[i] = 0;
+  for (int64_t r = 0; r < rows && !overwrite; ++r)
+    for (int64_t j = 0; j < cols; ++j) t[r * bc + j] = c[r * ldc + j];
+  ukr(kc, a, b, t, bc, overwrite);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t j = 0; j < cols; ++j) c[r * ldc + j] = t[r * bc + j];
+}
+)";
+
 int64_t round_up(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
 // Block rows from which an mma reading B in place copies B panel by panel (emit_mma).
 constexpr int64_t kCpuPackBRows = 12;
+// B's bytes (the mma's k x n) from which an mma of built-in kernels copies B's panels.
+constexpr int64_t kCpuPackBBytes = 384 << 10;
+// A's bytes (the mma's m x k, read in place) from which its block rows run outside.
+constexpr int64_t kCpuRowsOuterABytes = 1 << 20;
 std::string num(int64_t v) { return std::to_string(v); }
 std::string sym(const std::string& name) { return "v_" + name; }
 std::string ex(const Expr& e) { return expr_to_cpp(e, sym); }
@@ -708,17 +730,25 @@ class Emitter {
         line("// frag.fill #" + num(op.id));
         auto skip = skip_fill_.find(op.id);
         if (skip != skip_fill_.end()) {
-          // The loop's first mma overwrites the whole fragment (find_first_writes).
-          line("const bool tsl_whole_" + num(op.id) + " = " + skip->second + ";");
+          // The loop's first mma overwrites the whole fragment (find_first_writes), or
+          // every element that its store writes where it lives in the store's window
+          // (find_homes).
           auto home = home_.find(op.id);
           if (home != home_.end()) {
-            // The accumulator lives in its store's window when it can (find_homes).
             const std::string id = num(op.id);
             line("const bool tsl_home_" + id + " = " + home->second.when + ";");
-            line("float* const tsl_acc_" + id + " = tsl_home_" + id + " ? " + home->second.base + " : " +
-                 part_base(f, 0) + ";");
-            line("const int64_t tsl_ldacc_" + id + " = tsl_home_" + id + " ? " + home->second.ld + " : " +
-                 num(f.cols) + ";");
+            if (p_.workers == 1) {  // one part: the mma's pointer and row stride, chosen here
+              line("float* const tsl_acc_" + id + " = tsl_home_" + id + " ? " + home->second.base + " : " +
+                   part_base(f, 0) + ";");
+              line("const int64_t tsl_ldacc_" + id + " = tsl_home_" + id + " ? " + home->second.ld + " : " +
+                   num(f.cols) + ";");
+            } else {
+              line("float* const tsl_acc_" + id + " = " + home->second.base + ";");
+              line("const int64_t tsl_ldacc_" + id + " = " + home->second.ld + ";");
+            }
+            line("const bool tsl_whole_" + id + " = tsl_home_" + id + " || (" + skip->second + ");");
+          } else {
+            line("const bool tsl_whole_" + num(op.id) + " = " + skip->second + ";");
           }
           open("if (!tsl_whole_" + num(op.id) + ")");
         }
@@ -1221,6 +1251,7 @@ class Emitter {
         if (e) expr_symbols(e, [&](const std::string& name) { uses_iv |= name == loop.iv; });
       if (uses_iv) continue;
       std::string whole = "(" + ex(loop.hi) + ") > (" + ex(loop.lo) + ")";
+      first_mma_[fill.id] = {mma, whole};
       if (mma->m_valid) whole += " && (" + ex(mma->m_valid) + ") >= " + num(mma->m);
       if (mma->n_valid) whole += " && (" + ex(mma->n_valid) + ") >= " + num(mma->n);
       skip_fill_[fill.id] = whole;
@@ -1250,12 +1281,16 @@ class Emitter {
   // be the k loop (which names the fragment in mmas into it alone), fences, and
   // in-place scales of the fragment by a scalar (skipped when it is 1); the store
   // may sit in the then-branch of an if (alone there). At run time the fragment is
-  // homed when the fill is skipped (the first k step overwrites every element), the
-  // window lies inside the tensor, the if's condition holds and every scale is 1:
-  // then nothing else reads or writes the fragment before the store, whose copy is
-  // skipped. Nothing else in the program may name the fragment or, before the store,
-  // the tensor (so no op reads a partial sum there); the fragment has one part (one
-  // worker) in fp32.
+  // homed when the k loop runs, the first mma's valid part is exactly the part of
+  // the window that the store writes (the whole tile inside the tensor, or a ragged
+  // tile whose valid part ends where the tensor does), the if's condition holds and
+  // every scale is 1: then the fill is skipped (the first k step overwrites every
+  // element that is stored), nothing else reads or writes the fragment before the
+  // store, and the store's copy is skipped. The mmas into a homed fragment write
+  // nothing past its valid part (emit_mma: blocks across its edge go through a
+  // local tile). Nothing else in the program may name the fragment or, before the
+  // store, the tensor (so no op reads a partial sum there); the fragment is fp32 and
+  // its worker parts are disjoint (no replicas), each a block of the window.
   void find_homes(const std::vector<GroupOp>& ops) {
     for (size_t i = 0; i < ops.size(); ++i) {
       for (const auto& body : ops[i].bodies) find_homes(body);
@@ -1263,13 +1298,18 @@ class Emitter {
       if (fill.kind != GroupOpKind::FragFill || !skip_fill_.count(fill.id) || i + 1 >= ops.size()) continue;
       const int f = fill.frag;
       const Buffer& acc = p_.buffer(f);
-      if (p_.workers != 1 || acc.dtype != DType::F32) continue;
+      // (An atom larger than tsl_bounce's tile keeps the fragment in scratch.)
+      if (acc.dtype != DType::F32 || p_.atom_m * p_.atom_n > 16 * 64) continue;
+      bool owners = true;
+      for (int w = 0; w < p_.workers; ++w) owners &= frag_part(p_, acc, w).owner;
+      if (!owners) continue;
       const GroupOp& loop = ops[i + 1];
       int mmas = 0;
       for (const GroupOp& inner : loop.bodies.at(0))
         if (inner.kind == GroupOpKind::Mma && inner.frag == f && inner.a.buffer != f && inner.b.buffer != f) ++mmas;
       if (mmas == 0 || mmas != count_names(loop.bodies.at(0), f)) continue;
-      std::string when = "tsl_whole_" + num(fill.id);
+      const GroupOp& mma = *first_mma_.at(fill.id).first;
+      std::string when = first_mma_.at(fill.id).second;
       const GroupOp* store = nullptr;
       size_t j = i + 2;
       for (; j < ops.size() && !store; ++j) {
@@ -1309,8 +1349,15 @@ class Emitter {
       if (count_names(before, tensor) != 0) continue;
       Side dst = side_at(store->dst, expr_const(0), expr_const(0), *store);
       if (!dst.unit_cols() || dst.dtype != DType::F32) continue;
-      if (store->dst_row_bound) when += " && " + ex(dst.row0) + " + " + num(acc.rows) + " <= " + ex(store->dst_row_bound);
-      if (store->dst_col_bound) when += " && " + ex(dst.col0) + " + " + num(acc.cols) + " <= " + ex(store->dst_col_bound);
+      // The store writes min(extent, bound - start) rows (columns) of the window; the
+      // mma's valid part must be exactly those.
+      auto covers = [&](const Expr& valid, int64_t extent, const Expr& start, const Expr& bound) {
+        const std::string v = "tsl_min(" + (valid ? ex(valid) : num(extent)) + ", " + num(extent) + ")";
+        when += " && " + v + " == " + (bound ? "tsl_min(" + num(extent) + ", " + ex(bound) + " - (" + ex(start) + "))"
+                                             : num(extent));
+      };
+      covers(mma.m_valid, acc.rows, dst.row0, store->dst_row_bound);
+      covers(mma.n_valid, acc.cols, dst.col0, store->dst_col_bound);
       home_[fill.id] = {when, "&" + dst.at("0", "0"), dst.ld};
       homed_frag_[f] = fill.id;
       homed_store_[store->id] = fill.id;
@@ -1358,12 +1405,20 @@ class Emitter {
     // them. One thread, against reading in place: 513x257x129 (43 block rows),
     // 1024x64x64 and 300x300x100 1.04, 200x300x160 (17) 1.00; with 9 to 11 block
     // rows 0.95-0.99 and 96^3 (8) 0.92, where the copy costs more than it saves: so
-    // from kCpuPackBRows block rows on (docs/cpu_microkernel.md). Emitted kernels (k
-    // below kCpuPrebuiltMinK) and one worker's part (the direct plans) only.
+    // from kCpuPackBRows block rows on (docs/cpu_microkernel.md). One worker's part
+    // (the direct plans) only. Over a long k loop (the built-in kernels) only where
+    // B's window is larger than kCpuPackBBytes: a 64 KiB panel (512 x 32) read in
+    // place stayed fast while B and A fit L2 together (160x160x512: the copy 0.95,
+    // 150x64x300 0.95), and 512^3 read in place was 20% slower than packed.
     const FragPart first_part = frag_part(p_, acc, 0);
-    const bool pack_b = fast && b_global && a_global && !f64 && p_.workers == 1 &&
+    // A read in place and larger than kCpuRowsOuterABytes: block rows outside, B's
+    // panels inside, so that each A block row comes from memory once and meets all
+    // of B (in L2) while it sits in L1.
+    const bool rows_outer = fast && a_global && b_global && p_.workers == 1 && op.m * op.k * 4 > kCpuRowsOuterABytes;
+    const bool pack_b = !rows_outer && fast && b_global && a_global && !f64 && p_.workers == 1 &&
                         (first_part.rows + mr - 1) / mr >= kCpuPackBRows && first_part.cols > 0 &&
-                        cpu_microkernel_fits(nr, isa_) && op.k < kCpuPrebuiltMinK;
+                        cpu_microkernel_fits(nr, isa_) &&
+                        (op.k < kCpuPrebuiltMinK || op.k * op.n * 4 > kCpuPackBBytes);
     const int64_t panel_floats = op.k * nr;  // one panel of tsl_bp
     const std::string ld_args =
         in_place ? ", " + (a_global ? a.ld : "0") + ", " + (pack_b ? num(nr) : b_global ? b.ld : "0") : "";
@@ -1401,19 +1456,34 @@ class Emitter {
       if (part.rows * part.cols == 0) continue;
       std::string c = loop ? base(acc, Worker{true, 0}) : part_base(acc, w);
       // The part's row stride: its width, or, for an accumulator that may live in its
-      // store's window (find_homes: one worker), the run-time pointer and stride.
+      // store's window (find_homes), the run-time pointer and stride.
       std::string ldc = num(part.cols);
-      if (auto homed = homed_frag_.find(op.frag); homed != homed_frag_.end()) {
-        c = "tsl_acc_" + num(homed->second);
-        ldc = "tsl_ldacc_" + num(homed->second);
-      }
       // The part's first row and column in the tile: constants, or the loop's.
       const std::string r0s = loop ? "tsl_r0" : num(part.row0), c0s = loop ? "tsl_c0" : num(part.col0);
+      // Homed (find_homes), the part is a block of the window; blocks across the valid
+      // part's edge then must not write past it (below).
+      std::string home;
+      bool scoped = false;
+      if (auto homed = homed_frag_.find(op.frag); homed != homed_frag_.end() && p_.workers == 1) {
+        home = "tsl_home_" + num(homed->second);
+        c = "tsl_acc_" + num(homed->second);
+        ldc = "tsl_ldacc_" + num(homed->second);
+      } else if (homed != homed_frag_.end()) {
+        home = "tsl_home_" + num(homed->second);
+        const std::string id = num(homed->second);
+        scoped = true;
+        open("");  // the part's pointer and row stride, once
+        line("float* const tsl_c = " + home + " ? tsl_acc_" + id + " + (" + r0s + ") * tsl_ldacc_" + id + " + (" + c0s +
+             ") : " + c + ";");
+        line("const int64_t tsl_ldc = " + home + " ? tsl_ldacc_" + id + " : INT64_C(" + num(part.cols) + ");");
+        c = "tsl_c", ldc = "tsl_ldc";
+      }
       // The kernels read B by whole panel rows from the part's first column: it must
       // start a panel (a worker grid whose parts are not a multiple of NR wide
       // leaves some parts off the boundaries; those take the scalar loop).
       if (!fast || (!b_global && part.col0 % nr != 0)) {
         emit_scalar_mma(acc, a, b, c, ldc, part, 0, part.rows, 0, part.cols);
+        if (scoped) close();
         continue;
       }
       // Rows in near-equal blocks of at most MR (100 rows: one of 12 and eight of 11,
@@ -1440,11 +1510,29 @@ class Emitter {
           name = "tsl_ukr_" + num(br) + "x" + num(bc) + "_p";
           prebuilt_[name] = prebuilt;
           const std::string a0 = "&" + a.at(r0s + " + " + num(r0), "0"), b0 = "&" + b.at("0", c0s + " + " + num(c0));
+          if (rows_outer) {
+            // The block row at ir (the caller's loop), over all its column blocks.
+            const std::string ai = "&" + a.at(r0s + " + ir", "0");
+            line("tsl_mma_blocks((const void*)" + name + ", kv, " + ai + ", 0, " + b0 + ", &" +
+                 b.at("0", c0s + " + " + num(c0 + bc)) + " - " + b0 + ", " + c + " + ir * " + ldc + " + " + num(c0) +
+                 ", " + ldc + ", " + lda_arg + ", " + ldb_arg + ", " + num(br) + ", " + num(bc) + ", 1, " +
+                 num((c1 - c0) / bc) + ", mv - (" + r0s + " + ir), nv - (" + c0s + " + " + num(c0) + "), 1, overwrite);");
+            return;
+          }
+          if (pack_b) {
+            // The block rows of the panel at jr, copied to tsl_bp by the caller.
+            line("tsl_mma_blocks((const void*)" + name + ", kv, " + a0 + ", &" + a.at(r0s + " + " + num(r0 + br), "0") +
+                 " - " + a0 + ", tsl_bp, 0, " + c + " + " + num(r0) + " * " + ldc + " + jr, " + ldc + ", " + lda_arg +
+                 ", " + num(nr) + ", " + num(br) + ", " + num(bc) + ", " + num((r1 - r0) / br) + ", 1, mv - (" + r0s +
+                 " + " + num(r0) + "), nv - (" + c0s + " + jr), 1, overwrite);");
+            return;
+          }
           line("tsl_mma_blocks((const void*)" + name + ", kv, " + a0 + ", &" + a.at(r0s + " + " + num(r0 + br), "0") +
                " - " + a0 + ", " + b0 + ", &" + b.at("0", c0s + " + " + num(c0 + bc)) + " - " + b0 + ", " + c + " + " +
                num(r0) + " * " + ldc + " + " + num(c0) + ", " + ldc + ", " + lda_arg + ", " + ldb_arg + ", " + num(br) +
                ", " + num(bc) + ", " + num((r1 - r0) / br) + ", " + num((c1 - c0) / bc) + ", mv - (" + r0s + " + " +
-               num(r0) + "), nv - (" + c0s + " + " + num(c0) + "), " + (in_place ? "1" : "0") + ", overwrite);");
+               num(r0) + "), nv - (" + c0s + " + " + num(c0) + "), " +
+               (in_place ? "1" : home.empty() ? "0" : "(" + home + " ? 2 : 0)") + ", overwrite);");
           return;
         } else {
           // Packed, B is a panel of width NR (compile-time LDB); A stays run-time.
@@ -1457,14 +1545,32 @@ class Emitter {
         const std::string b_block = pack_b ? "tsl_bp" : "&" + b.at("0", c0s + " + jr");
         // jr outer, ir inner (BLIS): one B micro-panel stays in L1 while the A
         // micro-panels stream past it.
-        if (!pack_b) jr_loop(c0, c1, bc);
-        open("for (int64_t ir = " + num(r0) + "; ir < " + num(r1) + " && " + r0s +
-             " + ir < mv; ir += " + num(br) + ")");
+        // (rows_outer: the caller runs ir, outside; jr here.)
+        if (rows_outer) {
+          jr_loop(c0, c1, bc);
+        } else {
+          if (!pack_b) jr_loop(c0, c1, bc);
+          open("for (int64_t ir = " + num(r0) + "; ir < " + num(r1) + " && " + r0s +
+               " + ir < mv; ir += " + num(br) + ")");
+        }
         const std::string call = name + "(kv, &" + a.at(r0s + " + ir", "0") + ", " + b_block + ", " + c +
                                  " + ir * " + ldc +
                                  " + jr, " + ldc + lds + ", overwrite);";
-        if (!in_place) {
+        if (!in_place && home.empty()) {
           line(call);
+        } else if (!in_place) {
+          // Staged operands, homed C: a block across the valid part's edge is computed
+          // whole on the staging padding into a local tile (tsl_bounce).
+          open("if (!" + home + " || (" + r0s + " + ir + " + num(br) + " <= mv && " + c0s + " + jr + " + num(bc) +
+               " <= nv))");
+          line(call);
+          --depth_;
+          open("} else");
+          microkernels_["tsl_bounce"] = kBounce;
+          line("tsl_bounce(" + name + ", kv, &" + a.at(r0s + " + ir", "0") + ", " + b_block + ", " + c + " + ir * " +
+               ldc + " + jr, " + ldc + ", tsl_min(" + num(br) + ", mv - (" + r0s + " + ir)), tsl_min(" + num(bc) +
+               ", nv - (" + c0s + " + jr)), " + num(bc) + ", overwrite);");
+          close();
         } else {
           open("if (" + num(part.row0) + " + ir + " + num(br) + " <= mv && " + num(part.col0) + " + jr + " + num(bc) +
                " <= nv)");
@@ -1483,7 +1589,7 @@ class Emitter {
           close();
         }
         close();
-        if (!pack_b) close();
+        if (!pack_b && !rows_outer) close();
       };
       if (pack_b) {
         // Each panel of B (kv rows of its valid columns) copied once, then met by
@@ -1504,6 +1610,19 @@ class Emitter {
         };
         panels(0, cols_fast, nr);
         panels(cols_fast, part.cols, cols_left);
+      } else if (rows_outer) {
+        // Each block row once, over the whole panels and then the edge columns, so
+        // that A's rows are read once.
+        auto row_blocks = [&](int64_t r0, int64_t r1, int64_t br) {
+          if (r0 >= r1) return;
+          open("for (int64_t ir = " + num(r0) + "; ir < " + num(r1) + " && " + r0s + " + ir < mv; ir += " + num(br) +
+               ")");
+          blocks(r0, r1, br, 0, cols_fast, nr);
+          blocks(r0, r1, br, cols_fast, part.cols, cols_left);
+          close();
+        };
+        row_blocks(0, rows_big, row_base + 1);
+        row_blocks(rows_big, part.rows, row_base);
       } else {
         // Full blocks, then the edge kernels: the right columns, the bottom rows, the corner.
         blocks(0, rows_big, row_base + 1, 0, cols_fast, nr);
@@ -1511,6 +1630,7 @@ class Emitter {
         blocks(rows_big, part.rows, row_base, 0, cols_fast, nr);
         blocks(rows_big, part.rows, row_base, cols_fast, part.cols, cols_left);
       }
+      if (scoped) close();
     }
     if (loop) close();
     close();
@@ -1555,6 +1675,8 @@ class Emitter {
   // find_first_writes: fill id -> the condition under which it is skipped; mma id ->
   // its overwrite flag.
   std::map<int, std::string> skip_fill_, overwrite_;
+  // find_first_writes: fill id -> its loop's first mma and the condition that the loop runs.
+  std::map<int, std::pair<const GroupOp*, std::string>> first_mma_;
   // find_homes: fill id -> the accumulator's home; fragment id and store id -> that fill id.
   struct Home {
     std::string when, base, ld;  // the run-time condition, C++ pointer and row stride of the window

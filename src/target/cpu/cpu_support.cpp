@@ -107,11 +107,22 @@ void cpu_mma_blocks(const void* ukr, int64_t kc, const float* a, int64_t a_step,
       const float* ai = a + i * a_step;
       const float* bj = b + j * b_step;
       float* cij = c + i * br * ldc + j * bc;
-      if (in_place && (i * br + br > rows_valid || j * bc + bc > cols_valid))
-        cpu_mma_edge(kc, ai, bj, cij, ldc, lda, ldb, std::min(br, rows_valid - i * br),
-                     std::min(bc, cols_valid - j * bc), overwrite);
-      else
+      const bool crosses = i * br + br > rows_valid || j * bc + bc > cols_valid;
+      const int64_t rows = std::min(br, rows_valid - i * br), cols = std::min(bc, cols_valid - j * bc);
+      if (in_place == 1 && crosses) {
+        cpu_mma_edge(kc, ai, bj, cij, ldc, lda, ldb, rows, cols, overwrite);
+      } else if (in_place == 2 && crosses) {
+        // The whole block on the staged operands' padding, into a local tile; only
+        // its valid part is C's. Larger than any built-in block (16 x 32, 8 x 48, 6 x 64).
+        float t[16 * 64] = {};
+        for (int64_t r = 0; r < rows && !overwrite; ++r)
+          for (int64_t c2 = 0; c2 < cols; ++c2) t[r * bc + c2] = cij[r * ldc + c2];
+        kernel(kc, ai, bj, t, bc, lda, ldb, overwrite);
+        for (int64_t r = 0; r < rows; ++r)
+          for (int64_t c2 = 0; c2 < cols; ++c2) cij[r * ldc + c2] = t[r * bc + c2];
+      } else {
         kernel(kc, ai, bj, cij, ldc, lda, ldb, overwrite);
+      }
     }
 }
 

@@ -53,10 +53,13 @@ void cpu_mma_edge(int64_t kc, const float* a, const float* b, float* c, int64_t 
 // (i, j) is
 //   ukr(kc, a + i * a_step, b + j * b_step, c + i * br * ldc + j * bc, ldc, lda, ldb, overwrite)
 // with ukr a kernel of the _s_s contract (cpu_microkernel.h). Blocks that start at
-// or past rows_valid rows or cols_valid columns are skipped. in_place != 0 (A and B
-// read from tensors): a block that crosses rows_valid or cols_valid calls
-// cpu_mma_edge over its valid part instead, so nothing past them is read; otherwise
-// it is computed whole (on the staging buffers' padding).
+// or past rows_valid rows or cols_valid columns are skipped. A block that crosses
+// rows_valid or cols_valid: in_place 1 (A and B read from tensors) calls
+// cpu_mma_edge over its valid part, so nothing past them is read; in_place 2 (A and
+// B staged, C a tensor's window: an accumulator homed in its destination,
+// cpu_emit.cpp) computes the whole block into a local tile and copies only its
+// valid part in and out of C, so nothing past them is written; in_place 0 computes
+// it whole in C (on the staging buffers' padding, C a fragment as large).
 void cpu_mma_blocks(const void* ukr, int64_t kc, const float* a, int64_t a_step, const float* b, int64_t b_step,
                     float* c, int64_t ldc, int64_t lda, int64_t ldb, int64_t br, int64_t bc, int64_t blocks_r,
                     int64_t blocks_c, int64_t rows_valid, int64_t cols_valid, int in_place, int overwrite);
