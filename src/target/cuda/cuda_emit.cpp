@@ -1905,9 +1905,9 @@ class Emitter {
   // A warpgroup's accumulator registers hold, per warp instruction, 8 rows of 32
   // bytes: stored straight to global memory, every 32-byte piece is a transaction
   // of its own, and Nsight Compute counted twice the sectors the data needs (the
-  // stores of a 128x256 fp32 tile cost a quarter of a 4096^3 bf16 matrix product's time). So
-  // a fragment store to a global fp32 window goes through a scratch area of its
-  // worker's own in shared memory, 64 rows x stage_cols_ columns at a time: the
+  // stores of 128x256 fp32 tiles took a fifth of a 4096^3 bf16 matrix product's
+  // time). So a fragment store to a global fp32 window goes through a scratch area
+  // of its worker's own in shared memory, 64 rows x stage_cols_ columns at a time: the
   // registers are written there, the warpgroup meets at its named barrier, and
   // each thread then moves whole 16-byte row pieces to global memory (a warp
   // writes whole 128-byte lines). The scratch is private to the worker, like its
