@@ -734,6 +734,22 @@ TEST(PlanOnCuda, BarrierWaitsPerMultiprocessorCountEveryThread) {
   EXPECT_EQ(w[fences], 2 * n[fences]);
   EXPECT_NEAR(w[sync], 4 * n[sync], 1e-9);  // twice the barriers, twice the threads
   EXPECT_NEAR(w[sync], 12 * 717 * 256 / (machine.slots * 2048.0), 1e-9);
+  // A warp-level mma atom's worker is a warp: its 32 threads wait at each barrier.
+  std::map<std::string, int64_t> mnk = {{"M", 105}, {"N", 26}, {"K", 192}};
+  CandidateSet mma = enumerate_candidates(plan_test_file("gemm_bf16.tir"), TargetKind::Cuda, mnk);
+  int warps = 0;
+  for (const auto& c : mma.legal) {
+    const Plan& p = c->plan;
+    if (p.persistent || p.atom != AtomKind::MmaSync) continue;
+    Features f = program_features(*c, mnk, machine);
+    const double groups = double((105 + p.tiles.at("BM") - 1) / p.tiles.at("BM")) *
+                          double((26 + p.tiles.at("BN") - 1) / p.tiles.at("BN"));
+    EXPECT_NEAR(f[sync], f[fences] / f[waves] * groups * p.workers * 32 / (machine.slots * 2048.0),
+                1e-9 * (1 + f[sync]))
+        << p.to_string();
+    ++warps;
+  }
+  EXPECT_GT(warps, 10);
 }
 
 #endif
