@@ -15,7 +15,8 @@ namespace tessel {
 const std::array<const char*, kNumFeatures> kFeatureNames = {
     "launch",    "pool",     "waves",        "flops_1",  "flops_64",  "flops_256", "flops_384", "flops_big",
     "mma_blocks", "bytes_in", "bytes_out",   "bytes_shared", "ew_elems", "ew_elems_odd", "transcend", "fences",
-    "loop_iters", "mma_acc",  "ew_rows", "ew_elems_l2", "gl_access", "bytes_sm"};
+    "loop_iters", "mma_acc",  "ew_rows", "ew_elems_l2", "gl_access", "bytes_sm",
+    "sync_sm"};
 
 int feature_index(const std::string& name) {
   for (int i = 0; i < kNumFeatures; ++i)
@@ -27,7 +28,7 @@ namespace {
 
 enum F { kLaunch, kPool, kWaves, kFlops1, kFlops64, kFlops256, kFlops384, kFlopsBig, kMmaBlocks, kBytesIn,
          kBytesOut, kBytesShared, kEw, kEwOdd, kTranscend, kFences, kLoopIters, kMmaAcc, kEwRows, kEwL2, kGlAccess,
-         kBytesSm };
+         kBytesSm, kSyncSm };
 
 bool pow2(int64_t n) { return n > 0 && (n & (n - 1)) == 0; }
 
@@ -311,6 +312,15 @@ Features program_features(const LegalCandidate& candidate, const std::map<std::s
     // All groups' global bytes over the multiprocessors: the bandwidth bound, whatever
     // the waves.
     if (cuda) total[kBytesSm] += (group[kBytesIn] + group[kBytesOut]) * groups / machine.slots;
+    // All groups' threads' barrier waits over the multiprocessors, a full one's threads
+    // as the unit: a barrier waits for the group's slowest round trip, and a round trip
+    // takes longer the more threads a multiprocessor holds. A row kernel on the H200
+    // (the second run, docs/planner.md): at 87 rows a barrier fewer saved ~0.25 us, at
+    // 717 rows of 1426 (held out) ~0.7 us: 256 threads a row with 12 barriers ran
+    // 10.9 us, 128 threads with 6 ran 6.7.
+    if (cuda)
+      total[kSyncSm] += group[kFences] * groups * static_cast<double>(int64_t{p.workers} * p.lanes) /
+                        (machine.slots * static_cast<double>(CudaMultiprocessor{}.threads));
     // On cuda the groups of a wave run at once, and the wave lasts as long as its
     // slowest: a group's work is the most that a group at the first or the last
     // coordinate of each grid dimension does (feature by feature). A persistent grid's
@@ -366,11 +376,11 @@ Calibration fallback_calibration(TargetKind target, int threads) {
   // ~2 ns to set up a row of an elementwise op.
   std::array<double, kNumFeatures> cpu = {2,       3,       0.5,      1 / 2e3,  1 / 20e3, 1 / 40e3, 1 / 40e3, 1 / 10e3, 0.005,
                                           1 / 8e3, 1 / 8e3, 1 / 40e3, 1 / 2e3, 1 / 1e3,  1 / 2e2,  0.0,      0.005,
-                                          1 / 10e3, 0.002,   1 / 10e3, 0,        0};
+                                          1 / 10e3, 0.002,   1 / 10e3, 0,        0,       0};
   // cuda, per worker (thread for fma; a warp's share for the mma atoms).
   std::array<double, kNumFeatures> cuda = {5,       0,       2,       1 / 3e3, 1 / 3e3, 1 / 3e3, 1 / 2e5, 1 / 3e3, 0.0001,
                                            1 / 2e3, 1 / 2e3, 1 / 2e4, 1 / 2e3, 1 / 2e3, 1 / 5e2, 0.01,    0.001,
-                                           0,       0,       0,       0,       0};
+                                           0,       0,       0,       0,       0,       0};
   c.coef = target == TargetKind::Cuda ? cuda : cpu;
   if (target == TargetKind::Sim)
     for (double& x : c.coef) x *= 100;  // the interpreter: only the order matters

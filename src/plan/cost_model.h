@@ -36,6 +36,12 @@
 //   bytes_sm     bytes read from and written to global memory by all groups, per
 //                cuda multiprocessor: the memory bandwidth bound (cuda only; not per
 //                worker, not times the waves)
+//   sync_sm      barrier waits of all threads, per cuda multiprocessor, in units of a
+//                full one (2048 threads): the average group's fences and barriers x
+//                its threads x the groups / the multiprocessors / 2048. A thread
+//                waits at a barrier for its group's slowest round trip, and round
+//                trips take longer the more threads the multiprocessor holds (cuda
+//                only; not per worker, not times the waves)
 //   transcend    elements of exp, log, tanh, sqrt and friends
 //   fences       fences and barriers executed
 //   loop_iters   loop iterations executed (control overhead)
@@ -59,7 +65,7 @@
 
 namespace tessel {
 
-inline constexpr int kNumFeatures = 22;
+inline constexpr int kNumFeatures = 23;
 using Features = std::array<double, kNumFeatures>;
 extern const std::array<const char*, kNumFeatures> kFeatureNames;
 int feature_index(const std::string& name);  // -1 when unknown

@@ -704,6 +704,54 @@ TEST(PlanOnCuda, BytesPerMultiprocessorCountEveryGroup) {
   EXPECT_GT(checked, 10);
 }
 
+// sync_sm: every group's barrier waits times its threads, over the multiprocessors,
+// in units of 2048 threads; not per worker and not times the waves (the groups of all
+// waves count). At 717 rows of 1426: one thread a column in 6 column blocks (12
+// barriers a row) against 128 threads a row in 3 (6 barriers).
+TEST(PlanOnCuda, BarrierWaitsPerMultiprocessorCountEveryThread) {
+  std::map<std::string, int64_t> sizes = {{"M", 717}, {"N", 1426}};
+  CandidateSet set = enumerate_candidates(softmax_kernel(), TargetKind::Cuda, sizes);
+  MachineShape machine = machine_shape(TargetKind::Cuda, 1);
+  const int sync = feature_index("sync_sm"), fences = feature_index("fences"), waves = feature_index("waves");
+  ASSERT_GE(sync, 0);
+  int checked = 0;
+  const LegalCandidate *wide = nullptr, *narrow = nullptr;
+  for (const auto& c : set.legal) {
+    const Plan& p = c->plan;
+    if (p.persistent) continue;  // its first groups walk one more tile than the average
+    Features f = program_features(*c, sizes, machine);
+    const double groups = double((717 + p.tiles.at("BR") - 1) / p.tiles.at("BR"));
+    const double threads = double(c->phases[0].workers) * c->phases[0].lanes;
+    EXPECT_NEAR(f[sync], f[fences] / f[waves] * groups * threads / (machine.slots * 2048.0), 1e-9 * (1 + f[sync]))
+        << p.to_string();
+    ++checked;
+    if (p.tiles.at("BR") == 1 && p.tiles.at("BC") == 256 && p.workers == 256) wide = c.get();
+    if (p.tiles.at("BR") == 1 && p.tiles.at("BC") == 512 && p.workers == 128) narrow = c.get();
+  }
+  EXPECT_GT(checked, 10);
+  ASSERT_TRUE(wide && narrow);
+  Features w = program_features(*wide, sizes, machine), n = program_features(*narrow, sizes, machine);
+  EXPECT_EQ(w[fences], 2 * n[fences]);
+  EXPECT_NEAR(w[sync], 4 * n[sync], 1e-9);  // twice the barriers, twice the threads
+  EXPECT_NEAR(w[sync], 12 * 717 * 256 / (machine.slots * 2048.0), 1e-9);
+  // A warp-level mma atom's worker is a warp: its 32 threads wait at each barrier.
+  std::map<std::string, int64_t> mnk = {{"M", 105}, {"N", 26}, {"K", 192}};
+  CandidateSet mma = enumerate_candidates(plan_test_file("gemm_bf16.tir"), TargetKind::Cuda, mnk);
+  int warps = 0;
+  for (const auto& c : mma.legal) {
+    const Plan& p = c->plan;
+    if (p.persistent || p.atom != AtomKind::MmaSync) continue;
+    Features f = program_features(*c, mnk, machine);
+    const double groups = double((105 + p.tiles.at("BM") - 1) / p.tiles.at("BM")) *
+                          double((26 + p.tiles.at("BN") - 1) / p.tiles.at("BN"));
+    EXPECT_NEAR(f[sync], f[fences] / f[waves] * groups * p.workers * 32 / (machine.slots * 2048.0),
+                1e-9 * (1 + f[sync]))
+        << p.to_string();
+    ++warps;
+  }
+  EXPECT_GT(warps, 10);
+}
+
 #endif
 
 // Each measured kernel is checked against the FP64 oracle once: a kernel whose result
