@@ -376,7 +376,7 @@ std::string timing_rule(const Options& o) {
          "; each candidate checked once against the FP64 evaluator";
 }
 
-// For a kernel of the GEMM front door (kernels/gemm.tir, gemm_bf16.tir, gemm_f16.tir:
+// For a kernel of the GEMM front door (kernels/gemm.tir, kernels/front_door/*.tir:
 // gemm_kernel's text), the plan tessel::gemm would run by its default rules competes
 // with the candidates, so that a recorded winner, which tessel::gemm then runs
 // (tuned_gemm_plan, src/ops/gemm.cpp), never loses to the rules it replaces. Its

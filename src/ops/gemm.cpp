@@ -396,8 +396,9 @@ void copy_tma_operand(const TmaOperand& to, const void* data, int64_t rows, int6
 #endif
 
 // The tuning cache's measured winner for a call's kernel (gemm_kernel of its
-// operands' dtype: kernels/gemm.tir, gemm_bf16.tir, gemm_f16.tir), target, thread
-// count (0 = all cores, as `tessel tune` counts them) and shape M, N, K: the exact
+// operands' dtype: kernels/gemm.tir, kernels/front_door/gemm_bf16.tir and
+// gemm_f16.tir), target, thread count (0 = all cores, as `tessel tune` counts
+// them) and shape M, N, K: the exact
 // shape, else the nearest of its class. `tessel tune kernels/gemm.tir --shapes
 // "M=..,N=..,K=.."` fills it. tf32 (whose wgmma plans transpose B first) and the sim
 // keep the default rules.

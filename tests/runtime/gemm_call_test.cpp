@@ -175,7 +175,8 @@ TEST(GemmCall, UntimedBoundLaunchStillRefusesAnOverlap) {
 // kernels/gemm*.tir are the front door's kernels: `tessel tune` on them records
 // entries under the hash tessel::gemm looks up (source locations left out).
 TEST(GemmCall, KernelFilesAreTheFrontDoorsKernels) {
-  for (auto [file, dtype] : {std::pair{"gemm.tir", DType::F32}, {"gemm_bf16.tir", DType::BF16}, {"gemm_f16.tir", DType::F16}}) {
+  for (auto [file, dtype] : {std::pair{"gemm.tir", DType::F32}, {"front_door/gemm_bf16.tir", DType::BF16},
+                             {"front_door/gemm_f16.tir", DType::F16}}) {
     std::ifstream in(std::string(TESSEL_SOURCE_DIR) + "/kernels/" + file);
     std::stringstream text;
     text << in.rdbuf();
