@@ -398,10 +398,9 @@ void copy_tma_operand(const TmaOperand& to, const void* data, int64_t rows, int6
 // The tuning cache's measured winner for a call's kernel (gemm_kernel of its
 // operands' dtype: kernels/gemm.tir, kernels/front_door/gemm_bf16.tir and
 // gemm_f16.tir), target, thread count (0 = all cores, as `tessel tune` counts
-// them) and shape M, N, K: the exact
-// shape, else the nearest of its class. `tessel tune kernels/gemm.tir --shapes
-// "M=..,N=..,K=.."` fills it. tf32 (whose wgmma plans transpose B first) and the sim
-// keep the default rules.
+// them) and shape M, N, K: the exact shape, else the nearest of its class.
+// `tessel tune kernels/gemm.tir --shapes "M=..,N=..,K=.."` fills it. tf32 (whose
+// wgmma plans transpose B first) and the sim keep the default rules.
 std::optional<Plan> tuned_gemm_plan(int64_t m, int64_t n, int64_t k, const GemmOptions& o, std::string* source) {
   if (o.target == TargetKind::Sim || o.precision == GemmPrecision::TF32) return std::nullopt;
   static const std::string f32 = kernel_hash(gemm_kernel(DType::F32)), bf16 = kernel_hash(gemm_kernel(DType::BF16)),
