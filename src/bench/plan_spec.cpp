@@ -40,6 +40,17 @@ void apply_plan_spec(const std::string& spec, Plan& plan) {
     } else if (key == "workers") {
       plan.workers = plan.worker_rows = to_int(key, v);
       plan.worker_cols = 1;
+    } else if (key == "grid") {  // the worker grid, ROWSxCOLS (after workers=)
+      size_t x = v.find('x');
+      if (x == std::string::npos) bad("grid=" + v + ": ROWSxCOLS");
+      plan.worker_rows = to_int(key, v.substr(0, x));
+      plan.worker_cols = to_int(key, v.substr(x + 1));
+      if (plan.worker_rows == 0 || plan.worker_cols == 0) bad("grid=" + v + ": an empty worker grid");
+      plan.workers = plan.worker_rows * plan.worker_cols;
+    } else if (key == "frag") {
+      plan.frag_buffers = to_int(key, v);
+    } else if (key == "batch") {
+      plan.copy_batch = to_int(key, v);
     } else if (key == "window") {
       plan.window = to_int(key, v);
     } else if (key == "persistent") {
@@ -58,7 +69,7 @@ void apply_plan_spec(const std::string& spec, Plan& plan) {
       else if (v == "fma") plan.atom = AtomKind::Fma;
       else bad("atom=" + v + ": fma, mma.sync or wgmma");
     } else {
-      bad("unknown key '" + key + "' (tile, workers, window, copy, producers, persistent, band, atom)");
+      bad("unknown key '" + key + "' (tile, workers, grid, frag, batch, window, copy, producers, persistent, band, atom)");
     }
   }
 }

@@ -87,6 +87,12 @@ constexpr int kWgmmaWarpgroups = 2, kWgmmaWindow = 4;
 // with at least this many multiply-adds, M x N x K (16x4096x4096: 2.4x mma.sync on
 // the H200).
 constexpr int64_t kWgmmaMinMultiplyAdds = int64_t{1} << 27;
+// The largest class's fp32 (fma) k tile from this K on: 32, not the table's 8. Four
+// times the math a barrier and a copy wait cover (H200, 128x128 tiles, A read 2 k
+// at a time: 0.68 -> 0.77x cuBLAS at 4096^3 and 2048^3, 0.75 -> 0.83 at
+// 3000x2000x1500, 0.79 at 8192^3; thirteenth session, docs/cuda.md). Shorter K keeps
+// 8, so that a few k steps still pipeline (not measured below 1500).
+constexpr int64_t kFmaDeepKFrom = 512, kFmaDeepBK = 32;
 constexpr CudaTile kCudaTiles[] = {
     {256 * 256, 32, 32, 32, 32, 32, 32, 64, 4, 3},
     {1024 * 1024, 64, 64, 16, 64, 64, 32, 256, 4, 3},
@@ -717,7 +723,8 @@ Plan default_gemm_plan(TargetKind target, int64_t m, int64_t n, int64_t k, GemmP
     const CudaTile* t = kCudaTiles;
     while (m * n > t->max_mn) ++t;
     bool mma = precision != GemmPrecision::F32;
-    set_gemm_tile(p, mma ? t->bm_mma : t->bm, mma ? t->bn_mma : t->bn, mma ? t->bk_mma : t->bk_f32);
+    const int64_t bk_fma = t->max_mn == INT64_MAX && k >= kFmaDeepKFrom ? kFmaDeepBK : t->bk_f32;
+    set_gemm_tile(p, mma ? t->bm_mma : t->bm, mma ? t->bn_mma : t->bn, mma ? t->bk_mma : bk_fma);
     p.atom = mma ? AtomKind::MmaSync : AtomKind::Fma;
     p.workers = mma ? t->mma_warps : t->fma_threads;
     p.atom_m = mma ? 16 : (p.tile("BM") * p.tile("BN") / p.workers >= 64 ? 8 : 4);

@@ -38,8 +38,20 @@ TEST(PlanSpec, TmaPlansKeepTheirProducersAndAskedOnesStay) {
   }
 }
 
+TEST(PlanSpec, WorkerGridsFragmentSetsAndBatches) {
+  Plan p = default_gemm_plan(TargetKind::Cuda, 4096, 4096, 4096, GemmPrecision::F32, "sm_90");
+  apply_plan_spec("tile=128x128x32,grid=8x32,frag=2,batch=8", p);
+  EXPECT_EQ(p.workers, 256);
+  EXPECT_EQ(p.worker_rows, 8);
+  EXPECT_EQ(p.worker_cols, 32);
+  EXPECT_EQ(p.frag_buffers, 2);
+  EXPECT_EQ(p.copy_batch, 8);
+  validate_plan(p);
+}
+
 TEST(PlanSpec, MalformedSpecsAreInvalidArguments) {
-  for (const char* spec : {"window", "colour=red", "copy=dma", "workers=-1", "tile=1x2"}) {
+  for (const char* spec : {"window", "colour=red", "copy=dma", "workers=-1", "tile=1x2", "grid=16", "grid=0x4",
+                           "frag=x"}) {
     Plan p = default_bf16();
     try {
       apply_plan_spec(spec, p);

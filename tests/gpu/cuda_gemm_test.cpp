@@ -282,6 +282,23 @@ TEST(CudaGemm, WgmmaPlansEveryWindow) {
   }
 }
 
+// The largest class's fp32 kernel with 32-deep k tiles (K from 512): A read 2 k at a
+// time under the two-block bound, ragged M, N and K (the last k tile partial), rows
+// on 16 bytes and off them, beta on and off.
+TEST(CudaGemm, DeepFp32TilesMatchTheOracle) {
+  REQUIRE_GPU();
+  const Case cases[] = {{1100, 1000, 600, GemmPrecision::F32, 1, 0, 0},
+                        {1031, 1029, 531, GemmPrecision::F32, 0.5, 2, 3},
+                        {1030, 1100, 1000, GemmPrecision::F32, -1, 0.25, 8}};
+  uint64_t seed = 9100;
+  for (const Case& c : cases) {
+    const Plan plan = default_gemm_plan(TargetKind::Cuda, c.m, c.n, c.k, c.p);
+    ASSERT_EQ(plan.tile("BK"), 32) << name(c);
+    ASSERT_EQ(plan.atom, AtomKind::Fma) << name(c);
+    check(c, seed++);
+  }
+}
+
 // Register-level double buffering of the fragments (Plan::frag_buffers 2) changes
 // when operands reach registers, not the arithmetic: the same bits as one set, and
 // within the oracle's bound, for the fma and mma.sync atoms.

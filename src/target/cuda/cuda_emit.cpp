@@ -2430,8 +2430,9 @@ class Emitter {
   }
 
   // Each thread: pr x pc outer products per k, from registers. Rows of A are read
-  // 4 k at a time as float4 where contiguous; B's row segment as float4s. With
-  // frag_buffers 2 the fragments of step kk + kv are loaded before step kk's FMAs.
+  // 4 (or 2) k at a time as float4 (float2) where contiguous; B's row segment as
+  // float4s. With frag_buffers 2 the fragments of step kk + kv are loaded before
+  // step kk's FMAs.
   void emit_fma_mma(const GroupOp& op, const Buffer& acc, const Buffer& A, const Buffer& B,
                     int64_t pr, int64_t pc) {
     if (A.dtype != DType::F32)
@@ -2439,10 +2440,15 @@ class Emitter {
                                              dtype_name(A.dtype) + " (plan the mma.sync atom)");
     bool a_vec = A.layout == Layout::RowMajor && line_[A.id] % 4 == 0 && op.k % 4 == 0 &&
                  const_multiple(op.a.col, 4);
-    bool b_vec = columns_contiguous(B, 4) && pc % 4 == 0 && const_multiple(op.b.col, 4);
-    int64_t kv = a_vec ? 4 : 1;
-    std::string fa = base(op.a), fb = base(op.b), f = "f" + num(acc.id);
     const bool twice = p_.frag_buffers == 2;
+    bool b_vec = columns_contiguous(B, 4) && pc % 4 == 0 && const_multiple(op.b.col, 4);
+    // Under the two-block bound (64 accumulators, one register set: min_blocks) A is
+    // read 2 k at a time: 16 registers, not 4 steps' 32, leave ptxas room for the
+    // loop's copy state (H200 fp32, 128x128x32 tiles: 0.736 -> 0.774x cuBLAS at 4096^3,
+    // 0.748 -> 0.789 at 8192^3; 1 k at a time 0.727).
+    const bool two_block_bound = !twice && pr * pc >= 64;
+    int64_t kv = a_vec ? (two_block_bound ? 2 : 4) : 1;
+    std::string fa = base(op.a), fb = base(op.b), f = "f" + num(acc.id);
     // With one register set, B's row of step q is loaded just before its FMAs
     // (pc registers, not kv * pc): 64 accumulators, A's 4 steps and one B row fit
     // the 128 registers of two blocks a multiprocessor (see min_blocks).
@@ -2467,9 +2473,14 @@ class Emitter {
       line("#pragma unroll");
       open("for (int r = 0; r < " + num(pr) + "; ++r)");
       if (a_vec) {
-        line("const float4 v = *(const float4*)&" + fa + "[" + index(A, "ar + r", "ak + " + k0) + "];");
-        line("ra[" + set + "][r][0] = v.x; ra[" + set + "][r][1] = v.y; ra[" + set + "][r][2] = v.z; ra[" + set +
-             "][r][3] = v.w;");
+        if (kv == 4) {
+          line("const float4 v = *(const float4*)&" + fa + "[" + index(A, "ar + r", "ak + " + k0) + "];");
+          line("ra[" + set + "][r][0] = v.x; ra[" + set + "][r][1] = v.y; ra[" + set + "][r][2] = v.z; ra[" + set +
+               "][r][3] = v.w;");
+        } else {
+          line("const float2 v = *(const float2*)&" + fa + "[" + index(A, "ar + r", "ak + " + k0) + "];");
+          line("ra[" + set + "][r][0] = v.x; ra[" + set + "][r][1] = v.y;");
+        }
       } else {
         line("ra[" + set + "][r][0] = " + fa + "[" + index(A, "ar + r", "ak + " + k0) + "];");
       }
