@@ -16,7 +16,7 @@ const std::array<const char*, kNumFeatures> kFeatureNames = {
     "launch",    "pool",     "waves",        "flops_1",  "flops_64",  "flops_256", "flops_384", "flops_big",
     "mma_blocks", "bytes_in", "bytes_out",   "bytes_shared", "ew_elems", "ew_elems_odd", "transcend", "fences",
     "loop_iters", "mma_acc",  "ew_rows", "ew_elems_l2", "gl_access", "bytes_sm",
-    "sync_sm"};
+    "sync_sm",   "gl_trips"};
 
 int feature_index(const std::string& name) {
   for (int i = 0; i < kNumFeatures; ++i)
@@ -28,7 +28,7 @@ namespace {
 
 enum F { kLaunch, kPool, kWaves, kFlops1, kFlops64, kFlops256, kFlops384, kFlopsBig, kMmaBlocks, kBytesIn,
          kBytesOut, kBytesShared, kEw, kEwOdd, kTranscend, kFences, kLoopIters, kMmaAcc, kEwRows, kEwL2, kGlAccess,
-         kBytesSm, kSyncSm };
+         kBytesSm, kSyncSm, kGlTrips };
 
 bool pow2(int64_t n) { return n > 0 && (n & (n - 1)) == 0; }
 
@@ -132,6 +132,24 @@ double copy_accesses(const GroupProgram& p, const GroupOp& op, const Env& env) {
   return n;
 }
 
+// cuda: the round trips a thread of a copy moved element by element (copy_accesses'
+// last path) waits for in a rolled loop. The emitter loads a thread's share in
+// batches of up to 8 (emit_scalar_copy): a share of one batch is straight-line code
+// whose loads the compiler schedules among the neighbouring ops', a larger share a
+// rolled loop whose every trip waits for its loads before its stores. 0 for one
+// batch, else the trips. The second H200 run's calibration runs (bf16 matrix
+// product, docs/planner.md): a k step whose copies each fit one batch cost ~1.6 us
+// at BK 64 (32x32 tile, 256 threads, rows off 16 bytes), one whose copies took two
+// batches each ~4.3 us at BK 128, twice the depth.
+double copy_trips(const GroupProgram& p, const GroupOp& op, const Env& env) {
+  if (op.kind != GroupOpKind::Copy || !global_ref(p, op.src)) return 0;
+  const double n = static_cast<double>(op.rows) * static_cast<double>(op.cols);
+  if (copy_accesses(p, op, env) != n) return 0;  // vectors or 4-byte pieces: unrolled
+  const int64_t threads = std::max<int64_t>(1, int64_t{p.workers} * p.lanes);
+  const int64_t share = (op.rows * op.cols + threads - 1) / threads, batches = (share + 7) / 8;
+  return batches > 1 ? static_cast<double>(batches) : 0;
+}
+
 // One group's work, each op weighted by how often it runs (`times`). `skips_invalid`:
 // the target's mma skips the rows, columns and k steps of a ragged tile that hold no
 // data (the cpu's micro-kernel loops run to mv, nv, kv), so an mma counts its valid
@@ -163,6 +181,7 @@ void count(const GroupProgram& p, const std::vector<GroupOp>& ops, Env& env, dou
         double b = static_cast<double>(op.rows) * static_cast<double>(op.cols) * bytes_of(op.dst.buffer);
         f[is_global(op.src) ? kBytesIn : is_global(op.dst) ? kBytesOut : kBytesShared] += times * b;
         if (cuda && (is_global(op.src) || is_global(op.dst))) f[kGlAccess] += times * copy_accesses(p, op, env);
+        if (cuda) f[kGlTrips] += times * copy_trips(p, op, env);
         break;
       }
       case GroupOpKind::FragLoad:
@@ -376,11 +395,11 @@ Calibration fallback_calibration(TargetKind target, int threads) {
   // ~2 ns to set up a row of an elementwise op.
   std::array<double, kNumFeatures> cpu = {2,       3,       0.5,      1 / 2e3,  1 / 20e3, 1 / 40e3, 1 / 40e3, 1 / 10e3, 0.005,
                                           1 / 8e3, 1 / 8e3, 1 / 40e3, 1 / 2e3, 1 / 1e3,  1 / 2e2,  0.0,      0.005,
-                                          1 / 10e3, 0.002,   1 / 10e3, 0,        0,       0};
+                                          1 / 10e3, 0.002,   1 / 10e3, 0,        0,       0,       0};
   // cuda, per worker (thread for fma; a warp's share for the mma atoms).
   std::array<double, kNumFeatures> cuda = {5,       0,       2,       1 / 3e3, 1 / 3e3, 1 / 3e3, 1 / 2e5, 1 / 3e3, 0.0001,
                                            1 / 2e3, 1 / 2e3, 1 / 2e4, 1 / 2e3, 1 / 2e3, 1 / 5e2, 0.01,    0.001,
-                                           0,       0,       0,       0,       0,       0};
+                                           0,       0,       0,       0,       0,       0,       0};
   c.coef = target == TargetKind::Cuda ? cuda : cpu;
   if (target == TargetKind::Sim)
     for (double& x : c.coef) x *= 100;  // the interpreter: only the order matters

@@ -42,6 +42,12 @@
 //                waits at a barrier for its group's slowest round trip, and round
 //                trips take longer the more threads the multiprocessor holds (cuda
 //                only; not per worker, not times the waves)
+//   gl_trips     a thread's rolled trips of copies moved element by element (global
+//                rows off 16 bytes, and off 4 where the copy is async): the emitter
+//                loads a thread's share in batches of 8, and a share of more than one
+//                batch is a rolled loop whose every trip waits for its loads; 0 for a
+//                share of one batch (straight-line code). Per thread, not per worker
+//                (cuda only)
 //   transcend    elements of exp, log, tanh, sqrt and friends
 //   fences       fences and barriers executed
 //   loop_iters   loop iterations executed (control overhead)
@@ -65,7 +71,7 @@
 
 namespace tessel {
 
-inline constexpr int kNumFeatures = 23;
+inline constexpr int kNumFeatures = 24;
 using Features = std::array<double, kNumFeatures>;
 extern const std::array<const char*, kNumFeatures> kFeatureNames;
 int feature_index(const std::string& name);  // -1 when unknown

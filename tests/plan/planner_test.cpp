@@ -684,6 +684,64 @@ TEST(PlanOnCuda, GlobalAccessesFollowTheRowsAlignment) {
   EXPECT_GT(checked, 3);
 }
 
+// gl_trips: a thread's rolled trips of copies moved element by element. At K = 115,
+// N = 20 (bf16 rows off 16 bytes and, for A, off 4) a synchronous copy takes a
+// thread's share in batches of 8 elements: a share of one batch counts 0, one of more
+// its batches, per copy, per thread (not per worker), times the waves. An async copy
+// of rows on 4 bytes (K = 114, N = 20) moves 4-byte pieces and counts none for them;
+// rows on 16 bytes (K = 128, N = 64) none at all.
+TEST(PlanOnCuda, RolledElementCopiesCountTheirTrips) {
+  TileKernel k = plan_test_file("gemm_bf16.tir");
+  MachineShape machine = machine_shape(TargetKind::Cuda, 1);
+  const int trips = feature_index("gl_trips"), waves = feature_index("waves");
+  ASSERT_GE(trips, 0);
+  auto batches = [](int64_t elems, int64_t threads) {
+    const int64_t b = ((elems + threads - 1) / threads + 7) / 8;
+    return b > 1 ? double(b) : 0.0;
+  };
+  std::map<std::string, int64_t> odd = {{"M", 81}, {"N", 20}, {"K", 115}}, even = {{"M", 81}, {"N", 20}, {"K", 114}},
+                                  aligned = {{"M", 81}, {"N", 64}, {"K", 128}};
+  int checked = 0, rolled = 0;
+  for (const auto* sizes : {&odd, &even, &aligned}) {
+    CandidateSet set = enumerate_candidates(k, TargetKind::Cuda, *sizes);
+    for (const auto& c : set.legal) {
+      const Plan& p = c->plan;
+      if (p.persistent || p.tma || p.atom != AtomKind::MmaSync) continue;
+      SCOPED_TRACE(p.to_string() + " K=" + std::to_string(sizes->at("K")));
+      const int64_t bm = p.tiles.at("BM"), bn = p.tiles.at("BN"), bk = p.tiles.at("BK");
+      const int64_t threads = int64_t{c->phases[0].workers} * c->phases[0].lanes;
+      const int64_t kk = sizes->at("K"), steps = (kk + bk - 1) / bk;
+      const bool a_elements = kk % 8 != 0 && !(p.async_copy && kk % 2 == 0);
+      const bool b_elements = sizes->at("N") % 8 != 0 && !(p.async_copy && sizes->at("N") % 2 == 0);
+      const double per_step = (a_elements ? batches(bm * bk, threads) : 0) + (b_elements ? batches(bk * bn, threads) : 0);
+      Features f = program_features(*c, *sizes, machine);
+      // A window of W copies tile 0 .. W - 2 ahead of the loop and the tile W - 1 ahead
+      // in every iteration: steps + W - 1 copies (those past the end whole, as counted).
+      EXPECT_NEAR(f[trips], f[waves] * double(steps + p.window - 1) * per_step, 1e-9);
+      if (sizes == &aligned) EXPECT_EQ(f[trips], 0);
+      ++checked;
+      if (f[trips] > 0) ++rolled;
+    }
+  }
+  EXPECT_GT(checked, 30);
+  EXPECT_GT(rolled, 5);
+  // The second H200 run's case: at K = 115 a 32x32 tile of 8 warps, sync, takes 2
+  // batches of A and of B at BK 128 (4 trips), one of each at BK 64 (none).
+  CandidateSet set = enumerate_candidates(k, TargetKind::Cuda, odd);
+  int pair = 0;
+  for (const auto& c : set.legal) {
+    const Plan& p = c->plan;
+    if (p.persistent || p.atom != AtomKind::MmaSync || p.async_copy || p.window != 1 || p.workers != 8 ||
+        p.tiles.at("BM") != 32 || p.tiles.at("BN") != 32)
+      continue;
+    const int64_t bk = p.tiles.at("BK");
+    if (bk != 64 && bk != 128) continue;
+    EXPECT_EQ(program_features(*c, odd, machine)[trips], bk == 128 ? 4.0 : 0.0) << p.to_string();
+    ++pair;
+  }
+  EXPECT_GE(pair, 2);
+}
+
 // bytes_sm: every group's global bytes over the multiprocessors, not per worker: a
 // row kernel reads its input twice and writes it once (whole tiles).
 TEST(PlanOnCuda, BytesPerMultiprocessorCountEveryGroup) {
