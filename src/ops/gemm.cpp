@@ -93,6 +93,14 @@ constexpr int64_t kWgmmaMinMultiplyAdds = int64_t{1} << 27;
 // 3000x2000x1500, 0.79 at 8192^3; thirteenth session, docs/cuda.md). Shorter K keeps
 // 8, so that a few k steps still pipeline (not measured below 1500).
 constexpr int64_t kFmaDeepKFrom = 512, kFmaDeepBK = 32;
+// There, 256x128 tiles (16x8 a thread, 128 accumulators, one block a multiprocessor)
+// where their last wave is at least this full: 1.03-1.05x the 128x128 tiles (two
+// blocks a multiprocessor) at 2048^3, 4096^3 and 8192^3 (waves 97% full), 1.015x at
+// 5000x3000x2500 (91%), 0.77x at 3000x2000x1500 (73%: a part-filled last wave costs a
+// whole tile time, where the 128x128 tiles' last blocks run alone on their
+// multiprocessors, faster). Thirteenth session, docs/cuda.md.
+constexpr int64_t kFmaWideBM = 256;
+constexpr double kFmaWideMinWaveFill = 0.85;
 constexpr CudaTile kCudaTiles[] = {
     {256 * 256, 32, 32, 32, 32, 32, 32, 64, 4, 3},
     {1024 * 1024, 64, 64, 16, 64, 64, 32, 256, 4, 3},
@@ -723,8 +731,15 @@ Plan default_gemm_plan(TargetKind target, int64_t m, int64_t n, int64_t k, GemmP
     const CudaTile* t = kCudaTiles;
     while (m * n > t->max_mn) ++t;
     bool mma = precision != GemmPrecision::F32;
-    const int64_t bk_fma = t->max_mn == INT64_MAX && k >= kFmaDeepKFrom ? kFmaDeepBK : t->bk_f32;
-    set_gemm_tile(p, mma ? t->bm_mma : t->bm, mma ? t->bn_mma : t->bn, mma ? t->bk_mma : bk_fma);
+    const bool deep_fma = t->max_mn == INT64_MAX && k >= kFmaDeepKFrom;
+    set_gemm_tile(p, mma ? t->bm_mma : t->bm, mma ? t->bn_mma : t->bn,
+                  mma ? t->bk_mma : deep_fma ? kFmaDeepBK : t->bk_f32);
+    if (!mma && deep_fma) {
+      const int64_t sms = cuda_multiprocessors();
+      const int64_t tiles = (m + kFmaWideBM - 1) / kFmaWideBM * ((n + t->bn - 1) / t->bn);
+      if (tiles >= kFmaWideMinWaveFill * static_cast<double>((tiles + sms - 1) / sms * sms))
+        p.tiles["BM"] = kFmaWideBM;
+    }
     p.atom = mma ? AtomKind::MmaSync : AtomKind::Fma;
     p.workers = mma ? t->mma_warps : t->fma_threads;
     p.atom_m = mma ? 16 : (p.tile("BM") * p.tile("BN") / p.workers >= 64 ? 8 : 4);

@@ -138,9 +138,10 @@ TEST(CudaCompile, PipelineVariantsCompile) {
         // with synchronous copies (their staging registers) and single-buffered; a
         // 128x128 tile takes those variants.
         if (plan.atom == AtomKind::Wgmma && (window == 1 || !async)) plan.tiles["BN"] = 128;
-        // So do fp32's 32-deep k tiles with synchronous copies (16 staging registers
-        // beside 64 accumulators under the two-block bound); 8-deep ones take them.
-        if (plan.atom == AtomKind::Fma && !async) plan.tiles["BK"] = 8;
+        // So do fp32's default 256x128x32 tiles with synchronous copies (their staging
+        // registers beside 128 accumulators, or 64 under the two-block bound at 128
+        // rows); 128x128x8 tiles take them.
+        if (plan.atom == AtomKind::Fma && !async) plan.tiles["BM"] = 128, plan.tiles["BK"] = 8;
         auto kernel = compile_plan(plan, p);
         std::string what = std::string(precision_name(p)) + " " + plan.to_string() + (async ? " async" : " sync");
         expect_fits(kernel->info(), what);

@@ -282,21 +282,43 @@ TEST(CudaGemm, WgmmaPlansEveryWindow) {
   }
 }
 
-// The largest class's fp32 kernel with 32-deep k tiles (K from 512): A read 2 k at a
-// time under the two-block bound, ragged M, N and K (the last k tile partial), rows
-// on 16 bytes and off them, beta on and off.
+// The largest class's fp32 tiles: 32-deep from K = 512, 256 rows where their last
+// wave is nearly full (kFmaWideMinWaveFill), else 128.
+TEST(CudaGemm, DefaultFp32TilesByDepthAndWaveFill) {
+  if (cuda_multiprocessors() != 132) GTEST_SKIP() << "the picks below assume 132 multiprocessors";
+  auto tile = [](int64_t m, int64_t n, int64_t k) {
+    Plan p = default_gemm_plan(TargetKind::Cuda, m, n, k, GemmPrecision::F32, "sm_90");
+    return std::to_string(p.tile("BM")) + "x" + std::to_string(p.tile("BN")) + "x" + std::to_string(p.tile("BK"));
+  };
+  EXPECT_EQ(tile(4096, 4096, 4096), "256x128x32");      // 512 tiles of 256x128: 97% of 4 waves
+  EXPECT_EQ(tile(5000, 3000, 2500), "256x128x32");      // 480: 91% of 4
+  EXPECT_EQ(tile(3000, 2000, 1500), "128x128x32");      // 192: 73% of 2
+  EXPECT_EQ(tile(1100, 1000, 600), "128x128x32");       // 36: 27% of 1
+  EXPECT_EQ(tile(2048, 2048, 300), "128x128x8");        // K below 512
+  EXPECT_EQ(tile(512, 512, 4096), "64x64x16");          // not the largest class
+}
+
+// The largest class's fp32 kernels with 32-deep k tiles (K from 512): 128x128 tiles
+// (A read 2 k at a time under the two-block bound) and 256x128 ones (16x8 a
+// thread, one block a multiprocessor); ragged M, N and K (the last k tile
+// partial), rows on 16 bytes and off them, beta on and off.
 TEST(CudaGemm, DeepFp32TilesMatchTheOracle) {
   REQUIRE_GPU();
   const Case cases[] = {{1100, 1000, 600, GemmPrecision::F32, 1, 0, 0},
                         {1031, 1029, 531, GemmPrecision::F32, 0.5, 2, 3},
-                        {1030, 1100, 1000, GemmPrecision::F32, -1, 0.25, 8}};
+                        {1030, 1100, 1000, GemmPrecision::F32, -1, 0.25, 8},
+                        {2800, 1530, 520, GemmPrecision::F32, 1, 0, 0},
+                        {2790, 1527, 611, GemmPrecision::F32, 0.5, 1.5, 3}};
   uint64_t seed = 9100;
+  bool wide = false;
   for (const Case& c : cases) {
     const Plan plan = default_gemm_plan(TargetKind::Cuda, c.m, c.n, c.k, c.p);
     ASSERT_EQ(plan.tile("BK"), 32) << name(c);
     ASSERT_EQ(plan.atom, AtomKind::Fma) << name(c);
+    wide = wide || plan.tile("BM") == 256;
     check(c, seed++);
   }
+  EXPECT_TRUE(wide) << "no case took 256-row tiles on this GPU (" << cuda_multiprocessors() << " multiprocessors)";
 }
 
 // Register-level double buffering of the fragments (Plan::frag_buffers 2) changes

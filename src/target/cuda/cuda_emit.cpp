@@ -2446,7 +2446,7 @@ class Emitter {
     // read 2 k at a time: 16 registers, not 4 steps' 32, leave ptxas room for the
     // loop's copy state (H200 fp32, 128x128x32 tiles: 0.736 -> 0.774x cuBLAS at 4096^3,
     // 0.748 -> 0.789 at 8192^3; 1 k at a time 0.727).
-    const bool two_block_bound = !twice && pr * pc >= 64;
+    const bool two_block_bound = !twice && pr * pc == 64;
     int64_t kv = a_vec ? (two_block_bound ? 2 : 4) : 1;
     std::string fa = base(op.a), fb = base(op.b), f = "f" + num(acc.id);
     // With one register set, B's row of step q is loaded just before its FMAs
