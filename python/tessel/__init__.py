@@ -314,7 +314,7 @@ def softmax(x, out=None, target=None, plan=None):
     if out is None:
         out = _empty(x, shape, "softmax")
     _expect("softmax: out", _shape(out, "softmax: out", 2), shape)
-    run(library("softmax", _dtype_name(x)), target=target, plan=plan, X=x, Y=out)
+    run(library("softmax", _dtype_name(x, "softmax: x")), target=target, plan=plan, X=x, Y=out)
     return out
 
 
@@ -327,7 +327,7 @@ def layernorm(x, gamma, beta, eps=1e-5, out=None, target=None, plan=None):
     if out is None:
         out = _empty(x, (m, n), "layernorm")
     _expect("layernorm: out", _shape(out, "layernorm: out", 2), (m, n))
-    run(library("layernorm", _dtype_name(x)), target=target, plan=plan, X=x, gamma=gamma, beta=beta,
+    run(library("layernorm", _dtype_name(x, "layernorm: x")), target=target, plan=plan, X=x, gamma=gamma, beta=beta,
         Y=out, eps=float(eps))
     return out
 
@@ -401,10 +401,16 @@ def attention(q, k, v, scale=None, causal=False, out=None, target=None, plan=Non
     """softmax(q k^T * scale [+ causal mask]) v per batch and head: q [B, Hq, Sq, D],
     k, v [B, Hkv, Skv, D] (Hq a multiple of Hkv); scale defaults to 1/sqrt(D)."""
     shape = _shape(q, "attention: q", 4)
-    _shape(k, "attention: k", 4)
-    _shape(v, "attention: v", 4)
+    kshape = _shape(k, "attention: k", 4)
+    if kshape[0] != shape[0] or kshape[3] != shape[3]:
+        raise ValueError("attention: q is %s and k is %s: their batch (%d, %d) and head size (%d, %d) must "
+                         "be equal" % (shape, kshape, shape[0], kshape[0], shape[3], kshape[3]))
+    _expect("attention: v", _shape(v, "attention: v", 4), kshape)
+    if kshape[1] == 0 or shape[1] % kshape[1]:
+        raise ValueError("attention: q has %d heads and k %d: q's must be a multiple of k's" % (shape[1], kshape[1]))
     if out is None:
         out = _empty(q, shape, "attention")
+    _expect("attention: out", _shape(out, "attention: out", 4), shape)
     if scale is None:
         scale = shape[3] ** -0.5
     run(library("attention_causal" if causal else "attention"), target=target, plan=plan,
@@ -412,6 +418,16 @@ def attention(q, k, v, scale=None, causal=False, out=None, target=None, plan=Non
     return out
 
 
-def _dtype_name(x):
-    name = str(x.dtype)
-    return name[6:] if name.startswith("torch.") else name
+_DTYPES = ("float32", "float64", "float16", "bfloat16")
+
+
+def _dtype_name(x, what):
+    """x's dtype by tessel's name for it (a TypeError if it has none); an array with no
+    .dtype is taken as float32, which the launch checks against its DLPack dtype."""
+    name = str(getattr(x, "dtype", "float32"))
+    if name.startswith("torch."):
+        name = name[6:]
+    if name not in _DTYPES:
+        fn = what.split(":")[0]
+        raise TypeError("%s is %s; %s takes %s" % (what, name, fn, ", ".join(_DTYPES[:-1]) + " and " + _DTYPES[-1]))
+    return name
