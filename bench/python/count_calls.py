@@ -9,7 +9,7 @@ DLPack capsules) and the binding then runs the GEMM on the host, since the capsu
 say so. sys.setprofile counts the Python functions and the C functions that one call
 runs, from tessel.gemm's entry to its return, after a warm call (--list names them),
 and sys.settrace the bytecodes it runs.
-NumPy arrays are counted beside them.
+NumPy arrays are counted beside them. --time also times each case on the host.
 
     python bench/python/count_calls.py [--list] [--json]
 """
@@ -67,6 +67,9 @@ def main():
     p.add_argument("--size", type=int, default=64)
     p.add_argument("--list", action="store_true", help="name every call")
     p.add_argument("--json", action="store_true")
+    p.add_argument("--time", action="store_true",
+                   help="also time each case on the host: the median of 40 rounds of 200 calls, less the "
+                        "C++ call's (tessel::gemm in a C++ loop); noisy on a loaded machine")
     args = p.parse_args()
     n = args.size
     rng = np.random.default_rng(1)
@@ -95,13 +98,29 @@ def main():
         assert np.abs(c - want).max() < 1e-3 * n, "wrong answer"
         py, cc, ops, names = count(fn)
         out[name] = {"python_calls": py, "c_calls": cc, "bytecodes": ops, "calls": names}
+    if args.time:
+        import statistics
+        import timeit
+        from tessel import _tessel
+        rounds = {name: [] for name in ["C++"] + list(cases)}
+        for _ in range(40):
+            rounds["C++"].append(_tessel._bench_cpp_gemm(a, b, c, 200))
+            for name, fn in cases.items():
+                rounds[name].append(timeit.timeit(fn, number=200) / 200 * 1e6)
+        cpp = statistics.median(rounds["C++"])
+        for name in cases:
+            out[name]["us_over_cpp"] = statistics.median(rounds[name]) - cpp
+        out["cpp_us"] = cpp
     if args.json:
-        print(json.dumps(out if args.list else {k: {f: v[f] for f in ("python_calls", "c_calls", "bytecodes")}
+        print(json.dumps(out if args.list else {k: v if k == "cpp_us" else {f: v[f] for f in v if f != "calls"}
                                                     for k, v in out.items()}, indent=2))
         return
     for name, r in out.items():
-        print("%-36s %2d Python calls, %2d C calls, %3d bytecodes"
-              % (name + ":", r["python_calls"], r["c_calls"], r["bytecodes"]))
+        if name == "cpp_us":
+            continue
+        print("%-36s %2d Python calls, %2d C calls, %3d bytecodes%s"
+              % (name + ":", r["python_calls"], r["c_calls"], r["bytecodes"],
+                 ", %.2f us over C++'s %.2f" % (r["us_over_cpp"], out["cpp_us"]) if args.time else ""))
         if args.list:
             for call in r["calls"]:
                 print("    " + call)
