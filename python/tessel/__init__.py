@@ -220,13 +220,19 @@ def _raw_stream_public(device):
     return 0 if current == torch.cuda.default_stream(device) else current.cuda_stream or 1
 
 
-def _exported(x):
+def _exported(x, what, prefix="tensor "):
     """x as the binding takes it: a PyTorch tensor as a DLPack capsule, anything else
-    as it is."""
+    as it is. `prefix + what` names x in the error for a tensor PyTorch does not
+    export (a meta tensor: PyTorch raises BufferError)."""
     t = type(x)
     if t in _plain or (t not in _tensor_types and not _classify(t)) or x.requires_grad:
         return x
-    return _to_dlpack(x)
+    try:
+        return _to_dlpack(x)
+    except BufferError as e:
+        raise ValueError("%s%s is a PyTorch tensor on %s, which PyTorch does not export through DLPack; "
+                         "tessel launches on the host and on CUDA device 0 (%s)"
+                         % (prefix, what, x.device, e)) from None
 
 
 def _off_default_stream(x):
@@ -255,7 +261,7 @@ def _on_stream(kernel, arrays, args, sizes, threads):
 def _exported_args(args):
     if not _tensor_types and "torch" not in _sys.modules:  # no PyTorch tensor to export
         return args
-    return {k: _exported(v) for k, v in args.items()}
+    return {k: _exported(v, k) for k, v in args.items()}
 
 
 # ---- array helpers -------------------------------------------------------------------
@@ -316,9 +322,12 @@ def gemm(a, b, out=None, alpha=1.0, beta=0.0, target=None, plan=None, threads=0)
                 # Through run() for its stream handling; tessel::gemm itself has no stream.
                 return _gemm_strided(a, b, out, alpha, beta, target, plan, "a non-default CUDA stream")
             export = _to_dlpack
-            xa, xb, xout = export(a), export(b), export(out)
+            try:
+                xa, xb, xout = export(a), export(b), export(out)
+            except BufferError:  # a tensor PyTorch does not export: _exported says which
+                xa, xb, xout = _gemm_exported(a, b, out)
         else:  # mixed, or seen for the first time
-            xa, xb, xout = _exported(a), _exported(b), _exported(out)
+            xa, xb, xout = _gemm_exported(a, b, out)
             if _off_default_stream(a):
                 return _gemm_strided(a, b, out, alpha, beta, target, plan, "a non-default CUDA stream")
         if _gemm_rowmajor(xa, xb, xout, alpha, beta, target or "", plan, threads):
@@ -327,6 +336,10 @@ def gemm(a, b, out=None, alpha=1.0, beta=0.0, target=None, plan=None, threads=0)
 
 
 _gemm_rowmajor = _tessel.gemm_rowmajor
+
+
+def _gemm_exported(a, b, out):
+    return _exported(a, "gemm: a", ""), _exported(b, "gemm: b", ""), _exported(out, "gemm: out", "")
 
 
 def _gemm_strided(a, b, out, alpha, beta, target, plan, why):
