@@ -70,6 +70,33 @@ std::string refused_hint(nb::handle h) {
          "PyTorch tensor that requires grad: pass .detach())";
 }
 
+// Whether h is a NumPy array (numpy.ndarray itself), once NumPy is imported.
+bool is_numpy_array(nb::handle h) {
+  // Kept for the process's life (a type, not a nanobind object: no leak report).
+  static nb::handle modules = nb::object(nb::module_::import_("sys").attr("modules")).release();
+  static nb::handle ndarray;
+  if (!ndarray.is_valid()) {
+    if (!nb::borrow<nb::dict>(modules).contains("numpy")) return false;
+    ndarray = nb::object(nb::module_::import_("numpy").attr("ndarray")).release();
+  }
+  return h.type().is(ndarray);
+}
+
+// A NumPy array that the kernel writes, through NumPy's unversioned DLPack export,
+// which NumPy refuses for a read-only array. nanobind asks for a writable array's
+// versioned capsule first (__dlpack__(max_version=...)), which NumPy before 2.1 does
+// not take: a TypeError raised and caught on every call, about half the binding's
+// cost on such a NumPy. False when NumPy refused (the general path then says why).
+bool take_numpy_writable(nb::handle h, nb::ndarray<>& w) {
+  static nb::handle name = nb::str("__dlpack__").release();
+  try {
+    nb::object capsule = h.attr(name)();
+    return nb::try_cast(capsule, w, false);
+  } catch (nb::python_error&) {
+    return false;
+  }
+}
+
 // `h` as an array view; `writable` for tensors the kernel writes.
 ArrayView view_of(nb::handle h, bool writable, const std::string& what) {
   ArrayView v;
@@ -91,7 +118,7 @@ ArrayView view_of(nb::handle h, bool writable, const std::string& what) {
   nb::ndarray<> w;
   Array r;
   if (writable) {
-    if (!nb::try_cast(h, w, false))
+    if (!(is_numpy_array(h) && take_numpy_writable(h, w)) && !nb::try_cast(h, w, false))
       throw nb::type_error((what + " is written by the kernel: it must be a writable array (NumPy, "
                                    "PyTorch or any DLPack tensor), got " +
                             std::string(nb::type_name(h.type()).c_str()) + refused_hint(h))
@@ -141,20 +168,28 @@ tessel::TensorArg arg_of(const ArrayView& v) {
 }
 
 // The target when none is given: the arrays' device; all on one device either way.
-tessel::TargetKind resolve_target(const std::string& target, const std::vector<ArrayView>& views,
-                                  const std::vector<std::string>& names) {
-  for (size_t i = 1; i < views.size(); ++i)
-    if (views[i].where != views[0].where)
-      throw nb::value_error((names[0] + " is on " + (views[0].where == Where::Cuda ? "cuda" : "the host") +
-                             " but " + names[i] + " is on " + (views[i].where == Where::Cuda ? "cuda" : "the host") +
+// views[i] is named names[i], i < n.
+tessel::TargetKind resolve_target(const std::string& target, size_t n, const ArrayView* const* views,
+                                  const std::string* names) {
+  for (size_t i = 1; i < n; ++i)
+    if (views[i]->where != views[0]->where)
+      throw nb::value_error((names[0] + " is on " + (views[0]->where == Where::Cuda ? "cuda" : "the host") +
+                             " but " + names[i] + " is on " + (views[i]->where == Where::Cuda ? "cuda" : "the host") +
                              ": every array of a launch lives on one device")
                                 .c_str());
-  bool on_cuda = !views.empty() && views[0].where == Where::Cuda;
+  bool on_cuda = n > 0 && views[0]->where == Where::Cuda;
   if (target.empty()) return on_cuda ? tessel::TargetKind::Cuda : tessel::TargetKind::Cpu;
   tessel::TargetKind t = tessel::parse_target(target);
   if (on_cuda && t != tessel::TargetKind::Cuda)
     throw nb::value_error(("target " + target + " runs on the host, but " + names[0] + " is on cuda").c_str());
   return t;
+}
+
+tessel::TargetKind resolve_target(const std::string& target, const std::vector<ArrayView>& views,
+                                  const std::vector<std::string>& names) {
+  std::vector<const ArrayView*> p;
+  for (const ArrayView& v : views) p.push_back(&v);
+  return resolve_target(target, p.size(), p.data(), names.data());
 }
 
 struct LaunchResult {
@@ -324,7 +359,9 @@ GemmCall gemm_call(nb::handle a, nb::handle b, nb::handle out, const std::string
     throw nb::value_error(("gemm: out is " + dims_text(g.c.shape) + ", the product of a " + dims_text(g.a.shape) +
                            " and b " + dims_text(g.b.shape) + " is " + dims_text({g.m, g.n}))
                               .c_str());
-  g.options.target = resolve_target(target, {g.a, g.b, g.c}, {"gemm: a", "gemm: b", "gemm: out"});
+  static const std::string names[] = {"gemm: a", "gemm: b", "gemm: out"};
+  const ArrayView* views[] = {&g.a, &g.b, &g.c};
+  g.options.target = resolve_target(target, 3, views, names);
   if (overlaps(g.c, g.a) || overlaps(g.c, g.b))  // one device by now: one address space
     throw nb::value_error("gemm: out shares memory with a or b");
   g.options.device_pointers = g.a.where == Where::Cuda;

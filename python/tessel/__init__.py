@@ -182,46 +182,71 @@ def run(kernel, target=None, plan=None, sizes=None, threads=0, **args):
     return _on_stream(hit[1], list(arrays.values()), args, launch_sizes, threads)
 
 
-def _torch_cuda(x):
+# ---- PyTorch tensors: DLPack capsules and CUDA streams ----------------------------------
+#
+# What the binding is handed, decided once per array type: NumPy's arrays (any type that
+# is not a PyTorch tensor) go as they are; PyTorch tensors as the DLPack capsule
+# torch._C._to_dlpack makes (0.3 us), since Tensor.__dlpack__ costs about 2.5 us a
+# tensor on the host and more on CUDA, where it orders PyTorch's streams in Python on
+# every call; tessel orders them itself (_on_stream, gemm). A tensor that requires grad
+# still goes through __dlpack__, which decides whether it may be exported (older
+# PyTorch refuses, with its own message).
+
+_plain = set()          # array types passed as they are
+_tensor_types = set()   # PyTorch's tensor types (torch.Tensor and its subclasses)
+_to_dlpack = None       # PyTorch's capsule maker
+_raw_stream = None      # device index -> the raw handle of PyTorch's current stream there
+
+
+def _classify(t):
+    """Files array type t under _plain or _tensor_types; whether it is PyTorch's."""
+    global _to_dlpack, _raw_stream
     torch = _sys.modules.get("torch")
-    return torch is not None and isinstance(x, torch.Tensor) and x.is_cuda
-
-
-def _on_default_stream(t):
-    """Whether PyTorch's current stream on CUDA tensor t's device is the default one
-    (the raw handle 0), which is where tessel launches. The raw-handle query costs
-    a fraction of a microsecond; building two Stream objects to compare cost about 7."""
-    import torch
-    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
-    if raw is not None:
-        return raw(t.device.index) == 0
-    return torch.cuda.current_stream(t.device) == torch.cuda.default_stream(t.device)
-
-
-_to_dlpack = None  # PyTorch's capsule maker, looked up on first use
-
-
-def _exported(x):
-    """A PyTorch tensor as a DLPack capsule, anything else as it is.
-    Tensor.__dlpack__ costs about 2.5 us a tensor on the host and more on CUDA, where
-    it orders PyTorch's streams in Python on every call; tessel orders them itself
-    (_on_stream), so it takes the capsule torch.utils.dlpack.to_dlpack makes (0.3 us).
-    A tensor that requires grad still goes through __dlpack__, which decides whether
-    it may be exported (older PyTorch refuses, with its own message)."""
-    torch = _sys.modules.get("torch")
-    if torch is None or not isinstance(x, torch.Tensor) or x.requires_grad:
-        return x
-    global _to_dlpack
+    if torch is None or not issubclass(t, torch.Tensor):
+        _plain.add(t)
+        return False
     if _to_dlpack is None:
         _to_dlpack = getattr(torch._C, "_to_dlpack", None) or torch.utils.dlpack.to_dlpack
-    return _to_dlpack(x)
+        # The raw-handle query costs a fraction of a microsecond; building two Stream
+        # objects to compare costs several.
+        _raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None) or _raw_stream_public
+    _tensor_types.add(t)
+    return True
+
+
+def _raw_stream_public(device):
+    import torch
+    current = torch.cuda.current_stream(device)
+    return 0 if current == torch.cuda.default_stream(device) else current.cuda_stream or 1
+
+
+def _exported(x, what, prefix="tensor "):
+    """x as the binding takes it: a PyTorch tensor as a DLPack capsule, anything else
+    as it is. `prefix + what` names x in the error for a tensor PyTorch does not
+    export (a meta tensor: PyTorch raises BufferError)."""
+    t = type(x)
+    if t in _plain or (t not in _tensor_types and not _classify(t)) or x.requires_grad:
+        return x
+    try:
+        return _to_dlpack(x)
+    except BufferError as e:
+        raise ValueError("%s%s is a PyTorch tensor on %s, which PyTorch does not export through DLPack; "
+                         "tessel launches on the host and on CUDA device 0 (%s)"
+                         % (prefix, what, x.device, e)) from None
+
+
+def _off_default_stream(x):
+    """Whether x is a PyTorch CUDA tensor while PyTorch's current stream is not CUDA's
+    default stream (raw handle 0), where tessel launches. tessel launches on CUDA device
+    0 only (an array on another is refused), so that is the device asked about."""
+    return type(x) in _tensor_types and x.is_cuda and _raw_stream(0) != 0
 
 
 def _on_stream(kernel, arrays, args, sizes, threads):
     """Runs a compiled kernel. tessel launches on CUDA's default stream (its C++ API
     takes no stream); a PyTorch tensor on another current stream is ordered by
     making the default stream wait for it and it for the default stream."""
-    if arrays and _torch_cuda(arrays[0]) and not _on_default_stream(arrays[0]):
+    if arrays and _off_default_stream(arrays[0]):
         import torch
         current = torch.cuda.current_stream(arrays[0].device)
         default = torch.cuda.default_stream(arrays[0].device)
@@ -234,9 +259,9 @@ def _on_stream(kernel, arrays, args, sizes, threads):
 
 
 def _exported_args(args):
-    if "torch" not in _sys.modules:
+    if not _tensor_types and "torch" not in _sys.modules:  # no PyTorch tensor to export
         return args
-    return {k: _exported(v) for k, v in args.items()}
+    return {k: _exported(v, k) for k, v in args.items()}
 
 
 # ---- array helpers -------------------------------------------------------------------
@@ -283,13 +308,38 @@ def gemm(a, b, out=None, alpha=1.0, beta=0.0, target=None, plan=None, threads=0)
         m = _shape(a, "gemm: a", 2)[0]
         n = _shape(b, "gemm: b", 2)[1]
         out = _empty(a, (m, n), "gemm")
-    if _torch_cuda(a) and not _on_default_stream(a):
-        # Through run() for its stream handling; tessel::gemm itself has no stream.
-        return _gemm_strided(a, b, out, alpha, beta, target, plan, "a non-default CUDA stream")
-    if _tessel.gemm_rowmajor(_exported(a), _exported(b), _exported(out), float(alpha), float(beta),
-                             target or "", plan, threads):
-        return out
+    # The binding is called from here, without helper calls, for the two common cases.
+    ta, tb, tout = type(a), type(b), type(out)
+    plain = _plain
+    if ta in plain and tb in plain and tout in plain:  # NumPy's arrays, ...
+        if _gemm_rowmajor(a, b, out, alpha, beta, target or "", plan, threads):
+            return out
+    else:
+        tensors = _tensor_types
+        if (ta in tensors and tb in tensors and tout in tensors
+                and not (a.requires_grad or b.requires_grad or out.requires_grad)):  # PyTorch's
+            if a.is_cuda and _raw_stream(0) != 0:
+                # Through run() for its stream handling; tessel::gemm itself has no stream.
+                return _gemm_strided(a, b, out, alpha, beta, target, plan, "a non-default CUDA stream")
+            export = _to_dlpack
+            try:
+                xa, xb, xout = export(a), export(b), export(out)
+            except BufferError:  # a tensor PyTorch does not export: _exported says which
+                xa, xb, xout = _gemm_exported(a, b, out)
+        else:  # mixed, or seen for the first time
+            xa, xb, xout = _gemm_exported(a, b, out)
+            if _off_default_stream(a):
+                return _gemm_strided(a, b, out, alpha, beta, target, plan, "a non-default CUDA stream")
+        if _gemm_rowmajor(xa, xb, xout, alpha, beta, target or "", plan, threads):
+            return out
     return _gemm_strided(a, b, out, alpha, beta, target, plan, "operands that are not row-major")
+
+
+_gemm_rowmajor = _tessel.gemm_rowmajor
+
+
+def _gemm_exported(a, b, out):
+    return _exported(a, "gemm: a", ""), _exported(b, "gemm: b", ""), _exported(out, "gemm: out", "")
 
 
 def _gemm_strided(a, b, out, alpha, beta, target, plan, why):
@@ -314,7 +364,7 @@ def softmax(x, out=None, target=None, plan=None):
     if out is None:
         out = _empty(x, shape, "softmax")
     _expect("softmax: out", _shape(out, "softmax: out", 2), shape)
-    run(library("softmax", _dtype_name(x)), target=target, plan=plan, X=x, Y=out)
+    run(library("softmax", _dtype_name(x, "softmax: x")), target=target, plan=plan, X=x, Y=out)
     return out
 
 
@@ -327,7 +377,7 @@ def layernorm(x, gamma, beta, eps=1e-5, out=None, target=None, plan=None):
     if out is None:
         out = _empty(x, (m, n), "layernorm")
     _expect("layernorm: out", _shape(out, "layernorm: out", 2), (m, n))
-    run(library("layernorm", _dtype_name(x)), target=target, plan=plan, X=x, gamma=gamma, beta=beta,
+    run(library("layernorm", _dtype_name(x, "layernorm: x")), target=target, plan=plan, X=x, gamma=gamma, beta=beta,
         Y=out, eps=float(eps))
     return out
 
@@ -401,10 +451,16 @@ def attention(q, k, v, scale=None, causal=False, out=None, target=None, plan=Non
     """softmax(q k^T * scale [+ causal mask]) v per batch and head: q [B, Hq, Sq, D],
     k, v [B, Hkv, Skv, D] (Hq a multiple of Hkv); scale defaults to 1/sqrt(D)."""
     shape = _shape(q, "attention: q", 4)
-    _shape(k, "attention: k", 4)
-    _shape(v, "attention: v", 4)
+    kshape = _shape(k, "attention: k", 4)
+    if kshape[0] != shape[0] or kshape[3] != shape[3]:
+        raise ValueError("attention: q is %s and k is %s: their batch (%d, %d) and head size (%d, %d) must "
+                         "be equal" % (shape, kshape, shape[0], kshape[0], shape[3], kshape[3]))
+    _expect("attention: v", _shape(v, "attention: v", 4), kshape)
+    if kshape[1] == 0 or shape[1] % kshape[1]:
+        raise ValueError("attention: q has %d heads and k %d: q's must be a multiple of k's" % (shape[1], kshape[1]))
     if out is None:
         out = _empty(q, shape, "attention")
+    _expect("attention: out", _shape(out, "attention: out", 4), shape)
     if scale is None:
         scale = shape[3] ** -0.5
     run(library("attention_causal" if causal else "attention"), target=target, plan=plan,
@@ -412,6 +468,16 @@ def attention(q, k, v, scale=None, causal=False, out=None, target=None, plan=Non
     return out
 
 
-def _dtype_name(x):
-    name = str(x.dtype)
-    return name[6:] if name.startswith("torch.") else name
+_DTYPES = ("float32", "float64", "float16", "bfloat16")
+
+
+def _dtype_name(x, what):
+    """x's dtype by tessel's name for it (a TypeError if it has none); an array with no
+    .dtype is taken as float32, which the launch checks against its DLPack dtype."""
+    name = str(getattr(x, "dtype", "float32"))
+    if name.startswith("torch."):
+        name = name[6:]
+    if name not in _DTYPES:
+        fn = what.split(":")[0]
+        raise TypeError("%s is %s; %s takes %s" % (what, name, fn, ", ".join(_DTYPES[:-1]) + " and " + _DTYPES[-1]))
+    return name

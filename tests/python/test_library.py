@@ -126,3 +126,23 @@ def test_library_shape_and_dtype_errors(rng):
         tessel.library("nope")
     with pytest.raises(ValueError, match=r"activation is 'none', 'relu' or 'gelu', not 'tanh'"):
         tessel.gemm_bias(rand(rng, 3, 4), rand(rng, 4, 5), rand(rng, 5), activation="tanh")
+    # A dtype no kernel of the library takes is a TypeError, before any kernel is chosen.
+    with pytest.raises(TypeError, match=r"softmax: x is int32; softmax takes float32, float64, float16 and bfloat16"):
+        tessel.softmax(np.ones((3, 5), np.int32))
+    with pytest.raises(TypeError, match=r"layernorm: x is int64; layernorm takes float32, float64"):
+        tessel.layernorm(np.ones((3, 5), np.int64), rand(rng, 5), rand(rng, 5))
+
+
+def test_attention_shape_errors(rng):
+    q, k, v = rand(rng, 1, 4, 8, 16), rand(rng, 1, 2, 6, 16), rand(rng, 1, 2, 6, 16)
+    with pytest.raises(ValueError, match=r"attention: q is \(1, 4, 8, 16\) and k is \(1, 2, 6, 8\): "
+                                         r"their batch \(1, 1\) and head size \(16, 8\) must be equal"):
+        tessel.attention(q, rand(rng, 1, 2, 6, 8), v)
+    with pytest.raises(ValueError, match=r"attention: q is \(2, 4, 8, 16\) and k is \(1, 2, 6, 16\): their batch"):
+        tessel.attention(rand(rng, 2, 4, 8, 16), k, v)
+    with pytest.raises(ValueError, match=r"attention: v is \(1, 2, 5, 16\), expected \(1, 2, 6, 16\)"):
+        tessel.attention(q, k, rand(rng, 1, 2, 5, 16))
+    with pytest.raises(ValueError, match=r"attention: q has 4 heads and k 3: q's must be a multiple of k's"):
+        tessel.attention(q, rand(rng, 1, 3, 6, 16), rand(rng, 1, 3, 6, 16))
+    with pytest.raises(ValueError, match=r"attention: out is \(1, 4, 8, 8\), expected \(1, 4, 8, 16\)"):
+        tessel.attention(q, k, v, out=nans(1, 4, 8, 8))

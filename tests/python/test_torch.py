@@ -126,3 +126,37 @@ def test_python_kernel_on_cuda():
     tessel.run(row_softmax(), X=x, Y=y)
     torch.cuda.synchronize()
     assert_close(f64(y), softmax64(x))
+
+
+def test_cuda_stream_check_without_a_gpu(monkeypatch):
+    # tessel.gemm's CUDA-tensor path, on host tensors that say they are on CUDA and a
+    # stubbed query of PyTorch's current stream: on the default stream (raw handle 0)
+    # the binding runs the GEMM (here on the host, as the capsules say); on another
+    # stream gemm goes the ordered way (_gemm_strided, then run() and _on_stream).
+    class MockCuda(torch.Tensor):
+        is_cuda = True
+        __torch_function__ = torch._C._disabled_torch_function_impl
+
+    a, b, out = (torch.Tensor._make_subclass(MockCuda, t) for t in (rand(8, 5), rand(5, 6), nans(8, 6)))
+    tessel._exported(a, "a")  # files MockCuda as a PyTorch tensor type
+    asked, ordered = [], []
+    monkeypatch.setattr(tessel, "_raw_stream", lambda device: asked.append(device) or stream)
+    monkeypatch.setattr(tessel, "_gemm_strided", lambda *args: ordered.append(args[-1]) or args[2])
+    stream = 0
+    assert tessel.gemm(a, b, out=out) is out
+    assert asked == [0] and ordered == []
+    assert_close(f64(out), f64(a) @ f64(b))
+    stream = 0x5eed
+    assert tessel.gemm(a, b, out=out) is out
+    assert asked == [0, 0] and ordered == ["a non-default CUDA stream"]
+
+
+def test_tensor_on_a_device_without_dlpack():
+    # PyTorch refuses to export a meta tensor (BufferError): a device tessel does not
+    # launch on, so a ValueError that names it.
+    x = torch.empty(3, 5, device="meta")
+    with pytest.raises(ValueError, match=r"gemm: a is a PyTorch tensor on meta, which PyTorch does not export "
+                                         r"through DLPack; tessel launches on the host and on CUDA device 0"):
+        tessel.gemm(x, torch.empty(5, 6, device="meta"), out=torch.empty(3, 6, device="meta"))
+    with pytest.raises(ValueError, match=r"tensor X is a PyTorch tensor on meta"):
+        tessel.softmax(x, out=torch.empty(3, 5, device="meta"))
