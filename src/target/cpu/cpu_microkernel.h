@@ -78,9 +78,11 @@ std::string emit_cpu_microkernel(int64_t mr, int64_t nr, int64_t lda, int64_t ld
 // their edges), for AVX2 and AVX-512 (SSE units emit theirs). The emitter calls one
 // where the mma's k extent is at least kCpuPrebuiltMinK: over a long k loop the
 // built-in kernel (emitted with built_in, below: k unrolled by two) is as fast as the
-// emitted one with its compile-time LDA, while over a short one its call costs more
-// than the emitted kernel's, into which the call site's constant ldc propagates
-// (2-3% of a 32^3 or 127x193x61 product). The source is
+// emitted one with its compile-time LDA, while over a very short one its call costs
+// more than the emitted kernel's, into which the call site's constant ldc propagates
+// (32^3: 0.96 -> 0.87x OpenBLAS built in). From k = 64 on the two ran alike (64^3,
+// 96^3, 128^3, 513x257x129, 1024x1024x128: within the noise), and each kernel left
+// out of a unit saves its cold compile about 18 ms (docs/cpu_microkernel.md). The source is
 // src/target/cpu/cpu_microkernel_prebuilt.inc, written by emit_cpu_prebuilt_source
 // (tests/cpu/cpu_support_test.cpp checks that the file is what it returns;
 // TESSEL_UPDATE_GOLDEN=1 test_cpu rewrites it), each ISA's part compiled for that ISA
@@ -89,7 +91,7 @@ std::string emit_cpu_microkernel(int64_t mr, int64_t nr, int64_t lda, int64_t ld
 // libtessel_blas.so, whose units were emitted at build time) have them. Where the
 // file's kernels are left out (a compiler other than GCC, or not x86-64) every
 // kernel is emitted.
-constexpr int64_t kCpuPrebuiltMinK = 192;
+constexpr int64_t kCpuPrebuiltMinK = 64;
 //
 // Index of the kernel in cpu_prebuilt_microkernels, or -1 when it is not built in.
 int cpu_prebuilt_microkernel(int64_t mr, int64_t nr, CpuIsa isa);
