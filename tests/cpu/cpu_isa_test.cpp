@@ -346,6 +346,35 @@ TEST_P(CpuIsaPath, OneThreadReadsMidShapesInPlace) {
 
 // The same programs on the simulator: the same answers, and no races between the
 // parts (or between the groups' stores).
+// A unit whose work is all calls of tessel's built-in functions (a long k loop of
+// built-in kernels, whole 64-column panels, fragments of 4096 floats: the built-in
+// copy and elementwise loop) compiles at -Og; one that emits a micro-kernel (a short
+// k loop) or loops over elements itself (a softmax) at -O2. Both checked against
+// the oracle on their own and ragged shapes.
+TEST_P(CpuIsaPath, UnitsOfCallsOnlyCompileAtOg) {
+  const std::string og = "#pragma GCC optimize (\"Og\")";
+  uint32_t seed = 900 + 10 * static_cast<uint32_t>(GetParam());
+  struct Case {
+    GemmCase g;
+    bool calls_only;
+  };
+  // SSE units emit every micro-kernel (cpu_microkernel.h).
+  const bool built_in = GetParam() != CpuIsa::Sse && cpu_prebuilt_count > 0;
+  for (const Case& c : {Case{GemmCase{64, 64, 64, 1.0, 0.0}, built_in}, Case{GemmCase{32, 32, 32, 1.0, 0.0}, false}}) {
+    Plan p = default_gemm_plan(TargetKind::Cpu, c.g.m, c.g.n, c.g.k, GemmPrecision::F32, "", 1);
+    SCOPED_TRACE(p.to_string());
+    GroupProgram program = compile_to_group(gemm_kernel(DType::F32), p, CompileOptions{}).program;
+    const std::string unit = emit_cpu(program, GetParam());
+    EXPECT_EQ(unit.find(og) != std::string::npos, c.calls_only) << unit;
+    auto kernel = compile_cpu(program);
+    check_gemm(*kernel, c.g, seed++);
+    check_gemm(*kernel, GemmCase{c.g.m - 5, c.g.n - 3, c.g.k - 7, -0.5, 1.25}, seed++);
+  }
+  const TileKernel k = softmax_kernel();
+  const Plan plan = default_plan(k, TargetKind::Cpu, {{"M", 64}, {"N", 256}, {"ldx", 256}, {"ldy", 256}});
+  EXPECT_EQ(emit_cpu(compile_to_group(k, plan, CompileOptions{}).program, GetParam()).find(og), std::string::npos);
+}
+
 TEST(CpuBlockedGemm, ProgramsRunOnTheSimWithoutRaces) {
   uint32_t seed = 400;
   std::vector<GroupProgram> programs;

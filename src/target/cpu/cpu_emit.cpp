@@ -277,7 +277,13 @@ class Emitter {
     for (const GroupOp& op : p_.body) emit_op(op);
     // int64_t and the vector types of the ISA (the micro-kernel's registers).
     std::string s = std::string("// Emitted by tessel (cpu target, ") + isa_.name +
-                    "). Header-free on purpose: it compiles in tens of ms.\n" + cpu_vector_types(isa_) + kPrelude;
+                    "). Header-free on purpose: it compiles in tens of ms.\n";
+    // A unit whose work all happens in tessel's built-in functions (no micro-kernel
+    // and no element loop of its own: calls, their arguments and the loops around
+    // them) compiles at -Og: GCC's -O2 passes cost such a group function about 30 ms
+    // for nothing to speed up, -Og about 15 (64^3: a cold compile of 55 -> 38 ms).
+    if (!element_loops_ && microkernels_.empty()) s += "#pragma GCC optimize (\"Og\")  // calls only\n";
+    s += cpu_vector_types(isa_) + kPrelude;
     for (auto& [name, text] : microkernels_) s += "\n" + text;
     // The micro-kernels built into tessel that the unit calls (cpu_microkernel.h),
     // bound with the guarded copy from tessel's table (cpu_support.h) after dlopen.
@@ -378,7 +384,17 @@ class Emitter {
   }
 
   void line(const std::string& s) { body_ += std::string(2 * depth_, ' ') + s + "\n"; }
-  void open(const std::string& s) { line(s.empty() ? "{" : s + " {"); ++depth_; }
+  void open(const std::string& s) {
+    if (s.rfind("for (", 0) == 0) element_loops_ = true;
+    line(s.empty() ? "{" : s + " {");
+    ++depth_;
+  }
+  // A loop whose body is calls and other loops (k tiles, workers, micro-kernel
+  // blocks), not element work: it leaves element_loops_ alone.
+  void open_control_loop(const std::string& s) {
+    line(s + " {");
+    ++depth_;
+  }
   void close() { --depth_; line("}"); }
 
   // `slot_` counts elements of the buffer's own type, so version offsets do too.
@@ -455,7 +471,7 @@ class Emitter {
         if (part_elems(f, w) > 0) body(Worker{false, w});
       return;
     }
-    open("for (int64_t " + sym(kWorker) + " = 0; " + sym(kWorker) + " < " + num(grid) + "; ++" + sym(kWorker) + ")");
+    open_control_loop("for (int64_t " + sym(kWorker) + " = 0; " + sym(kWorker) + " < " + num(grid) + "; ++" + sym(kWorker) + ")");
     body(Worker{true, 0});
     close();
   }
@@ -817,7 +833,7 @@ class Emitter {
         user_error(ErrorKind::Unsupported, "cpu target: op #" + num(op.id) + " (" + group_op_name(op.kind) +
                                                ") is not supported on the cpu");
       case GroupOpKind::For:
-        open("for (int64_t " + sym(op.iv) + " = " + ex(op.lo) + "; " + sym(op.iv) + " < " + ex(op.hi) +
+        open_control_loop("for (int64_t " + sym(op.iv) + " = " + ex(op.lo) + "; " + sym(op.iv) + " < " + ex(op.hi) +
              "; ++" + sym(op.iv) + ")");
         for (const GroupOp& inner : op.bodies.at(0)) emit_op(inner);
         close();
@@ -1448,7 +1464,7 @@ class Emitter {
                       (first.cols % nr == 0 || p_.worker_cols == 1 || acc.cols == 1);
     if (loop) {
       const Worker lw{true, 0};
-      open("for (int64_t " + sym(kWorker) + " = 0; " + sym(kWorker) + " < " + num(grid) + "; ++" + sym(kWorker) + ")");
+      open_control_loop("for (int64_t " + sym(kWorker) + " = 0; " + sym(kWorker) + " < " + num(grid) + "; ++" + sym(kWorker) + ")");
       line("const int64_t tsl_r0 = " + ex(row0(acc, lw)) + ", tsl_c0 = " + ex(col0(acc, lw)) + ";");
     }
     for (int w = 0; w < (loop ? 1 : p_.workers); ++w) {
@@ -1494,7 +1510,7 @@ class Emitter {
       // Blocks of [r0, r1) x [c0, c1) of the part, `br` x `bc` at a time.
       // B packed (pack_b): the caller runs the jr loop, packing each panel.
       auto jr_loop = [&](int64_t c0, int64_t c1, int64_t bc) {
-        open("for (int64_t jr = " + num(c0) + "; jr < " + num(c1) + " && " + c0s + " + jr < nv; jr += " + num(bc) +
+        open_control_loop("for (int64_t jr = " + num(c0) + "; jr < " + num(c1) + " && " + c0s + " + jr < nv; jr += " + num(bc) +
              ")");
       };
       auto blocks = [&](int64_t r0, int64_t r1, int64_t br, int64_t c0, int64_t c1, int64_t bc) {
@@ -1550,7 +1566,7 @@ class Emitter {
           jr_loop(c0, c1, bc);
         } else {
           if (!pack_b) jr_loop(c0, c1, bc);
-          open("for (int64_t ir = " + num(r0) + "; ir < " + num(r1) + " && " + r0s +
+          open_control_loop("for (int64_t ir = " + num(r0) + "; ir < " + num(r1) + " && " + r0s +
                " + ir < mv; ir += " + num(br) + ")");
         }
         const std::string call = name + "(kv, &" + a.at(r0s + " + ir", "0") + ", " + b_block + ", " + c +
@@ -1615,7 +1631,7 @@ class Emitter {
         // that A's rows are read once.
         auto row_blocks = [&](int64_t r0, int64_t r1, int64_t br) {
           if (r0 >= r1) return;
-          open("for (int64_t ir = " + num(r0) + "; ir < " + num(r1) + " && " + r0s + " + ir < mv; ir += " + num(br) +
+          open_control_loop("for (int64_t ir = " + num(r0) + "; ir < " + num(r1) + " && " + r0s + " + ir < mv; ir += " + num(br) +
                ")");
           blocks(r0, r1, br, 0, cols_fast, nr);
           blocks(r0, r1, br, cols_fast, part.cols, cols_left);
@@ -1685,6 +1701,7 @@ class Emitter {
   std::map<int, int> homed_frag_, homed_store_;
   std::string body_;
   int depth_ = 1;
+  bool element_loops_ = false;  // the group function loops over elements itself (open)
 };
 
 }  // namespace
