@@ -77,6 +77,8 @@ struct Options {
   double min_run_us = 2000;
   double budget_s = 0;  // --budget-s: no new shape is started after this many seconds (0: none)
   int64_t range_lo = 16, range_hi = 512, align = 1;
+  int64_t align_share = 100;  // --align-share P: percent of the draws rounded up to `align`
+  bool product = false;       // --spread product: the product of the sizes log-uniform
   uint64_t seed = 1;
   bool calibrate = false, use_cache = true, flush_denormals = false, ptxas = false;
 };
@@ -103,6 +105,12 @@ Options parse(int argc, char** argv) {
     else if (s == "--heldout") o.heldout = static_cast<int>(to_int(s, value(), 1, 100000));
     else if (s == "--min-run-us") o.min_run_us = static_cast<double>(to_int(s, value(), 1, 10000000));
     else if (s == "--align") o.align = to_int(s, value(), 1, 1 << 20);
+    else if (s == "--align-share") o.align_share = to_int(s, value(), 0, 100);
+    else if (s == "--spread") {
+      std::string v = value();
+      if (v != "sizes" && v != "product") bad("--spread takes sizes or product, got '" + v + "'");
+      o.product = v == "product";
+    }
     else if (s == "--budget-s") o.budget_s = static_cast<double>(to_int(s, value(), 1, 10000000));
     else if (s == "--seed") o.seed = static_cast<uint64_t>(to_int(s, value(), 0, INT64_MAX));
     else if (s == "--range") {
@@ -153,17 +161,43 @@ std::vector<std::string> drawn_sizes(const TileKernel& k) {
 }
 
 // Log-uniform integers in [lo, hi] per drawn size (ragged: no rounding), each rounded
-// up to a multiple of `align` when it is above 1 (--align: shapes whose rows suit
-// cuda tensor maps).
-std::vector<Sizes> draw_shapes(const TileKernel& k, int n, uint64_t seed, int64_t lo, int64_t hi, int64_t align = 1) {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<double> u(std::log(double(lo)), std::log(double(hi) + 1));
+// up to a multiple of `align` in `align_share` percent of the draws (--align: shapes
+// whose rows suit cuda tensor maps and 16-byte vectors; the rest stay ragged).
+// With --spread product the sizes' product is log-uniform instead (in [lo^d, (hi +
+// 1)^d] for d sizes), and the sizes of a drawn product are uniform in log among
+// those inside [lo, hi]: independent sizes make the product's log a sum of d
+// uniforms, peaked in the middle, so large and small totals (a row kernel's 1M
+// elements) come up rarely (1 draw in 10 above 500K of [16, 2048]^2).
+std::vector<Sizes> draw_shapes(const TileKernel& k, int n, const Options& o) {
+  std::mt19937_64 rng(o.seed);
+  const double a = std::log(double(o.range_lo)), b = std::log(double(o.range_hi) + 1);
+  std::uniform_real_distribution<double> u(a, b), percent(0, 100);
+  const std::vector<std::string> names = drawn_sizes(k);
+  const double d = static_cast<double>(names.size());
+  std::uniform_real_distribution<double> total(d * a, d * b);
   std::vector<Sizes> out;
   for (int i = 0; i < n; ++i) {
+    std::vector<double> logs;
+    if (o.product && !names.empty()) {
+      // The first d - 1 sizes drawn in range, the last the product's rest, again until
+      // the rest is in range too (uniform over that slice of the box).
+      const double t = total(rng);
+      for (int tries = 0; tries < 10000; ++tries) {
+        logs.clear();
+        double sum = 0;
+        for (size_t j = 0; j + 1 < names.size(); ++j) sum += logs.emplace_back(u(rng));
+        logs.push_back(t - sum);
+        if (logs.back() >= a && logs.back() <= b) break;
+      }
+    } else {
+      for (size_t j = 0; j < names.size(); ++j) logs.push_back(u(rng));
+    }
+    const bool round =
+        o.align > 1 && (o.align_share >= 100 || percent(rng) < static_cast<double>(o.align_share));
     Sizes s;
-    for (const std::string& name : drawn_sizes(k)) {
-      int64_t v = std::clamp<int64_t>(static_cast<int64_t>(std::exp(u(rng))), lo, hi);
-      s[name] = (v + align - 1) / align * align;
+    for (size_t j = 0; j < names.size(); ++j) {
+      int64_t v = std::clamp<int64_t>(static_cast<int64_t>(std::exp(logs[j])), o.range_lo, o.range_hi);
+      s[names[j]] = round ? (v + o.align - 1) / o.align * o.align : v;
     }
     out.push_back(s);
   }
@@ -171,9 +205,17 @@ std::vector<Sizes> draw_shapes(const TileKernel& k, int n, uint64_t seed, int64_
 }
 
 std::string distribution(const Options& o) {
-  return "each size log-uniform integer in [" + std::to_string(o.range_lo) + ", " + std::to_string(o.range_hi) + "]" +
-         (o.align > 1 ? ", rounded up to a multiple of " + std::to_string(o.align) : std::string(", ragged")) +
-         ", seed " + std::to_string(o.seed);
+  const std::string range = "[" + std::to_string(o.range_lo) + ", " + std::to_string(o.range_hi) + "]";
+  std::string d = o.product ? "the product of the sizes log-uniform (each size in " + range +
+                                  ", uniform in log among those of the drawn product)"
+                            : "each size log-uniform integer in " + range;
+  if (o.align > 1 && o.align_share > 0)
+    d += (o.align_share >= 100 ? ", rounded up to a multiple of " + std::to_string(o.align)
+                               : ", in " + std::to_string(o.align_share) + "% of the draws rounded up to a multiple of " +
+                                     std::to_string(o.align) + ", ragged in the others");
+  else
+    d += ", ragged";
+  return d + ", seed " + std::to_string(o.seed);
 }
 
 std::string num(double v, int precision = 4) {
@@ -436,7 +478,7 @@ int calibrate(const TileKernel& k, const Options& o, int argc, char** argv) {
   if (o.out.empty()) bad("--calibrate needs --out FILE");
   if (o.draws <= 0) bad("--calibrate needs --draws N (shapes to measure)");
   Calibration fallback = fallback_calibration(o.target, o.threads);
-  std::vector<Sizes> shapes = draw_shapes(k, o.draws, o.seed, o.range_lo, o.range_hi, o.align);
+  std::vector<Sizes> shapes = draw_shapes(k, o.draws, o);
   std::vector<Sample> samples;
   int wrong = 0, shapes_measured = 0;
   std::mt19937_64 rng(o.seed ^ 0x9e3779b97f4a7c15ull);
@@ -502,7 +544,7 @@ int calibrate(const TileKernel& k, const Options& o, int argc, char** argv) {
 
 int heldout(const TileKernel& k, const Options& o, const Calibration& cal, int argc, char** argv) {
   if (o.out.empty()) bad("--heldout needs --out DIR");
-  std::vector<Sizes> shapes = draw_shapes(k, o.heldout, o.seed, o.range_lo, o.range_hi, o.align);
+  std::vector<Sizes> shapes = draw_shapes(k, o.heldout, o);
   std::mt19937_64 rng(o.seed ^ 0x51ed27);
   // --fixed-plans FILE: plans (one plan_to_line per line) measured on every shape too,
   // so the dispatcher's suite total can be compared with each fixed plan's.

@@ -310,6 +310,17 @@ TEST(PlanCostModel, CalibrationFileRoundTripsAndBadFilesAreTypedErrors) {
   std::string negative = print_calibration(c);
   negative.replace(negative.find("coef launch "), 13, "coef launch -");
   expect_bad(negative);
+  // A file written before a feature existed (here gl_trips, the newest) is refused,
+  // naming the coefficient it lacks.
+  std::string old = print_calibration(c);
+  old.erase(old.find("coef gl_trips "));
+  try {
+    parse_calibration(old, "old.txt");
+    ADD_FAILURE() << "accepted a file without gl_trips";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::InvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("no coefficient for gl_trips"), std::string::npos) << e.what();
+  }
 }
 
 TEST(PlanTuningCache, RefusesAGroupWritableDirectory) {
