@@ -46,6 +46,15 @@ constexpr int64_t kCpuL2Bytes = int64_t{2} << 20;
 // 5000x256x300 1.03, 1400x100x300 0.98; two threads, 600x300x700 1.17, 3000x200x500
 // 1.05, 512^3 1.01 (docs/results/cpu-gemm-2026-12-02-session12).
 constexpr int64_t kCpuOneKBlockBytes = 1 << 20;
+// A product within the exact sizes run by several threads is split into equal
+// groups of whole rows (or whole columns), one a thread, from this many
+// multiply-adds a thread: below it the second thread's start costs more than its
+// half saves. Two threads against OpenBLAS with two (which runs these on one):
+// 64^3 0.93 -> 0.90, 68^3 0.92 -> 0.97, 72^3 1.00 -> 1.13, 96^3 1.01 -> 1.45,
+// 128^3 1.14 -> 1.82, 100x60x80 1.30 -> 1.57 (docs/results/cpu-gemm-2026-12-02-session14).
+// Unequal groups are not made: in place, the last group's ragged row block would
+// take the scalar edge loop (127x193x61 on two 64-row groups ran 2.7x slower).
+constexpr int64_t kCpuSplitMinWork = 150000;
 // One thread reads A and B in place (Plan::direct, no packing, one group) beyond the
 // exact sizes while B (K x N) and the fragment (M x N) stay well inside L2 and A
 // (M x K) within half of it: there packing cost more than it saved (one thread,
@@ -816,6 +825,18 @@ Plan default_gemm_plan(TargetKind target, int64_t m, int64_t n, int64_t k, GemmP
     }
     set_gemm_tile(p, std::max<int64_t>(1, m), std::max<int64_t>(1, n), std::max<int64_t>(1, k));
     p.workers = 1;
+    static const int64_t cores = std::max(1u, std::thread::hardware_concurrency());
+    for (int64_t g = cpu_threads > 0 ? cpu_threads : cores; g > 1; --g) {
+      if (m * n * k < g * kCpuSplitMinWork) continue;
+      if (m % g == 0 && m / g >= kCpuAtomM) {
+        set_gemm_tile(p, m / g, n, k);
+        break;
+      }
+      if (n % g == 0 && n / g >= kCpuAtomN) {
+        set_gemm_tile(p, m, n / g, k);
+        break;
+      }
+    }
   } else {
     set_gemm_tile(p, pick(kSimBlockM, m), pick(kSimBlockN, n), pick(kSimBlockK, k));
     p.workers = 4;

@@ -375,6 +375,35 @@ TEST_P(CpuIsaPath, UnitsOfCallsOnlyCompileAtOg) {
   EXPECT_EQ(emit_cpu(compile_to_group(k, plan, CompileOptions{}).program, GetParam()).find(og), std::string::npos);
 }
 
+// Within the exact sizes, several threads split a product large enough into equal
+// groups of whole rows, else of whole columns, one a thread; never unequal ones (a
+// ragged group's last row block would take the scalar edge loop). Each split plan
+// against the oracle on its own shape (two threads, alpha and beta) and on the sim.
+TEST(CpuSmallShapes, SplitAmongThreadsInEqualRowsOrColumns) {
+  struct Case {
+    int64_t m, n, k, bm, bn;
+  };
+  for (const Case& c : {Case{96, 96, 96, 48, 96}, Case{91, 96, 90, 91, 48}, Case{91, 91, 91, 91, 91},
+                        Case{64, 64, 64, 64, 64}}) {
+    Plan p = default_gemm_plan(TargetKind::Cpu, c.m, c.n, c.k, GemmPrecision::F32, "", 2);
+    SCOPED_TRACE(p.to_string());
+    ASSERT_TRUE(p.direct);
+    EXPECT_EQ(p.tile("BM"), c.bm);
+    EXPECT_EQ(p.tile("BN"), c.bn);
+    EXPECT_EQ(default_gemm_plan(TargetKind::Cpu, c.m, c.n, c.k, GemmPrecision::F32, "", 1).tile("BM"), c.m);
+    if (c.bm == c.m && c.bn == c.n) continue;
+    GroupProgram program = compile_to_group(gemm_kernel(DType::F32), p, CompileOptions{}).program;
+    auto kernel = compile_cpu(program);
+    uint32_t seed = static_cast<uint32_t>(c.m + c.n);
+    check_gemm(*kernel, GemmCase{c.m, c.n, c.k, 1.0, 0.0, 2}, seed++);
+    check_gemm(*kernel, GemmCase{c.m, c.n, c.k, -0.5, 1.25, 2}, seed++);
+    int64_t races = -1;
+    check_gemm_run([&](const LaunchArgs& args) { races = run_sim(program, args).race_count; },
+                   GemmCase{c.m, c.n, c.k, 1.0, 0.0}, seed++);
+    EXPECT_EQ(races, 0);
+  }
+}
+
 TEST(CpuBlockedGemm, ProgramsRunOnTheSimWithoutRaces) {
   uint32_t seed = 400;
   std::vector<GroupProgram> programs;
