@@ -13,6 +13,9 @@
 //       held-out regret of the model's pick and of the default plan (JSON in DIR);
 //       with --fixed-plans, those plans are measured on every shape too and each one's
 //       suite total is reported beside the dispatcher's.
+// Draws (--calibrate, --heldout): sizes log-uniform in [LO, HI], ragged; --align A
+// rounds them up to multiples of A (in P percent of the draws with --align-share P);
+// --spread product makes the product of the sizes log-uniform instead of each size.
 // Common: [--target cpu|sim|cuda] [--threads N] [--jobs J] [--rounds R] [--min-run-us U]
 //         [--flush-denormals] (tune: FTZ/DAZ on the launching thread; with --threads 1)
 // User errors throw tessel::Error (the caller maps them to exit status 2).
