@@ -321,9 +321,9 @@ TEST_P(CpuIsaPath, OneThreadReadsMidShapesInPlace) {
     for (const GemmCase& g : kRagged) check_gemm(*kernel, g, seed++);
   }
   // 150 rows are 13 block rows: over a short k loop (emitted kernels) B is copied
-  // panel by panel before the block rows meet it (cpu_emit.cpp, pack_b), A read in place. Its own shape with alpha and
-  // beta, and shapes that leave the tile ragged (blocks across the edge read the
-  // copy in tsl_mma_edge; a partial last panel).
+  // panel by panel before the block rows meet it (cpu_emit.cpp, pack_b), A read in
+  // place. Its own shape with alpha and beta, and shapes that leave the tile ragged
+  // (blocks across the edge read the copy in tsl_mma_edge; a partial last panel).
   {
     Plan p = default_gemm_plan(TargetKind::Cpu, 150, 40, 60, GemmPrecision::F32, "", 1);
     ASSERT_TRUE(p.direct) << p.to_string();
@@ -344,8 +344,6 @@ TEST_P(CpuIsaPath, OneThreadReadsMidShapesInPlace) {
   EXPECT_EQ(races, 0);
 }
 
-// The same programs on the simulator: the same answers, and no races between the
-// parts (or between the groups' stores).
 // A unit whose work is all calls of tessel's built-in functions (a long k loop of
 // built-in kernels, whole 64-column panels, fragments of 4096 floats: the built-in
 // copy and elementwise loop) compiles at -Og; one that emits a micro-kernel (a short
@@ -404,6 +402,8 @@ TEST(CpuSmallShapes, SplitAmongThreadsInEqualRowsOrColumns) {
   }
 }
 
+// The same programs on the simulator: the same answers, and no races between the
+// parts (or between the groups' stores).
 TEST(CpuBlockedGemm, ProgramsRunOnTheSimWithoutRaces) {
   uint32_t seed = 400;
   std::vector<GroupProgram> programs;

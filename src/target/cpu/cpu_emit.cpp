@@ -471,7 +471,8 @@ class Emitter {
         if (part_elems(f, w) > 0) body(Worker{false, w});
       return;
     }
-    open_control_loop("for (int64_t " + sym(kWorker) + " = 0; " + sym(kWorker) + " < " + num(grid) + "; ++" + sym(kWorker) + ")");
+    open_control_loop("for (int64_t " + sym(kWorker) + " = 0; " + sym(kWorker) + " < " + num(grid) + "; ++" +
+                      sym(kWorker) + ")");
     body(Worker{true, 0});
     close();
   }
@@ -833,8 +834,8 @@ class Emitter {
         user_error(ErrorKind::Unsupported, "cpu target: op #" + num(op.id) + " (" + group_op_name(op.kind) +
                                                ") is not supported on the cpu");
       case GroupOpKind::For:
-        open_control_loop("for (int64_t " + sym(op.iv) + " = " + ex(op.lo) + "; " + sym(op.iv) + " < " + ex(op.hi) +
-             "; ++" + sym(op.iv) + ")");
+        open_control_loop("for (int64_t " + sym(op.iv) + " = " + ex(op.lo) + "; " + sym(op.iv) + " < " +
+                          ex(op.hi) + "; ++" + sym(op.iv) + ")");
         for (const GroupOp& inner : op.bodies.at(0)) emit_op(inner);
         close();
         return;
@@ -1464,7 +1465,8 @@ class Emitter {
                       (first.cols % nr == 0 || p_.worker_cols == 1 || acc.cols == 1);
     if (loop) {
       const Worker lw{true, 0};
-      open_control_loop("for (int64_t " + sym(kWorker) + " = 0; " + sym(kWorker) + " < " + num(grid) + "; ++" + sym(kWorker) + ")");
+      open_control_loop("for (int64_t " + sym(kWorker) + " = 0; " + sym(kWorker) + " < " + num(grid) + "; ++" +
+                      sym(kWorker) + ")");
       line("const int64_t tsl_r0 = " + ex(row0(acc, lw)) + ", tsl_c0 = " + ex(col0(acc, lw)) + ";");
     }
     for (int w = 0; w < (loop ? 1 : p_.workers); ++w) {
@@ -1510,8 +1512,8 @@ class Emitter {
       // Blocks of [r0, r1) x [c0, c1) of the part, `br` x `bc` at a time.
       // B packed (pack_b): the caller runs the jr loop, packing each panel.
       auto jr_loop = [&](int64_t c0, int64_t c1, int64_t bc) {
-        open_control_loop("for (int64_t jr = " + num(c0) + "; jr < " + num(c1) + " && " + c0s + " + jr < nv; jr += " + num(bc) +
-             ")");
+        open_control_loop("for (int64_t jr = " + num(c0) + "; jr < " + num(c1) + " && " + c0s +
+                          " + jr < nv; jr += " + num(bc) + ")");
       };
       auto blocks = [&](int64_t r0, int64_t r1, int64_t br, int64_t c0, int64_t c1, int64_t bc) {
         if (r0 >= r1 || c0 >= c1) return;
@@ -1567,7 +1569,7 @@ class Emitter {
         } else {
           if (!pack_b) jr_loop(c0, c1, bc);
           open_control_loop("for (int64_t ir = " + num(r0) + "; ir < " + num(r1) + " && " + r0s +
-               " + ir < mv; ir += " + num(br) + ")");
+                            " + ir < mv; ir += " + num(br) + ")");
         }
         const std::string call = name + "(kv, &" + a.at(r0s + " + ir", "0") + ", " + b_block + ", " + c +
                                  " + ir * " + ldc +
@@ -1631,8 +1633,8 @@ class Emitter {
         // that A's rows are read once.
         auto row_blocks = [&](int64_t r0, int64_t r1, int64_t br) {
           if (r0 >= r1) return;
-          open_control_loop("for (int64_t ir = " + num(r0) + "; ir < " + num(r1) + " && " + r0s + " + ir < mv; ir += " + num(br) +
-               ")");
+          open_control_loop("for (int64_t ir = " + num(r0) + "; ir < " + num(r1) + " && " + r0s +
+                            " + ir < mv; ir += " + num(br) + ")");
           blocks(r0, r1, br, 0, cols_fast, nr);
           blocks(r0, r1, br, cols_fast, part.cols, cols_left);
           close();
