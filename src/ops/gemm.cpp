@@ -817,16 +817,16 @@ Plan default_gemm_plan(TargetKind target, int64_t m, int64_t n, int64_t k, GemmP
     p.atom_m = kCpuAtomM;
     p.atom_n = kCpuAtomN;
     p.copy_batch = 16;
+    // One group per core by default: the thread pool's, std::thread::hardware_concurrency().
+    static const int64_t cores = std::max(1u, std::thread::hardware_concurrency());
+    const int64_t threads = cpu_threads > 0 ? cpu_threads : cores;
     if (!p.direct) {
-      // One group per core: the thread pool's default, std::thread::hardware_concurrency().
-      static const int64_t cores = std::max(1u, std::thread::hardware_concurrency());
-      set_cpu_blocked_tiles(p, m, n, k, cpu_threads > 0 ? cpu_threads : cores);
+      set_cpu_blocked_tiles(p, m, n, k, threads);
       return p;  // the worker grid is the blocking's (rows only)
     }
     set_gemm_tile(p, std::max<int64_t>(1, m), std::max<int64_t>(1, n), std::max<int64_t>(1, k));
     p.workers = 1;
-    static const int64_t cores = std::max(1u, std::thread::hardware_concurrency());
-    for (int64_t g = cpu_threads > 0 ? cpu_threads : cores; g > 1; --g) {
+    for (int64_t g = threads; g > 1; --g) {
       if (m * n * k < g * kCpuSplitMinWork) continue;
       if (m % g == 0 && m / g >= kCpuAtomM) {
         set_gemm_tile(p, m / g, n, k);

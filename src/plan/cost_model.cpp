@@ -141,10 +141,11 @@ double copy_accesses(const GroupProgram& p, const GroupOp& op, const Env& env) {
 // product, docs/planner.md): a k step whose copies each fit one batch cost ~1.6 us
 // at BK 64 (32x32 tile, 256 threads, rows off 16 bytes), one whose copies took two
 // batches each ~4.3 us at BK 128, twice the depth.
-double copy_trips(const GroupProgram& p, const GroupOp& op, const Env& env) {
+// `accesses`: copy_accesses of the op.
+double copy_trips(const GroupProgram& p, const GroupOp& op, double accesses) {
   if (op.kind != GroupOpKind::Copy || !global_ref(p, op.src)) return 0;
   const double n = static_cast<double>(op.rows) * static_cast<double>(op.cols);
-  if (copy_accesses(p, op, env) != n) return 0;  // vectors or 4-byte pieces: unrolled
+  if (accesses != n) return 0;  // vectors or 4-byte pieces: unrolled
   const int64_t threads = std::max<int64_t>(1, int64_t{p.workers} * p.lanes);
   const int64_t share = (op.rows * op.cols + threads - 1) / threads, batches = (share + 7) / 8;
   return batches > 1 ? static_cast<double>(batches) : 0;
@@ -180,8 +181,11 @@ void count(const GroupProgram& p, const std::vector<GroupOp>& ops, Env& env, dou
       case GroupOpKind::Tma: {
         double b = static_cast<double>(op.rows) * static_cast<double>(op.cols) * bytes_of(op.dst.buffer);
         f[is_global(op.src) ? kBytesIn : is_global(op.dst) ? kBytesOut : kBytesShared] += times * b;
-        if (cuda && (is_global(op.src) || is_global(op.dst))) f[kGlAccess] += times * copy_accesses(p, op, env);
-        if (cuda) f[kGlTrips] += times * copy_trips(p, op, env);
+        if (cuda && (is_global(op.src) || is_global(op.dst))) {
+          const double accesses = copy_accesses(p, op, env);
+          f[kGlAccess] += times * accesses;
+          f[kGlTrips] += times * copy_trips(p, op, accesses);
+        }
         break;
       }
       case GroupOpKind::FragLoad:
