@@ -96,6 +96,33 @@ TEST(CudaCompile, EveryDefaultGemmKernelCompilesForSm90WithoutSpills) {
             AtomKind::MmaSync);
 }
 
+// Rows off 16 bytes copy asynchronously in 8- or 4-byte pieces (whichever their
+// alignment allows at run time). The 8-byte tier, and pieces unrolled beyond 4 a
+// thread, only where the launch bound leaves every register (small kernels: fp32
+// 127x193x61, 64 threads); the two-block fp32 kernel (256 threads under 128
+// registers) keeps 4-byte pieces only, where more code made ptxas spill.
+TEST(CudaCompile, RowsOffSixteenBytesCopyInEightOrFourBytePieces) {
+  auto source = [](int64_t m, int64_t n, int64_t k, GemmPrecision p) {  // the kernel, without the prelude
+    Plan plan = default_gemm_plan(TargetKind::Cuda, m, n, k, p);
+    const std::string code = compile_plan(plan, p)->info().source.code;
+    return code.substr(code.find("extern \"C\" __global__"));
+  };
+  for (GemmPrecision p : {GemmPrecision::F32, GemmPrecision::BF16}) {
+    const std::string small = source(127, 193, 61, p);
+    EXPECT_NE(small.find("tsl_cp_async8(d + j * "), std::string::npos) << precision_name(p);
+    EXPECT_NE(small.find("tsl_cp_async4(d + j * "), std::string::npos) << precision_name(p);
+    // The stepped (inside the bounds) pieces' loop is unrolled.
+    const size_t piece = small.find("tsl_cp_async4(d + j * ");
+    const size_t pragma = small.rfind("#pragma unroll", piece);
+    ASSERT_NE(pragma, std::string::npos);
+    EXPECT_EQ(small.substr(pragma, 15), "#pragma unroll\n") << precision_name(p);
+  }
+  const std::string two_blocks = source(1000, 1000, 1000, GemmPrecision::F32);
+  ASSERT_NE(two_blocks.find("__launch_bounds__(256, 2)"), std::string::npos);
+  EXPECT_NE(two_blocks.find("tsl_cp_async4("), std::string::npos);
+  EXPECT_EQ(two_blocks.find("tsl_cp_async8("), std::string::npos);
+}
+
 // wgmma plans: one to four warpgroups, parts of 64 or 128 rows by 64 or 128
 // columns, single-buffered sync copies and async windows; f16 as well as bf16.
 TEST(CudaCompile, WgmmaPlansCompileWithoutSpills) {

@@ -41,7 +41,10 @@ static __device__ __forceinline__ unsigned tsl_smem(const void* p) {
 static __device__ __forceinline__ void tsl_cp_async16(unsigned dst, const void* src, int src_bytes) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(dst), "l"(src), "r"(src_bytes));
 }
-// 4 bytes, for rows off 16 bytes (cp.async.cg takes 16 only).
+// 8 and 4 bytes, for rows off 16 bytes (cp.async.cg takes 16 only).
+static __device__ __forceinline__ void tsl_cp_async8(unsigned dst, const void* src, int src_bytes) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;\n" :: "r"(dst), "l"(src), "r"(src_bytes));
+}
 static __device__ __forceinline__ void tsl_cp_async4(unsigned dst, const void* src, int src_bytes) {
   asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" :: "r"(dst), "l"(src), "r"(src_bytes));
 }
@@ -212,19 +215,8 @@ class Emitter {
     if (!p_.mbarriers.empty()) s += kMbarPrelude;
     out.tensor_maps = maps_;
     for (const WgmmaShape& w : wgmma_shapes_) s += wgmma_helper(w);
-    // Two blocks per multiprocessor (at most 128 registers a thread at 256 threads)
-    // where fragments are small enough not to spill there: one block's barrier
-    // stalls hide behind the other's math. 64-register accumulators need the room,
-    // except on the fma atom with one register set, whose operands stream (A's 4 k
-    // steps and one row of B: 40 registers; H200 fp32, 4096^3 and 2048^3: 6% faster
-    // with 2 blocks, though ptxas spills some of the loop's copy state; tf32's
-    // mma.sync fragments at 64 lost 5%).
-    int64_t frag_regs = 0;
-    for (const Buffer& b : p_.buffers)
-      if (b.space == Space::Private) frag_regs = std::max(frag_regs, regs(b));
-    const int64_t two_block_regs = p_.atom == AtomKind::Fma && p_.frag_buffers == 1 ? 64 : 63;
     // setmaxnreg takes effect only under a register cap with one block (HOPPER.md).
-    int min_blocks = threads_ <= 256 && frag_regs <= two_block_regs && !has_setmaxnreg_ ? 2 : 1;
+    int min_blocks = has_setmaxnreg_ ? 1 : blocks_per_multiprocessor();
     out.sm90a = out.sm90a || has_setmaxnreg_;
     s += "\nextern \"C\" __global__ void __launch_bounds__(" + num(threads_) + ", " + num(min_blocks) + ") " +
          out.entry + "(";
@@ -876,11 +868,13 @@ class Emitter {
     return s;
   }
 
-  // The raw bits of a vector of `bytes` (16, or 4 for rows off 16 bytes) as a C++ type, its zero,
-  // and the async copy of one.
-  static std::string vec_type(int64_t bytes) { return bytes == 16 ? "uint4" : "unsigned"; }
-  static std::string vec_zero(int64_t bytes) { return bytes == 16 ? "make_uint4(0, 0, 0, 0)" : "0u"; }
-  static std::string cp_async(int64_t bytes) { return bytes == 16 ? "tsl_cp_async16" : "tsl_cp_async4"; }
+  // The raw bits of a vector of `bytes` (16, or 8 or 4 for rows off 16 bytes) as a C++ type, its
+  // zero, and the async copy of one.
+  static std::string vec_type(int64_t bytes) { return bytes == 16 ? "uint4" : bytes == 8 ? "uint2" : "unsigned"; }
+  static std::string vec_zero(int64_t bytes) {
+    return bytes == 16 ? "make_uint4(0, 0, 0, 0)" : bytes == 8 ? "make_uint2(0, 0)" : "0u";
+  }
+  static std::string cp_async(int64_t bytes) { return "tsl_cp_async" + num(bytes); }
 
   static bool const_multiple(const Expr& e, int64_t v) {
     int64_t x = 0;
@@ -1119,15 +1113,18 @@ class Emitter {
       emit_vector_copy(op, v);
       if (!aligned.empty()) {
         --depth_;
-        // Global rows off 16 bytes but on 4 (every fp32 tensor; 16-bit ones of even
-        // row strides): an async copy stays asynchronous in 4-byte pieces. The
-        // scalar copy below loads synchronously, and a small matrix product of such
-        // rows waited on every k step's loads (250x130x250 ran at 0.32x cuBLAS).
-        const int64_t v4 = 4 / dtype_bytes(sb.dtype);
-        if (op.async && v4 >= 1 && light_fragments()) {
-          open("} else if (" + copy_aligned(op, v4, 4) + ")");
-          emit_vector_copy(op, v4);
-          --depth_;
+        // Global rows off 16 bytes but on 8 or 4 (every fp32 tensor; 16-bit ones of
+        // even row strides): an async copy stays asynchronous in 8- or 4-byte
+        // pieces. The scalar copy below loads synchronously, and a small matrix
+        // product of such rows waited on every k step's loads (250x130x250 ran at
+        // 0.32x cuBLAS).
+        for (int64_t bytes : {int64_t(8), int64_t(4)}) {
+          const int64_t vb = bytes / dtype_bytes(sb.dtype);
+          if (op.async && vb >= 1 && light_fragments() && (bytes == 4 || registers_to_spare())) {
+            open("} else if (" + copy_aligned(op, vb, bytes) + ")");
+            emit_vector_copy(op, vb);
+            --depth_;
+          }
         }
         open("} else");
         emit_scalar_copy(op);
@@ -1501,9 +1498,10 @@ class Emitter {
     std::string ct_s = ctype(sb.dtype), ct_d = ctype(db.dtype);
     const int64_t bytes = v * dtype_bytes(sb.dtype);
     const std::string V = vec_type(bytes);
-    // Async 4-byte pieces (rows off 16 bytes) come 4x as many: rolled beyond 4 a
-    // thread, so that their addresses hold few registers.
-    const std::string unroll = bytes == 16 || passes <= 4 ? "#pragma unroll" : "#pragma unroll 1";
+    // Async 8- and 4-byte pieces (rows off 16 bytes) come 2x or 4x as many: rolled
+    // beyond 4 a thread where registers are short, so that their addresses hold few.
+    const std::string unroll =
+        bytes == 16 || passes <= 4 || registers_to_spare() ? "#pragma unroll" : "#pragma unroll 1";
     const std::string DR = "(" + ex(op.dst.row) + " + r)", DC = "(" + ex(op.dst.col) + " + c)";
     line("const " + ct_s + "* s = &" + at(op.src, "(" + ex(op.src.row) + " + r)", "(" + ex(op.src.col) + " + c)") + ";");
     std::string ss = along_columns ? col_step(op.src, lines_per_pass) : row_step(op.src, lines_per_pass);
@@ -1614,6 +1612,24 @@ class Emitter {
     q.pc = q.rep_c ? 1 : f.cols / p_.worker_cols;
     return q;
   }
+  // Two blocks per multiprocessor (at most 128 registers a thread at 256 threads)
+  // where fragments are small enough not to spill there: one block's barrier
+  // stalls hide behind the other's math. 64-register accumulators need the room,
+  // except on the fma atom with one register set, whose operands stream (A's 4 k
+  // steps and one row of B: 40 registers; H200 fp32, 4096^3 and 2048^3: 6% faster
+  // with 2 blocks, though ptxas spills some of the loop's copy state; tf32's
+  // mma.sync fragments at 64 lost 5%). The launch bound asks for this many.
+  int blocks_per_multiprocessor() const {
+    int64_t frag_regs = 0;
+    for (const Buffer& b : p_.buffers)
+      if (b.space == Space::Private) frag_regs = std::max(frag_regs, regs(b));
+    const int64_t two_block_regs = p_.atom == AtomKind::Fma && p_.frag_buffers == 1 ? 64 : 63;
+    return threads_ <= 256 && frag_regs <= two_block_regs ? 2 : 1;
+  }
+  // Does the launch bound leave a thread all 255 registers (at most 256 threads
+  // a multiprocessor)? Copy code that unrolls and keeps more addresses live is
+  // emitted only then: under 128 it made ptxas spill.
+  bool registers_to_spare() const { return threads_ * blocks_per_multiprocessor() <= 256; }
   // Do a thread's fragments hold at most 64 registers? The copy paths for edge
   // tiles and rows off 16 bytes that cost fewer instructions but more code (more
   // live addresses) are emitted only then: where the fragments fill the register
