@@ -25,6 +25,7 @@
 #include "plan/cost_model.h"
 #include "plan/dispatch.h"
 #include "plan/measure.h"
+#include "plan/shape_draws.h"
 #include "plan/tuning_cache.h"
 #include "target/sim/sim.h"
 #ifdef TESSEL_WITH_CUDA
@@ -288,6 +289,52 @@ TEST(PlanCostModel, ElementwiseWorkOnTilesBeyondL1IsCounted) {
 TEST(PlanCostModel, KendallTau) {
   EXPECT_DOUBLE_EQ(kendall_tau({1, 2, 3, 4}, {10, 20, 30, 40}), 1.0);
   EXPECT_DOUBLE_EQ(kendall_tau({1, 2, 3, 4}, {40, 30, 20, 10}), -1.0);
+}
+
+// Shape draws (plan/shape_draws.h): without small draws a seed draws what it drew
+// before (the fourth H200 run's held-out shapes, seed 3); with --small-share P, P
+// percent of the draws have one size, chosen at random, in the small range and the
+// others in the range.
+TEST(PlanDraws, SmallShareDrawsOneNarrowSize) {
+  std::ifstream in(std::string(TESSEL_SOURCE_DIR) + "/tests/plan/gemm_bf16.tir");
+  std::stringstream text;
+  text << in.rdbuf();
+  TileKernel k = parse_tile_kernel(text.str());
+  ShapeDistribution d;
+  d.seed = 3;
+  auto shapes = draw_shapes(k, 2, d);
+  using Sizes = std::map<std::string, int64_t>;
+  EXPECT_EQ(shapes[0], (Sizes{{"M", 111}, {"N", 31}, {"K", 123}}));  // docs/results/planner-2026-12-02-cuda-run4
+  EXPECT_EQ(shapes[1], (Sizes{{"M", 53}, {"N", 111}, {"K", 56}}));
+
+  d.lo = 32;
+  d.small_share = 30;
+  d.small_lo = 8;
+  d.small_hi = 16;
+  const int n = 3000;
+  int narrow = 0;
+  std::map<std::string, int> which;
+  for (const Sizes& s : draw_shapes(k, n, d)) {
+    ASSERT_EQ(s.size(), 3u);
+    int small = 0;
+    for (const auto& [name, v] : s) {
+      if (v <= 16) {
+        EXPECT_GE(v, 8) << name;
+        ++small;
+        ++which[name];
+      } else {
+        EXPECT_GE(v, 32) << name;
+        EXPECT_LE(v, 512) << name;
+      }
+    }
+    EXPECT_LE(small, 1);
+    narrow += small;
+  }
+  EXPECT_NEAR(double(narrow) / n, 0.30, 0.03);
+  for (const char* name : {"M", "N", "K"}) EXPECT_GT(which[name], n / 20) << name;  // any size may be the narrow one
+  EXPECT_NE(describe(d).find("in 30% of the draws one size (chosen at random) log-uniform in [8, 16]"),
+            std::string::npos)
+      << describe(d);
 }
 
 TEST(PlanCostModel, CalibrationFileRoundTripsAndBadFilesAreTypedErrors) {
@@ -861,6 +908,8 @@ TEST(PlanCli, BadInputExitsWithStatus2) {
   EXPECT_EQ(cli("tune " + softmax + " --shapes M=4,N"), 2);  // malformed shape
   EXPECT_EQ(cli("tune " + softmax + " --calibrate --draws 2"), 2);  // no --out
   EXPECT_EQ(cli("tune " + softmax + " --range 9:3 --heldout 2 --out /tmp"), 2);
+  EXPECT_EQ(cli("tune " + softmax + " --small-share 101 --heldout 2 --out /tmp"), 2);
+  EXPECT_EQ(cli("tune " + softmax + " --small-range 9:3 --heldout 2 --out /tmp"), 2);
   EXPECT_EQ(cli("plans " + softmax + " --size M=4,N=9 --frobnicate"), 2);
   EXPECT_EQ(cli("tune " + softmax + " --heldout 1 --out /tmp --fixed-plans /nonexistent"), 2);
   EXPECT_EQ(cli("plans " + softmax + " --size M=5,N=9 --top 3 --no-tuning-cache"), 0);
