@@ -357,16 +357,16 @@ TEST(PlanCostModel, CalibrationFileRoundTripsAndBadFilesAreTypedErrors) {
   std::string negative = print_calibration(c);
   negative.replace(negative.find("coef launch "), 13, "coef launch -");
   expect_bad(negative);
-  // A file written before a feature existed (here gl_trips, the newest) is refused,
-  // naming the coefficient it lacks.
+  // A file written before a feature existed (here chain_elems, the newest) is
+  // refused, naming the coefficient it lacks.
   std::string old = print_calibration(c);
-  old.erase(old.find("coef gl_trips "));
+  old.erase(old.find("coef chain_elems "));
   try {
     parse_calibration(old, "old.txt");
-    ADD_FAILURE() << "accepted a file without gl_trips";
+    ADD_FAILURE() << "accepted a file without chain_elems";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::InvalidArgument);
-    EXPECT_NE(std::string(e.what()).find("no coefficient for gl_trips"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("no coefficient for chain_elems"), std::string::npos) << e.what();
   }
 }
 
@@ -798,6 +798,43 @@ TEST(PlanOnCuda, RolledElementCopiesCountTheirTrips) {
     ++pair;
   }
   EXPECT_GE(pair, 2);
+}
+
+// chain_elems: the elements a thread copies from global memory, its share of every
+// copy (BM x BK of A and BK x BN of B a k step, over the block's threads), times the
+// copies a block issues (k steps + window - 1) and the waves; tma copies count none.
+TEST(PlanOnCuda, CopyChainCountsEachThreadsShareOfEveryCopy) {
+  TileKernel k = plan_test_file("gemm_bf16.tir");
+  MachineShape machine = machine_shape(TargetKind::Cuda, 1);
+  const int chain = feature_index("chain_elems"), waves = feature_index("waves");
+  ASSERT_GE(chain, 0);
+  std::map<std::string, int64_t> sizes = {{"M", 64}, {"N", 64}, {"K", 128}};
+  int checked = 0, tma = 0, hand = 0;
+  for (const auto& c : enumerate_candidates(k, TargetKind::Cuda, sizes).legal) {
+    const Plan& p = c->plan;
+    if (p.persistent) continue;  // its first groups walk more tiles
+    SCOPED_TRACE(p.to_string());
+    Features f = program_features(*c, sizes, machine);
+    if (p.tma) {
+      EXPECT_EQ(f[chain], 0);
+      ++tma;
+      continue;
+    }
+    const int64_t bm = p.tiles.at("BM"), bn = p.tiles.at("BN"), bk = p.tiles.at("BK");
+    const double threads = double(c->phases[0].workers) * c->phases[0].lanes;
+    const double steps = double((128 + bk - 1) / bk);
+    EXPECT_NEAR(f[chain], f[waves] * (steps + p.window - 1) * double(bm * bk + bk * bn) / threads, 1e-9);
+    ++checked;
+    // By hand: 32x32x64, 8 warps, one stage: (32 x 64 + 64 x 32) / 256 = 16 elements a
+    // k step, 2 k steps, 4 blocks in one wave.
+    if (p.atom == AtomKind::MmaSync && p.workers == 8 && p.window == 1 && bm == 32 && bn == 32 && bk == 64) {
+      EXPECT_EQ(f[chain], 32.0);
+      ++hand;
+    }
+  }
+  EXPECT_GT(checked, 30);
+  EXPECT_GT(tma, 0);
+  EXPECT_GE(hand, 1);
 }
 
 // bytes_sm: every group's global bytes over the multiprocessors, not per worker: a
