@@ -174,6 +174,22 @@ std::string json_quoted(const std::string& s) {
   return out + "\"";
 }
 
+std::string features_json(const Features& f) {
+  std::string out = "{";
+  for (int i = 0; i < kNumFeatures; ++i) out += std::string(i ? ", " : "") + "\"" + kFeatureNames[i] + "\": " + num(f[i], 8);
+  return out + "}";
+}
+
+// ", \"features\": {...}": `plan`'s features at `sizes` as this build counts them ("" when
+// it does not lower), so that a saved run says what the model saw and offline checks
+// of a new feature or fit are exact.
+std::string features_field(const TileKernel& k, const Options& o, const Plan& plan, const Sizes& sizes) {
+  std::string why;
+  auto c = realize_candidate(k, plan, &why);
+  if (!c) return "";
+  return ", \"features\": " + features_json(program_features(*c, sizes, machine_shape(o.target, o.threads)));
+}
+
 std::string command_line(int argc, char** argv) {
   std::string s = "tessel";
   for (int i = 1; i < argc; ++i) s += std::string(" ") + argv[i];
@@ -464,7 +480,8 @@ int calibrate(const TileKernel& k, const Options& o, int argc, char** argv) {
       smp.us = sr.measured[i];
       samples.push_back(smp);
       json << (samples.size() > 1 ? ", " : "") << "{\"sizes\": " << json_quoted(shape_text(shapes[s]))
-           << ", \"plan\": " << json_quoted(plan_to_line(sr.plans[i])) << ", \"us\": " << num(smp.us, 6) << "}";
+           << ", \"plan\": " << json_quoted(plan_to_line(sr.plans[i])) << ", \"us\": " << num(smp.us, 6)
+           << ", \"features\": " << features_json(smp.features) << "}";
     }
   }
   Calibration c = fit_calibration(samples, o.target, o.threads);
@@ -599,7 +616,8 @@ int heldout(const TileKernel& k, const Options& o, const Calibration& cal, int a
            << num(sr.predicted[i], 6) << ", \"measured_us\": " << num(sr.measured[i], 6)
            << ", \"pick\": " << (i == sr.pick ? "true" : "false") << ", \"default\": " << (i == sr.def ? "true" : "false")
            << (fixed_only(i) ? ", \"fixed\": true" : "")
-           << (sr.notes[i].empty() ? "" : ", \"note\": " + json_quoted(sr.notes[i])) << "}";
+           << (sr.notes[i].empty() ? "" : ", \"note\": " + json_quoted(sr.notes[i]))
+           << features_field(k, o, sr.plans[i], shapes[s]) << "}";
     json << "]}";
     write_json(false);
   }
@@ -682,12 +700,6 @@ std::string ptxas_registers(const TileKernel& k, const Options& o, const std::st
   return ", \"registers\": " + std::to_string(registers) + ", \"proxy\": " +
          std::to_string(registers_per_thread(c->phases[0])) + ", \"resident\": " +
          std::to_string(resident_groups(c->phases[0]));
-}
-
-std::string features_json(const Features& f) {
-  std::string out = "{";
-  for (int i = 0; i < kNumFeatures; ++i) out += std::string(i ? ", " : "") + "\"" + kFeatureNames[i] + "\": " + num(f[i], 8);
-  return out + "}";
 }
 
 // --refit SAMPLES.json --out FILE: the fit of `--calibrate` again, over the runs that

@@ -5,6 +5,7 @@
 // dispatch follows the cache then the model, and the CLI refuses bad input with
 // status 2.
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 #include <sys/stat.h>
 #include <sys/wait.h>
 
@@ -1048,6 +1049,57 @@ TEST(PlanCli, RefitAndEvaluateFromSavedRuns) {
     EXPECT_EQ(cli(base + "--refit " + write("bad.json", bad) + " --out " + dir + "/bad.txt"), 2) << bad;
   EXPECT_EQ(cli(base + "--refit " + good), 2);
   EXPECT_EQ(cli(base + "--evaluate " + write("bad.json", "[1, 2]") + " --calibration " + dir + "/cal.txt"), 2);
+  std::system(("rm -rf " + dir).c_str());
+}
+
+// The calibration's samples and the held-out JSON carry each measured run's features
+// as the measuring build counts them (sim target: quick), so that offline checks use
+// what the model saw; the calibration's draw options are stated in its JSON.
+TEST(PlanCli, SavedRunsCarryTheirFeatures) {
+  const std::string softmax = std::string(TESSEL_SOURCE_DIR) + "/kernels/softmax.tir";
+  const std::string dir = temp_dir(0700);
+  const std::string base = "tune " + softmax + " --target sim --threads 1 --rounds 1 --min-run-us 1 --no-tuning-cache ";
+  ASSERT_EQ(cli(base + "--calibrate --draws 3 --per-shape 1 --range 4:9 --small-share 50 --small-range 2:3 --out " +
+                dir + "/cal.txt"),
+            0);
+  ASSERT_EQ(cli(base + "--heldout 2 --range 4:9 --seed 2 --top 1 --extra 1 --calibration " + dir + "/cal.txt --out " +
+                dir),
+            0);
+  auto read = [](const std::string& path) {
+    std::ifstream in(path);
+    std::stringstream s;
+    s << in.rdbuf();
+    return nlohmann::json::parse(s.str());
+  };
+  TileKernel k = kernel_file("softmax.tir");
+  MachineShape machine = machine_shape(TargetKind::Sim, 1);
+  auto sizes_of = [](const std::string& text) {
+    std::map<std::string, int64_t> out;
+    std::istringstream in(text);
+    for (std::string item; std::getline(in, item, ',');)
+      out[item.substr(0, item.find('='))] = std::stoll(item.substr(item.find('=') + 1));
+    return out;
+  };
+  int checked = 0;
+  auto expect_features = [&](const nlohmann::json& run, const std::string& sizes) {
+    SCOPED_TRACE(sizes + " " + run.dump().substr(0, 200));
+    ASSERT_TRUE(run.contains("features"));
+    std::string why;
+    auto c = realize_candidate(k, plan_from_line(run["plan"].get<std::string>(), TargetKind::Sim), &why);
+    ASSERT_TRUE(c) << why;
+    Features f = program_features(*c, sizes_of(sizes), machine);
+    for (int i = 0; i < kNumFeatures; ++i)
+      EXPECT_NEAR(run["features"][kFeatureNames[i]].get<double>(), f[i], 1e-6 * (1 + std::fabs(f[i])))
+          << kFeatureNames[i];
+    ++checked;
+  };
+  nlohmann::json samples = read(dir + "/cal.txt.samples.json");
+  EXPECT_NE(samples["distribution"].get<std::string>().find("in 50% of the draws one size"), std::string::npos);
+  for (const auto& run : samples["samples"]) expect_features(run, run["sizes"].get<std::string>());
+  nlohmann::json heldout = read(dir + "/heldout-softmax.json");
+  for (const auto& shape : heldout["shapes"])
+    for (const auto& run : shape["candidates"]) expect_features(run, shape["sizes"].get<std::string>());
+  EXPECT_GE(checked, 8);
   std::system(("rm -rf " + dir).c_str());
 }
 
