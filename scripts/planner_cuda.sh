@@ -4,9 +4,9 @@
 # softmax (kernels/softmax.tir, f32):
 #   1. calibration: `tessel tune --calibrate` on a training draw (seed CAL_SEED, 1),
 #      fitted and written to $OUT/calibration-<kernel>-cuda.txt (+ .samples.json);
-#   2. held-out: 50 shapes drawn with seed HELDOUT_SEED (3; runs 1-3 used 2, whose
-#      shapes then guided the model: a new seed keeps the check honest), never seen by
-#      the fit; per shape the
+#   2. held-out: 50 shapes drawn with seed HELDOUT_SEED (4; runs 1-3 used 2 and run 4
+#      used 3, whose shapes then guided the model: a new seed keeps the check honest),
+#      never seen by the fit; per shape the
 #      planner's pick (the calibrated model's best candidate that ptxas compiles
 #      without spilling), the model's next 3, the default plan and 2 random legal
 #      candidates are compiled in parallel, checked once each against the FP64
@@ -21,10 +21,14 @@
 # rarely draws (the third run's worst picks lay there; docs/planner.md): the GEMM's in
 # GEMM_CAL_ALIGN_SHARE percent (50) of its draws rounds the sizes up to multiples of 8
 # (rows on 16 bytes: vector copies, and their guarded edge tiles; 1 draw in 8 has K a
-# multiple of 8 otherwise), and softmax's spreads the draws over the product of the
-# sizes (SOFTMAX_SPREAD=product: the product log-uniform, so that shapes of more than
-# 500K elements come up in 1 draw in 5, not 1 in 10). Both are stated in the
-# calibration's samples JSON ("distribution").
+# multiple of 8 otherwise) and in GEMM_CAL_SMALL_SHARE percent (25) draws one size
+# log-uniform in GEMM_CAL_SMALL_RANGE (8:16) instead (narrow extents, where a tile
+# wider than its extent can win: at N = 16 in run 4 a 32-wide tile did, by 1.4x; the
+# held-out draw has an extent of 16 in about 1 shape in 20), and softmax's spreads
+# the draws over the product of the sizes (SOFTMAX_SPREAD=product: the product
+# log-uniform, so that shapes of more than 500K elements come up in 1 draw in 5, not
+# 1 in 10). Both are stated in the calibration's samples JSON ("distribution"); the
+# samples and the held-out JSON carry each run's features too.
 # Under it a tma candidate is legal on few GEMM shapes (N and K multiples of 8); with
 # GEMM_ALIGN=8 the GEMM's sizes (training and held-out) are rounded up to multiples of
 # 8 instead, so that tma and producer candidates compete everywhere.
@@ -54,8 +58,10 @@ OUT=${OUT:-/tmp/tessel-out}/planner-cuda
 JOBS=${JOBS:-$(nproc)}
 DRAWS=${DRAWS:-40}
 CAL_SEED=${CAL_SEED:-1}
-HELDOUT_SEED=${HELDOUT_SEED:-3}
+HELDOUT_SEED=${HELDOUT_SEED:-4}
 GEMM_CAL_ALIGN_SHARE=${GEMM_CAL_ALIGN_SHARE:-50}
+GEMM_CAL_SMALL_SHARE=${GEMM_CAL_SMALL_SHARE:-25}
+GEMM_CAL_SMALL_RANGE=${GEMM_CAL_SMALL_RANGE:-8:16}
 SOFTMAX_SPREAD=${SOFTMAX_SPREAD:-product}
 PER_SHAPE=${PER_SHAPE:-5}
 HELDOUT=${HELDOUT:-50}
@@ -96,9 +102,11 @@ kernel() {
 
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader > "$OUT/summary.txt" 2>&1
 # The GEMM's calibration: GEMM_ALIGN (every draw, held-out too) when set, else multiples
-# of 8 in GEMM_CAL_ALIGN_SHARE percent of the draws.
+# of 8 in GEMM_CAL_ALIGN_SHARE percent of the draws; and a narrow extent in
+# GEMM_CAL_SMALL_SHARE percent.
 gemm_cal="--align 8 --align-share $GEMM_CAL_ALIGN_SHARE"
 [ -n "$GEMM_ALIGN" ] && gemm_cal="--align $GEMM_ALIGN"
+gemm_cal="$gemm_cal --small-share $GEMM_CAL_SMALL_SHARE --small-range $GEMM_CAL_SMALL_RANGE"
 kernel tests/plan/gemm_bf16.tir gemm_bf16 "$RANGE_GEMM" "${BUDGET_GEMM_CAL:-100}" "${BUDGET_GEMM_HELDOUT:-130}" \
   "${GEMM_ALIGN:-1}" "$gemm_cal"
 kernel kernels/softmax.tir softmax "$RANGE_SOFTMAX" "${BUDGET_SOFTMAX_CAL:-60}" "${BUDGET_SOFTMAX_HELDOUT:-70}" 1 \

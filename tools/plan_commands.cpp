@@ -26,6 +26,7 @@
 #include "plan/default_plan.h"
 #include "plan/dispatch.h"
 #include "plan/measure.h"
+#include "plan/shape_draws.h"
 #include "runtime/kernel_cache.h"
 #ifdef TESSEL_WITH_CUDA
 #include "target/cuda/cuda_driver.h"
@@ -69,6 +70,14 @@ std::string shape_text(const Sizes& s) {
   return out;
 }
 
+// "LO:HI" with 1 <= LO <= HI.
+std::pair<int64_t, int64_t> parse_range(const std::string& option, const std::string& v) {
+  size_t c = v.find(':');
+  if (c == std::string::npos) bad(option + " takes LO:HI, got '" + v + "'");
+  const int64_t lo = to_int(option + " LO", v.substr(0, c), 1, int64_t{1} << 30);
+  return {lo, to_int(option + " HI", v.substr(c + 1), lo, int64_t{1} << 30)};
+}
+
 struct Options {
   std::string file, calibration, out, shapes, fixed_plans, refit, evaluate;
   Sizes sizes;
@@ -76,9 +85,7 @@ struct Options {
   int threads = 0, top = 10, extra = 2, jobs = 2, rounds = 5, draws = 0, per_shape = 6, heldout = 0;
   double min_run_us = 2000;
   double budget_s = 0;  // --budget-s: no new shape is started after this many seconds (0: none)
-  int64_t range_lo = 16, range_hi = 512, align = 1;
-  int64_t align_share = 100;  // --align-share P: percent of the draws rounded up to `align`
-  bool product = false;       // --spread product: the product of the sizes log-uniform
+  ShapeDistribution draw;  // --range, --align, --align-share, --spread, --small-*, --seed
   uint64_t seed = 1;
   bool calibrate = false, use_cache = true, flush_denormals = false, ptxas = false;
 };
@@ -104,21 +111,24 @@ Options parse(int argc, char** argv) {
     else if (s == "--per-shape") o.per_shape = static_cast<int>(to_int(s, value(), 1, 10000));
     else if (s == "--heldout") o.heldout = static_cast<int>(to_int(s, value(), 1, 100000));
     else if (s == "--min-run-us") o.min_run_us = static_cast<double>(to_int(s, value(), 1, 10000000));
-    else if (s == "--align") o.align = to_int(s, value(), 1, 1 << 20);
-    else if (s == "--align-share") o.align_share = to_int(s, value(), 0, 100);
+    else if (s == "--align") o.draw.align = to_int(s, value(), 1, 1 << 20);
+    else if (s == "--align-share") o.draw.align_share = to_int(s, value(), 0, 100);
     else if (s == "--spread") {
       std::string v = value();
       if (v != "sizes" && v != "product") bad("--spread takes sizes or product, got '" + v + "'");
-      o.product = v == "product";
+      o.draw.product = v == "product";
+    } else if (s == "--small-share") o.draw.small_share = to_int(s, value(), 0, 100);
+    else if (s == "--small-range") {
+      auto [lo, hi] = parse_range(s, value());
+      o.draw.small_lo = lo;
+      o.draw.small_hi = hi;
     }
     else if (s == "--budget-s") o.budget_s = static_cast<double>(to_int(s, value(), 1, 10000000));
     else if (s == "--seed") o.seed = static_cast<uint64_t>(to_int(s, value(), 0, INT64_MAX));
     else if (s == "--range") {
-      std::string v = value();
-      size_t c = v.find(':');
-      if (c == std::string::npos) bad("--range takes LO:HI, got '" + v + "'");
-      o.range_lo = to_int("--range LO", v.substr(0, c), 1, int64_t{1} << 30);
-      o.range_hi = to_int("--range HI", v.substr(c + 1), o.range_lo, int64_t{1} << 30);
+      auto [lo, hi] = parse_range(s, value());
+      o.draw.lo = lo;
+      o.draw.hi = hi;
     } else if (s == "--calibration") o.calibration = value();
     else if (s == "--out") o.out = value();
     else if (s == "--shapes") o.shapes = value();
@@ -134,6 +144,7 @@ Options parse(int argc, char** argv) {
     else bad("unexpected argument '" + s + "'");
   }
   if (o.file.empty()) bad("no kernel file (KERNEL.tir)");
+  o.draw.seed = o.seed;
   if (o.threads == 0) o.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   return o;
 }
@@ -144,78 +155,6 @@ TileKernel load(const std::string& path) {
   std::stringstream s;
   s << in.rdbuf();
   return parse_tile_kernel(s.str());
-}
-
-// Sizes that a shape draws: every size parameter except strides (symbols that only
-// tensor strides name; default_strides makes those contiguous).
-std::vector<std::string> drawn_sizes(const TileKernel& k) {
-  std::set<std::string> in_shapes, in_strides;
-  for (const TensorParam& t : k.tensors) {
-    for (const Expr& e : t.shape) expr_symbols(e, [&](const std::string& s) { in_shapes.insert(s); });
-    for (const Expr& e : t.strides) expr_symbols(e, [&](const std::string& s) { in_strides.insert(s); });
-  }
-  std::vector<std::string> out;
-  for (const std::string& s : k.size_params)
-    if (in_shapes.count(s) || !in_strides.count(s)) out.push_back(s);
-  return out;
-}
-
-// Log-uniform integers in [lo, hi] per drawn size (ragged: no rounding), each rounded
-// up to a multiple of `align` in `align_share` percent of the draws (--align: shapes
-// whose rows suit cuda tensor maps and 16-byte vectors; the rest stay ragged).
-// With --spread product the sizes' product is log-uniform instead (in [lo^d, (hi +
-// 1)^d] for d sizes), and the sizes of a drawn product are uniform in log among
-// those inside [lo, hi]: independent sizes make the product's log a sum of d
-// uniforms, peaked in the middle, so large and small totals (a row kernel's 1M
-// elements) come up rarely (1 draw in 10 above 500K of [16, 2048]^2).
-std::vector<Sizes> draw_shapes(const TileKernel& k, int n, const Options& o) {
-  std::mt19937_64 rng(o.seed);
-  const double a = std::log(double(o.range_lo)), b = std::log(double(o.range_hi) + 1);
-  std::uniform_real_distribution<double> u(a, b), percent(0, 100);
-  const std::vector<std::string> names = drawn_sizes(k);
-  const double d = static_cast<double>(names.size());
-  std::uniform_real_distribution<double> total(d * a, d * b);
-  std::vector<Sizes> out;
-  for (int i = 0; i < n; ++i) {
-    std::vector<double> logs;
-    if (o.product && !names.empty()) {
-      // The first d - 1 sizes drawn in range, the last the product's rest, again until
-      // the rest is in range too (uniform over that slice of the box).
-      const double t = total(rng);
-      for (int tries = 0; tries < 10000; ++tries) {
-        logs.clear();
-        double sum = 0;
-        for (size_t j = 0; j + 1 < names.size(); ++j) sum += logs.emplace_back(u(rng));
-        logs.push_back(t - sum);
-        if (logs.back() >= a && logs.back() <= b) break;
-      }
-    } else {
-      for (size_t j = 0; j < names.size(); ++j) logs.push_back(u(rng));
-    }
-    const bool round =
-        o.align > 1 && (o.align_share >= 100 || percent(rng) < static_cast<double>(o.align_share));
-    Sizes s;
-    for (size_t j = 0; j < names.size(); ++j) {
-      int64_t v = std::clamp<int64_t>(static_cast<int64_t>(std::exp(logs[j])), o.range_lo, o.range_hi);
-      s[names[j]] = round ? (v + o.align - 1) / o.align * o.align : v;
-    }
-    out.push_back(s);
-  }
-  return out;
-}
-
-std::string distribution(const Options& o) {
-  const std::string range = "[" + std::to_string(o.range_lo) + ", " + std::to_string(o.range_hi) + "]";
-  std::string d = o.product ? "the product of the sizes log-uniform (each size in " + range +
-                                  ", uniform in log among those of the drawn product)"
-                            : "each size log-uniform integer in " + range;
-  if (o.align > 1 && o.align_share > 0)
-    d += (o.align_share >= 100 ? ", rounded up to a multiple of " + std::to_string(o.align)
-                               : ", in " + std::to_string(o.align_share) + "% of the draws rounded up to a multiple of " +
-                                     std::to_string(o.align) + ", ragged in the others");
-  else
-    d += ", ragged";
-  return d + ", seed " + std::to_string(o.seed);
 }
 
 std::string num(double v, int precision = 4) {
@@ -233,6 +172,22 @@ std::string json_quoted(const std::string& s) {
     out += c;
   }
   return out + "\"";
+}
+
+std::string features_json(const Features& f) {
+  std::string out = "{";
+  for (int i = 0; i < kNumFeatures; ++i) out += std::string(i ? ", " : "") + "\"" + kFeatureNames[i] + "\": " + num(f[i], 8);
+  return out + "}";
+}
+
+// ", \"features\": {...}": `plan`'s features at `sizes` as this build counts them ("" when
+// it does not lower), so that a saved run says what the model saw and offline checks
+// of a new feature or fit are exact.
+std::string features_field(const TileKernel& k, const Options& o, const Plan& plan, const Sizes& sizes) {
+  std::string why;
+  auto c = realize_candidate(k, plan, &why);
+  if (!c) return "";
+  return ", \"features\": " + features_json(program_features(*c, sizes, machine_shape(o.target, o.threads)));
 }
 
 std::string command_line(int argc, char** argv) {
@@ -478,7 +433,7 @@ int calibrate(const TileKernel& k, const Options& o, int argc, char** argv) {
   if (o.out.empty()) bad("--calibrate needs --out FILE");
   if (o.draws <= 0) bad("--calibrate needs --draws N (shapes to measure)");
   Calibration fallback = fallback_calibration(o.target, o.threads);
-  std::vector<Sizes> shapes = draw_shapes(k, o.draws, o);
+  std::vector<Sizes> shapes = draw_shapes(k, o.draws, o.draw);
   std::vector<Sample> samples;
   int wrong = 0, shapes_measured = 0;
   std::mt19937_64 rng(o.seed ^ 0x9e3779b97f4a7c15ull);
@@ -486,7 +441,7 @@ int calibrate(const TileKernel& k, const Options& o, int argc, char** argv) {
   json << "{\"command\": " << json_quoted(command_line(argc, argv)) << ", \"kernel\": " << json_quoted(k.name)
        << ", \"machine\": " << json_quoted(machine_stamp(o.target)) << ", \"threads\": " << o.threads
        << ", \"distribution\": "
-       << json_quoted(distribution(o))
+       << json_quoted(describe(o.draw))
        << ", \"timing\": " << json_quoted(timing_rule(o)) << ", \"samples\": [";
   auto start = std::chrono::steady_clock::now();
   for (size_t s = 0; s < shapes.size() && !over_budget(o, start, s, shapes.size()); ++s) {
@@ -525,7 +480,8 @@ int calibrate(const TileKernel& k, const Options& o, int argc, char** argv) {
       smp.us = sr.measured[i];
       samples.push_back(smp);
       json << (samples.size() > 1 ? ", " : "") << "{\"sizes\": " << json_quoted(shape_text(shapes[s]))
-           << ", \"plan\": " << json_quoted(plan_to_line(sr.plans[i])) << ", \"us\": " << num(smp.us, 6) << "}";
+           << ", \"plan\": " << json_quoted(plan_to_line(sr.plans[i])) << ", \"us\": " << num(smp.us, 6)
+           << ", \"features\": " << features_json(smp.features) << "}";
     }
   }
   Calibration c = fit_calibration(samples, o.target, o.threads);
@@ -544,7 +500,7 @@ int calibrate(const TileKernel& k, const Options& o, int argc, char** argv) {
 
 int heldout(const TileKernel& k, const Options& o, const Calibration& cal, int argc, char** argv) {
   if (o.out.empty()) bad("--heldout needs --out DIR");
-  std::vector<Sizes> shapes = draw_shapes(k, o.heldout, o);
+  std::vector<Sizes> shapes = draw_shapes(k, o.heldout, o.draw);
   std::mt19937_64 rng(o.seed ^ 0x51ed27);
   // --fixed-plans FILE: plans (one plan_to_line per line) measured on every shape too,
   // so the dispatcher's suite total can be compared with each fixed plan's.
@@ -568,7 +524,7 @@ int heldout(const TileKernel& k, const Options& o, const Calibration& cal, int a
   json << "{\"command\": " << json_quoted(command_line(argc, argv)) << ", \"kernel\": " << json_quoted(k.name)
        << ", \"machine\": " << json_quoted(machine_stamp(o.target)) << ", \"threads\": " << o.threads
        << ", \"calibration\": " << json_quoted(cal.fitted_on) << ", \"distribution\": "
-       << json_quoted(distribution(o))
+       << json_quoted(describe(o.draw))
        << ", \"shapes\": [";
   auto start = std::chrono::steady_clock::now();
   // The JSON so far (shapes measured, and the summary over them): written after every
@@ -660,7 +616,8 @@ int heldout(const TileKernel& k, const Options& o, const Calibration& cal, int a
            << num(sr.predicted[i], 6) << ", \"measured_us\": " << num(sr.measured[i], 6)
            << ", \"pick\": " << (i == sr.pick ? "true" : "false") << ", \"default\": " << (i == sr.def ? "true" : "false")
            << (fixed_only(i) ? ", \"fixed\": true" : "")
-           << (sr.notes[i].empty() ? "" : ", \"note\": " + json_quoted(sr.notes[i])) << "}";
+           << (sr.notes[i].empty() ? "" : ", \"note\": " + json_quoted(sr.notes[i]))
+           << features_field(k, o, sr.plans[i], shapes[s]) << "}";
     json << "]}";
     write_json(false);
   }
@@ -743,12 +700,6 @@ std::string ptxas_registers(const TileKernel& k, const Options& o, const std::st
   return ", \"registers\": " + std::to_string(registers) + ", \"proxy\": " +
          std::to_string(registers_per_thread(c->phases[0])) + ", \"resident\": " +
          std::to_string(resident_groups(c->phases[0]));
-}
-
-std::string features_json(const Features& f) {
-  std::string out = "{";
-  for (int i = 0; i < kNumFeatures; ++i) out += std::string(i ? ", " : "") + "\"" + kFeatureNames[i] + "\": " + num(f[i], 8);
-  return out + "}";
 }
 
 // --refit SAMPLES.json --out FILE: the fit of `--calibrate` again, over the runs that

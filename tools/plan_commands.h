@@ -15,7 +15,9 @@
 //       suite total is reported beside the dispatcher's.
 // Draws (--calibrate, --heldout): sizes log-uniform in [LO, HI], ragged; --align A
 // rounds them up to multiples of A (in P percent of the draws with --align-share P);
-// --spread product makes the product of the sizes log-uniform instead of each size.
+// --spread product makes the product of the sizes log-uniform instead of each size;
+// --small-share P draws one size (chosen at random) log-uniform in --small-range LO:HI
+// (default 8:16) instead, in P percent of the draws (plan/shape_draws.h).
 // Common: [--target cpu|sim|cuda] [--threads N] [--jobs J] [--rounds R] [--min-run-us U]
 //         [--flush-denormals] (tune: FTZ/DAZ on the launching thread; with --threads 1)
 // User errors throw tessel::Error (the caller maps them to exit status 2).

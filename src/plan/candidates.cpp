@@ -241,9 +241,12 @@ CandidateSet enumerate_candidates(const TileKernel& kernel, TargetKind target,
   sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
   for (const auto& [name, cover] : walked) {
     // Up to the power of two >= the size: a smaller value that covers it may not
-    // divide into any register block, and one more class costs little.
+    // divide into any register block, and one more class costs little. On cuda at
+    // least up to cuda_padded_tile: a padded tile spreads a narrow extent's copies
+    // over more threads.
     int64_t enough = 1;
     while (enough < cover) enough *= 2;
+    if (target == TargetKind::Cuda) enough = std::max(enough, bounds.cuda_padded_tile);
     std::vector<int64_t> v;
     for (int64_t t : sorted)
       if (t >= 1 && (cover <= 0 || t < cover || t <= enough)) v.push_back(t);

@@ -14,7 +14,8 @@
 // phase (atom operand types, k steps of the atom), and a tma candidate's tensor maps
 // take the shape's tensors (rows of 16-byte multiples, as cuTensorMapEncodeTiled
 // needs: 16-bit rows of a length off a multiple of 8 have none). Tile values
-// above the power of two >= the size they cover are left out: they only add padding.
+// above the power of two >= the size they cover are left out (they only add padding),
+// except on cuda up to CandidateBounds::cuda_padded_tile (32).
 // Nothing here looks at a kernel's name.
 #pragma once
 #include <cstdint>
@@ -35,6 +36,11 @@ struct CandidateBounds {
   // the powers of two 1 to 2048 (a streaming kernel's rows per group and columns per
   // row range that far; the mma atoms refuse the small ones at once).
   std::vector<int64_t> tile_values;
+  // cuda: tile values up to this are candidates even past the power of two >= the size
+  // they cover. A block's threads share its tile's copies: at N = 16 the fixed 32x32
+  // plans (half of each tile padding, 8 warps) ran 1.4x faster than every BN 16
+  // candidate (the fourth H200 run).
+  int64_t cuda_padded_tile = 32;
   std::vector<int> workers;          // empty = per target: sim {1, 4}, cpu {1}, cuda {64, 128, 256}
   std::vector<int> windows = {1, 2};       // kernels with a pipeline nest; others get 1
   std::vector<bool> async_copy = {false};  // cuda adds true

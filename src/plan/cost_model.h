@@ -48,6 +48,10 @@
 //                batch is a rolled loop whose every trip waits for its loads; 0 for a
 //                share of one batch (straight-line code). Per thread, not per worker
 //                (cuda only)
+//   chain_elems  elements a thread copies from global memory (copies a thread issues
+//                itself: not tma), its share of each copy: a block's serial chain of
+//                copies, k step after k step, which is its time when the grid is too
+//                small to hide it. Per thread, not per worker (cuda only)
 //   transcend    elements of exp, log, tanh, sqrt and friends
 //   fences       fences and barriers executed
 //   loop_iters   loop iterations executed (control overhead)
@@ -71,7 +75,7 @@
 
 namespace tessel {
 
-inline constexpr int kNumFeatures = 24;
+inline constexpr int kNumFeatures = 25;
 using Features = std::array<double, kNumFeatures>;
 extern const std::array<const char*, kNumFeatures> kFeatureNames;
 int feature_index(const std::string& name);  // -1 when unknown

@@ -5,6 +5,7 @@
 // dispatch follows the cache then the model, and the CLI refuses bad input with
 // status 2.
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 #include <sys/stat.h>
 #include <sys/wait.h>
 
@@ -25,6 +26,7 @@
 #include "plan/cost_model.h"
 #include "plan/dispatch.h"
 #include "plan/measure.h"
+#include "plan/shape_draws.h"
 #include "plan/tuning_cache.h"
 #include "target/sim/sim.h"
 #ifdef TESSEL_WITH_CUDA
@@ -290,6 +292,52 @@ TEST(PlanCostModel, KendallTau) {
   EXPECT_DOUBLE_EQ(kendall_tau({1, 2, 3, 4}, {40, 30, 20, 10}), -1.0);
 }
 
+// Shape draws (plan/shape_draws.h): without small draws a seed draws what it drew
+// before (the fourth H200 run's held-out shapes, seed 3); with --small-share P, P
+// percent of the draws have one size, chosen at random, in the small range and the
+// others in the range.
+TEST(PlanDraws, SmallShareDrawsOneNarrowSize) {
+  std::ifstream in(std::string(TESSEL_SOURCE_DIR) + "/tests/plan/gemm_bf16.tir");
+  std::stringstream text;
+  text << in.rdbuf();
+  TileKernel k = parse_tile_kernel(text.str());
+  ShapeDistribution d;
+  d.seed = 3;
+  auto shapes = draw_shapes(k, 2, d);
+  using Sizes = std::map<std::string, int64_t>;
+  EXPECT_EQ(shapes[0], (Sizes{{"M", 111}, {"N", 31}, {"K", 123}}));  // docs/results/planner-2026-12-02-cuda-run4
+  EXPECT_EQ(shapes[1], (Sizes{{"M", 53}, {"N", 111}, {"K", 56}}));
+
+  d.lo = 32;
+  d.small_share = 30;
+  d.small_lo = 8;
+  d.small_hi = 16;
+  const int n = 3000;
+  int narrow = 0;
+  std::map<std::string, int> which;
+  for (const Sizes& s : draw_shapes(k, n, d)) {
+    ASSERT_EQ(s.size(), 3u);
+    int small = 0;
+    for (const auto& [name, v] : s) {
+      if (v <= 16) {
+        EXPECT_GE(v, 8) << name;
+        ++small;
+        ++which[name];
+      } else {
+        EXPECT_GE(v, 32) << name;
+        EXPECT_LE(v, 512) << name;
+      }
+    }
+    EXPECT_LE(small, 1);
+    narrow += small;
+  }
+  EXPECT_NEAR(double(narrow) / n, 0.30, 0.03);
+  for (const char* name : {"M", "N", "K"}) EXPECT_GT(which[name], n / 20) << name;  // any size may be the narrow one
+  EXPECT_NE(describe(d).find("in 30% of the draws one size (chosen at random) log-uniform in [8, 16]"),
+            std::string::npos)
+      << describe(d);
+}
+
 TEST(PlanCostModel, CalibrationFileRoundTripsAndBadFilesAreTypedErrors) {
   Calibration c = fallback_calibration(TargetKind::Cpu, 2);
   c.samples = 9;
@@ -310,16 +358,16 @@ TEST(PlanCostModel, CalibrationFileRoundTripsAndBadFilesAreTypedErrors) {
   std::string negative = print_calibration(c);
   negative.replace(negative.find("coef launch "), 13, "coef launch -");
   expect_bad(negative);
-  // A file written before a feature existed (here gl_trips, the newest) is refused,
-  // naming the coefficient it lacks.
+  // A file written before a feature existed (here chain_elems, the newest) is
+  // refused, naming the coefficient it lacks.
   std::string old = print_calibration(c);
-  old.erase(old.find("coef gl_trips "));
+  old.erase(old.find("coef chain_elems "));
   try {
     parse_calibration(old, "old.txt");
-    ADD_FAILURE() << "accepted a file without gl_trips";
+    ADD_FAILURE() << "accepted a file without chain_elems";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::InvalidArgument);
-    EXPECT_NE(std::string(e.what()).find("no coefficient for gl_trips"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("no coefficient for chain_elems"), std::string::npos) << e.what();
   }
 }
 
@@ -537,6 +585,31 @@ TEST(PlanOnCuda, FragmentsBeyondTheRegisterFileAreRefused) {
   }
 }
 
+// A bf16 GEMM candidate's program on the sim race checker: 0 races, and C exact on
+// small integers (NaN-poisoned first).
+void expect_gemm_exact_on_sim(const LegalCandidate& cand, int64_t m, int64_t n, int64_t kk) {
+  SCOPED_TRACE(cand.plan.to_string());
+  ASSERT_EQ(cand.phases.size(), 1u);
+  std::mt19937_64 rng(11);
+  std::uniform_int_distribution<int> small(-3, 3);
+  std::vector<float> a(m * kk), bm(kk * n), c(m * n, NAN);
+  for (float& x : a) x = float(small(rng));
+  for (float& x : bm) x = float(small(rng));
+  LaunchArgs args;
+  args.sizes = {{"M", m}, {"N", n}, {"K", kk}, {"lda", kk}, {"ldb", n}, {"ldc", n}};
+  args.tensors = {{"A", a.data()}, {"B", bm.data()}, {"C", c.data()}};
+  SimResult r = run_sim(cand.phases[0], args, SimOptions{});
+  EXPECT_EQ(r.race_count, 0);
+  double worst = 0;
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double want = 0;
+      for (int64_t x = 0; x < kk; ++x) want += double(a[i * kk + x]) * bm[x * n + j];
+      worst = std::max(worst, std::isnan(c[i * n + j]) ? INFINITY : std::fabs(c[i * n + j] - want));
+    }
+  EXPECT_EQ(worst, 0.0);
+}
+
 // Programs of tma, producer and persistent cuda candidates (bf16 wgmma GroupIR) run on
 // the sim race checker: 0 races, and C exact on small integers (NaN-poisoned first).
 TEST(PlanOnCuda, TmaProducerAndPersistentCandidatesRunRaceFreeOnTheSim) {
@@ -558,28 +631,41 @@ TEST(PlanOnCuda, TmaProducerAndPersistentCandidatesRunRaceFreeOnTheSim) {
   }
   for (const char* kind : {"tma", "tma+producer", "copies+persistent", "tma+producer+persistent"})
     EXPECT_TRUE(pick.count(kind)) << "no " << kind << " candidate";
-  std::mt19937_64 rng(11);
-  std::uniform_int_distribution<int> small(-3, 3);
-  std::vector<float> a(m * kk), bm(kk * n), c(m * n);
-  for (float& x : a) x = float(small(rng));
-  for (float& x : bm) x = float(small(rng));
   for (const auto& [kind, cand] : pick) {
-    SCOPED_TRACE(kind + ": " + cand->plan.to_string());
-    ASSERT_EQ(cand->phases.size(), 1u);
-    std::fill(c.begin(), c.end(), NAN);
-    LaunchArgs args;
-    args.sizes = {{"M", m}, {"N", n}, {"K", kk}, {"lda", kk}, {"ldb", n}, {"ldc", n}};
-    args.tensors = {{"A", a.data()}, {"B", bm.data()}, {"C", c.data()}};
-    SimResult r = run_sim(cand->phases[0], args, SimOptions{});
-    EXPECT_EQ(r.race_count, 0);
-    double worst = 0;
-    for (int64_t i = 0; i < m; ++i)
-      for (int64_t j = 0; j < n; ++j) {
-        double want = 0;
-        for (int64_t x = 0; x < kk; ++x) want += double(a[i * kk + x]) * bm[x * n + j];
-        worst = std::max(worst, std::isnan(c[i * n + j]) ? INFINITY : std::fabs(c[i * n + j] - want));
-      }
-    EXPECT_EQ(worst, 0.0);
+    SCOPED_TRACE(kind);
+    expect_gemm_exact_on_sim(*cand, m, n, kk);
+  }
+}
+
+// On cuda a tile up to 32 wide is a candidate even past its extent (the fourth H200
+// run: at N = 16 the fixed 32x32 plans ran 1.4x faster than every BN 16 candidate),
+// wider ones only up to the power of two >= the extent; such candidates are legal
+// and run race-free and exact on the sim.
+TEST(PlanOnCuda, TilesUpTo32WideAreCandidatesPastTheirExtent) {
+  TileKernel k = plan_test_file("gemm_bf16.tir");
+  auto widest = [&](const std::map<std::string, int64_t>& sizes, const char* tile) {
+    int64_t most = 0;
+    for (const auto& c : enumerate_candidates(k, TargetKind::Cuda, sizes).legal)
+      most = std::max(most, c->plan.tiles.at(tile));
+    return most;
+  };
+  EXPECT_EQ(widest({{"M", 491}, {"N", 16}, {"K", 347}}, "BN"), 32);  // the fourth run's shape
+  EXPECT_EQ(widest({{"M", 491}, {"N", 100}, {"K", 347}}, "BN"), 128);
+  // M = 20, N = 12, K = 24: tiles of 32 pad every extent. The smallest such candidate
+  // of each copy protocol, checked on the sim (mma.sync: wgmma needs 64-wide tiles).
+  const int64_t m = 20, n = 12, kk = 24;
+  CandidateSet set = enumerate_candidates(k, TargetKind::Cuda, {{"M", m}, {"N", n}, {"K", kk}});
+  std::map<std::string, std::shared_ptr<const LegalCandidate>> pick;
+  for (const auto& c : set.legal) {
+    const Plan& p = c->plan;
+    if (p.tiles.at("BM") != 32 || p.tiles.at("BN") != 32) continue;
+    const std::string kind = std::string(p.async_copy ? "async" : "sync") + " window " + std::to_string(p.window);
+    if (!pick.count(kind) || p.tiles.at("BK") < pick[kind]->plan.tiles.at("BK")) pick[kind] = c;
+  }
+  EXPECT_TRUE(pick.count("sync window 1") && pick.count("async window 2")) << pick.size();
+  for (const auto& [kind, cand] : pick) {
+    SCOPED_TRACE(kind);
+    expect_gemm_exact_on_sim(*cand, m, n, kk);
   }
 }
 
@@ -753,6 +839,43 @@ TEST(PlanOnCuda, RolledElementCopiesCountTheirTrips) {
   EXPECT_GE(pair, 2);
 }
 
+// chain_elems: the elements a thread copies from global memory, its share of every
+// copy (BM x BK of A and BK x BN of B a k step, over the block's threads), times the
+// copies a block issues (k steps + window - 1) and the waves; tma copies count none.
+TEST(PlanOnCuda, CopyChainCountsEachThreadsShareOfEveryCopy) {
+  TileKernel k = plan_test_file("gemm_bf16.tir");
+  MachineShape machine = machine_shape(TargetKind::Cuda, 1);
+  const int chain = feature_index("chain_elems"), waves = feature_index("waves");
+  ASSERT_GE(chain, 0);
+  std::map<std::string, int64_t> sizes = {{"M", 64}, {"N", 64}, {"K", 128}};
+  int checked = 0, tma = 0, hand = 0;
+  for (const auto& c : enumerate_candidates(k, TargetKind::Cuda, sizes).legal) {
+    const Plan& p = c->plan;
+    if (p.persistent) continue;  // its first groups walk more tiles
+    SCOPED_TRACE(p.to_string());
+    Features f = program_features(*c, sizes, machine);
+    if (p.tma) {
+      EXPECT_EQ(f[chain], 0);
+      ++tma;
+      continue;
+    }
+    const int64_t bm = p.tiles.at("BM"), bn = p.tiles.at("BN"), bk = p.tiles.at("BK");
+    const double threads = double(c->phases[0].workers) * c->phases[0].lanes;
+    const double steps = double((128 + bk - 1) / bk);
+    EXPECT_NEAR(f[chain], f[waves] * (steps + p.window - 1) * double(bm * bk + bk * bn) / threads, 1e-9);
+    ++checked;
+    // By hand: 32x32x64, 8 warps, one stage: (32 x 64 + 64 x 32) / 256 = 16 elements a
+    // k step, 2 k steps, 4 blocks in one wave.
+    if (p.atom == AtomKind::MmaSync && p.workers == 8 && p.window == 1 && bm == 32 && bn == 32 && bk == 64) {
+      EXPECT_EQ(f[chain], 32.0);
+      ++hand;
+    }
+  }
+  EXPECT_GT(checked, 30);
+  EXPECT_GT(tma, 0);
+  EXPECT_GE(hand, 1);
+}
+
 // bytes_sm: every group's global bytes over the multiprocessors, not per worker: a
 // row kernel reads its input twice and writes it once (whole tiles).
 TEST(PlanOnCuda, BytesPerMultiprocessorCountEveryGroup) {
@@ -861,6 +984,8 @@ TEST(PlanCli, BadInputExitsWithStatus2) {
   EXPECT_EQ(cli("tune " + softmax + " --shapes M=4,N"), 2);  // malformed shape
   EXPECT_EQ(cli("tune " + softmax + " --calibrate --draws 2"), 2);  // no --out
   EXPECT_EQ(cli("tune " + softmax + " --range 9:3 --heldout 2 --out /tmp"), 2);
+  EXPECT_EQ(cli("tune " + softmax + " --small-share 101 --heldout 2 --out /tmp"), 2);
+  EXPECT_EQ(cli("tune " + softmax + " --small-range 9:3 --heldout 2 --out /tmp"), 2);
   EXPECT_EQ(cli("plans " + softmax + " --size M=4,N=9 --frobnicate"), 2);
   EXPECT_EQ(cli("tune " + softmax + " --heldout 1 --out /tmp --fixed-plans /nonexistent"), 2);
   EXPECT_EQ(cli("plans " + softmax + " --size M=5,N=9 --top 3 --no-tuning-cache"), 0);
@@ -924,6 +1049,57 @@ TEST(PlanCli, RefitAndEvaluateFromSavedRuns) {
     EXPECT_EQ(cli(base + "--refit " + write("bad.json", bad) + " --out " + dir + "/bad.txt"), 2) << bad;
   EXPECT_EQ(cli(base + "--refit " + good), 2);
   EXPECT_EQ(cli(base + "--evaluate " + write("bad.json", "[1, 2]") + " --calibration " + dir + "/cal.txt"), 2);
+  std::system(("rm -rf " + dir).c_str());
+}
+
+// The calibration's samples and the held-out JSON carry each measured run's features
+// as the measuring build counts them (sim target: quick), so that offline checks use
+// what the model saw; the calibration's draw options are stated in its JSON.
+TEST(PlanCli, SavedRunsCarryTheirFeatures) {
+  const std::string softmax = std::string(TESSEL_SOURCE_DIR) + "/kernels/softmax.tir";
+  const std::string dir = temp_dir(0700);
+  const std::string base = "tune " + softmax + " --target sim --threads 1 --rounds 1 --min-run-us 1 --no-tuning-cache ";
+  ASSERT_EQ(cli(base + "--calibrate --draws 3 --per-shape 1 --range 4:9 --small-share 50 --small-range 2:3 --out " +
+                dir + "/cal.txt"),
+            0);
+  ASSERT_EQ(cli(base + "--heldout 2 --range 4:9 --seed 2 --top 1 --extra 1 --calibration " + dir + "/cal.txt --out " +
+                dir),
+            0);
+  auto read = [](const std::string& path) {
+    std::ifstream in(path);
+    std::stringstream s;
+    s << in.rdbuf();
+    return nlohmann::json::parse(s.str());
+  };
+  TileKernel k = kernel_file("softmax.tir");
+  MachineShape machine = machine_shape(TargetKind::Sim, 1);
+  auto sizes_of = [](const std::string& text) {
+    std::map<std::string, int64_t> out;
+    std::istringstream in(text);
+    for (std::string item; std::getline(in, item, ',');)
+      out[item.substr(0, item.find('='))] = std::stoll(item.substr(item.find('=') + 1));
+    return out;
+  };
+  int checked = 0;
+  auto expect_features = [&](const nlohmann::json& run, const std::string& sizes) {
+    SCOPED_TRACE(sizes + " " + run.dump().substr(0, 200));
+    ASSERT_TRUE(run.contains("features"));
+    std::string why;
+    auto c = realize_candidate(k, plan_from_line(run["plan"].get<std::string>(), TargetKind::Sim), &why);
+    ASSERT_TRUE(c) << why;
+    Features f = program_features(*c, sizes_of(sizes), machine);
+    for (int i = 0; i < kNumFeatures; ++i)
+      EXPECT_NEAR(run["features"][kFeatureNames[i]].get<double>(), f[i], 1e-6 * (1 + std::fabs(f[i])))
+          << kFeatureNames[i];
+    ++checked;
+  };
+  nlohmann::json samples = read(dir + "/cal.txt.samples.json");
+  EXPECT_NE(samples["distribution"].get<std::string>().find("in 50% of the draws one size"), std::string::npos);
+  for (const auto& run : samples["samples"]) expect_features(run, run["sizes"].get<std::string>());
+  nlohmann::json heldout = read(dir + "/heldout-softmax.json");
+  for (const auto& shape : heldout["shapes"])
+    for (const auto& run : shape["candidates"]) expect_features(run, shape["sizes"].get<std::string>());
+  EXPECT_GE(checked, 8);
   std::system(("rm -rf " + dir).c_str());
 }
 
