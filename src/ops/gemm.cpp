@@ -112,9 +112,9 @@ constexpr int64_t kFmaWideBM = 256;
 constexpr double kFmaWideMinWaveFill = 0.85;
 // The smallest class's mma.sync k tile is 64 with two stages: the kernels of such
 // shapes are bound by each k step's fixed work (waits, barrier, copy decisions), not
-// by their math (H200, 12 shapes up to 256 per dimension, host wall against cuBLAS:
-// tf32 0.61-1.35 -> 0.74-1.71, bf16 0.47-1.42 -> 0.55-1.47 against 32x32x32 with
-// three stages; fifteenth session, docs/cuda.md).
+// by their math (H200, host wall against cuBLAS, against 32x32x32 with three stages:
+// tf32 250x130x250 0.66 -> 0.80, 180x200x220 0.86 -> 0.98; bf16 100^3 0.98 -> 1.36,
+// 150x90x250 0.48 -> 0.62; fifteenth session, docs/cuda.md).
 constexpr CudaTile kCudaTiles[] = {
     {256 * 256, 32, 32, 32, 32, 32, 64, 64, 4, 2},
     {1024 * 1024, 64, 64, 16, 64, 64, 32, 256, 4, 3},
