@@ -56,19 +56,24 @@ constexpr int64_t kCpuOneKBlockBytes = 1 << 20;
 // take the scalar edge loop (127x193x61 on two 64-row groups ran 2.7x slower).
 constexpr int64_t kCpuSplitMinWork = 150000;
 // One thread reads A and B in place (Plan::direct, no packing, one group) beyond the
-// exact sizes while B (K x N) and the fragment (M x N) stay well inside L2 and A
-// (M x K) within half of it: there packing cost more than it saved (one thread,
+// exact sizes while B (K x N) stays well inside L2: there packing cost more than it
+// saved (one thread,
 // 2026-12-01: 1024x64x64 1.23x, 256x128x256 1.17x, 200x300x160 1.17x, 160x160x512
 // 1.03x faster; 256^3, 300^3, 384^3, 128x1024x128 within 2%). B from 384 KiB to 1 MiB
 // read in place was slower (256x512x256 4%, 512^3 20%) until the emitter copied B's
 // panels there (cpu_emit.cpp, kCpuPackBBytes): then 1.04-1.14x faster than packed
 // (512^3, 384^3, 448^3, 256x512x256, 500x400x300; docs/results/cpu-gemm-2026-12-02-session12).
-constexpr int64_t kCpuDirectBBytes = 1 << 20, kCpuDirectFragBytes = 1 << 20;
-// Tall and narrow (N within the exact sizes, A past L2): read in place too, A's block
-// rows outside (cpu_emit.cpp), while the fragment is within the plan's tile limit.
-// Packed, a group's whole A block went to memory and back (one thread, CPU time:
-// 4000x64x512 1.41x, 2000x128x1000 1.22x, 3000x200x500 1.10x faster in place).
-constexpr int64_t kCpuDirectTallElems = int64_t{1} << 22;
+// Past 1 MiB, A's block rows run outside (cpu_emit.cpp), each read from memory once
+// while B stays in L2: first for tall and narrow products (N within the exact sizes;
+// packed, a group's whole A block went to memory and back: 4000x64x512 1.41x,
+// 2000x128x1000 1.22x, 3000x200x500 1.10x faster in place), then for any (neither A
+// nor the fragment bounded: 640x320x480 1.13x, 800x400x300 1.07x, 1000x400x400,
+// 768x768x256 and 3000x400x200 1.07x, 900x512x256 1.04x, 1024x512x512 1.03x faster
+// than packed; 700x500x400 0.97x; docs/results/cpu-gemm-2026-12-02-session15). The
+// fragment stays within the plan's tile limit, and a wide one within half of it:
+// 4000x1000x200 (4M outputs of 200 multiply-adds) ran 0.94x packed.
+constexpr int64_t kCpuDirectBBytes = 1 << 20;
+constexpr int64_t kCpuDirectTallElems = int64_t{1} << 22, kCpuDirectWideElems = kCpuDirectTallElems / 2;
 // The sim interprets every element: small tiles, a few workers.
 constexpr int64_t kSimBlockM[] = {8, 16};
 constexpr int64_t kSimBlockN[] = {8, 16};
@@ -816,8 +821,7 @@ Plan default_gemm_plan(TargetKind target, int64_t m, int64_t n, int64_t k, GemmP
     // such extent. When all three are, A and B are read in place, not packed.
     p.direct = m <= kCpuExact && n <= kCpuExactN && k <= kCpuExact;
     if (cpu_threads == 1 && 4 * k * n <= kCpuDirectBBytes &&
-        ((4 * m * n <= kCpuDirectFragBytes && 4 * m * k <= kCpuL2Bytes / 2) ||
-         (n <= kCpuExactN && m * n <= kCpuDirectTallElems)))
+        m * n <= (n <= kCpuExactN ? kCpuDirectTallElems : kCpuDirectWideElems))
       p.direct = true;
     p.atom_m = kCpuAtomM;
     p.atom_n = kCpuAtomN;

@@ -263,9 +263,10 @@ TEST_P(CpuIsaPath, GemmInCacheBlocksOnRaggedShapes) {
   EXPECT_EQ(p.tile("BM"), 720) << p.to_string();
   check_gemm(*compile_cpu(compile_to_group(gemm_kernel(DType::F32), p, CompileOptions{}).program), one_block, seed++);
   // A group's B block within 1 MiB takes all of K in one k block (the fragment, in
-  // C, is written once); past it, k blocks of at most 256.
+  // C, is written once); past it, k blocks of at most 256. (Two threads: one reads
+  // this product in place.)
   const GemmCase tall{1400, 300, 300, 1.0, 0.0};
-  Plan one_k = default_gemm_plan(TargetKind::Cpu, tall.m, tall.n, tall.k, GemmPrecision::F32, "", 1);
+  Plan one_k = default_gemm_plan(TargetKind::Cpu, tall.m, tall.n, tall.k, GemmPrecision::F32, "", 2);
   EXPECT_FALSE(one_k.direct) << one_k.to_string();
   EXPECT_EQ(one_k.tile("BK"), 300) << one_k.to_string();
   EXPECT_EQ(default_gemm_plan(TargetKind::Cpu, 2000, 2000, 2000, GemmPrecision::F32, "", 1).tile("BK"), 250);
@@ -301,6 +302,22 @@ TEST_P(CpuIsaPath, OneThreadReadsMidShapesInPlace) {
     check_gemm(*kernel, g, seed++);
     check_gemm(*kernel, GemmCase{g.m - 7, g.n - 3, g.k - 5, -0.5, 1.25}, seed++);
     for (const GemmCase& r : kRagged) check_gemm(*kernel, r, seed++);
+  }
+  // Wide too, A past 1 MiB (1.2 MiB) and B within the bound: read in place, A's block
+  // rows outside; a wide fragment past half the tile limit (2.1M outputs) is packed.
+  {
+    const GemmCase g{640, 320, 480, 1.0, 0.0};
+    Plan p = default_gemm_plan(TargetKind::Cpu, g.m, g.n, g.k, GemmPrecision::F32, "", 1);
+    ASSERT_TRUE(p.direct) << p.to_string();
+    GroupProgram program = compile_to_group(gemm_kernel(DType::F32), p, CompileOptions{}).program;
+    const std::string unit = emit_cpu(program, GetParam());
+    const size_t ir = unit.find("for (int64_t ir = "), jr = unit.find("for (int64_t jr = ");
+    ASSERT_NE(ir, std::string::npos) << unit;
+    EXPECT_TRUE(jr == std::string::npos || ir < jr) << unit;
+    auto kernel = compile_cpu(program);
+    check_gemm(*kernel, g, seed++);
+    check_gemm(*kernel, GemmCase{633, 317, 471, -0.5, 1.25}, seed++);
+    EXPECT_FALSE(default_gemm_plan(TargetKind::Cpu, 2100, 1000, 100, GemmPrecision::F32, "", 1).direct);
   }
   // B past the bound (1 MiB): packed even on one thread.
   EXPECT_FALSE(default_gemm_plan(TargetKind::Cpu, 256, 1100, 256, GemmPrecision::F32, "", 1).direct);
