@@ -16,7 +16,7 @@ const std::array<const char*, kNumFeatures> kFeatureNames = {
     "launch",    "pool",     "waves",        "flops_1",  "flops_64",  "flops_256", "flops_384", "flops_big",
     "mma_blocks", "bytes_in", "bytes_out",   "bytes_shared", "ew_elems", "ew_elems_odd", "transcend", "fences",
     "loop_iters", "mma_acc",  "ew_rows", "ew_elems_l2", "gl_access", "bytes_sm",
-    "sync_sm",   "gl_trips", "chain_elems"};
+    "sync_sm",   "gl_trips", "chain_elems", "live_sm"};
 
 int feature_index(const std::string& name) {
   for (int i = 0; i < kNumFeatures; ++i)
@@ -28,7 +28,7 @@ namespace {
 
 enum F { kLaunch, kPool, kWaves, kFlops1, kFlops64, kFlops256, kFlops384, kFlopsBig, kMmaBlocks, kBytesIn,
          kBytesOut, kBytesShared, kEw, kEwOdd, kTranscend, kFences, kLoopIters, kMmaAcc, kEwRows, kEwL2, kGlAccess,
-         kBytesSm, kSyncSm, kGlTrips, kChainElems };
+         kBytesSm, kSyncSm, kGlTrips, kChainElems, kLiveSm };
 
 bool pow2(int64_t n) { return n > 0 && (n & (n - 1)) == 0; }
 
@@ -164,6 +164,21 @@ double copy_chain_elems(const GroupProgram& p, const GroupOp& op) {
   return static_cast<double>(op.rows) * static_cast<double>(op.cols) / static_cast<double>(threads);
 }
 
+// cuda: the elements a thread holds of fragment `f` beyond 8 (its registers, as the
+// emitter allocates them). The fifth H200 run's row kernel: a thread's row part of 16
+// elements in one pass (a 2048-wide tile over 128 threads, 604 rows) ran 9.53 us,
+// predicted 6.41, where 8 elements a pass (1024-wide tiles, two passes) ran 7.07,
+// predicted 6.98; measured / predicted stayed near 1 at 8 and fewer (the threshold is
+// measured: offline, beyond 8 or 12 fixed that pick, beyond 4 or 16 did not). Counted
+// per op that reads or writes the fragment, times the threads of every group, per
+// multiprocessor (program_features), like bytes_sm: on grids too small to fill the
+// machine such parts ran at or below their prediction, so the cost looks like a
+// shared one of the multiprocessor's, not a thread's latency (not measured further).
+double excess_elems(const GroupProgram& p, int f) {
+  if (f < 0 || p.buffer(f).space != Space::Private) return 0;
+  return static_cast<double>(std::max<int64_t>(0, fragment_registers(p, p.buffer(f)) - 8));
+}
+
 // One group's work, each op weighted by how often it runs (`times`). `skips_invalid`:
 // the target's mma skips the rows, columns and k steps of a ragged tile that hold no
 // data (the cpu's micro-kernel loops run to mv, nv, kv), so an mma counts its valid
@@ -205,10 +220,12 @@ void count(const GroupProgram& p, const std::vector<GroupOp>& ops, Env& env, dou
       case GroupOpKind::FragLoad:
         f[is_global(op.src) ? kBytesIn : kBytesShared] += times * elems(op.frag) * bytes_of(op.src.buffer);
         if (cuda && is_global(op.src)) f[kGlAccess] += times * elems(op.frag) * bytes_of(op.src.buffer) / 16;
+        if (cuda) f[kLiveSm] += times * excess_elems(p, op.frag);
         break;
       case GroupOpKind::FragStore:
         f[is_global(op.dst) ? kBytesOut : kBytesShared] += times * elems(op.frag) * bytes_of(op.dst.buffer);
         if (cuda && is_global(op.dst)) f[kGlAccess] += times * elems(op.frag) * bytes_of(op.dst.buffer) / 16;
+        if (cuda) f[kLiveSm] += times * excess_elems(p, op.frag);
         break;
       case GroupOpKind::Mma: {
         double m = op.m, n = op.n, k = op.k;
@@ -233,6 +250,7 @@ void count(const GroupProgram& p, const std::vector<GroupOp>& ops, Env& env, dou
         f[kEwRows] += times * p.buffer(op.frag).rows;
         count_l2(op.frag, e);
         if (op.kind == GroupOpKind::Elementwise && transcendental(op.ew)) f[kTranscend] += times * e;
+        if (cuda && op.kind == GroupOpKind::Elementwise) f[kLiveSm] += times * excess_elems(p, op.frag);
         break;
       }
       case GroupOpKind::Reduce: {
@@ -240,6 +258,7 @@ void count(const GroupProgram& p, const std::vector<GroupOp>& ops, Env& env, dou
         double e = op.reduce_mode == ReduceMode::Combine ? double(op.rows) * double(op.cols) : elems(src);
         f[src >= 0 ? ew_feature(src) : kEw] += times * e;
         if (src >= 0) count_l2(src, e);
+        if (cuda) f[kLiveSm] += times * excess_elems(p, src);
         f[kEwRows] += times * (op.reduce_mode == ReduceMode::Combine ? double(op.rows)
                                                                       : src >= 0 ? double(p.buffer(src).rows) : 1.0);
         break;
@@ -358,6 +377,12 @@ Features program_features(const LegalCandidate& candidate, const std::map<std::s
     if (cuda)
       total[kSyncSm] += group[kFences] * groups * static_cast<double>(int64_t{p.workers} * p.lanes) /
                         (machine.slots * static_cast<double>(CudaMultiprocessor{}.threads));
+    // All groups' threads' elements held beyond 8 (excess_elems, per op), over the
+    // multiprocessors, a full one's threads as the unit (not per worker, not times the
+    // waves).
+    if (cuda)
+      total[kLiveSm] += group[kLiveSm] * groups * static_cast<double>(int64_t{p.workers} * p.lanes) /
+                        (machine.slots * static_cast<double>(CudaMultiprocessor{}.threads));
     // On cuda the groups of a wave run at once, and the wave lasts as long as its
     // slowest: a group's work is the most that a group at the first or the last
     // coordinate of each grid dimension does (feature by feature). A persistent grid's
@@ -384,6 +409,7 @@ Features program_features(const LegalCandidate& candidate, const std::map<std::s
       corners(0);
       group = slowest;
     }
+    group[kLiveSm] = 0;  // counted over the multiprocessors above, not per wave
     // Workers of a cuda group run at once: a worker issues its share.
     if (cuda)
       for (int i : {kFlops1, kFlops64, kFlops256, kFlops384, kFlopsBig, kMmaBlocks, kBytesIn, kBytesOut, kBytesShared, kEw, kEwOdd, kTranscend, kMmaAcc, kEwRows, kEwL2, kGlAccess})
@@ -413,13 +439,13 @@ Calibration fallback_calibration(TargetKind target, int threads) {
   // ~2 ns to set up a row of an elementwise op.
   std::array<double, kNumFeatures> cpu = {2,       3,       0.5,      1 / 2e3,  1 / 20e3, 1 / 40e3, 1 / 40e3, 1 / 10e3, 0.005,
                                           1 / 8e3, 1 / 8e3, 1 / 40e3, 1 / 2e3, 1 / 1e3,  1 / 2e2,  0.0,      0.005,
-                                          1 / 10e3, 0.002,   1 / 10e3, 0,        0,       0,       0,       0};
+                                          1 / 10e3, 0.002,   1 / 10e3, 0,        0,       0,       0,       0,       0};
   // cuda, per worker (thread for fma; a warp's share for the mma atoms). The features
-  // added since the eleventh session (mma_acc to chain_elems) have no rough cuda
+  // added since the eleventh session (mma_acc to live_sm) have no rough cuda
   // number: 0 until a calibration fits them.
   std::array<double, kNumFeatures> cuda = {5,       0,       2,       1 / 3e3, 1 / 3e3, 1 / 3e3, 1 / 2e5, 1 / 3e3, 0.0001,
                                            1 / 2e3, 1 / 2e3, 1 / 2e4, 1 / 2e3, 1 / 2e3, 1 / 5e2, 0.01,    0.001,
-                                           0,       0,       0,       0,       0,       0,       0,       0};
+                                           0,       0,       0,       0,       0,       0,       0,       0,       0};
   c.coef = target == TargetKind::Cuda ? cuda : cpu;
   if (target == TargetKind::Sim)
     for (double& x : c.coef) x *= 100;  // the interpreter: only the order matters

@@ -52,6 +52,12 @@
 //                itself: not tma), its share of each copy: a block's serial chain of
 //                copies, k step after k step, which is its time when the grid is too
 //                small to hide it. Per thread, not per worker (cuda only)
+//   live_sm      elements a thread holds of a fragment beyond 8, per op that reads or
+//                writes the fragment, times every group's threads, per cuda
+//                multiprocessor in units of a full one (2048 threads): a thread's
+//                part of 16 elements in one pass ran 1.5x its prediction where one of
+//                8 ran as predicted (a row kernel, the fifth H200 run). Not per worker, not
+//                times the waves (cuda only)
 //   transcend    elements of exp, log, tanh, sqrt and friends
 //   fences       fences and barriers executed
 //   loop_iters   loop iterations executed (control overhead)
@@ -75,7 +81,7 @@
 
 namespace tessel {
 
-inline constexpr int kNumFeatures = 25;
+inline constexpr int kNumFeatures = 26;
 using Features = std::array<double, kNumFeatures>;
 extern const std::array<const char*, kNumFeatures> kFeatureNames;
 int feature_index(const std::string& name);  // -1 when unknown

@@ -358,16 +358,16 @@ TEST(PlanCostModel, CalibrationFileRoundTripsAndBadFilesAreTypedErrors) {
   std::string negative = print_calibration(c);
   negative.replace(negative.find("coef launch "), 13, "coef launch -");
   expect_bad(negative);
-  // A file written before a feature existed (here chain_elems, the newest) is
-  // refused, naming the coefficient it lacks.
+  // A file written before a feature existed (here live_sm, the newest: every file in
+  // docs/results up to the fifth H200 run) is refused, naming the coefficient it lacks.
   std::string old = print_calibration(c);
-  old.erase(old.find("coef chain_elems "));
+  old.erase(old.find("coef live_sm "));
   try {
     parse_calibration(old, "old.txt");
-    ADD_FAILURE() << "accepted a file without chain_elems";
+    ADD_FAILURE() << "accepted a file without live_sm";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::InvalidArgument);
-    EXPECT_NE(std::string(e.what()).find("no coefficient for chain_elems"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("no coefficient for live_sm"), std::string::npos) << e.what();
   }
 }
 
@@ -894,6 +894,44 @@ TEST(PlanOnCuda, BytesPerMultiprocessorCountEveryGroup) {
     ++checked;
   }
   EXPECT_GT(checked, 10);
+}
+
+// live_sm: the elements a thread holds of a fragment beyond 8, per op on the fragment,
+// times every group's threads, over the multiprocessors in units of 2048 threads. At
+// 264 rows of 2048 a row kernel's thread holds BC / 128 of a row tile: 16 elements at
+// BC 2048 (8 beyond), 8 at BC 1024 (none).
+TEST(PlanOnCuda, LiveElementsCountAThreadsPartBeyondEight) {
+  std::map<std::string, int64_t> sizes = {{"M", 264}, {"N", 2048}};
+  CandidateSet set = enumerate_candidates(softmax_kernel(), TargetKind::Cuda, sizes);
+  MachineShape machine = machine_shape(TargetKind::Cuda, 1);
+  const int live = feature_index("live_sm");
+  ASSERT_GE(live, 0);
+  const LegalCandidate *wide = nullptr, *narrow = nullptr, *half = nullptr;
+  int zero = 0;
+  for (const auto& c : set.legal) {
+    const Plan& p = c->plan;
+    if (p.persistent || p.tiles.at("BR") != 1) continue;
+    const int64_t part = p.tiles.at("BC") / c->phases[0].worker_cols;
+    if (part <= 8) {
+      EXPECT_EQ(program_features(*c, sizes, machine)[live], 0) << p.to_string();
+      ++zero;
+    }
+    if (p.workers == 128 && p.tiles.at("BC") == 2048) wide = c.get();
+    if (p.workers == 128 && p.tiles.at("BC") == 1024) narrow = c.get();
+    if (p.workers == 64 && p.tiles.at("BC") == 1024) half = c.get();
+  }
+  EXPECT_GT(zero, 5);
+  ASSERT_TRUE(wide && narrow && half);
+  // One pass of BC 2048: 10 ops on the row tile's fragments (the loads, the
+  // reductions, the elementwise ops and the store), 8 elements beyond a thread's 8
+  // each, 264 groups of 128 threads: an eighth of a full multiprocessor's threads on
+  // each of 132, so 10 x 8 / 8 = 10.
+  const double ops = 10, full = 264.0 * 128 / (machine.slots * 2048.0);
+  EXPECT_NEAR(program_features(*wide, sizes, machine)[live], ops * 8 * full, 1e-9);
+  if (machine.slots == 132) EXPECT_NEAR(program_features(*wide, sizes, machine)[live], 10.0, 1e-9);  // the H200's
+  EXPECT_EQ(program_features(*narrow, sizes, machine)[live], 0);
+  // BC 1024 over 64 threads: 16 elements a thread again, in two passes of half the threads.
+  EXPECT_NEAR(program_features(*half, sizes, machine)[live], ops * 8 * full, 1e-9);
 }
 
 // sync_sm: every group's barrier waits times its threads, over the multiprocessors,
