@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <random>
 #include <set>
 #include <sstream>
@@ -180,14 +181,19 @@ std::string features_json(const Features& f) {
   return out + "}";
 }
 
-// ", \"features\": {...}": `plan`'s features at `sizes` as this build counts them ("" when
-// it does not lower), so that a saved run says what the model saw and offline checks
-// of a new feature or fit are exact.
-std::string features_field(const TileKernel& k, const Options& o, const Plan& plan, const Sizes& sizes) {
+// `plan`'s features at `sizes` as this build counts them (none when it does not lower).
+std::optional<Features> features_of(const TileKernel& k, const Options& o, const Plan& plan, const Sizes& sizes) {
   std::string why;
   auto c = realize_candidate(k, plan, &why);
-  if (!c) return "";
-  return ", \"features\": " + features_json(program_features(*c, sizes, machine_shape(o.target, o.threads)));
+  if (!c) return std::nullopt;
+  return program_features(*c, sizes, machine_shape(o.target, o.threads));
+}
+
+// ", \"features\": {...}" (features_of; "" when it does not lower), so that a saved run
+// says what the model saw and offline checks of a new feature or fit are exact.
+std::string features_field(const TileKernel& k, const Options& o, const Plan& plan, const Sizes& sizes) {
+  auto f = features_of(k, o, plan, sizes);
+  return f ? ", \"features\": " + features_json(*f) : "";
 }
 
 std::string command_line(int argc, char** argv) {
@@ -469,14 +475,12 @@ int calibrate(const TileKernel& k, const Options& o, int argc, char** argv) {
     std::cout << label << ": " << sr.plans.size() << " measured in " << num(sr.seconds, 3) << " s (at "
               << num(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 4) << " s)"
               << std::endl;
-    MachineShape machine = machine_shape(o.target, o.threads);
     for (size_t i = 0; i < sr.plans.size(); ++i) {
       if (!std::isfinite(sr.measured[i])) continue;
-      std::string why;
-      auto c = realize_candidate(k, sr.plans[i], &why);
-      if (!c) continue;
+      auto features = features_of(k, o, sr.plans[i], shapes[s]);
+      if (!features) continue;
       Sample smp;
-      smp.features = program_features(*c, shapes[s], machine);
+      smp.features = *features;
       smp.us = sr.measured[i];
       samples.push_back(smp);
       json << (samples.size() > 1 ? ", " : "") << "{\"sizes\": " << json_quoted(shape_text(shapes[s]))

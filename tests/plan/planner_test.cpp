@@ -29,6 +29,7 @@
 #include "plan/shape_draws.h"
 #include "plan/tuning_cache.h"
 #include "target/sim/sim.h"
+#include "../sim/small_int_gemm.h"
 #ifdef TESSEL_WITH_CUDA
 #include "target/cuda/cuda_driver.h"
 #endif
@@ -590,24 +591,11 @@ TEST(PlanOnCuda, FragmentsBeyondTheRegisterFileAreRefused) {
 void expect_gemm_exact_on_sim(const LegalCandidate& cand, int64_t m, int64_t n, int64_t kk) {
   SCOPED_TRACE(cand.plan.to_string());
   ASSERT_EQ(cand.phases.size(), 1u);
-  std::mt19937_64 rng(11);
-  std::uniform_int_distribution<int> small(-3, 3);
-  std::vector<float> a(m * kk), bm(kk * n), c(m * n, NAN);
-  for (float& x : a) x = float(small(rng));
-  for (float& x : bm) x = float(small(rng));
-  LaunchArgs args;
-  args.sizes = {{"M", m}, {"N", n}, {"K", kk}, {"lda", kk}, {"ldb", n}, {"ldc", n}};
-  args.tensors = {{"A", a.data()}, {"B", bm.data()}, {"C", c.data()}};
-  SimResult r = run_sim(cand.phases[0], args, SimOptions{});
+  test::SmallIntGemm g(m, n, kk);
+  g.args.sizes["lda"] = kk, g.args.sizes["ldb"] = n, g.args.sizes["ldc"] = n;
+  SimResult r = run_sim(cand.phases[0], g.args, SimOptions{});
   EXPECT_EQ(r.race_count, 0);
-  double worst = 0;
-  for (int64_t i = 0; i < m; ++i)
-    for (int64_t j = 0; j < n; ++j) {
-      double want = 0;
-      for (int64_t x = 0; x < kk; ++x) want += double(a[i * kk + x]) * bm[x * n + j];
-      worst = std::max(worst, std::isnan(c[i * n + j]) ? INFINITY : std::fabs(c[i * n + j] - want));
-    }
-  EXPECT_EQ(worst, 0.0);
+  EXPECT_EQ(g.error(), 0.0);
 }
 
 // Programs of tma, producer and persistent cuda candidates (bf16 wgmma GroupIR) run on
