@@ -706,49 +706,62 @@ std::string ptxas_registers(const TileKernel& k, const Options& o, const std::st
          std::to_string(resident_groups(c->phases[0]));
 }
 
-// --refit SAMPLES.json --out FILE: the fit of `--calibrate` again, over the runs that
-// calibration saved, with the features of this build (a feature added since is tried
-// on the measured runs without the machine). FILE.features.json gets each run's
-// features.
+// --refit SAMPLES.json[,MORE.json...] --out FILE: the fit of `--calibrate` again, over
+// the runs that calibration saved (several calibrations' runs pooled: more runs make a
+// steadier fit), with the features of this build (a feature added since is tried on
+// the measured runs without the machine). FILE.features.json gets each run's features.
 int refit(const TileKernel& k, const Options& o, int argc, char** argv) {
   if (o.out.empty()) bad("--refit needs --out FILE (the calibration to write)");
-  nlohmann::json j = read_json(o.refit);
-  check_kernel(k, j, o.refit);
-  auto samples_it = j.find("samples");
-  if (samples_it == j.end() || !samples_it->is_array()) bad(o.refit + ": no \"samples\" array");
+  std::vector<std::string> files;
+  for (size_t at = 0; at <= o.refit.size();) {
+    const size_t comma = std::min(o.refit.find(',', at), o.refit.size());
+    if (comma == at) bad("--refit: an empty file name in '" + o.refit + "'");
+    files.push_back(o.refit.substr(at, comma - at));
+    at = comma + 1;
+  }
   std::vector<Sample> samples;
   std::ostringstream dump;
   dump << "{\"refit_of\": " << json_quoted(o.refit) << ", \"samples\": [";
   int dropped = 0;
-  for (size_t i = 0; i < samples_it->size(); ++i) {
-    const nlohmann::json& e = (*samples_it)[i];
-    const std::string where = o.refit + ": sample " + std::to_string(i);
-    if (!e.is_object()) bad(where + " is not an object");
-    Sizes sizes = parse_shape(json_string(e, "sizes", where));
-    std::string plan = json_string(e, "plan", where), why;
-    double us = json_time(e, "us", where);
-    if (!std::isfinite(us)) bad(where + ": no time");
-    std::optional<Features> f = features_of(k, o, plan, sizes, &why);
-    if (!f) {
-      ++dropped;
-      std::cout << where << " (" << plan << ") is not legal now: " << why << "\n";
-      continue;
+  std::string machine, commands;
+  for (const std::string& file : files) {
+    nlohmann::json j = read_json(file);
+    check_kernel(k, j, file);
+    auto samples_it = j.find("samples");
+    if (samples_it == j.end() || !samples_it->is_array()) bad(file + ": no \"samples\" array");
+    for (size_t i = 0; i < samples_it->size(); ++i) {
+      const nlohmann::json& e = (*samples_it)[i];
+      const std::string where = file + ": sample " + std::to_string(i);
+      if (!e.is_object()) bad(where + " is not an object");
+      Sizes sizes = parse_shape(json_string(e, "sizes", where));
+      std::string plan = json_string(e, "plan", where), why;
+      double us = json_time(e, "us", where);
+      if (!std::isfinite(us)) bad(where + ": no time");
+      std::optional<Features> f = features_of(k, o, plan, sizes, &why);
+      if (!f) {
+        ++dropped;
+        std::cout << where << " (" << plan << ") is not legal now: " << why << "\n";
+        continue;
+      }
+      samples.push_back({*f, us});
+      dump << (samples.size() > 1 ? ", " : "") << "{\"sizes\": " << json_quoted(shape_text(sizes))
+           << ", \"plan\": " << json_quoted(plan) << ", \"us\": " << num(us, 6)
+           << (o.ptxas ? ptxas_registers(k, o, plan) : std::string())
+           << ", \"features\": " << features_json(*f) << "}";
     }
-    samples.push_back({*f, us});
-    dump << (samples.size() > 1 ? ", " : "") << "{\"sizes\": " << json_quoted(shape_text(sizes))
-         << ", \"plan\": " << json_quoted(plan) << ", \"us\": " << num(us, 6)
-         << (o.ptxas ? ptxas_registers(k, o, plan) : std::string())
-         << ", \"features\": " << features_json(*f) << "}";
+    if (machine.empty() && j.contains("machine") && j["machine"].is_string()) machine = j["machine"].get<std::string>();
+    commands += (commands.empty() ? "" : "; ") +
+                (j.contains("command") && j["command"].is_string() ? j["command"].get<std::string>() : "?");
   }
   Calibration c = fit_calibration(samples, o.target, o.threads);
-  c.machine = j.contains("machine") && j["machine"].is_string() ? j["machine"].get<std::string>() : "unknown";
-  c.fitted_on = command_line(argc, argv) + " (refit of: " +
-                (j.contains("command") && j["command"].is_string() ? j["command"].get<std::string>() : "?") + ")";
+  c.machine = machine.empty() ? "unknown" : machine;
+  c.fitted_on = command_line(argc, argv) + " (refit of: " + commands + ")";
   write_file_atomic(o.out, print_calibration(c));
   dump << "]}\n";
   write_file_atomic(o.out + ".features.json", dump.str());
-  std::cout << print_calibration(c) << "refitted on " << samples.size() << " runs (" << dropped
-            << " no longer legal); wrote " << o.out << " and " << o.out << ".features.json\n";
+  std::cout << print_calibration(c) << "refitted on " << samples.size() << " runs of " << files.size()
+            << " file(s) (" << dropped << " no longer legal); wrote " << o.out << " and " << o.out
+            << ".features.json\n";
   return 0;
 }
 

@@ -48,7 +48,7 @@ const char* kUsage =
     "       tessel sim FILE.gir --size NAME=V ... [--scalar NAME=V ...] [--seed S]\n"
     "usage: tessel plans KERNEL.tir --size NAME=V,... [--top K] [--calibration FILE]   (docs/planner.md)\n"
     "       tessel tune KERNEL.tir --shapes \"NAME=V,...;...\" | --calibrate --draws N --out FILE | --heldout N --out DIR\n"
-    "                 | --refit FILE.samples.json --out FILE | --evaluate heldout-KERNEL.json --calibration FILE\n";
+    "                 | --refit FILE.samples.json[,MORE...] --out FILE | --evaluate heldout-KERNEL.json --calibration FILE\n";
 
 [[noreturn]] void bad(const std::string& message) {
   user_error(ErrorKind::InvalidArgument, message);

@@ -120,6 +120,15 @@ constexpr double kFmaWideMinWaveFill = 0.85;
 // by their math (H200, host wall against cuBLAS, against 32x32x32 with three stages:
 // tf32 250x130x250 0.66 -> 0.80, 180x200x220 0.86 -> 0.98; bf16 100^3 0.98 -> 1.36,
 // 150x90x250 0.48 -> 0.62; fifteenth session, docs/cuda.md).
+// There, a 16-bit product whose K fits one k tile of at most 256 and whose rows start
+// on 4 bytes (K and N even: the copies go asynchronously) takes 16x32 tiles (4 warps)
+// and a single k step: one copy wait and barrier a block, and twice the blocks (H200,
+// host wall against cuBLAS, 32x32x64 with two stages -> 16x32x256 with one: bf16
+// 250x130x250 0.96 -> 1.77, 200x130x222 0.97 -> 1.78, 150x90x250 0.98 -> 1.35,
+// 256x136x256 1.46 -> 1.84; fp16 alike, 0.71-0.75 -> 1.30-1.32; sixteenth session,
+// docs/cuda.md). Rows on 2 bytes copy element by element, and there one deep step lost
+// (17x255x99: 0.92 and 0.56).
+constexpr int64_t kCudaOneStepMaxK = 256;
 constexpr CudaTile kCudaTiles[] = {
     {256 * 256, 32, 32, 32, 32, 32, 64, 64, 4, 2},
     {1024 * 1024, 64, 64, 16, 64, 64, 32, 256, 4, 3},
@@ -768,6 +777,10 @@ Plan default_gemm_plan(TargetKind target, int64_t m, int64_t n, int64_t k, GemmP
     p.async_copy = true;
     p.window = mma ? t->mma_window : 2;
     bool sixteen_bit = precision == GemmPrecision::BF16 || precision == GemmPrecision::F16;
+    if (mma && sixteen_bit && t == kCudaTiles && k <= kCudaOneStepMaxK && k % 2 == 0 && n % 2 == 0) {
+      set_gemm_tile(p, 16, 32, (k + 63) / 64 * 64);
+      p.window = 1;
+    }
     std::string arch = cuda_arch;
 #ifdef TESSEL_WITH_CUDA
     if (arch.empty()) {

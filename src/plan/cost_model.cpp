@@ -179,6 +179,21 @@ double excess_elems(const GroupProgram& p, int f) {
   return static_cast<double>(std::max<int64_t>(0, fragment_registers(p, p.buffer(f)) - 8));
 }
 
+// cuda: how many turns a group's warps take on the multiprocessor's 4 schedulers
+// (each issues one warp's instruction a cycle): 1 up to 4 warps, 2 at 8. Work counted
+// per worker is issued at once by the warps of a turn, so a worker's share is paid
+// once a turn. The sixth H200 run's matrix products: 8-warp tiles ran 1.12-1.23x their
+// prediction (median), 4-warp tiles 0.96-1.02x; small grids of long k took 8 warps
+// 1.4x slower than the 4-warp tile the model ranked behind them (docs/planner.md).
+double issue_turns(const GroupProgram& p) {
+  const CudaMultiprocessor sm;
+  const double warps = std::ceil(static_cast<double>(int64_t{p.workers} * p.lanes) / 32.0);
+  return std::max(1.0, warps / sm.schedulers);
+}
+
+// Tile-sized areas an elementwise chain keeps in the L1 data cache (count_l2).
+constexpr double kL1Tiles = 5;
+
 // One group's work, each op weighted by how often it runs (`times`). `skips_invalid`:
 // the target's mma skips the rows, columns and k steps of a ragged tile that hold no
 // data (the cpu's micro-kernel loops run to mv, nv, kv), so an mma counts its valid
@@ -196,11 +211,17 @@ void count(const GroupProgram& p, const std::vector<GroupOp>& ops, Env& env, dou
     return pow2(b.rows) && pow2(b.cols) ? kEw : kEwOdd;
   };
   auto bytes_of = [&](int buffer) { return static_cast<double>(dtype_bytes(p.buffer(buffer).dtype)); };
-  // Elementwise work on a fragment of which two copies (an op's operand and its
-  // result) overflow the L1 data cache: measured 12-25% slower than predicted
-  // without this feature (a row kernel's 32 KiB and larger tiles, calibration runs).
+  // Elementwise work on a fragment of which five (measured) overflow the L1 data
+  // cache: an op chain touches its operands and results and the global rows loaded
+  // and stored, each the tile's size (a row kernel's: three tile-sized fragments and
+  // its input's and output's rows). With two (an operand and its result) the feature
+  // caught 32 KiB tiles and larger, 12-25% slower than predicted (eleventh session);
+  // held-out row-kernel picks then still took 16 KiB tiles where 8 KiB ones with the
+  // same columns ran 5-12% faster (sixteenth session, docs/planner.md; 4 and 6 did
+  // almost as well).
   auto count_l2 = [&](int buffer, double e) {
-    if (l1_bytes > 0 && 2 * elems(buffer) * bytes_of(buffer) > static_cast<double>(l1_bytes)) f[kEwL2] += times * e;
+    if (l1_bytes > 0 && kL1Tiles * elems(buffer) * bytes_of(buffer) > static_cast<double>(l1_bytes))
+      f[kEwL2] += times * e;
   };
   auto is_global = [&](const BufferRef& r) { return r.buffer >= 0 && p.buffer(r.buffer).space == Space::Global; };
   for (const GroupOp& op : ops) {
@@ -410,10 +431,12 @@ Features program_features(const LegalCandidate& candidate, const std::map<std::s
       group = slowest;
     }
     group[kLiveSm] = 0;  // counted over the multiprocessors above, not per wave
-    // Workers of a cuda group run at once: a worker issues its share.
+    // Workers of a cuda group run at once, up to a warp on each of the
+    // multiprocessor's schedulers: a worker issues its share, and a group of more
+    // than 4 warps takes its turns (issue_turns).
     if (cuda)
       for (int i : {kFlops1, kFlops64, kFlops256, kFlops384, kFlopsBig, kMmaBlocks, kBytesIn, kBytesOut, kBytesShared, kEw, kEwOdd, kTranscend, kMmaAcc, kEwRows, kEwL2, kGlAccess})
-        group[i] /= std::max(1, p.workers);
+        group[i] = group[i] / std::max(1, p.workers) * issue_turns(p);
     // Groups resident on a multiprocessor together run at once (their latencies
     // overlap): a wave is the multiprocessors times that many.
     const double slots = machine.slots * (machine.occupancy ? static_cast<double>(resident_groups(p)) : 1.0);

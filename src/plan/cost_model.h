@@ -2,7 +2,8 @@
 // features read off the realized GroupIR program (every phase) for one shape.
 //
 // Features (plan/cost_model.cpp states how each is counted). Work a group does is
-// counted per worker where workers run at once (cuda: a worker's share) and whole
+// counted per worker where workers run at once (cuda: a worker's share, once for each
+// turn a group of more than 4 warps takes on a multiprocessor's 4 schedulers) and whole
 // where one thread runs the group's workers in turn (cpu, sim), then multiplied by
 // the waves: ceil(groups / parallel slots), so a tail wave costs a full one. On cuda
 // the slots are the multiprocessors times the groups resident on one at once
@@ -26,8 +27,9 @@
 //   ew_elems_odd the same on other fragments (measured slower on the cpu)
 //   ew_rows      rows of elementwise ops and reductions (one inner loop each)
 //   ew_elems_l2  elements of elementwise ops and reductions (also counted above) on
-//                fragments that do not fit the L1 data cache twice (an op reads
-//                one fragment and writes another): they stream from L2 (cpu only)
+//                fragments that do not fit the L1 data cache five times (an op
+//                chain's operands and results and the global rows loaded and
+//                stored, each the tile's size): they stream from L2 (cpu only)
 //   gl_access    global memory instructions: a copy's 16-byte vectors where every
 //                global row it touches starts on 16 bytes at this shape, 4-byte
 //                pieces for an async copy of rows on 4, else one per element (the

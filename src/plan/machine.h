@@ -14,10 +14,11 @@ int64_t cuda_multiprocessors();
 // What one cuda multiprocessor holds at once, for the groups (blocks) resident
 // together (occupancy): sm_90's limits (the H200; the arch tessel compiles for
 // without a GPU). Each block also reserves 1 KiB of shared memory; registers are
-// allocated to warps in units of 256.
+// allocated to warps in units of 256. Each of its 4 schedulers issues one warp's
+// instruction a cycle.
 struct CudaMultiprocessor {
   int64_t threads = 2048, blocks = 32, shared_bytes = 228 * 1024, block_reserved_shared = 1024,
-          registers = 65536, register_unit = 256;
+          registers = 65536, register_unit = 256, schedulers = 4;
 };
 
 // The L1 data cache of one cpu core in bytes (sysconf), read once; 32 KiB where the
