@@ -8,6 +8,7 @@
 
 #include "check/checked_run.h"
 #include "plan/machine.h"
+#include "target/cpu/cpu_isa.h"
 #include "tessel/error.h"
 
 namespace tessel {
@@ -199,15 +200,21 @@ constexpr double kL1Tiles = 5;
 // data (the cpu's micro-kernel loops run to mv, nv, kv), so an mma counts its valid
 // part; elsewhere whole tiles.
 void count(const GroupProgram& p, const std::vector<GroupOp>& ops, Env& env, double times,
-           bool skips_invalid, int64_t l1_bytes, bool cuda, Features& f) {
+           bool skips_invalid, const MachineShape& machine, bool cuda, Features& f) {
   auto elems = [&](int buffer) {
     const Buffer& b = p.buffer(buffer);
     return static_cast<double>(b.rows) * static_cast<double>(b.cols);
   };
-  // Elementwise work on a fragment whose extents are not both powers of two: measured
-  // 2-3x slower per element on the cpu (a row-wise kernel with 48- or 96-column tiles).
+  // Elementwise work on a fragment whose rows end in a part of a vector (its columns
+  // not a multiple of the cpu's vector lanes): each row's tail is a masked vector.
+  // Held-out row-kernel runs with 12- and 24-column tiles ran 1.12-1.20x their
+  // prediction, 48, 96 and 192 at 0.94-1.03 (sixteenth session, docs/planner.md).
+  // Where no lanes are modelled (cuda, sim): extents not both powers of two, the
+  // eleventh session's rule (48- or 96-column tiles 2-3x slower per element on the cpu
+  // then).
   auto ew_feature = [&](int buffer) {
     const Buffer& b = p.buffer(buffer);
+    if (machine.cpu_lanes > 0) return b.cols % machine.cpu_lanes != 0 ? kEwOdd : kEw;
     return pow2(b.rows) && pow2(b.cols) ? kEw : kEwOdd;
   };
   auto bytes_of = [&](int buffer) { return static_cast<double>(dtype_bytes(p.buffer(buffer).dtype)); };
@@ -220,7 +227,7 @@ void count(const GroupProgram& p, const std::vector<GroupOp>& ops, Env& env, dou
   // same columns ran 5-12% faster (sixteenth session, docs/planner.md; 4 and 6 did
   // almost as well).
   auto count_l2 = [&](int buffer, double e) {
-    if (l1_bytes > 0 && kL1Tiles * elems(buffer) * bytes_of(buffer) > static_cast<double>(l1_bytes))
+    if (machine.l1_bytes > 0 && kL1Tiles * elems(buffer) * bytes_of(buffer) > static_cast<double>(machine.l1_bytes))
       f[kEwL2] += times * e;
   };
   auto is_global = [&](const BufferRef& r) { return r.buffer >= 0 && p.buffer(r.buffer).space == Space::Global; };
@@ -294,14 +301,14 @@ void count(const GroupProgram& p, const std::vector<GroupOp>& ops, Env& env, dou
         int64_t trips = std::max<int64_t>(0, hi - lo);
         f[kLoopIters] += times * trips;
         each_iteration_class(env, op.iv, lo, trips,
-                             [&](double w) { count(p, op.bodies[0], env, times * w, skips_invalid, l1_bytes, cuda, f); });
+                             [&](double w) { count(p, op.bodies[0], env, times * w, skips_invalid, machine, cuda, f); });
         break;
       }
       case GroupOpKind::If:
-        for (const auto& body : op.bodies) count(p, body, env, times * 0.5, skips_invalid, l1_bytes, cuda, f);
+        for (const auto& body : op.bodies) count(p, body, env, times * 0.5, skips_invalid, machine, cuda, f);
         break;
       case GroupOpKind::Roles:
-        for (const auto& body : op.bodies) count(p, body, env, times, skips_invalid, l1_bytes, cuda, f);
+        for (const auto& body : op.bodies) count(p, body, env, times, skips_invalid, machine, cuda, f);
         break;
       default:
         break;
@@ -351,6 +358,7 @@ MachineShape machine_shape(TargetKind target, int threads) {
   if (target == TargetKind::Cpu) {
     m.slots = std::max(1, threads);
     m.l1_bytes = cpu_l1d_bytes();
+    m.cpu_lanes = cpu_isa_info(cpu_isa()).lanes;
   }
   // One group per multiprocessor at a time (a stated proxy; plan/machine.h).
   if (target == TargetKind::Cuda) {
@@ -379,7 +387,7 @@ Features program_features(const LegalCandidate& candidate, const std::map<std::s
     Features group{};
     std::function<void(size_t, double)> over_grid = [&](size_t dim, double weight) {
       if (dim == p.grid.size()) {
-        count(p, p.body, env, weight / groups, skips_invalid, machine.l1_bytes, cuda, group);
+        count(p, p.body, env, weight / groups, skips_invalid, machine, cuda, group);
         return;
       }
       each_iteration_class(env, p.grid[dim].iv, 0, extents[dim],
@@ -414,7 +422,7 @@ Features program_features(const LegalCandidate& candidate, const std::map<std::s
       std::function<void(size_t)> corners = [&](size_t dim) {
         if (dim == p.grid.size()) {
           Features one{};
-          count(p, p.body, env, 1.0, skips_invalid, machine.l1_bytes, cuda, one);
+          count(p, p.body, env, 1.0, skips_invalid, machine, cuda, one);
           for (int i = 0; i < kNumFeatures; ++i) slowest[i] = std::max(slowest[i], one[i]);
           return;
         }

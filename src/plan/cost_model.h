@@ -22,9 +22,11 @@
 //   bytes_in     bytes read from global memory (staging copies, fragment loads)
 //   bytes_out    bytes written to global memory
 //   bytes_shared bytes moved between shared buffers and fragments
-//   ew_elems     elements of elementwise ops and reductions on fragments whose
-//                extents are powers of two
-//   ew_elems_odd the same on other fragments (measured slower on the cpu)
+//   ew_elems     elements of elementwise ops and reductions on fragments whose rows
+//                are whole vectors (cpu: columns a multiple of the ISA's fp32 lanes;
+//                elsewhere: extents that are powers of two)
+//   ew_elems_odd the same on other fragments: each row ends in a part of a vector
+//                (measured slower on the cpu)
 //   ew_rows      rows of elementwise ops and reductions (one inner loop each)
 //   ew_elems_l2  elements of elementwise ops and reductions (also counted above) on
 //                fragments that do not fit the L1 data cache five times (an op
@@ -92,6 +94,7 @@ int feature_index(const std::string& name);  // -1 when unknown
 struct MachineShape {
   int slots = 1;
   int64_t l1_bytes = 0;  // a core's L1 data cache (cpu); 0: not modelled
+  int cpu_lanes = 0;     // fp32 lanes of the cpu emitter's vectors (its ISA); 0: not modelled
   bool occupancy = false;  // cuda: several groups share a multiprocessor (resident_groups)
 };
 

@@ -254,13 +254,39 @@ TEST(PlanCostModel, ElementwiseRowsGrowAsTilesNarrow) {
   }
   ASSERT_TRUE(narrow && wide);
   Features n = program_features(*narrow, sizes, machine), w = program_features(*wide, sizes, machine);
-  const int rows = feature_index("ew_rows"), ew = feature_index("ew_elems");
+  const int rows = feature_index("ew_rows"), ew = feature_index("ew_elems"), odd = feature_index("ew_elems_odd");
   // At least the ten elementwise ops (max, sub, exp, sub, exp, mul, add; sub, exp,
   // div) and two reductions on BR = 16 rows per column tile: 4 row blocks x 32 tiles.
   EXPECT_GE(n[rows], 4.0 * 32 * 12 * 16);
   EXPECT_GT(n[rows], 6.0 * w[rows]);
   EXPECT_LT(n[rows], 8.5 * w[rows]);
-  EXPECT_NEAR(n[ew] / w[ew], 1.0, 0.5);
+  EXPECT_NEAR((n[ew] + n[odd]) / (w[ew] + w[odd]), 1.0, 0.5);
+}
+
+// ew_elems_odd, on the cpu, counts elementwise work on fragments whose rows end in a
+// part of a vector: 24-column tiles on 16 lanes, not 48-column ones (whose [BR, 1]
+// row values, one element a row, still are). Without lanes (cuda, sim) the rule is
+// extents that are not both powers of two, so 48 columns count.
+TEST(PlanCostModel, RowsEndingInPartOfAVectorCountAsOdd) {
+  std::map<std::string, int64_t> sizes = {{"M", 64}, {"N", 240}};
+  CandidateSet set = enumerate_candidates(kernel_file("softmax.tir"), TargetKind::Cpu, sizes);
+  const LegalCandidate *bc24 = nullptr, *bc48 = nullptr;
+  for (const auto& c : set.legal) {
+    if (c->plan.tiles.at("BR") != 16 || c->plan.window != 1) continue;
+    if (c->plan.tiles.at("BC") == 24 && !bc24) bc24 = c.get();
+    if (c->plan.tiles.at("BC") == 48 && !bc48) bc48 = c.get();
+  }
+  ASSERT_TRUE(bc24 && bc48);
+  const int ew = feature_index("ew_elems"), odd = feature_index("ew_elems_odd");
+  MachineShape lanes16;
+  lanes16.cpu_lanes = 16;
+  Features a = program_features(*bc24, sizes, lanes16), b = program_features(*bc48, sizes, lanes16);
+  EXPECT_EQ(a[ew], 0.0);
+  EXPECT_GT(b[ew], 4 * b[odd]);
+  EXPECT_GT(b[odd], 0.0);  // the [BR, 1] row values
+  MachineShape no_lanes;
+  Features c = program_features(*bc48, sizes, no_lanes);
+  EXPECT_GT(c[odd], 4 * c[ew]);
 }
 
 // ew_elems_l2 counts elementwise work on fragments that do not fit the L1 data
