@@ -8,7 +8,6 @@
 
 #include "check/checked_run.h"
 #include "plan/machine.h"
-#include "target/cpu/cpu_isa.h"
 #include "tessel/error.h"
 
 namespace tessel {
@@ -358,7 +357,7 @@ MachineShape machine_shape(TargetKind target, int threads) {
   if (target == TargetKind::Cpu) {
     m.slots = std::max(1, threads);
     m.l1_bytes = cpu_l1d_bytes();
-    m.cpu_lanes = cpu_isa_info(cpu_isa()).lanes;
+    m.cpu_lanes = cpu_vector_lanes();
   }
   // One group per multiprocessor at a time (a stated proxy; plan/machine.h).
   if (target == TargetKind::Cuda) {

@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include "target/cpu/cpu_isa.h"
+
 #ifdef TESSEL_WITH_CUDA
 #include "target/cuda/cuda_kernel.h"
 #endif
@@ -24,5 +26,7 @@ int64_t cpu_l1d_bytes() {
   }();
   return bytes;
 }
+
+int cpu_vector_lanes() { return cpu_isa_info(cpu_isa()).lanes; }
 
 }  // namespace tessel
