@@ -1114,6 +1114,47 @@ TEST(PlanCli, RefitAndEvaluateFromSavedRuns) {
   std::system(("rm -rf " + dir).c_str());
 }
 
+// scripts/planner_table.py (which plan wins where, from a held-out run with fixed
+// plans): per regime and in all, the totals of the picks, the defaults and each fixed
+// plan, the lowest in bold; a fixed plan that is also a shape's candidate is measured
+// once; a run without fixed plans, or a file that is not such a run, exits with 1.
+TEST(PlanCli, WhichPlanWinsWhereTable) {
+  const std::string dir = temp_dir(0700);
+  std::ostringstream run;
+  run << "{\"kernel\": \"k\", \"suite_total_us\": {\"fixed\": [{\"plan\": \"tiles=A:1 workers=1\"}, "
+         "{\"plan\": \"tiles=A:2 workers=1\"}]}, \"shapes\": [";
+  for (int i = 0; i < 3; ++i) {
+    const int n = 10 * (i + 1);  // work 10, 20, 30: one shape a regime
+    // pick 1 + i, default 5, fixed A:1 2 (the pick itself on the first shape), fixed A:2 3
+    run << (i ? ", " : "") << "{\"sizes\": \"N=" << n << "\", \"candidates\": ["
+        << "{\"plan\": \"" << (i == 0 ? "tiles=A:1 workers=1" : "p") << "\", \"measured_us\": " << (i == 0 ? 2 : 1 + i)
+        << ", \"pick\": true}, {\"plan\": \"d\", \"measured_us\": 5, \"default\": true}"
+        << (i == 0 ? "" : ", {\"plan\": \"tiles=A:1 workers=1\", \"measured_us\": 2, \"fixed\": true}")
+        << ", {\"plan\": \"tiles=A:2 workers=1\", \"measured_us\": 3, \"fixed\": true}]}";
+  }
+  run << "]}";
+  std::ofstream(dir + "/heldout.json") << run.str();
+  std::ofstream(dir + "/none.json") << "{\"kernel\": \"k\", \"suite_total_us\": {\"fixed\": []}, \"shapes\": []}";
+  const std::string script = "python3 " + std::string(TESSEL_SOURCE_DIR) + "/scripts/planner_table.py ";
+  auto status = [](const std::string& cmd) {
+    int s = std::system((cmd + " >/dev/null 2>&1").c_str());
+    return WIFEXITED(s) ? WEXITSTATUS(s) : -1;
+  };
+  ASSERT_EQ(std::system((script + dir + "/heldout.json > " + dir + "/table.md").c_str()), 0);
+  std::ifstream in(dir + "/table.md");
+  std::stringstream table;
+  table << in.rdbuf();
+  // picks 2 + 2 + 3 = 7, default 15, A:1 6, A:2 9; the lowest (A:1, 6) in bold.
+  EXPECT_NE(table.str().find("| all | 7.0 | 15.0 | **6.0** | 9.0 | 6.0 |"), std::string::npos) << table.str();
+  EXPECT_NE(table.str().find("| 1 shapes, work 10 to 10 | **2.0** | 5.0 | **2.0** | 3.0 | 2.0 |"), std::string::npos)
+      << table.str();
+  EXPECT_NE(table.str().find("| shapes won (fastest of these columns) | 2 | 0 | 1 | 0 | |"), std::string::npos)
+      << table.str();
+  EXPECT_EQ(status(script + dir + "/none.json"), 1);
+  EXPECT_EQ(status(script + dir + "/missing.json"), 1);
+  std::filesystem::remove_all(dir);
+}
+
 // The calibration's samples and the held-out JSON carry each measured run's features
 // as the measuring build counts them (sim target: quick), so that offline checks use
 // what the model saw; the calibration's draw options are stated in its JSON.
