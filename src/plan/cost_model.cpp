@@ -441,9 +441,11 @@ Features program_features(const LegalCandidate& candidate, const std::map<std::s
     // Workers of a cuda group run at once, up to a warp on each of the
     // multiprocessor's schedulers: a worker issues its share, and a group of more
     // than 4 warps takes its turns (issue_turns).
-    if (cuda)
+    if (cuda) {
+      const double share = issue_turns(p) / std::max(1, p.workers);
       for (int i : {kFlops1, kFlops64, kFlops256, kFlops384, kFlopsBig, kMmaBlocks, kBytesIn, kBytesOut, kBytesShared, kEw, kEwOdd, kTranscend, kMmaAcc, kEwRows, kEwL2, kGlAccess})
-        group[i] = group[i] / std::max(1, p.workers) * issue_turns(p);
+        group[i] *= share;
+    }
     // Groups resident on a multiprocessor together run at once (their latencies
     // overlap): a wave is the multiprocessors times that many.
     const double slots = machine.slots * (machine.occupancy ? static_cast<double>(resident_groups(p)) : 1.0);

@@ -239,6 +239,13 @@ TEST(PlanCostModel, CpuMmaCountsTheValidPartOfRaggedTiles) {
   EXPECT_GT(checked, 10);
 }
 
+// The first legal softmax candidate with row tile BR x BC and window 1 (nullptr: none).
+const LegalCandidate* row_tile(const CandidateSet& set, int64_t br, int64_t bc) {
+  for (const auto& c : set.legal)
+    if (c->plan.tiles.at("BR") == br && c->plan.tiles.at("BC") == bc && c->plan.window == 1) return c.get();
+  return nullptr;
+}
+
 // ew_rows counts the rows of elementwise work: a row kernel walking its rows in
 // 8-column tiles runs 8 times the rows of one in 64-column tiles, on about the
 // same elements.
@@ -246,12 +253,7 @@ TEST(PlanCostModel, ElementwiseRowsGrowAsTilesNarrow) {
   std::map<std::string, int64_t> sizes = {{"M", 64}, {"N", 256}};
   CandidateSet set = enumerate_candidates(kernel_file("softmax.tir"), TargetKind::Cpu, sizes);
   MachineShape machine = machine_shape(TargetKind::Cpu, 1);
-  const LegalCandidate *narrow = nullptr, *wide = nullptr;
-  for (const auto& c : set.legal) {
-    if (c->plan.tiles.at("BR") != 16 || c->plan.window != 1) continue;
-    if (c->plan.tiles.at("BC") == 8 && !narrow) narrow = c.get();
-    if (c->plan.tiles.at("BC") == 64 && !wide) wide = c.get();
-  }
+  const LegalCandidate *narrow = row_tile(set, 16, 8), *wide = row_tile(set, 16, 64);
   ASSERT_TRUE(narrow && wide);
   Features n = program_features(*narrow, sizes, machine), w = program_features(*wide, sizes, machine);
   const int rows = feature_index("ew_rows"), ew = feature_index("ew_elems"), odd = feature_index("ew_elems_odd");
@@ -270,12 +272,7 @@ TEST(PlanCostModel, ElementwiseRowsGrowAsTilesNarrow) {
 TEST(PlanCostModel, RowsEndingInPartOfAVectorCountAsOdd) {
   std::map<std::string, int64_t> sizes = {{"M", 64}, {"N", 240}};
   CandidateSet set = enumerate_candidates(kernel_file("softmax.tir"), TargetKind::Cpu, sizes);
-  const LegalCandidate *bc24 = nullptr, *bc48 = nullptr;
-  for (const auto& c : set.legal) {
-    if (c->plan.tiles.at("BR") != 16 || c->plan.window != 1) continue;
-    if (c->plan.tiles.at("BC") == 24 && !bc24) bc24 = c.get();
-    if (c->plan.tiles.at("BC") == 48 && !bc48) bc48 = c.get();
-  }
+  const LegalCandidate *bc24 = row_tile(set, 16, 24), *bc48 = row_tile(set, 16, 48);
   ASSERT_TRUE(bc24 && bc48);
   const int ew = feature_index("ew_elems"), odd = feature_index("ew_elems_odd");
   MachineShape lanes16;
@@ -295,12 +292,7 @@ TEST(PlanCostModel, RowsEndingInPartOfAVectorCountAsOdd) {
 TEST(PlanCostModel, ElementwiseWorkOnTilesBeyondL1IsCounted) {
   std::map<std::string, int64_t> sizes = {{"M", 128}, {"N", 512}};
   CandidateSet set = enumerate_candidates(kernel_file("softmax.tir"), TargetKind::Cpu, sizes);
-  const LegalCandidate *big = nullptr, *small = nullptr;
-  for (const auto& c : set.legal) {
-    if (c->plan.tiles.at("BC") != 256 || c->plan.window != 1) continue;
-    if (c->plan.tiles.at("BR") == 16 && !big) big = c.get();
-    if (c->plan.tiles.at("BR") == 8 && !small) small = c.get();
-  }
+  const LegalCandidate *big = row_tile(set, 16, 256), *small = row_tile(set, 8, 256);
   ASSERT_TRUE(big && small);
   MachineShape machine;
   machine.l1_bytes = 48 * 1024;
