@@ -7,7 +7,8 @@
 //           of the public API would;
 //   gemm    tessel::gemm(...) with default options (its per-thread memo);
 //   quiet   tessel::gemm(...) with GemmOptions::report false (no plan copy, no
-//           clock reads).
+//           clock reads);
+//   prepared  PreparedGemm::run (the shape prepared once).
 // Every way's complete output is checked against the FP64 oracle first (C
 // poisoned with NaN). Then R rounds; each round times every way over `calls`
 // calls, in an order rotated from round to round; a way's time in a round is wall
@@ -15,7 +16,7 @@
 // per-round differences from kernel.
 //
 //   build/bench_gemm_call [--rounds R] [--calls C] [--threads T] [MxNxK ...]
-//   build/bench_gemm_call --only kernel|bound|gemm|quiet --calls C [MxNxK]   (for perf record)
+//   build/bench_gemm_call --only kernel|bound|gemm|quiet|prepared --calls C [MxNxK]   (for perf record)
 // (default 32x32x32 64x64x64, R = 21, C = 20000, one thread).
 #include <algorithm>
 #include <chrono>
@@ -56,7 +57,7 @@ struct Way {
 };
 
 [[noreturn]] void usage() {
-  std::fputs("usage: bench_gemm_call [--rounds R] [--calls C] [--threads T] [--only kernel|bound|gemm|quiet] [MxNxK ...]\n",
+  std::fputs("usage: bench_gemm_call [--rounds R] [--calls C] [--threads T] [--only kernel|bound|gemm|quiet|prepared] [MxNxK ...]\n",
              stderr);
   std::exit(2);
 }
@@ -115,6 +116,7 @@ int main(int argc, char** argv) {
     flat.scalars = {{"alpha", 1.0}, {"beta", 0.0}};
     flat.tensors = {{"A", a.data()}, {"B", b.data()}, {"C", c.data()}};
     CpuLaunch launch = cpu->bind(flat);
+    PreparedGemm prepared(s.m, s.n, s.k, s.k, s.n, s.n, options);
 
     std::vector<Way> ways = {
         {"kernel", [&] { cpu->execute(launch, threads); }},
@@ -129,6 +131,7 @@ int main(int argc, char** argv) {
          }},
         {"gemm", [&] { gemm(s.m, s.n, s.k, 1.0f, a.data(), s.k, b.data(), s.n, 0.0f, c.data(), s.n, options); }},
         {"quiet", [&] { gemm(s.m, s.n, s.k, 1.0f, a.data(), s.k, b.data(), s.n, 0.0f, c.data(), s.n, quiet); }},
+        {"prepared", [&] { prepared.run(1.0f, a.data(), b.data(), 0.0f, c.data()); }},
     };
     for (Way& w : ways) {
       std::fill(c.begin(), c.end(), NAN);

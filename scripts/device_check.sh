@@ -57,10 +57,15 @@ build() {
   [ "$src" = "$ROOT" ] || return 0
   g++ -std=c++17 -O1 -I$GT/include -I$GT -c $GT/src/gtest-all.cc -o "$o/gtest-all.o" &
   g++ -std=c++17 -O1 -I$GT/include -c $GT/src/gtest_main.cc -o "$o/gtest_main.o" &
-  for t in tests/gpu/*.cpp tests/cuda/*.cpp; do $cxx -I$GT/include -Itests -c $t -o "$o/test_$(echo $t | tr / _).o" & done
+  for t in tests/gpu/*.cpp tests/cuda/*.cpp; do
+    $cxx -DTESSEL_CLI=\"$o/tessel\" -I$GT/include -Itests -c $t -o "$o/test_$(echo $t | tr / _).o" &
+  done
   $cxx -I$GT/include -Itests -DTESSEL_DIFFFUZZ_MAIN=1 -c fuzz/fuzz_differential.cpp -o "$o/difffuzz.o" &
   $cxx -c bench/bench_ops_cpu.cpp -o "$o/bench_ops_cpu.o" &
   wait
+  for t in tests/gpu/*.cpp tests/cuda/*.cpp; do  # a unit that did not compile is an error, not fewer tests
+    [ -f "$o/test_$(echo $t | tr / _).o" ] || { echo "error: $t did not compile"; return 1; }
+  done
   g++ -o "$o/bench_ops_cpu" "$o/bench_ops_cpu.o" "$o"/src_*.o $libs || return 1
   g++ -o "$o/gpu_tests" "$o"/test_tests_gpu_*.o "$o"/src_*.o "$o/gtest-all.o" "$o/gtest_main.o" $libs &&
     g++ -o "$o/cuda_tests" "$o"/test_tests_cuda_*.o "$o"/src_*.o "$o/gtest-all.o" "$o/gtest_main.o" $libs &&

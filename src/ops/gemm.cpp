@@ -31,6 +31,9 @@ namespace {
 // Machine parameters of the cpu target's GEMM (AVX-512, one core's caches): the
 // micro-tile held in registers and the largest cache blocks.
 constexpr int64_t kCpuAtomM = 12, kCpuAtomN = 32;
+// Products read in place whose N is past kCpuAtomN but within one 64-wide block
+// take this atom: 6 rows of 4 vectors (AVX-512), one pass over each A row.
+constexpr int64_t kCpuNarrowAtomM = 6, kCpuNarrowAtomN = 64;
 constexpr int64_t kCpuExact = 128, kCpuExactN = 256;
 // Cache blocks (BLIS's MC, NC, KC; measured on the Xeon of 2026-12-01, 48 KB L1d,
 // 2 MB L2 per core): a worker part of kCpuPartM rows of A stays in cache while it
@@ -711,32 +714,105 @@ GemmReport gemm_from_host(int64_t m, int64_t n, int64_t k, float alpha, const fl
 }
 #endif
 
-// The last call's bound launch, per thread: a call with the same shape, options
-// and requested plan (or none) re-points the tensors and scalars and runs, with no
-// plan choice, cache lookup, name binding, lock or allocation (with
-// GemmOptions::report false, no clock read and no plan copy either). Calls that ask
-// for fence counts or a cuda arch, and sim calls, always take the full path.
-// What every call reads comes first (fewer cache lines after a kernel that
-// evicted them).
-struct LastCall {
+// A bound call: the launches a repeated call with the same shape, leading
+// dimensions and options re-points and runs, with no plan choice, cache lookup,
+// name binding, lock or allocation (with GemmOptions::report false, no clock read
+// and no plan copy either). What every call reads comes first (fewer cache lines
+// after a kernel that evicted them).
+struct BoundGemm {
   bool valid = false;
+  BoundLaunch launch;  // cpu
+#ifdef TESSEL_WITH_CUDA
+  CudaLaunches cuda;
+#endif
+  Plan plan;                // the plan it runs
+  std::string plan_source;  // GemmReport::plan_source
+};
+
+// The last call's bound launch, per thread (gemm's memo). Calls that ask for fence
+// counts or a cuda arch, and sim calls, always take the full path.
+struct LastCall {
   // Shape, leading dimensions, options, and whether a plan was requested.
   std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, TargetKind, GemmPrecision, bool, bool, bool, int,
              int>
       key;
-  BoundLaunch launch;             // cpu and sim
-#ifdef TESSEL_WITH_CUDA
-  CudaLaunches cuda;
-#endif
+  BoundGemm bound;
   std::optional<Plan> requested;  // options.plan of the call that made it
-  Plan plan;                      // the plan it ran
-  std::string plan_source;        // GemmReport::plan_source
 };
 
 bool fast_path_allowed(const GemmOptions& o) {
   return !o.count_fences && o.arch.empty() &&
          (o.target == TargetKind::Cpu || (o.target == TargetKind::Cuda && o.device_pointers));
 }
+
+void validate_options(const GemmOptions& options) {
+  if (!(options.threads >= 0 && options.threads <= 4096))
+    bad_argument("threads = " + std::to_string(options.threads) + " out of range [0, 4096]");
+  if (!(options.split_k >= 0 && options.split_k <= 4096))
+    bad_argument("split_k = " + std::to_string(options.split_k) + " out of range [0, 4096]");
+  if (options.split_k > 1 && options.target != TargetKind::Cuda)
+    user_error(ErrorKind::Unsupported, "split_k = " + std::to_string(options.split_k) + ": split-K runs on the cuda "
+                                       "target only (" + target_name(options.target) + " takes 0 or 1)");
+}
+
+LaunchOptions launch_options(const GemmOptions& options) {
+  LaunchOptions lo;
+  lo.threads = options.threads;
+  lo.sim_seed = options.sim_seed;
+  lo.timed = options.report;
+  return lo;
+}
+
+// Runs a bound call on new operands; with options.report, fills the report's plan
+// and time.
+void run_bound(BoundGemm& g, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
+               const float* b, int64_t ldb, float beta, float* c, const GemmOptions& options,
+               const LaunchOptions& lo, GemmReport* report) {
+#ifdef TESSEL_WITH_CUDA
+  if (options.target == TargetKind::Cuda) {
+    double us = run_cuda(g.cuda, m, n, k, alpha, a, lda, b, ldb, beta, c, options, lo, report);
+    if (options.report) {
+      report->plan = g.plan;
+      report->plan_source = g.plan_source;
+      report->split_k = g.cuda.split.slices;
+      report->run_us = us;
+    }
+    return;
+  }
+#else
+  (void)m, (void)n, (void)k, (void)lda, (void)ldb;
+#endif
+  // Indices in gemm_kernel's declaration order: tensors A, B, C; scalars alpha, beta.
+  // run() checks the new pointers for overlap before anything runs.
+  g.launch.set_tensor(0, const_cast<float*>(a));
+  g.launch.set_tensor(1, const_cast<float*>(b));
+  g.launch.set_tensor(2, c);
+  g.launch.set_scalar(0, alpha);
+  g.launch.set_scalar(1, beta);
+  LaunchReport r = g.launch.run(lo);
+  if (options.report) {
+    report->plan = g.plan;
+    report->plan_source = g.plan_source;
+    report->run_us = r.run_us;
+  }
+}
+
+// A call's plan and its compiled kernels: the GEMM, and split-K's sum or tf32's
+// transpose of B where the plan has one.
+struct CompiledGemm {
+  GemmReport report;  // plan, plan_source, split_k, compile_ms
+  SplitK split;
+  Kernel kernel;
+  std::optional<Kernel> sum, transpose;
+};
+
+CompiledGemm compile_gemm_call(int64_t m, int64_t n, int64_t k, int64_t ldc, const GemmOptions& options);
+
+// Binds the compiled call to these operands and runs it; keeps the binding in
+// *keep when given (cpu, and cuda on device arrays).
+void bind_and_run(const CompiledGemm& cg, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+                  int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc,
+                  const GemmOptions& options, const LaunchOptions& lo, BoundGemm* keep, GemmReport* report);
 
 }  // namespace
 
@@ -848,6 +924,12 @@ Plan default_gemm_plan(TargetKind target, int64_t m, int64_t n, int64_t k, GemmP
     }
     set_gemm_tile(p, std::max<int64_t>(1, m), std::max<int64_t>(1, n), std::max<int64_t>(1, k));
     p.workers = 1;
+    if (n > kCpuAtomN && n <= kCpuNarrowAtomN) {
+      // One block of columns, not a 32-wide one and a thin rest: 48^3 1.14x,
+      // 64x40x64 1.24x, 32x48x32 1.69x faster (docs/cpu_microkernel.md).
+      p.atom_m = kCpuNarrowAtomM;
+      p.atom_n = kCpuNarrowAtomN;
+    }
     for (int64_t g = threads; g > 1; --g) {
       if (m * n * k < g * kCpuSplitMinWork) continue;
       if (m % g == 0 && m / g >= kCpuAtomM) {
@@ -868,71 +950,21 @@ Plan default_gemm_plan(TargetKind target, int64_t m, int64_t n, int64_t k, GemmP
   return p;
 }
 
-GemmReport gemm(int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
-                const float* b, int64_t ldb, float beta, float* c, int64_t ldc,
-                const GemmOptions& options) {
-  validate_sizes(m, n, k, lda, ldb, ldc);
-  validate_pointers(m, n, k, a, b, c);
-  if (!(options.threads >= 0 && options.threads <= 4096))
-    bad_argument("threads = " + std::to_string(options.threads) + " out of range [0, 4096]");
-  if (!(options.split_k >= 0 && options.split_k <= 4096))
-    bad_argument("split_k = " + std::to_string(options.split_k) + " out of range [0, 4096]");
-  if (options.split_k > 1 && options.target != TargetKind::Cuda)
-    user_error(ErrorKind::Unsupported, "split_k = " + std::to_string(options.split_k) + ": split-K runs on the cuda "
-                                       "target only (" + target_name(options.target) + " takes 0 or 1)");
-#ifdef TESSEL_WITH_CUDA
-  if (options.target == TargetKind::Cuda && !options.device_pointers)
-    return gemm_from_host(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, options);
-#endif
-  GemmReport report;
-  LaunchOptions lo;
-  lo.threads = options.threads;
-  lo.sim_seed = options.sim_seed;
-  lo.timed = options.report;
+namespace {
 
-  thread_local LastCall last;
-  bool fast = fast_path_allowed(options) && m > 0 && n > 0;
-  auto key = std::make_tuple(m, n, k, lda, ldb, ldc, options.target, options.precision, options.coalesce_barriers,
-                             options.device_pointers, options.plan.has_value(), options.split_k, options.threads);
-  if (fast && last.valid && last.key == key && (!options.plan || *last.requested == *options.plan)) {
-#ifdef TESSEL_WITH_CUDA
-    if (options.target == TargetKind::Cuda) {
-      double us = run_cuda(last.cuda, m, n, k, alpha, a, lda, b, ldb, beta, c, options, lo, &report);
-      if (options.report) {
-        report.plan = last.plan;
-        report.plan_source = last.plan_source;
-        report.split_k = last.cuda.split.slices;
-        report.run_us = us;
-      }
-      return report;
-    }
-#endif
-    // Indices in gemm_kernel's declaration order: tensors A, B, C; scalars alpha, beta.
-    // run() checks the new pointers for overlap before anything runs.
-    last.launch.set_tensor(0, const_cast<float*>(a));
-    last.launch.set_tensor(1, const_cast<float*>(b));
-    last.launch.set_tensor(2, c);
-    last.launch.set_scalar(0, alpha);
-    last.launch.set_scalar(1, beta);
-    LaunchReport r = last.launch.run(lo);
-    if (options.report) {
-      report.plan = last.plan;
-      report.plan_source = last.plan_source;
-      report.run_us = r.run_us;
-    }
-    return report;
-  }
-
+CompiledGemm compile_gemm_call(int64_t m, int64_t n, int64_t k, int64_t ldc, const GemmOptions& options) {
+  CompiledGemm cg;
+  GemmReport& report = cg.report;
   report.plan = resolve_plan(m, n, k, options, &report.plan_source);
   // A tuned winner was measured unsplit: split-K as for a requested plan.
   GemmOptions chosen = options;
   if (report.plan_source != "default rules") chosen.plan = report.plan;
-  const SplitK split = gemm_split(report.plan, m, n, k, chosen);
+  cg.split = gemm_split(report.plan, m, n, k, chosen);
+  const SplitK& split = cg.split;
   report.split_k = split.slices;
   bool fresh = false;
   const auto compile_start = std::chrono::steady_clock::now();
   const bool transposed_b = transposes_b(report.plan, options.precision);
-  std::optional<Kernel> sum, transpose;
 #ifdef TESSEL_WITH_CUDA
   // A call's second kernel (split-K's sum, or the transpose of B that tf32 on wgmma
   // runs first) compiles beside the main one.
@@ -946,24 +978,79 @@ GemmReport gemm(int64_t m, int64_t n, int64_t k, float alpha, const float* a, in
       return std::make_pair(s, second_fresh);
     });
 #endif
-  Kernel kernel = compiled_gemm(report.plan, options, &fresh,
-                                split.slices > 1 ? GemmKernelKind::SplitK
-                                : transposed_b   ? GemmKernelKind::PlainTransposedB
-                                                 : GemmKernelKind::Plain);
+  cg.kernel = compiled_gemm(report.plan, options, &fresh,
+                            split.slices > 1 ? GemmKernelKind::SplitK
+                            : transposed_b   ? GemmKernelKind::PlainTransposedB
+                                             : GemmKernelKind::Plain);
 #ifdef TESSEL_WITH_CUDA
   if (second.valid()) {
     auto [s, second_fresh] = second.get();
-    (split.slices > 1 ? sum : transpose) = s;
+    (split.slices > 1 ? cg.sum : cg.transpose) = s;
     fresh |= second_fresh;
   }
 #endif
   report.compile_ms =
       fresh ? std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - compile_start).count() : 0;
+  return cg;
+}
+
+void bind_and_run(const CompiledGemm& cg, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+                  int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc,
+                  const GemmOptions& options, const LaunchOptions& lo, BoundGemm* keep, GemmReport* report) {
+  const auto start = std::chrono::steady_clock::now();
+  if (cg.report.plan.target == TargetKind::Cuda) {
+#ifdef TESSEL_WITH_CUDA
+    CudaLaunches launches = bind_cuda(cg.kernel, cg.sum, cg.transpose, cg.report.plan, cg.split, m, n, k, alpha, a,
+                                      lda, b, ldb, beta, c, ldc, options);
+    run_cuda(launches, m, n, k, alpha, a, lda, b, ldb, beta, c, options, lo, report);
+    if (keep) keep->cuda = std::move(launches);
+#endif
+  } else {
+    BoundLaunch launch =
+        cg.kernel.bind(gemm_args(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, DType::F32, false));
+    LaunchReport r = launch.run(lo);
+    report->races = r.races;
+    report->race_messages = r.race_messages;
+    if (keep) keep->launch = launch;
+  }
+  if (keep) {
+    keep->valid = true;
+    keep->plan = cg.report.plan;
+    keep->plan_source = cg.report.plan_source;
+  }
+  report->run_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
+}
+
+}  // namespace
+
+GemmReport gemm(int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
+                const float* b, int64_t ldb, float beta, float* c, int64_t ldc,
+                const GemmOptions& options) {
+  validate_sizes(m, n, k, lda, ldb, ldc);
+  validate_pointers(m, n, k, a, b, c);
+  validate_options(options);
+#ifdef TESSEL_WITH_CUDA
+  if (options.target == TargetKind::Cuda && !options.device_pointers)
+    return gemm_from_host(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, options);
+#endif
+  const LaunchOptions lo = launch_options(options);
+  thread_local LastCall last;
+  const bool fast = fast_path_allowed(options) && m > 0 && n > 0;
+  auto key = std::make_tuple(m, n, k, lda, ldb, ldc, options.target, options.precision, options.coalesce_barriers,
+                             options.device_pointers, options.plan.has_value(), options.split_k, options.threads);
+  if (fast && last.bound.valid && last.key == key && (!options.plan || *last.requested == *options.plan)) {
+    GemmReport report;
+    run_bound(last.bound, m, n, k, alpha, a, lda, b, ldb, beta, c, options, lo, &report);
+    return report;
+  }
+
+  CompiledGemm cg = compile_gemm_call(m, n, k, ldc, options);
+  GemmReport& report = cg.report;
   if (options.count_fences) {
     // Fences one group executes for this shape (group 0; the count is the same for all).
-    std::map<std::string, int64_t> sizes = split_sizes(split, m, n);
+    std::map<std::string, int64_t> sizes = split_sizes(cg.split, m, n);
     sizes.insert({{"M", m}, {"N", n}, {"K", k}, {"lda", lda}, {"ldb", ldb}, {"ldc", ldc}});
-    const CompiledGroup& g = kernel.group();
+    const CompiledGroup& g = cg.kernel.group();
     auto lookup = [&](const std::string& name, int64_t* v) {
       if (auto it = sizes.find(name); it != sizes.end()) return *v = it->second, true;
       if (name == "alpha" || name == "beta")  // branch conditions compare with 0
@@ -978,40 +1065,65 @@ GemmReport gemm(int64_t m, int64_t n, int64_t k, float alpha, const float* a, in
   }
   if (m == 0 || n == 0) return options.report ? report : GemmReport{};
 
-  auto start = std::chrono::steady_clock::now();
-  if (report.plan.target == TargetKind::Cuda) {
-#ifdef TESSEL_WITH_CUDA
-    CudaLaunches launches =
-        bind_cuda(kernel, sum, transpose, report.plan, split, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, options);
-    run_cuda(launches, m, n, k, alpha, a, lda, b, ldb, beta, c, options, lo, &report);
-    if (fast) {
-      last.valid = true;
-      last.key = key;
-      last.requested = options.plan;
-      last.plan = report.plan;
-      last.plan_source = report.plan_source;
-      last.cuda = std::move(launches);
-    }
-#endif
+  if (fast) {
+    last.bound.valid = false;  // until the new binding is in
+    bind_and_run(cg, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, options, lo, &last.bound, &report);
+    last.key = key;
+    last.requested = options.plan;
   } else {
-    BoundLaunch launch = kernel.bind(gemm_args(m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, DType::F32, false));
-    LaunchReport r = launch.run(lo);
-    report.races = r.races;
-    report.race_messages = r.race_messages;
-    if (fast) {
-      last.valid = true;
-      last.key = key;
-      last.requested = options.plan;
-      last.plan = report.plan;
-      last.plan_source = report.plan_source;
-      last.launch = launch;
-    }
+    bind_and_run(cg, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, options, lo, nullptr, &report);
   }
-  report.run_us =
-      std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
   if (!options.report) return GemmReport{};
   return report;
 }
+
+struct PreparedGemm::State {
+  int64_t m, n, k, lda, ldb, ldc;
+  GemmOptions options;
+  LaunchOptions launch;
+  bool fast;           // bound once (else each run is a gemm() call)
+  CompiledGemm compiled;
+  BoundGemm bound;     // after the first run
+};
+
+PreparedGemm::PreparedGemm(int64_t m, int64_t n, int64_t k, int64_t lda, int64_t ldb, int64_t ldc,
+                           const GemmOptions& options) {
+  validate_sizes(m, n, k, lda, ldb, ldc);
+  validate_options(options);
+  auto s = std::make_shared<State>();
+  *s = State{m, n, k, lda, ldb, ldc, options, {}, false, {}, {}};
+  s->options.report = false;
+  s->options.count_fences = false;
+  s->options.time_device = false;
+  s->launch = launch_options(s->options);
+  s->fast = (options.target == TargetKind::Cpu || (options.target == TargetKind::Cuda && options.device_pointers)) &&
+            m > 0 && n > 0;
+  if (s->fast) s->compiled = compile_gemm_call(m, n, k, ldc, s->options);
+  state_ = std::move(s);
+}
+
+void PreparedGemm::run(float alpha, const float* a, const float* b, float beta, float* c) {
+  State& s = *state_;
+  if (!s.fast) {  // host arrays on cuda, the sim, an empty output: the front door
+    gemm(s.m, s.n, s.k, alpha, a, s.lda, b, s.ldb, beta, c, s.ldc, s.options);
+    return;
+  }
+  validate_pointers(s.m, s.n, s.k, a, b, c);
+  if (s.bound.valid) {
+    run_bound(s.bound, s.m, s.n, s.k, alpha, a, s.lda, b, s.ldb, beta, c, s.options, s.launch, nullptr);
+    return;
+  }
+  GemmReport first;
+  bind_and_run(s.compiled, s.m, s.n, s.k, alpha, a, s.lda, b, s.ldb, beta, c, s.ldc, s.options, s.launch, &s.bound,
+               &first);
+}
+
+const Plan& PreparedGemm::plan() const {
+  static const Plan none;
+  return state_->fast ? state_->compiled.report.plan : none;
+}
+
+double PreparedGemm::compile_ms() const { return state_->compiled.report.compile_ms; }
 
 std::string explain_gemm(int64_t m, int64_t n, int64_t k, const GemmOptions& options) {
   validate_sizes(m, n, k, std::max<int64_t>(1, k), std::max<int64_t>(1, n), std::max<int64_t>(1, n));

@@ -4,6 +4,7 @@
 // cpu target) and launches.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -86,6 +87,28 @@ Plan gemm_transpose_plan();
 GemmReport gemm(int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
                 const float* b, int64_t ldb, float beta, float* c, int64_t ldc,
                 const GemmOptions& options = {});
+
+// One GEMM shape prepared for many calls, as a JIT library's dispatched kernel:
+// construction checks the sizes and options, chooses the plan and compiles (or
+// finds) the kernel; the first run() binds it, and every later run() only checks
+// the pointers (non-null, and not overlapping C) and launches: no lookup, no
+// allocation, no lock, no clock read (cpu, and cuda on device arrays; elsewhere,
+// host arrays on cuda or the sim, run() is a gemm() call). Cheap to copy (the
+// copies share one binding); not for use from two threads at once.
+//   PreparedGemm g(m, n, k, k, n, n);   // row-major, packed
+//   for (...) g.run(1.0f, a, b, 0.0f, c);
+class PreparedGemm {
+ public:
+  PreparedGemm(int64_t m, int64_t n, int64_t k, int64_t lda, int64_t ldb, int64_t ldc,
+               const GemmOptions& options = {});
+  void run(float alpha, const float* a, const float* b, float beta, float* c);
+  const Plan& plan() const;   // the plan chosen (an empty plan where run() is a gemm() call)
+  double compile_ms() const;  // construction's cold compile (0 when the kernel was cached)
+
+ private:
+  struct State;
+  std::shared_ptr<State> state_;
+};
 
 // TileIR, plan, and GroupIR after every compile step, with barrier statistics;
 // for the cpu target also the emitted C++, for the cuda target the CUDA source,

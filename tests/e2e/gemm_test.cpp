@@ -143,8 +143,11 @@ TEST(GemmCpu, DefaultPlansOfRaggedShapesOnCpuAndSim) {
                         packed(50, 70, 60, 0.5f, 1.25f), Case{37, 45, 129, 131, 47, 50, 1.0f, 0.0f},
                         packed(96, 33, 17, 1.0f, 0.0f), Case{31, 17, 9, 40, 19, 18, 0.75f, -0.5f},
                         packed(1, 1, 1, 2.0f, 0.0f), Case{5, 130, 3, 7, 133, 131, 1.0f, 0.0f},
-                        packed(3, 300, 5, 1.0f, 0.0f)}) {
+                        packed(3, 300, 5, 1.0f, 0.0f), packed(48, 48, 48, 1.0f, 0.0f),
+                        Case{60, 64, 70, 73, 70, 64, -0.5f, 0.0f}}) {
     Plan p = default_gemm_plan(TargetKind::Cpu, c.m, c.n, c.k, GemmPrecision::F32, "", 2);
+    // Read in place with N past 32 but within 64: the 6 x 64 atom, one column block.
+    if (p.direct && c.n > 32 && c.n <= 64) EXPECT_EQ(p.atom_m * 1000 + p.atom_n, 6064) << describe(c);
     if (c.k <= 128) EXPECT_EQ(p.tile("BK"), c.k) << describe(c);
     if (c.m <= 128) EXPECT_EQ(p.tile("BM"), c.m) << describe(c);
     if (c.n <= 256) EXPECT_EQ(p.tile("BN"), c.n) << describe(c);
@@ -176,9 +179,12 @@ TEST(GemmCpu, ReadInPlaceOnRaggedTiles) {
     run_case(c, sim, seed);
     ++seed;
   }
-  // Four workers on a 2x2 grid, each reading its part of A and B in place.
+  // Four workers on a 2x2 grid, each reading its part of A and B in place (the
+  // 12 x 32 atom: the default's 6 x 64 for N = 64 leaves no two columns of parts).
   Plan four = default_gemm_plan(TargetKind::Cpu, 48, 64, 37);
   four.workers = 4;
+  four.atom_m = 12;
+  four.atom_n = 32;
   for (const Case& c :
        {packed(48, 64, 37, 1.0f, 0.0f), packed(47, 60, 37, 0.5f, 1.5f), packed(30, 70, 20, 1.0f, 0.0f)}) {
     GemmOptions cpu, sim;

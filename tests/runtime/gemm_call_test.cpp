@@ -146,6 +146,72 @@ TEST(GemmCall, MemoizedCallsAreCheckedLikeTheFirst) {
   }
 }
 
+// PreparedGemm (the header's example): one shape prepared, then runs on new
+// buffers and scalars, padded leading dimensions, beta 0 (C NaN) and not; the
+// sim target and an empty output take the front door and are right too.
+TEST(PreparedGemm, RunsOnNewBuffersAndScalars) {
+  struct Shape { int64_t m, n, k, pad; TargetKind target; };
+  for (const Shape& s : {Shape{32, 32, 32, 0, TargetKind::Cpu}, Shape{48, 48, 48, 0, TargetKind::Cpu},
+                         Shape{77, 45, 29, 3, TargetKind::Cpu}, Shape{130, 70, 140, 1, TargetKind::Cpu},
+                         Shape{20, 40, 12, 2, TargetKind::Sim}}) {
+    GemmOptions o;
+    o.threads = 1;
+    o.target = s.target;
+    Operands first(s.m, s.n, s.k, s.pad, 0.0f, 11);
+    PreparedGemm g(s.m, s.n, s.k, first.lda, first.ldb, first.ldc, o);
+    if (s.target == TargetKind::Cpu) EXPECT_FALSE(g.plan().tiles.empty());
+    // Every call's operands live to the end: new buffers at new addresses.
+    const float betas[] = {0.0f, 0.5f, 0.0f, -1.0f};
+    std::vector<Operands> calls;
+    for (size_t i = 0; i < 4; ++i) calls.emplace_back(s.m, s.n, s.k, s.pad, betas[i], 20 + i);
+    for (size_t i = 0; i < 4; ++i) {
+      Operands& x = calls[i];
+      const float beta = betas[i];
+      const float alpha = beta == 0 ? 1.0f : -0.75f;
+      std::vector<double> want =
+          gemm_oracle(x.m, x.n, x.k, alpha, x.a.data(), x.lda, x.b.data(), x.ldb, beta, x.c.data(), x.ldc);
+      g.run(alpha, x.a.data(), x.b.data(), beta, x.c.data());
+      EXPECT_LE(gemm_relative_error(x.m, x.n, x.c.data(), x.ldc, want), gemm_error_bound(x.k))
+          << s.m << "x" << s.n << "x" << s.k << " beta " << beta;
+    }
+  }
+  PreparedGemm empty(0, 5, 3, 3, 5, 5);
+  empty.run(1.0f, nullptr, nullptr, 0.0f, nullptr);
+}
+
+// Bad sizes and options are refused when the shape is prepared; bad pointers and
+// an overlap with C when it runs (the first run and the bound ones alike), and the
+// prepared shape still runs good calls afterwards.
+TEST(PreparedGemm, RefusesBadSizesPointersAndOverlaps) {
+  expect_error(ErrorKind::InvalidArgument, "ldc = 31", [] { PreparedGemm(32, 32, 32, 32, 32, 31); });
+  expect_error(ErrorKind::InvalidArgument, "non-negative", [] { PreparedGemm(-1, 32, 32, 32, 32, 32); });
+  GemmOptions bad_threads;
+  bad_threads.threads = -2;
+  expect_error(ErrorKind::InvalidArgument, "threads = -2", [&] { PreparedGemm(8, 8, 8, 8, 8, 8, bad_threads); });
+  GemmOptions split;
+  split.split_k = 2;
+  expect_error(ErrorKind::Unsupported, "split_k = 2", [&] { PreparedGemm(8, 8, 8, 8, 8, 8, split); });
+
+  const int64_t m = 40, n = 48, k = 24;
+  GemmOptions o;
+  o.threads = 1;
+  PreparedGemm g(m, n, k, k, n, n, o);
+  for (int round = 0; round < 2; ++round) {  // before the first binding, and after
+    Operands x(m, n, k, 0, 0.0f, 40 + round);
+    expect_error(ErrorKind::InvalidArgument, "A is null",
+                 [&] { g.run(1.0f, nullptr, x.b.data(), 0.0f, x.c.data()); });
+    expect_error(ErrorKind::InvalidArgument, "C is null",
+                 [&] { g.run(1.0f, x.a.data(), x.b.data(), 0.0f, nullptr); });
+    std::vector<float> b_before = x.b;  // C over B: refused before anything runs
+    expect_error(ErrorKind::InvalidArgument, "overlap",
+                 [&] { g.run(1.0f, x.a.data(), x.b.data(), 0.0f, x.b.data()); });
+    EXPECT_EQ(0, std::memcmp(b_before.data(), x.b.data(), b_before.size() * sizeof(float)));
+    std::vector<double> want = gemm_oracle(m, n, k, 1.0, x.a.data(), k, x.b.data(), n, 0.0, nullptr, n);
+    g.run(1.0f, x.a.data(), x.b.data(), 0.0f, x.c.data());
+    EXPECT_LE(gemm_relative_error(m, n, x.c.data(), n, want), gemm_error_bound(k));
+  }
+}
+
 // A bound launch with LaunchOptions::timed false reports no time; its re-pointed
 // tensors are checked for overlap as at bind.
 TEST(GemmCall, UntimedBoundLaunchStillRefusesAnOverlap) {
