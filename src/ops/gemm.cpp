@@ -9,6 +9,7 @@
 #include <optional>
 #include <sstream>
 #include <thread>
+#include <utility>
 #include <tuple>
 
 #include "compiler/compile.h"
@@ -31,9 +32,10 @@ namespace {
 // Machine parameters of the cpu target's GEMM (AVX-512, one core's caches): the
 // micro-tile held in registers and the largest cache blocks.
 constexpr int64_t kCpuAtomM = 12, kCpuAtomN = 32;
-// Products read in place whose N is past kCpuAtomN but within one 64-wide block
-// take this atom: 6 rows of 4 vectors (AVX-512), one pass over each A row.
-constexpr int64_t kCpuNarrowAtomM = 6, kCpuNarrowAtomN = 64;
+// Products read in place whose N is past kCpuAtomN but within one block of these
+// take the first that holds it: 8 rows of 3 vectors (AVX-512) up to 48 columns, 6
+// rows of 4 up to 64; one pass over each A row, as many rows as the registers hold.
+constexpr std::pair<int64_t, int64_t> kCpuNarrowAtoms[] = {{8, 48}, {6, 64}};
 constexpr int64_t kCpuExact = 128, kCpuExactN = 256;
 // Cache blocks (BLIS's MC, NC, KC; measured on the Xeon of 2026-12-01, 48 KB L1d,
 // 2 MB L2 per core): a worker part of kCpuPartM rows of A stays in cache while it
@@ -924,12 +926,13 @@ Plan default_gemm_plan(TargetKind target, int64_t m, int64_t n, int64_t k, GemmP
     }
     set_gemm_tile(p, std::max<int64_t>(1, m), std::max<int64_t>(1, n), std::max<int64_t>(1, k));
     p.workers = 1;
-    if (n > kCpuAtomN && n <= kCpuNarrowAtomN) {
-      // One block of columns, not a 32-wide one and a thin rest: 48^3 1.14x,
-      // 64x40x64 1.24x, 32x48x32 1.69x faster (docs/cpu_microkernel.md).
-      p.atom_m = kCpuNarrowAtomM;
-      p.atom_n = kCpuNarrowAtomN;
-    }
+    for (const auto& [atom_m, atom_n] : kCpuNarrowAtoms)
+      if (n > kCpuAtomN && n <= atom_n) {
+        // One block of columns, not a 32-wide one and a thin rest (docs/cpu_microkernel.md).
+        p.atom_m = atom_m;
+        p.atom_n = atom_n;
+        break;
+      }
     for (int64_t g = threads; g > 1; --g) {
       if (m * n * k < g * kCpuSplitMinWork) continue;
       if (m % g == 0 && m / g >= kCpuAtomM) {

@@ -204,7 +204,10 @@ TEST_P(CpuIsaPath, GemmOnRaggedShapesWithSeveralAtoms) {
 TEST_P(CpuIsaPath, GemmReadInPlaceOnRaggedShapes) {
   const GemmCase exact[] = {{1, 1, 1, 1.0, 0.0},     {32, 32, 32, 1.0, 0.0},  {13, 29, 7, -0.75, 0.0},
                             {13, 29, 7, 1.25, -0.5}, {96, 33, 17, 0.5, 0.0},  {77, 77, 77, 1.0, 1.0},
-                            {120, 7, 90, 2.0, 1.5},  {17, 100, 50, 1.0, 0.0}, {5, 128, 3, 1.0, 0.0}};
+                            {120, 7, 90, 2.0, 1.5},  {17, 100, 50, 1.0, 0.0}, {5, 128, 3, 1.0, 0.0},
+                            // the narrow atoms, 8 x 48 and 6 x 64, on short and long k loops
+                            {77, 45, 29, 1.0, 0.0},  {40, 64, 70, -1.0, 0.5}, {50, 60, 100, 1.0, 0.0},
+                            {33, 48, 64, 1.0, 0.0}};
   uint32_t seed = 100 + 10 * static_cast<uint32_t>(GetParam());
   auto compile_plan = [](const Plan& p) {
     EXPECT_TRUE(p.direct) << p.to_string();
