@@ -328,15 +328,17 @@ TEST_P(CpuIsaPath, OneThreadReadsMidShapesInPlace) {
     check_gemm(*kernel, GemmCase{190, 590, 390, -0.5, 1.25}, seed++);
     for (const GemmCase& g : kRagged) check_gemm(*kernel, g, seed++);
   }
-  // 150 rows are 13 block rows: over a short k loop (emitted kernels) B is copied
+  // 150 rows are 13 block rows: where the unit emits its kernels (SSE) B is copied
   // panel by panel before the block rows meet it (cpu_emit.cpp, pack_b), A read in
-  // place. Its own shape with alpha and beta, and shapes that leave the tile ragged
-  // (blocks across the edge read the copy in tsl_mma_edge; a partial last panel).
+  // place; built-in kernels read this small B in place. Its own shape with alpha and
+  // beta, and shapes that leave the tile ragged (blocks across the edge read the copy
+  // in tsl_mma_edge; a partial last panel).
   {
     Plan p = default_gemm_plan(TargetKind::Cpu, 150, 40, 60, GemmPrecision::F32, "", 1);
     ASSERT_TRUE(p.direct) << p.to_string();
     GroupProgram program = compile_to_group(gemm_kernel(DType::F32), p, CompileOptions{}).program;
-    EXPECT_NE(emit_cpu(program).find("tsl_bp"), std::string::npos);
+    const bool emitted = GetParam() == CpuIsa::Sse || cpu_prebuilt_count == 0;
+    EXPECT_EQ(emit_cpu(program, GetParam()).find("tsl_bp") != std::string::npos, emitted);
     auto kernel = compile_cpu(program);
     check_gemm(*kernel, GemmCase{150, 40, 60, 1.0, 0.0}, seed++);
     check_gemm(*kernel, GemmCase{150, 40, 60, -0.5, 1.25}, seed++);
@@ -352,11 +354,11 @@ TEST_P(CpuIsaPath, OneThreadReadsMidShapesInPlace) {
   EXPECT_EQ(races, 0);
 }
 
-// A unit whose work is all calls of tessel's built-in functions (a long k loop of
-// built-in kernels, whole 64-column panels, fragments of 4096 floats: the built-in
-// copy and elementwise loop) compiles at -Og; one that emits a micro-kernel (a short
-// k loop) or loops over elements itself (a softmax) at -O2. Both checked against
-// the oracle on their own and ragged shapes.
+// A unit whose work is all calls of tessel's built-in functions (built-in kernels
+// over whole vectors of columns, the built-in copy and elementwise loop) compiles at
+// -Og; one that emits a micro-kernel (a block edge of fewer than 16 columns) or
+// loops over elements itself (a softmax) at -O2. Both checked against the oracle on
+// their own and ragged shapes.
 TEST_P(CpuIsaPath, UnitsOfCallsOnlyCompileAtOg) {
   const std::string og = "#pragma GCC optimize (\"Og\")";
   uint32_t seed = 900 + 10 * static_cast<uint32_t>(GetParam());
@@ -366,7 +368,8 @@ TEST_P(CpuIsaPath, UnitsOfCallsOnlyCompileAtOg) {
   };
   // SSE units emit every micro-kernel (cpu_microkernel.h).
   const bool built_in = GetParam() != CpuIsa::Sse && cpu_prebuilt_count > 0;
-  for (const Case& c : {Case{GemmCase{64, 64, 64, 1.0, 0.0}, built_in}, Case{GemmCase{32, 32, 32, 1.0, 0.0}, false}}) {
+  for (const Case& c : {Case{GemmCase{64, 64, 64, 1.0, 0.0}, built_in}, Case{GemmCase{32, 32, 32, 1.0, 0.0}, built_in},
+                        Case{GemmCase{32, 20, 32, 1.0, 0.0}, false}}) {
     Plan p = default_gemm_plan(TargetKind::Cpu, c.g.m, c.g.n, c.g.k, GemmPrecision::F32, "", 1);
     SCOPED_TRACE(p.to_string());
     GroupProgram program = compile_to_group(gemm_kernel(DType::F32), p, CompileOptions{}).program;

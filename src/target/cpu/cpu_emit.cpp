@@ -1435,7 +1435,8 @@ class Emitter {
     const bool pack_b = !rows_outer && fast && b_global && a_global && !f64 && p_.workers == 1 &&
                         (first_part.rows + mr - 1) / mr >= kCpuPackBRows && first_part.cols > 0 &&
                         cpu_microkernel_fits(nr, isa_) &&
-                        (op.k < kCpuPrebuiltMinK || op.k * op.n * 4 > kCpuPackBBytes);
+                        (op.k < kCpuPrebuiltMinK || cpu_prebuilt_microkernel(mr, nr, isa_.isa) < 0 ||
+                         op.k * op.n * 4 > kCpuPackBBytes);
     const int64_t panel_floats = op.k * nr;  // one panel of tsl_bp
     const std::string ld_args =
         in_place ? ", " + (a_global ? a.ld : "0") + ", " + (pack_b ? num(nr) : b_global ? b.ld : "0") : "";

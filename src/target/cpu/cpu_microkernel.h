@@ -76,13 +76,15 @@ std::string emit_cpu_microkernel(int64_t mr, int64_t nr, int64_t lda, int64_t ld
 // is a whole number of vectors on every ISA: NR 16 and 32 with MR 1..16, NR 48 with
 // MR 1..8, NR 64 with MR 1..6 (the blocks of the atoms 12x32, 14x32, 8x48, 6x64 and
 // their edges), for AVX2 and AVX-512 (SSE units emit theirs). The emitter calls one
-// where the mma's k extent is at least kCpuPrebuiltMinK: over a long k loop the
-// built-in kernel (emitted with built_in, below: k unrolled by two) is as fast as the
-// emitted one with its compile-time LDA, while over a very short one its call costs
-// more than the emitted kernel's, into which the call site's constant ldc propagates
-// (32^3: 0.96 -> 0.87x OpenBLAS built in). From k = 64 on the two ran alike (64^3,
-// 96^3, 128^3, 513x257x129, 1024x1024x128: within the noise), and each kernel left
-// out of a unit saves its cold compile about 18 ms (docs/cpu_microkernel.md). The source is
+// where the mma's k extent is at least kCpuPrebuiltMinK. On the Xeon of the
+// fourteenth session a built-in kernel (emitted with built_in, below: k unrolled by
+// two) ran as fast as the emitted one with its compile-time LDA from k = 64, and
+// slower below (32^3: 0.96 -> 0.87x OpenBLAS); on the Zen 5 of the seventeenth
+// session it ran alike at every k (32^3 0.99, 48^3 0.95, 77x45x29 1.13, 96x33x17 1.05,
+// 32x48x32 0.97: within the noise), and each kernel left out of a unit saves its cold
+// compile about 18 ms on the Xeon and more there (32^3 173 -> 42 ms with the small
+// elementwise loops below built in too): so from k = 1 (docs/cpu_microkernel.md). The
+// source is
 // src/target/cpu/cpu_microkernel_prebuilt.inc, written by emit_cpu_prebuilt_source
 // (tests/cpu/cpu_support_test.cpp checks that the file is what it returns;
 // TESSEL_UPDATE_GOLDEN=1 test_cpu rewrites it), each ISA's part compiled for that ISA
@@ -91,7 +93,7 @@ std::string emit_cpu_microkernel(int64_t mr, int64_t nr, int64_t lda, int64_t ld
 // libtessel_blas.so, whose units were emitted at build time) have them. Where the
 // file's kernels are left out (a compiler other than GCC, or not x86-64) every
 // kernel is emitted.
-constexpr int64_t kCpuPrebuiltMinK = 64;
+constexpr int64_t kCpuPrebuiltMinK = 1;
 //
 // Index of the kernel in cpu_prebuilt_microkernels, or -1 when it is not built in.
 int cpu_prebuilt_microkernel(int64_t mr, int64_t nr, CpuIsa isa);
@@ -104,9 +106,12 @@ int cpu_prebuilt_microkernel(int64_t mr, int64_t nr, CpuIsa isa);
 // with cpu_copy_guarded's contract (cpu_support.h); a window wholly inside its bounds is
 // copied in the ISA's vectors, anything else by cpu_copy_guarded. One call replaces
 // the unit's bounds check, its inline loop and its guarded call (with its windows):
-// about a third of the compile time of a packing unit's group function. A smaller
-// transfer stays inline, where a call's cost could show. Its index, or -1.
-constexpr int64_t kCpuPrebuiltCopyFloats = 4096;
+// about a third of the compile time of a packing unit's group function. Until the
+// seventeenth session a transfer below 4096 elements stayed inline; but then a small
+// product's unit, whose fill, scales and C copies run only for ragged tiles or alpha
+// != 1 or beta != 0, kept element loops and compiled at -O2 (32^3: 173 ms, 42 ms
+// without). Its index, or -1.
+constexpr int64_t kCpuPrebuiltCopyFloats = 1;
 int cpu_prebuilt_copy(CpuIsa isa);
 // And an elementwise loop per ISA, which the emitter calls for a flat fp32 +, -, *,
 // / or copy over fragments and fp32 scalars of at least kCpuPrebuiltCopyFloats
