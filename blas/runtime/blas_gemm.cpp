@@ -1,7 +1,5 @@
 #include "blas_gemm.h"
 
-#include <cpuid.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -28,28 +26,6 @@ int64_t tsl_floordiv(int64_t a, int64_t b) {
 #include "blas_table.inc"
 
 constexpr int kSets = sizeof tsl_blas_kernel_sets / sizeof tsl_blas_kernel_sets[0];
-
-// What this CPU and OS run, by cpuid and xgetbv on the first call (libgcc's
-// __builtin_cpu_supports would add a library constructor, which LD_PRELOAD would
-// run in every process).
-struct CpuFeatures {
-  bool avx2_fma = false, avx512 = false;
-};
-CpuFeatures cpu_features() {
-  CpuFeatures f;
-  unsigned a, b, c, d;
-  if (!__get_cpuid(1, &a, &b, &c, &d)) return f;
-  const bool osxsave = c & bit_OSXSAVE, fma = c & bit_FMA;
-  if (!osxsave) return f;
-  unsigned lo, hi;
-  __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
-  const bool ymm = (lo & 0x6) == 0x6, zmm = (lo & 0xe6) == 0xe6;  // XMM|YMM, + opmask|ZMM state
-  if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return f;
-  f.avx2_fma = ymm && fma && (b & bit_AVX2);
-  f.avx512 = zmm && f.avx2_fma && (b & bit_AVX512F) && (b & bit_AVX512VL) && (b & bit_AVX512BW) &&
-             (b & bit_AVX512DQ);
-  return f;
-}
 
 bool cpu_runs(const CpuFeatures& f, const char* isa) {
   if (!std::strcmp(isa, "avx512")) return f.avx512;

@@ -1553,6 +1553,17 @@ class Emitter {
                num(r0) + "), nv - (" + c0s + " + " + num(c0) + "), " +
                (in_place ? "1" : home.empty() ? "0" : "(" + home + " ? 2 : 0)") + ", overwrite);");
           return;
+        } else if (!f64 && in_place && !pack_b && !rows_outer && isa_.isa == CpuIsa::Avx512 &&
+                   cpu_prebuilt_count > 0 && bc % isa_.lanes != 0) {
+          // Columns that end in part of a vector, on AVX-512: every block by tessel's
+          // cpu_mma_edge (masked vectors; cpu_support.cpp), not a kernel emitted here.
+          const std::string a0 = "&" + a.at(r0s + " + " + num(r0), "0"), b0 = "&" + b.at("0", c0s + " + " + num(c0));
+          line("tsl_mma_blocks((const void*)0, kv, " + a0 + ", &" + a.at(r0s + " + " + num(r0 + br), "0") + " - " +
+               a0 + ", " + b0 + ", &" + b.at("0", c0s + " + " + num(c0 + bc)) + " - " + b0 + ", " + c + " + " +
+               num(r0) + " * " + ldc + " + " + num(c0) + ", " + ldc + ", " + lda_arg + ", " + ldb_arg + ", " +
+               num(br) + ", " + num(bc) + ", " + num((r1 - r0) / br) + ", " + num((c1 - c0) / bc) + ", mv - (" + r0s +
+               " + " + num(r0) + "), nv - (" + c0s + " + " + num(c0) + "), 1, overwrite);");
+          return;
         } else {
           // Packed, B is a panel of width NR (compile-time LDB); A stays run-time.
           const int64_t kernel_ldb = pack_b ? nr : ldb;

@@ -1,7 +1,13 @@
 #include "target/cpu/cpu_support.h"
 
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
+
 #include <algorithm>
+#include <array>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "target/cpu/cpu_microkernel.h"
@@ -87,8 +93,124 @@ void cpu_copy_guarded(const CpuWindow* src, const CpuWindow* dst, int64_t rows, 
   }
 }
 
+CpuFeatures cpu_features() {
+  CpuFeatures f;
+#if defined(__x86_64__)
+  unsigned a, b, c, d;
+  if (!__get_cpuid(1, &a, &b, &c, &d)) return f;
+  const bool osxsave = c & bit_OSXSAVE, fma = c & bit_FMA;
+  if (!osxsave) return f;
+  unsigned lo, hi;
+  __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+  const bool ymm = (lo & 0x6) == 0x6, zmm = (lo & 0xe6) == 0xe6;  // XMM|YMM, + opmask|ZMM state
+  if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return f;
+  f.avx2_fma = ymm && fma && (b & bit_AVX2);
+  f.avx512 = zmm && f.avx2_fma && (b & bit_AVX512F) && (b & bit_AVX512VL) && (b & bit_AVX512BW) &&
+             (b & bit_AVX512DQ);
+#endif
+  return f;
+}
+
+namespace {
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#pragma GCC push_options
+#pragma GCC target("arch=x86-64-v4,prefer-vector-width=512")
+#pragma GCC optimize("fp-contract=fast")
+namespace edge_avx512 {
+typedef float Vf __attribute__((vector_size(64)));
+typedef float Vfu __attribute__((vector_size(64), aligned(4)));
+
+// cpu_mma_edge's operation on R rows and V vectors of columns whose last vector
+// holds the lanes in `tail` (a mask: B's and C's other lanes are not touched, so
+// nothing past the block is read or written). Registers: R x V accumulators, V B
+// vectors, A broadcast from memory (R x V + V <= 32). A's rows from one pointer per
+// 4 rows at 0, lda, 2 lda, 3 lda (a pointer a row runs out of registers).
+template <int R, int V>
+__attribute__((noinline)) void block(int64_t kc, const float* a, const float* b, float* c, int64_t ldc,
+                                     int64_t lda, int64_t ldb, unsigned short tail, int overwrite) {
+  constexpr int G = (R + 3) / 4;
+  const float* ap[G];
+#pragma GCC unroll 4
+  for (int g = 0; g < G; ++g) ap[g] = a + 4 * g * lda;
+  const int64_t lda2 = 2 * lda, lda3 = 3 * lda;
+  Vf acc[R][V];
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+    for (int v = 0; v < V; ++v) acc[r][v] = Vf{};
+  for (int64_t k = 0; k < kc; ++k, b += ldb) {
+    Vf bv[V];
+#pragma GCC unroll 4
+    for (int v = 0; v + 1 < V; ++v) bv[v] = *(const Vfu*)(b + 16 * v);
+    bv[V - 1] = __builtin_ia32_loadups512_mask(b + 16 * (V - 1), Vf{}, tail);
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) {
+      const float* p = ap[r / 4] + k;
+      const float s = r % 4 == 0 ? p[0] : r % 4 == 1 ? p[lda] : r % 4 == 2 ? p[lda2] : p[lda3];
+#pragma GCC unroll 4
+      for (int v = 0; v < V; ++v) acc[r][v] += s * bv[v];
+    }
+  }
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r) {
+    float* cr = c + r * ldc;
+#pragma GCC unroll 4
+    for (int v = 0; v + 1 < V; ++v) {
+      if (!overwrite) acc[r][v] += *(const Vfu*)(cr + 16 * v);
+      *(Vfu*)(cr + 16 * v) = acc[r][v];
+    }
+    if (!overwrite) acc[r][V - 1] += __builtin_ia32_loadups512_mask(cr + 16 * (V - 1), Vf{}, tail);
+    __builtin_ia32_storeups512_mask(cr + 16 * (V - 1), acc[r][V - 1], tail);
+  }
+}
+
+using Block = void (*)(int64_t, const float*, const float*, float*, int64_t, int64_t, int64_t, unsigned short, int);
+// The most rows a block of V vectors holds: 16 (the largest atom's), 14, 9, 6.
+constexpr int kMaxRows[5] = {0, 16, 14, 9, 6};
+
+template <int V, int... I>
+constexpr std::array<Block, sizeof...(I)> blocks_of(std::integer_sequence<int, I...>) {
+  return {&block<I + 1, V>...};
+}
+const std::array<Block, 16> kBlocks1 = blocks_of<1>(std::make_integer_sequence<int, 16>());
+const std::array<Block, 14> kBlocks2 = blocks_of<2>(std::make_integer_sequence<int, 14>());
+const std::array<Block, 9> kBlocks3 = blocks_of<3>(std::make_integer_sequence<int, 9>());
+const std::array<Block, 6> kBlocks4 = blocks_of<4>(std::make_integer_sequence<int, 6>());
+const Block* const kBlocks[5] = {nullptr, kBlocks1.data(), kBlocks2.data(), kBlocks3.data(), kBlocks4.data()};
+
+}  // namespace edge_avx512
+#pragma GCC pop_options
+
+// cpu_mma_edge in AVX-512 blocks of up to 4 vectors of columns, rows in near-equal
+// chunks of at most kMaxRows; false where the CPU has no AVX-512.
+bool mma_edge_avx512(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, int64_t lda,
+                     int64_t ldb, int64_t rows, int64_t cols, int overwrite) {
+  static const bool has = cpu_features().avx512;
+  if (!has) return false;
+  for (int64_t j0 = 0; j0 < cols; j0 += 64) {
+    const int64_t w = std::min<int64_t>(64, cols - j0), v = (w + 15) / 16;
+    const auto tail = static_cast<unsigned short>((1u << (w - 16 * (v - 1))) - 1);
+    const int64_t chunks = (rows + edge_avx512::kMaxRows[v] - 1) / edge_avx512::kMaxRows[v];
+    for (int64_t i = 0; i < chunks; ++i) {
+      const int64_t r0 = rows * i / chunks, r1 = rows * (i + 1) / chunks;
+      edge_avx512::kBlocks[v][r1 - r0 - 1](kc, a + r0 * lda, b + j0, c + r0 * ldc + j0, ldc, lda, ldb, tail,
+                                           overwrite);
+    }
+  }
+  return true;
+}
+#else
+bool mma_edge_avx512(int64_t, const float*, const float*, float*, int64_t, int64_t, int64_t, int64_t, int64_t, int) {
+  return false;
+}
+#endif
+
+}  // namespace
+
 void cpu_mma_edge(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, int64_t lda, int64_t ldb,
                   int64_t rows, int64_t cols, int overwrite) {
+  if (rows > 0 && cols > 0 && mma_edge_avx512(kc, a, b, c, ldc, lda, ldb, rows, cols, overwrite)) return;
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t j = 0; j < cols; ++j) {
       float s = overwrite ? 0.0f : c[r * ldc + j];
@@ -101,7 +223,7 @@ void cpu_mma_blocks(const void* ukr, int64_t kc, const float* a, int64_t a_step,
                     float* c, int64_t ldc, int64_t lda, int64_t ldb, int64_t br, int64_t bc, int64_t blocks_r,
                     int64_t blocks_c, int64_t rows_valid, int64_t cols_valid, int in_place, int overwrite) {
   using Ukr = void (*)(int64_t, const float*, const float*, float*, int64_t, int64_t, int64_t, int);
-  const Ukr kernel = reinterpret_cast<Ukr>(const_cast<void*>(ukr));
+  const Ukr kernel = reinterpret_cast<Ukr>(const_cast<void*>(ukr));  // null: every block by cpu_mma_edge
   for (int64_t j = 0; j < blocks_c && j * bc < cols_valid; ++j)
     for (int64_t i = 0; i < blocks_r && i * br < rows_valid; ++i) {
       const float* ai = a + i * a_step;
@@ -109,7 +231,7 @@ void cpu_mma_blocks(const void* ukr, int64_t kc, const float* a, int64_t a_step,
       float* cij = c + i * br * ldc + j * bc;
       const bool crosses = i * br + br > rows_valid || j * bc + bc > cols_valid;
       const int64_t rows = std::min(br, rows_valid - i * br), cols = std::min(bc, cols_valid - j * bc);
-      if (in_place == 1 && crosses) {
+      if (!kernel || (in_place == 1 && crosses)) {
         cpu_mma_edge(kc, ai, bj, cij, ldc, lda, ldb, rows, cols, overwrite);
       } else if (in_place == 2 && crosses) {
         // The whole block on the staged operands' padding, into a local tile; only

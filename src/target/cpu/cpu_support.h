@@ -64,6 +64,14 @@ void cpu_mma_blocks(const void* ukr, int64_t kc, const float* a, int64_t a_step,
                     float* c, int64_t ldc, int64_t lda, int64_t ldb, int64_t br, int64_t bc, int64_t blocks_r,
                     int64_t blocks_c, int64_t rows_valid, int64_t cols_valid, int in_place, int overwrite);
 
+// What this CPU and OS run, by cpuid and xgetbv (not libgcc's __builtin_cpu_supports,
+// which adds a library constructor: LD_PRELOAD of libtessel_blas.so, which carries
+// this file, would run it in every process). x86-64 only; elsewhere all false.
+struct CpuFeatures {
+  bool avx2_fma = false, avx512 = false;  // avx512: F, VL, BW and DQ, with the OS saving ZMM state
+};
+CpuFeatures cpu_features();
+
 // The table index of cpu_prebuilt_microkernels[0].
 constexpr int kCpuSupportPrebuiltBase = 3;
 
