@@ -188,6 +188,12 @@ bool mma_edge_avx512(int64_t kc, const float* a, const float* b, float* c, int64
                      int64_t ldb, int64_t rows, int64_t cols, int overwrite) {
   static const bool has = cpu_features().avx512;
   if (!has) return false;
+  const int64_t v = (std::min<int64_t>(cols, 64) + 15) >> 4;
+  if (cols <= 64 && rows <= edge_avx512::kMaxRows[v]) {  // one block (a unit's edge blocks): no divisions
+    const auto tail = static_cast<unsigned short>((1u << (cols - 16 * (v - 1))) - 1);
+    edge_avx512::kBlocks[v][rows - 1](kc, a, b, c, ldc, lda, ldb, tail, overwrite);
+    return true;
+  }
   for (int64_t j0 = 0; j0 < cols; j0 += 64) {
     const int64_t w = std::min<int64_t>(64, cols - j0), v = (w + 15) / 16;
     const auto tail = static_cast<unsigned short>((1u << (w - 16 * (v - 1))) - 1);
