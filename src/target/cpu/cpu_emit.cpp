@@ -1522,12 +1522,17 @@ class Emitter {
         // with its leading dimensions as arguments (cpu_microkernel.h); any other is
         // emitted into the unit.
         const int prebuilt = f64 || op.k < kCpuPrebuiltMinK ? -1 : cpu_prebuilt_microkernel(br, bc, isa_.isa);
+        // Columns that end in part of a vector, read in place on AVX-512: every block
+        // by tessel's cpu_mma_edge in masked vectors (cpu_support.cpp; cpu_mma_blocks
+        // with no kernel), not a kernel emitted here.
+        const bool masked_edge = !f64 && prebuilt < 0 && in_place && isa_.isa == CpuIsa::Avx512 &&
+                                 cpu_prebuilt_count > 0 && bc % isa_.lanes != 0;
         std::string name, lds = ld_args;
-        if (prebuilt >= 0) {
+        if (prebuilt >= 0 || masked_edge) {
           // Its blocks' loops in tessel too (cpu_mma_blocks): one call instead of a
           // loop nest, the steps between blocks as address differences.
-          name = "tsl_ukr_" + num(br) + "x" + num(bc) + "_p";
-          prebuilt_[name] = prebuilt;
+          name = masked_edge ? "0" : "tsl_ukr_" + num(br) + "x" + num(bc) + "_p";
+          if (!masked_edge) prebuilt_[name] = prebuilt;
           const std::string a0 = "&" + a.at(r0s + " + " + num(r0), "0"), b0 = "&" + b.at("0", c0s + " + " + num(c0));
           if (rows_outer) {
             // The block row at ir (the caller's loop), over all its column blocks.
@@ -1552,17 +1557,6 @@ class Emitter {
                ", " + num(bc) + ", " + num((r1 - r0) / br) + ", " + num((c1 - c0) / bc) + ", mv - (" + r0s + " + " +
                num(r0) + "), nv - (" + c0s + " + " + num(c0) + "), " +
                (in_place ? "1" : home.empty() ? "0" : "(" + home + " ? 2 : 0)") + ", overwrite);");
-          return;
-        } else if (!f64 && in_place && !pack_b && !rows_outer && isa_.isa == CpuIsa::Avx512 &&
-                   cpu_prebuilt_count > 0 && bc % isa_.lanes != 0) {
-          // Columns that end in part of a vector, on AVX-512: every block by tessel's
-          // cpu_mma_edge (masked vectors; cpu_support.cpp), not a kernel emitted here.
-          const std::string a0 = "&" + a.at(r0s + " + " + num(r0), "0"), b0 = "&" + b.at("0", c0s + " + " + num(c0));
-          line("tsl_mma_blocks((const void*)0, kv, " + a0 + ", &" + a.at(r0s + " + " + num(r0 + br), "0") + " - " +
-               a0 + ", " + b0 + ", &" + b.at("0", c0s + " + " + num(c0 + bc)) + " - " + b0 + ", " + c + " + " +
-               num(r0) + " * " + ldc + " + " + num(c0) + ", " + ldc + ", " + lda_arg + ", " + ldb_arg + ", " +
-               num(br) + ", " + num(bc) + ", " + num((r1 - r0) / br) + ", " + num((c1 - c0) / bc) + ", mv - (" + r0s +
-               " + " + num(r0) + "), nv - (" + c0s + " + " + num(c0) + "), 1, overwrite);");
           return;
         } else {
           // Packed, B is a panel of width NR (compile-time LDB); A stays run-time.
