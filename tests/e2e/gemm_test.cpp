@@ -9,6 +9,7 @@
 
 #include "ops/gemm.h"
 #include "ops/gemm_reference.h"
+#include "plan/machine.h"
 
 namespace tessel {
 namespace {
@@ -193,6 +194,25 @@ TEST(GemmCpu, ReadInPlaceOnRaggedTiles) {
     sim.target = TargetKind::Sim;
     sim.plan = four;
     EXPECT_NE(explain_gemm(c.m, c.n, c.k, cpu).find("workers 4 grid 2x2"), std::string::npos);
+    run_case(c, cpu, seed);
+    run_case(c, sim, seed);
+    ++seed;
+  }
+}
+
+// Two threads on a product with no equal split (M and N odd): with AVX-512 the rows
+// go in groups of ceil(M / 2), the last one short (its edge block runs in masked
+// vectors); elsewhere one group. On the cpu with two threads and on the simulator.
+TEST(GemmCpu, TwoThreadsSplitOddRowsWhereEdgesAreVectors) {
+  uint64_t seed = 990;
+  for (const Case& c : {packed(127, 193, 61, 1.0f, 0.0f), Case{93, 93, 93, 97, 95, 94, -0.5f, 1.5f}}) {
+    Plan p = default_gemm_plan(TargetKind::Cpu, c.m, c.n, c.k, GemmPrecision::F32, "", 2);
+    EXPECT_EQ(p.tile("BM"), cpu_vector_lanes() == 16 ? (c.m + 1) / 2 : c.m) << describe(c);
+    GemmOptions cpu, sim;
+    cpu.threads = 2;
+    cpu.plan = p;
+    sim.target = TargetKind::Sim;
+    sim.plan = p;
     run_case(c, cpu, seed);
     run_case(c, sim, seed);
     ++seed;
