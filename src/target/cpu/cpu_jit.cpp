@@ -283,9 +283,9 @@ class LoadedKernel : public CpuKernel {
     const Library& lib = *lib_;
     const std::vector<int64_t>& extents = launch.grid;
     auto group = [&](int64_t g) {
-      // The last grid dimension varies fastest.
+      // The last grid dimension varies fastest (group 0 is all zeros: no divisions).
       int64_t coord[8] = {};
-      for (size_t d = extents.size(); d-- > 0;) {
+      for (size_t d = extents.size(); g > 0 && d-- > 0;) {
         coord[d] = g % extents[d];
         g /= extents[d];
       }
