@@ -30,6 +30,7 @@
 #endif
 #include "../sim/transpose_program.h"
 #include "ops/gemm.h"
+#include "plan/machine.h"
 #include "ops/gemm_kernel.h"
 #include "ops/library.h"
 #include "plan/default_plan.h"
@@ -392,7 +393,10 @@ TEST(CpuSmallShapes, SplitAmongThreadsInEqualRowsOrColumns) {
   struct Case {
     int64_t m, n, k, bm, bn;
   };
-  for (const Case& c : {Case{96, 96, 96, 48, 96}, Case{91, 96, 90, 91, 48}, Case{91, 91, 91, 91, 91},
+  // 91^3 has no equal split: with AVX-512 rows in groups of 46 and 45 (the short
+  // group's edge block in masked vectors), else one group.
+  const int64_t odd_rows = cpu_vector_lanes() == 16 ? 46 : 91;
+  for (const Case& c : {Case{96, 96, 96, 48, 96}, Case{91, 96, 90, 91, 48}, Case{91, 91, 91, odd_rows, 91},
                         Case{64, 64, 64, 64, 64}}) {
     Plan p = default_gemm_plan(TargetKind::Cpu, c.m, c.n, c.k, GemmPrecision::F32, "", 2);
     SCOPED_TRACE(p.to_string());
