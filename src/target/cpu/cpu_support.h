@@ -43,7 +43,8 @@ void cpu_copy_guarded(const CpuWindow* src, const CpuWindow* dst, int64_t rows, 
 // each element one multiply-add at a time in k order (cpu_microkernel_reference's
 // operation with run-time sizes). Nothing outside those rows and columns is read or
 // written; kc, rows or cols 0 leave C as it was (rows or cols) or zero its block (kc
-// with overwrite).
+// with overwrite). On a CPU with AVX-512 it runs in vectors, the last one of a row
+// masked (cpu_support.cpp); elsewhere in scalar loops.
 void cpu_mma_edge(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, int64_t lda, int64_t ldb,
                   int64_t rows, int64_t cols, int overwrite);
 
@@ -52,7 +53,8 @@ void cpu_mma_edge(int64_t kc, const float* a, const float* b, float* c, int64_t 
 // br x bc, column blocks outside, row blocks inside (BLIS's jr and ir loops); block
 // (i, j) is
 //   ukr(kc, a + i * a_step, b + j * b_step, c + i * br * ldc + j * bc, ldc, lda, ldb, overwrite)
-// with ukr a kernel of the _s_s contract (cpu_microkernel.h). Blocks that start at
+// with ukr a kernel of the _s_s contract (cpu_microkernel.h), or null: every block
+// by cpu_mma_edge over its valid part (in_place 1 only). Blocks that start at
 // or past rows_valid rows or cols_valid columns are skipped. A block that crosses
 // rows_valid or cols_valid: in_place 1 (A and B read from tensors) calls
 // cpu_mma_edge over its valid part, so nothing past them is read; in_place 2 (A and
