@@ -131,9 +131,13 @@ constexpr double kFmaWideMinWaveFill = 0.85;
 // host wall against cuBLAS, 32x32x64 with two stages -> 16x32x256 with one: bf16
 // 250x130x250 0.96 -> 1.77, 200x130x222 0.97 -> 1.78, 150x90x250 0.98 -> 1.35,
 // 256x136x256 1.46 -> 1.84; fp16 alike, 0.71-0.75 -> 1.30-1.32; sixteenth session,
-// docs/cuda.md). Rows on 2 bytes copy element by element, and there one deep step lost
-// (17x255x99: 0.92 and 0.56).
-constexpr int64_t kCudaOneStepMaxK = 256;
+// docs/cuda.md). Rows on 2 bytes (K or N odd) copy element by element: there a step
+// of 256 lost (17x255x99: 0.92 and 0.56), and one of 128 paid where K is past the
+// two-stage tile's 64 (host wall against cuBLAS, two runs, fp16: 17x255x99 0.99-1.20
+// -> 1.06-1.32, 33x100x77 1.05-1.43 -> 1.67-1.86, 200x150x101 0.87-0.91 -> 1.58-1.66;
+// bf16 1.65-3.05; seventeenth session). Within 64 the two-stage tile is one step
+// already, and its 32x32 blocks ran faster (127x193x61 fp16 1.16-1.53 against 1.00-1.41).
+constexpr int64_t kCudaOneStepMaxK = 256, kCudaOneStepMaxKElementCopies = 128;
 constexpr CudaTile kCudaTiles[] = {
     {256 * 256, 32, 32, 32, 32, 32, 64, 64, 4, 2},
     {1024 * 1024, 64, 64, 16, 64, 64, 32, 256, 4, 3},
@@ -855,7 +859,9 @@ Plan default_gemm_plan(TargetKind target, int64_t m, int64_t n, int64_t k, GemmP
     p.async_copy = true;
     p.window = mma ? t->mma_window : 2;
     bool sixteen_bit = precision == GemmPrecision::BF16 || precision == GemmPrecision::F16;
-    if (mma && sixteen_bit && t == kCudaTiles && k <= kCudaOneStepMaxK && k % 2 == 0 && n % 2 == 0) {
+    const bool rows_on_4_bytes = k % 2 == 0 && n % 2 == 0;  // else element-by-element copies
+    if (mma && sixteen_bit && t == kCudaTiles &&
+        (rows_on_4_bytes ? k <= kCudaOneStepMaxK : k > t->bk_mma && k <= kCudaOneStepMaxKElementCopies)) {
       set_gemm_tile(p, 16, 32, (k + 63) / 64 * 64);
       p.window = 1;
     }

@@ -64,6 +64,43 @@ TEST(WgmmaProgram, EveryWindowRunsRaceFreeOnSim) {
     }
 }
 
+// The smallest class of 16-bit products on mma.sync (gemm.cpp, kCudaOneStepMaxK): one
+// k step of a 16x32 tile where rows start on 4 bytes and K <= 256, or where they
+// start on 2 (K or N odd) and 64 < K <= 128; the two-stage 32x32x64 tile otherwise.
+// Each default plan's GroupIR on the sim: the oracle's answer (C NaN first), no races.
+TEST(MmaSyncSmallPlans, OneKStepWhereItPaysAndRaceFreeOnSim) {
+  struct Case {
+    int64_t m, n, k;
+    bool one_step;
+  };
+  uint64_t seed = 60;
+  for (const Case& c : {Case{40, 36, 72, true}, Case{17, 45, 99, true}, Case{30, 40, 77, true},
+                        Case{31, 33, 61, false}, Case{20, 30, 201, false}, Case{24, 40, 130, true}}) {
+    Plan plan = default_gemm_plan(TargetKind::Cuda, c.m, c.n, c.k, GemmPrecision::F16, "sm_90a");
+    SCOPED_TRACE(std::to_string(c.m) + "x" + std::to_string(c.n) + "x" + std::to_string(c.k) + " " +
+                 plan.to_string());
+    ASSERT_EQ(plan.atom, AtomKind::MmaSync);
+    EXPECT_EQ(plan.tile("BM"), c.one_step ? 16 : 32);
+    EXPECT_EQ(plan.window, c.one_step ? 1 : 2);
+    if (c.one_step) EXPECT_EQ(plan.tile("BK"), (c.k + 63) / 64 * 64);
+    std::mt19937_64 rng(seed++);
+    std::vector<float> a(c.m * c.k), b(c.k * c.n), out(c.m * c.n, NAN);
+    fill_random(a, rng);
+    fill_random(b, rng);
+    for (float& x : a) x = round_to_storage(GemmPrecision::F16, x);
+    for (float& x : b) x = round_to_storage(GemmPrecision::F16, x);
+    std::vector<double> oracle = gemm_oracle(c.m, c.n, c.k, 1.0, a.data(), c.k, b.data(), c.n, 0.0, out.data(), c.n);
+    CompiledGroup g = compile_to_group(gemm_kernel(DType::F16), plan, CompileOptions{});
+    LaunchArgs args;
+    args.sizes = {{"M", c.m}, {"N", c.n}, {"K", c.k}, {"lda", c.k}, {"ldb", c.n}, {"ldc", c.n}};
+    args.scalars = {{"alpha", 1.0}, {"beta", 0.0}};
+    args.tensors = {{"A", a.data()}, {"B", b.data()}, {"C", out.data()}};
+    SimResult r = run_sim(g.program, args);
+    EXPECT_EQ(r.race_count, 0) << (r.races.empty() ? "" : r.races[0].message);
+    EXPECT_LE(gemm_relative_error(c.m, c.n, out.data(), c.n, oracle), gemm_error_bound(c.k));
+  }
+}
+
 // A 4-stage wgmma GEMM (128x128 over 2 warpgroups, one mma in flight) on a
 // 70x130x300 problem: five k tiles, so the steady state runs.
 struct FourStageGemm {
