@@ -57,8 +57,9 @@ constexpr int64_t kCpuOneKBlockBytes = 1 << 20;
 // half saves. Two threads against OpenBLAS with two (which runs these on one):
 // 64^3 0.93 -> 0.90, 68^3 0.92 -> 0.97, 72^3 1.00 -> 1.13, 96^3 1.01 -> 1.45,
 // 128^3 1.14 -> 1.82, 100x60x80 1.30 -> 1.57 (docs/results/cpu-gemm-2026-12-02-session14).
-// Unequal groups are not made: in place, the last group's ragged row block would
-// take the scalar edge loop (127x193x61 on two 64-row groups ran 2.7x slower).
+// Unequal groups (the last one short) are made only with AVX-512, where the short
+// group's ragged row block runs in cpu_mma_edge's masked vectors; elsewhere it takes
+// the scalar edge loop (127x193x61 on two 64-row groups ran 2.7x slower).
 constexpr int64_t kCpuSplitMinWork = 150000;
 // One thread reads A and B in place (Plan::direct, no packing, one group) beyond the
 // exact sizes while B (K x N) stays well inside L2: there packing cost more than it
