@@ -39,10 +39,19 @@ constexpr std::pair<int64_t, int64_t> kCpuNarrowAtoms[] = {{8, 48}, {6, 64}};
 constexpr int64_t kCpuExact = 128, kCpuExactN = 256;
 // Cache blocks (BLIS's MC, NC, KC; measured on the Xeon of 2026-12-01, 48 KB L1d,
 // 2 MB L2 per core): a worker part of kCpuPartM rows of A stays in cache while it
-// meets every panel of a group's packed B block (BK x BN, at most kCpuMaxBN wide);
+// meets every panel of a group's packed B block (BK x BN, at most cpu_max_bn() wide);
 // a group is as tall as kCpuMaxBM (its fragment, BM x BN floats, within the plan's
 // tile limit) so that each packed B block serves many parts.
-constexpr int64_t kCpuPartM = 24, kCpuMaxBM = 4032, kCpuMaxBN = 1024, kCpuMaxBK = 256;
+// The B block is at most half of the core's L2 (kCpuMaxBK x 1024 floats on the
+// Xeon's 2 MB, x 512 on a Zen 5's 1 MiB). Against 1024 there, on two threads (and
+// as many column groups for each): 2000^3 1.01-1.06x, 1536^3 1.13x, 4096x1024x2048 1.10x, 2500x1800x1200
+// 0.96x, 1200x3000x900 1.00x; on one, 2000^3 1.06x, others within 1%
+// (docs/results/cpu-gemm-2026-12-02-session18).
+constexpr int64_t kCpuPartM = 24, kCpuMaxBM = 4032, kCpuMaxBK = 256;
+int64_t cpu_max_bn() {
+  const int64_t bn = cpu_l2_bytes() / 2 / (4 * kCpuMaxBK) / kCpuAtomN * kCpuAtomN;
+  return std::clamp<int64_t>(bn, 4 * kCpuAtomN, 1024);
+}
 constexpr int64_t kCpuL2Bytes = int64_t{2} << 20;
 // A group whose B block (K x BN) is at most this takes all of K in one k block: the
 // fragment, homed in C, is then written once, where k blocks of kCpuMaxBK read and
@@ -262,7 +271,11 @@ void set_cpu_blocked_tiles(Plan& p, int64_t m, int64_t n, int64_t k, int64_t thr
       rows = r, cols = c;
   }
   rows = std::max(rows, ceil_div(m, kCpuMaxBM));
-  cols = std::max(cols, ceil_div(n, kCpuMaxBN));
+  // More columns than threads: a multiple of the thread split's, so that every
+  // thread gets as many B blocks.
+  const int64_t thread_cols = cols;
+  cols = std::max(cols, ceil_div(n, cpu_max_bn()));
+  cols = ceil_div(cols, thread_cols) * thread_cols;
   // One k block (K <= kCpuMaxBK): a group's A block, B block and fragment should fit
   // in half of L2 together, for re-packing the other operand for one more group
   // costs little there. Halve the longer side up to twice. (1024x128x256, one thread:

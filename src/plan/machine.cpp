@@ -27,6 +27,14 @@ int64_t cpu_l1d_bytes() {
   return bytes;
 }
 
+int64_t cpu_l2_bytes() {
+  static const int64_t bytes = [] {
+    long b = ::sysconf(_SC_LEVEL2_CACHE_SIZE);
+    return b > 0 ? static_cast<int64_t>(b) : int64_t{1} << 20;
+  }();
+  return bytes;
+}
+
 int cpu_vector_lanes() { return cpu_isa_info(cpu_isa()).lanes; }
 
 }  // namespace tessel

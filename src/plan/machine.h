@@ -25,6 +25,10 @@ struct CudaMultiprocessor {
 // system does not say.
 int64_t cpu_l1d_bytes();
 
+// The L2 cache of one cpu core in bytes (sysconf), read once; 1 MiB where the system
+// does not say.
+int64_t cpu_l2_bytes();
+
 // fp32 lanes of one vector register of the ISA the cpu emitter writes for
 // (target/cpu/cpu_isa.h: detected, or forced by TESSEL_CPU_ISA): 16, 8 or 4.
 int cpu_vector_lanes();

@@ -6,6 +6,7 @@
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -433,6 +434,33 @@ TEST(CpuBlockedGemm, ProgramsRunOnTheSimWithoutRaces) {
       check_gemm_run([&](const LaunchArgs& args) { races = run_sim(program, args).race_count; }, g, seed++);
       EXPECT_EQ(races, 0) << g.m << "x" << g.n << "x" << g.k;
     }
+}
+
+// Packed plans: a group's B block (BK x BN floats) within half of the core's L2, and
+// every thread as many groups. 1200x1100x300 on two threads against the oracle and
+// on the sim (its B block cut in columns: three groups on 1 MiB, made four).
+TEST(CpuBlockedGemm, BBlockWithinHalfOfL2AndAsManyGroupsPerThread) {
+  auto ceil_div = [](int64_t a, int64_t b) { return (a + b - 1) / b; };
+  for (int64_t threads : {1, 2})
+    for (auto [m, n, k] : {std::array<int64_t, 3>{1536, 1536, 1536}, {2000, 2000, 2000}, {1200, 3000, 900},
+                           {4096, 1024, 2048}, {1200, 1100, 300}}) {
+      const Plan p = default_gemm_plan(TargetKind::Cpu, m, n, k, GemmPrecision::F32, "", threads);
+      SCOPED_TRACE(p.to_string());
+      if (p.direct) continue;  // read in place: no B block
+      EXPECT_LE(4 * p.tile("BK") * p.tile("BN"), std::max<int64_t>(cpu_l2_bytes() / 2, 4 * p.tile("BK") * 128));
+      EXPECT_EQ(ceil_div(m, p.tile("BM")) * ceil_div(n, p.tile("BN")) % threads, 0);
+    }
+  const Plan p = default_gemm_plan(TargetKind::Cpu, 1200, 1100, 300, GemmPrecision::F32, "", 2);
+  SCOPED_TRACE(p.to_string());
+  ASSERT_FALSE(p.direct);
+  GroupProgram program = compile_to_group(gemm_kernel(DType::F32), p, CompileOptions{}).program;
+  auto kernel = compile_cpu(program);
+  check_gemm(*kernel, GemmCase{1200, 1100, 300, 1.0, 0.0, 2}, 510);
+  check_gemm(*kernel, GemmCase{1200, 1100, 300, -0.5, 1.25, 2}, 511);
+  int64_t races = -1;
+  check_gemm_run([&](const LaunchArgs& args) { races = run_sim(program, args).race_count; },
+                 GemmCase{300, 1100, 70, 1.0, 0.0}, 512);
+  EXPECT_EQ(races, 0);
 }
 
 // An mma that reads a tensor in place must carry the valid part that keeps it inside.
