@@ -516,12 +516,18 @@ TEST(CpuInPlace, AccumulatorLivesInItsStoreWindowOnlyWhenNothingElseUsesIt) {
   EXPECT_NE(unit.find("if (!tsl_home_0)"), std::string::npos) << unit;
   // Several workers hold row parts of the fragment (the packed plans): homed, each
   // part a block of the window; blocks across a ragged tile's edge go through a
-  // local tile, emitted (tsl_bounce) or in tessel (cpu_mma_blocks' mode 2).
+  // local tile, emitted (tsl_bounce) or in tessel (cpu_mma_blocks' mode 2). On
+  // AVX-512 the 8 edge columns run in cpu_mma_edge (no kernel: cpu_mma_blocks).
   Plan packed = default_gemm_plan(TargetKind::Cpu, 2100, 40, 20);
   ASSERT_GT(packed.workers, 1) << packed.to_string();
-  const std::string parts = emit_cpu(program_of(packed));
+  const std::string parts = emit_cpu(program_of(packed), CpuIsa::Avx2);
   EXPECT_NE(home_line(parts).find("s_alpha == 1"), std::string::npos) << parts;
   EXPECT_NE(parts.find("tsl_bounce(tsl_ukr_"), std::string::npos) << parts;
+  if (cpu_prebuilt_count > 0) {
+    const std::string masked = emit_cpu(program_of(packed), CpuIsa::Avx512);
+    EXPECT_EQ(masked.find("tsl_bounce("), std::string::npos) << masked;
+    EXPECT_NE(masked.find("tsl_mma_blocks((const void*)0, "), std::string::npos) << masked;
+  }
   Plan long_k = default_gemm_plan(TargetKind::Cpu, 1400, 100, 200, GemmPrecision::F32, "", 2);
   ASSERT_GT(long_k.workers, 1) << long_k.to_string();
   const std::string built_in = emit_cpu(program_of(long_k));

@@ -111,7 +111,8 @@ TEST(CpuPrebuilt, EveryKernelMatchesItsReferenceOnEachIsa) {
 
 // A unit whose blocks are in the set and whose k loop is long binds them from the
 // table and emits no kernel of its own; a block outside it (8 columns) is still
-// emitted into the unit, and so is every block of a short k loop.
+// emitted into an AVX2 unit (an AVX-512 one runs it in tessel's cpu_mma_edge), and so
+// is every block of a short k loop.
 TEST(CpuPrebuilt, TheUnitCallsTheBuiltInKernels) {
   if (cpu_prebuilt_count == 0) GTEST_SKIP() << "no built-in micro-kernels in this build";
   HandGemm plan;
@@ -123,7 +124,12 @@ TEST(CpuPrebuilt, TheUnitCallsTheBuiltInKernels) {
             std::string::npos)
       << src;
   EXPECT_EQ(src.find("static void tsl_ukr_10x32_"), std::string::npos) << src;
-  EXPECT_NE(src.find("static void tsl_ukr_10x8_"), std::string::npos) << src;
+  EXPECT_EQ(src.find("static void tsl_ukr_10x8_"), std::string::npos) << src;
+  EXPECT_NE(src.find("tsl_mma_blocks((const void*)0, "), std::string::npos) << src;
+  plan.atom_n = 16;  // AVX2: 30 rows in three blocks of 10, 40 columns in two panels of 16, then 8
+  const std::string avx2 = emit_cpu(hand_gemm_program(plan), CpuIsa::Avx2);
+  EXPECT_NE(avx2.find("static void tsl_ukr_10x8_"), std::string::npos) << avx2;
+  plan.atom_n = 32;
   plan.bk = kCpuPrebuiltMinK - 1;
   const std::string short_k = emit_cpu(hand_gemm_program(plan), CpuIsa::Avx512);
   EXPECT_EQ(short_k.find("(tsl_ukr_fn)table["), std::string::npos) << short_k;

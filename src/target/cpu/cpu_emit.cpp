@@ -1522,11 +1522,11 @@ class Emitter {
         // with its leading dimensions as arguments (cpu_microkernel.h); any other is
         // emitted into the unit.
         const int prebuilt = f64 || op.k < kCpuPrebuiltMinK ? -1 : cpu_prebuilt_microkernel(br, bc, isa_.isa);
-        // Columns that end in part of a vector, read in place on AVX-512: every block
-        // by tessel's cpu_mma_edge in masked vectors (cpu_support.cpp; cpu_mma_blocks
-        // with no kernel), not a kernel emitted here.
-        const bool masked_edge = !f64 && prebuilt < 0 && in_place && isa_.isa == CpuIsa::Avx512 &&
-                                 cpu_prebuilt_count > 0 && bc % isa_.lanes != 0;
+        // Columns that end in part of a vector on AVX-512, read in place or packed:
+        // every block by tessel's cpu_mma_edge in masked vectors (cpu_support.cpp;
+        // cpu_mma_blocks with no kernel), not a kernel emitted here.
+        const bool masked_edge = !f64 && prebuilt < 0 && isa_.isa == CpuIsa::Avx512 && cpu_prebuilt_count > 0 &&
+                                 bc % isa_.lanes != 0;
         std::string name, lds = ld_args;
         if (prebuilt >= 0 || masked_edge) {
           // Its blocks' loops in tessel too (cpu_mma_blocks): one call instead of a
