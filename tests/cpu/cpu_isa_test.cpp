@@ -381,6 +381,16 @@ TEST_P(CpuIsaPath, UnitsOfCallsOnlyCompileAtOg) {
     check_gemm(*kernel, c.g, seed++);
     check_gemm(*kernel, GemmCase{c.g.m - 5, c.g.n - 3, c.g.k - 7, -0.5, 1.25}, seed++);
   }
+  // Larger plans, emitted only (their numbers: the GEMM tests on each ISA): B's panels
+  // copied from the tensor (512^3 in place) and packed blocks with a 20-column edge
+  // (2000^3 in 500-column blocks on a 1 MiB L2; 2000x1012x300 has one on any).
+  for (auto [m, n, k] : {std::array<int64_t, 3>{512, 512, 512}, {2000, 2000, 2000}, {2000, 1012, 300}}) {
+    Plan p = default_gemm_plan(TargetKind::Cpu, m, n, k, GemmPrecision::F32, "", 1);
+    SCOPED_TRACE(p.to_string());
+    const std::string unit = emit_cpu(compile_to_group(gemm_kernel(DType::F32), p, CompileOptions{}).program, GetParam());
+    EXPECT_EQ(unit.find(og) != std::string::npos, built_in && (GetParam() == CpuIsa::Avx512 || m == 512))
+        << unit.substr(0, 4000);
+  }
   const TileKernel k = softmax_kernel();
   const Plan plan = default_plan(k, TargetKind::Cpu, {{"M", 64}, {"N", 256}, {"ldx", 256}, {"ldy", 256}});
   EXPECT_EQ(emit_cpu(compile_to_group(k, plan, CompileOptions{}).program, GetParam()).find(og), std::string::npos);

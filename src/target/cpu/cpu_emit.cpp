@@ -1624,10 +1624,19 @@ class Emitter {
           jr_loop(c0, c1, bc);
           line("const int64_t tsl_pc = tsl_min(" + num(bc) + ", nv - (" + c0s + " + jr));");
           line("const float* const tsl_s = &" + b.at("0", c0s + " + jr") + ";");
-          open("for (int64_t k = 0; k < kv; ++k)");
-          line("tsl_copy_f32(tsl_bp + k * " + num(nr) + ", tsl_s + k * " + b.ld + ", tsl_pc / " + num(isa_.lanes) +
-               ", tsl_pc % " + num(isa_.lanes) + ");");
-          close();
+          if (const int copy = cpu_prebuilt_copy(isa_.isa); copy >= 0) {
+            // tessel's window copy (strided to strided, wholly inside): no loop in
+            // the unit, which then stays calls only.
+            prebuilt_["tsl_copy_window"] = copy;
+            const std::string open_ended = "INT64_C(0), INT64_C(0), INT64_C(0x7fffffffffffffff), INT64_C(0x7fffffffffffffff)";
+            line("tsl_copy_window((float*)tsl_s, 0, " + b.ld + ", 1, 0, 0, 1, " + open_ended + ", tsl_bp, 0, " +
+                 num(nr) + ", 1, 0, 0, 1, " + open_ended + ", kv, tsl_pc, 0.0f);");
+          } else {
+            open("for (int64_t k = 0; k < kv; ++k)");
+            line("tsl_copy_f32(tsl_bp + k * " + num(nr) + ", tsl_s + k * " + b.ld + ", tsl_pc / " + num(isa_.lanes) +
+                 ", tsl_pc % " + num(isa_.lanes) + ");");
+            close();
+          }
           blocks(0, rows_big, row_base + 1, c0, c1, bc);
           blocks(rows_big, part.rows, row_base, c0, c1, bc);
           close();
