@@ -213,15 +213,18 @@ TEST(CudaCompile, ResourcesFromTheCubinWhenTheLogLacksTheReport) {
 
 // NVRTC's phase times (front end, NVVM optimizer, ptxas) come with every compile
 // and add up to no more than the whole (issue 14: cold compiles reported by part).
+// The front end always takes time; the later phases can report 0: on the GPU
+// machine (CUDA 13.0, driver 580) this compile took 30 ms, optimizer 1 and ptxas 0,
+// where this machine's NVRTC spent seconds in them.
 TEST(CudaCompile, PhaseTimesAreReported) {
   const Plan plan = default_gemm_plan(TargetKind::Cuda, 1024, 1024, 1024, GemmPrecision::BF16, "sm_90");
   CudaSource src = emit_cuda(compile_to_group(gemm_kernel(DType::BF16), plan, CompileOptions{}).program);
   NvrtcOutput o = nvrtc_compile(src.code, cuda_compile_arch(src, "sm_90"));
   std::printf("[nvrtc] %s: %.0f ms = front end %.0f + nvvm optimizer %.0f + ptxas %.0f (+ the rest)\n",
               plan.to_string().c_str(), o.compile_ms, o.frontend_ms, o.optimizer_ms, o.ptxas_ms);
-  EXPECT_GE(o.frontend_ms, 0);
+  EXPECT_GT(o.frontend_ms, 0);
   EXPECT_GE(o.optimizer_ms, 0);
-  EXPECT_GT(o.ptxas_ms, 0);
+  EXPECT_GE(o.ptxas_ms, 0);
   EXPECT_LE(o.frontend_ms + o.optimizer_ms + o.ptxas_ms, o.compile_ms + 5);
 }
 
