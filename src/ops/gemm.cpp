@@ -43,10 +43,11 @@ constexpr int64_t kCpuExact = 128, kCpuExactN = 256;
 // a group is as tall as kCpuMaxBM (its fragment, BM x BN floats, within the plan's
 // tile limit) so that each packed B block serves many parts.
 // The B block is at most half of the core's L2 (kCpuMaxBK x 1024 floats on the
-// Xeon's 2 MB, x 512 on a Zen 5's 1 MiB). Against 1024 there, on two threads (and
-// as many column groups for each): 2000^3 1.01-1.06x, 1536^3 1.13x, 4096x1024x2048 1.10x, 2500x1800x1200
-// 0.96x, 1200x3000x900 1.00x; on one, 2000^3 1.06x, others within 1%
-// (docs/results/cpu-gemm-2026-12-02-session18).
+// Xeon's 2 MB, x 512 on a Zen 5's 1 MiB). On the Zen 5, against 1024, two threads
+// (as many column groups each): 2000^3 1.01-1.06x, 1536^3 1.13x, 4096x1024x2048
+// 1.10x, 2500x1800x1200 0.96x, 1200x3000x900 1.00x; one thread, 2000^3 1.06x, the
+// others within 1% (docs/results/cpu-gemm-2026-12-02-session18). kCpuL2Bytes below
+// stays the Xeon's: the one-k-block rule that uses it was not measured again.
 constexpr int64_t kCpuPartM = 24, kCpuMaxBM = 4032, kCpuMaxBK = 256;
 int64_t cpu_max_bn() {
   const int64_t bn = cpu_l2_bytes() / 2 / (4 * kCpuMaxBK) / kCpuAtomN * kCpuAtomN;

@@ -387,7 +387,8 @@ TEST_P(CpuIsaPath, UnitsOfCallsOnlyCompileAtOg) {
   for (auto [m, n, k] : {std::array<int64_t, 3>{512, 512, 512}, {2000, 2000, 2000}, {2000, 1012, 300}}) {
     Plan p = default_gemm_plan(TargetKind::Cpu, m, n, k, GemmPrecision::F32, "", 1);
     SCOPED_TRACE(p.to_string());
-    const std::string unit = emit_cpu(compile_to_group(gemm_kernel(DType::F32), p, CompileOptions{}).program, GetParam());
+    const GroupProgram program = compile_to_group(gemm_kernel(DType::F32), p, CompileOptions{}).program;
+    const std::string unit = emit_cpu(program, GetParam());
     EXPECT_EQ(unit.find(og) != std::string::npos, built_in && (GetParam() == CpuIsa::Avx512 || m == 512))
         << unit.substr(0, 4000);
   }

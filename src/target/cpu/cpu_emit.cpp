@@ -1628,7 +1628,8 @@ class Emitter {
             // tessel's window copy (strided to strided, wholly inside): no loop in
             // the unit, which then stays calls only.
             prebuilt_["tsl_copy_window"] = copy;
-            const std::string open_ended = "INT64_C(0), INT64_C(0), INT64_C(0x7fffffffffffffff), INT64_C(0x7fffffffffffffff)";
+            const std::string open_ended =
+                "INT64_C(0), INT64_C(0), INT64_C(0x7fffffffffffffff), INT64_C(0x7fffffffffffffff)";
             line("tsl_copy_window((float*)tsl_s, 0, " + b.ld + ", 1, 0, 0, 1, " + open_ended + ", tsl_bp, 0, " +
                  num(nr) + ", 1, 0, 0, 1, " + open_ended + ", kv, tsl_pc, 0.0f);");
           } else {
