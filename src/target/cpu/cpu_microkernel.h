@@ -64,9 +64,8 @@ constexpr int64_t kCpuRuntimeLd = -1;
 // declares its own).
 // built_in: for cpu_microkernel_prebuilt.inc, compiled without the call sites (no
 // constant ldc or LDA propagates into it) and with no compile time to save: A's rows
-// (run-time LDA) and C's from a pointer per 4 rows, and a k loop of two steps an
-// iteration where the accumulators are not split over copies (the same sums in the
-// same order).
+// (run-time LDA) and C's from a pointer per 4 rows, one k step an iteration, and C's
+// prefetches only where kc >= kCpuPrefetchCMinK (docs/cpu_microkernel.md).
 std::string emit_cpu_microkernel(int64_t mr, int64_t nr, int64_t lda, int64_t ldb, const CpuIsaInfo& isa,
                                  bool f64 = false, bool built_in = false);
 
@@ -77,8 +76,8 @@ std::string emit_cpu_microkernel(int64_t mr, int64_t nr, int64_t lda, int64_t ld
 // MR 1..8, NR 64 with MR 1..6 (the blocks of the atoms 12x32, 14x32, 8x48, 6x64 and
 // their edges), for AVX2 and AVX-512 (SSE units emit theirs). The emitter calls one
 // where the mma's k extent is at least kCpuPrebuiltMinK. On the Xeon of the
-// fourteenth session a built-in kernel (emitted with built_in, below: k unrolled by
-// two) ran as fast as the emitted one with its compile-time LDA from k = 64, and
+// fourteenth session a built-in kernel (emitted with built_in, below; then k unrolled
+// by two) ran as fast as the emitted one with its compile-time LDA from k = 64, and
 // slower below (32^3: 0.96 -> 0.87x OpenBLAS); on the Zen 5 of the seventeenth
 // session it ran alike at every k (32^3 0.99, 48^3 0.95, 77x45x29 1.13, 96x33x17 1.05,
 // 32x48x32 0.97: within the noise), and each kernel left out of a unit saves its cold
@@ -94,6 +93,9 @@ std::string emit_cpu_microkernel(int64_t mr, int64_t nr, int64_t lda, int64_t ld
 // file's kernels are left out (a compiler other than GCC, or not x86-64) every
 // kernel is emitted.
 constexpr int64_t kCpuPrebuiltMinK = 1;
+// A built-in kernel prefetches C's lines (for the stores after its k loop) only when
+// kc is at least this.
+constexpr int64_t kCpuPrefetchCMinK = 64;
 //
 // Index of the kernel in cpu_prebuilt_microkernels, or -1 when it is not built in.
 int cpu_prebuilt_microkernel(int64_t mr, int64_t nr, CpuIsa isa);
