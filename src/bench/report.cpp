@@ -185,7 +185,8 @@ std::string results_markdown(const BenchResults& r, const std::string& plot,
      << " ms warm-up, then " << c.samples << " timing batches of " << fixed(c.sample_ms, 0)
      << " ms. fp32, row-major, alpha = 1, beta = 0, inputs preallocated, the same random inputs "
      << "every round. Times are synchronized "
-     << "host-wall per call, amortized over a batch, including dispatch. Every measurement checks "
+     << "host-wall per call, amortized over a batch (the clock read every 10 us or so), including dispatch. "
+     << "Every measurement checks "
      << "the complete output against the FP64 oracle, after the first call and after the timed "
      << "batches, with C poisoned by NaN; a failed check marks it invalid and leaves it out. "
      << "Values are medians of per-round medians; a speedup is the peer's time over " << cand
