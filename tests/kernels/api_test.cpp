@@ -167,6 +167,10 @@ TEST(Api, BoundLaunchRefusesANullOrOverlappingReplacement) {
   launch.set_tensor(1, x.data() + 1);
   expect_error(ErrorKind::InvalidArgument, "overlap", [&] { launch.run(); });
   EXPECT_EQ(x, before);
+  // The same pointer again stores nothing, and the overlap is still refused.
+  launch.set_tensor(1, x.data() + 1);
+  expect_error(ErrorKind::InvalidArgument, "overlap", [&] { launch.run(); });
+  EXPECT_EQ(x, before);
   // Swapping X and Y's memory passes through an overlapping state between the two
   // replacements; only the state at run() counts.
   std::vector<float> x2(m * n, 3.0f);
