@@ -85,12 +85,17 @@ class BoundLaunchImpl;
 // tile_kernel().tensors order) and scalars (in .scalars order) may be changed
 // between runs: a new pointer must hold the same layout. A null pointer is
 // refused at once, an overlap by the next run() (before anything runs).
+// run_with sets every tensor and every scalar (as many as the kernel has, in those
+// orders) and runs, in one call: what a caller that passes all its arguments on
+// every launch pays least for.
 // Not for use from two threads at once.
 class BoundLaunch {
  public:
   void set_tensor(size_t index, void* data);
   void set_scalar(size_t index, double value);
   LaunchReport run(const LaunchOptions& options = {});
+  LaunchReport run_with(void* const* tensors, size_t tensor_count, const double* scalars, size_t scalar_count,
+                        const LaunchOptions& options = {});
 
  private:
   friend class Kernel;

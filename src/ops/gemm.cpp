@@ -803,14 +803,11 @@ void run_bound(BoundGemm& g, int64_t m, int64_t n, int64_t k, float alpha, const
 #else
   (void)m, (void)n, (void)k, (void)lda, (void)ldb;
 #endif
-  // Indices in gemm_kernel's declaration order: tensors A, B, C; scalars alpha, beta.
-  // run() checks the new pointers for overlap before anything runs.
-  g.launch.set_tensor(0, const_cast<float*>(a));
-  g.launch.set_tensor(1, const_cast<float*>(b));
-  g.launch.set_tensor(2, c);
-  g.launch.set_scalar(0, alpha);
-  g.launch.set_scalar(1, beta);
-  LaunchReport r = g.launch.run(lo);
+  // In gemm_kernel's declaration order: tensors A, B, C; scalars alpha, beta. The
+  // run checks the new pointers for overlap before anything runs.
+  void* const tensors[] = {const_cast<float*>(a), const_cast<float*>(b), c};
+  const double scalars[] = {alpha, beta};
+  LaunchReport r = g.launch.run_with(tensors, 3, scalars, 2, lo);
   if (options.report) {
     report->plan = g.plan;
     report->plan_source = g.plan_source;

@@ -434,6 +434,42 @@ void BoundLaunch::set_scalar(size_t index, double value) {
   b.bound.args.scalars[name] = value;
 }
 
+LaunchReport BoundLaunch::run_with(void* const* tensors, size_t tensor_count, const double* scalars,
+                                   size_t scalar_count, const LaunchOptions& options) {
+  BoundLaunchImpl& b = *impl_;
+  const TileKernel& k = b.compiled->kernel;
+  if (tensor_count != b.tensors.size() || scalar_count + 1 != b.scalar_first.size())
+    bad_argument("run_with: kernel " + k.name + " has " + std::to_string(k.tensors.size()) + " tensors and " +
+                 std::to_string(k.scalars.size()) + " scalars, given " + std::to_string(tensor_count) + " and " +
+                 std::to_string(scalar_count));
+  if (!b.flat) {  // the maps: set_tensor and set_scalar's own path
+    for (size_t i = 0; i < tensor_count; ++i) set_tensor(i, tensors[i]);
+    for (size_t i = 0; i < scalar_count; ++i) set_scalar(i, scalars[i]);
+    return run(options);
+  }
+  // set_tensor and set_scalar's flat path, inline.
+  const bool device = b.cpu.empty();
+  for (size_t i = 0; i < tensor_count; ++i) {
+    BoundLaunchImpl::TensorSlot& slot = b.tensors[i];
+    const uintptr_t base = reinterpret_cast<uintptr_t>(tensors[i]);
+    if (base == slot.base && base) continue;
+    if (!base && slot.bytes > 0) bad_argument("tensor " + b.bound.spans[i].param->name + " is a null pointer");
+    static float empty = 0;
+    float* ptr = base ? static_cast<float*>(tensors[i]) : &empty;
+    slot.base = base;
+    b.recheck_overlap = true;
+    for (uint32_t e = slot.first; e < slot.end; ++e) {
+      if (device)
+        *static_cast<uint64_t*>(b.tensor_at[e]) = reinterpret_cast<uint64_t>(ptr);
+      else
+        *static_cast<float**>(b.tensor_at[e]) = ptr;
+    }
+  }
+  for (size_t i = 0; i < scalar_count; ++i)
+    for (uint32_t e = b.scalar_first[i]; e < b.scalar_first[i + 1]; ++e) *b.scalar_at[e] = scalars[i];
+  return run(options);
+}
+
 LaunchReport BoundLaunch::run(const LaunchOptions& options) {
   BoundLaunchImpl& b = *impl_;
   if (b.recheck_overlap) {

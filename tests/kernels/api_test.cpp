@@ -126,10 +126,11 @@ TEST(Api, BoundLaunchRunsOnReplacedTensors) {
   TileKernel kernel = softmax_kernel();
   for (TargetKind target : {TargetKind::Sim, TargetKind::Cpu}) {
     Kernel k = compile(kernel, target, {{"M", m}, {"N", n}});
-    std::vector<float> x1(m * n), x2(m * n), y1(m * n, NAN), y2(m * n, NAN);
+    std::vector<float> x1(m * n), x2(m * n), x3(m * n), y1(m * n, NAN), y2(m * n, NAN), y3(m * n, NAN);
     for (int64_t i = 0; i < m * n; ++i) {
       x1[i] = std::sin(0.7f * i) * 3;
       x2[i] = std::cos(1.3f * i) * 5;
+      x3[i] = std::sin(2.1f * i + 1) * 4;
     }
     KernelArgs args;
     args.tensors["X"] = TensorArg::host(x1.data(), {m, n});
@@ -139,7 +140,9 @@ TEST(Api, BoundLaunchRunsOnReplacedTensors) {
     launch.set_tensor(0, x2.data());
     launch.set_tensor(1, y2.data());
     EXPECT_EQ(launch.run().races, 0);
-    for (auto [x, y] : {std::pair{&x1, &y1}, std::pair{&x2, &y2}}) {
+    void* const third[] = {x3.data(), y3.data()};  // every argument in one call
+    EXPECT_EQ(launch.run_with(third, 2, nullptr, 0).races, 0);
+    for (auto [x, y] : {std::pair{&x1, &y1}, std::pair{&x2, &y2}, std::pair{&x3, &y3}}) {
       std::vector<double> want(m * n), xd(x->begin(), x->end());
       EvalArgs e;
       e.sizes = {{"M", m}, {"N", n}, {"ldx", n}, {"ldy", n}};
@@ -170,6 +173,15 @@ TEST(Api, BoundLaunchRefusesANullOrOverlappingReplacement) {
   // The same pointer again stores nothing, and the overlap is still refused.
   launch.set_tensor(1, x.data() + 1);
   expect_error(ErrorKind::InvalidArgument, "overlap", [&] { launch.run(); });
+  EXPECT_EQ(x, before);
+  // run_with: as many arguments as the kernel has, none null, none overlapping.
+  void* const one[] = {x.data()};
+  void* const with_null[] = {x.data(), nullptr};
+  void* const overlapping[] = {x.data(), x.data() + 1};
+  expect_error(ErrorKind::InvalidArgument, "has 2 tensors and 0 scalars, given 1 and 0",
+               [&] { launch.run_with(one, 1, nullptr, 0); });
+  expect_error(ErrorKind::InvalidArgument, "null pointer", [&] { launch.run_with(with_null, 2, nullptr, 0); });
+  expect_error(ErrorKind::InvalidArgument, "overlap", [&] { launch.run_with(overlapping, 2, nullptr, 0); });
   EXPECT_EQ(x, before);
   // Swapping X and Y's memory passes through an overlapping state between the two
   // replacements; only the state at run() counts.
