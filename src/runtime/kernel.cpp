@@ -246,6 +246,44 @@ class BoundLaunchImpl {
         disjoint_pairs.emplace_back(int(i), int(j));
       }
   }
+  // Tensor `index` (in range) now at `data`; null only where it has no elements.
+  // Overlap is checked by run(), once every replacement is in: checked here, a
+  // tensor moved onto memory that another is about to leave would be refused.
+  void put_tensor(size_t index, void* data) {
+    TensorSlot& slot = tensors[index];
+    const uintptr_t base = reinterpret_cast<uintptr_t>(data);
+    // The same pointer again (a caller that passes every argument on every run):
+    // nothing to store and nothing to check.
+    if (base && base == slot.base && flat) return;
+    if (!data && slot.bytes > 0) bad_argument("tensor " + bound.spans[index].param->name + " is a null pointer");
+    static float empty = 0;
+    float* ptr = data ? static_cast<float*>(data) : &empty;
+    slot.base = base;
+    recheck_overlap = true;
+    if (flat) {
+      const bool device = cpu.empty();
+      for (uint32_t e = slot.first; e < slot.end; ++e) {
+        if (device)
+          *static_cast<uint64_t*>(tensor_at[e]) = reinterpret_cast<uint64_t>(ptr);
+        else
+          *static_cast<float**>(tensor_at[e]) = ptr;
+      }
+      return;
+    }
+    const std::string& name = bound.spans[index].param->name;
+    args.tensors[name].data = data;
+    bound.args.tensors[name] = ptr;
+  }
+  // Scalar `index` (in range) now `value`.
+  void put_scalar(size_t index, double value) {
+    if (flat) {
+      for (uint32_t e = scalar_first[index]; e < scalar_first[index + 1]; ++e) *scalar_at[e] = value;
+      return;
+    }
+    const std::string& name = compiled->kernel.scalars[index].name;
+    args.scalars[name] = value;
+    bound.args.scalars[name] = value;
+  }
   // True when some pair of disjoint_pairs meets.
   bool written_overlap() const {
     for (auto [i, j] : disjoint_pairs) {
@@ -392,30 +430,7 @@ void BoundLaunch::set_tensor(size_t index, void* data) {
     bad_argument("tensor index " + std::to_string(index) + " out of range: kernel " + k.name + " has " +
                  std::to_string(k.tensors.size()) + " tensors");
   }
-  BoundLaunchImpl::TensorSlot& slot = b.tensors[index];
-  if (!data && slot.bytes > 0) bad_argument("tensor " + b.bound.spans[index].param->name + " is a null pointer");
-  static float empty = 0;
-  float* ptr = data ? static_cast<float*>(data) : &empty;
-  // The same pointer again (a caller that passes every argument on every run):
-  // nothing to store and nothing to check.
-  if (data && slot.base == reinterpret_cast<uintptr_t>(data) && b.flat) return;
-  // Overlap is checked by run(), once every replacement is in: checked here, a
-  // tensor moved onto memory that another is about to leave would be refused.
-  slot.base = reinterpret_cast<uintptr_t>(data);
-  b.recheck_overlap = true;
-  if (b.flat) {
-    bool device = b.cpu.empty();
-    for (uint32_t e = slot.first; e < slot.end; ++e) {
-      if (device)
-        *static_cast<uint64_t*>(b.tensor_at[e]) = reinterpret_cast<uint64_t>(ptr);
-      else
-        *static_cast<float**>(b.tensor_at[e]) = ptr;
-    }
-    return;
-  }
-  const std::string& name = b.bound.spans[index].param->name;
-  b.args.tensors[name].data = data;
-  b.bound.args.tensors[name] = ptr;
+  b.put_tensor(index, data);
 }
 
 void BoundLaunch::set_scalar(size_t index, double value) {
@@ -425,48 +440,20 @@ void BoundLaunch::set_scalar(size_t index, double value) {
     bad_argument("scalar index " + std::to_string(index) + " out of range: kernel " + k.name + " has " +
                  std::to_string(k.scalars.size()) + " scalars");
   }
-  if (b.flat) {
-    for (uint32_t e = b.scalar_first[index]; e < b.scalar_first[index + 1]; ++e) *b.scalar_at[e] = value;
-    return;
-  }
-  const std::string& name = b.compiled->kernel.scalars[index].name;
-  b.args.scalars[name] = value;
-  b.bound.args.scalars[name] = value;
+  b.put_scalar(index, value);
 }
 
 LaunchReport BoundLaunch::run_with(void* const* tensors, size_t tensor_count, const double* scalars,
                                    size_t scalar_count, const LaunchOptions& options) {
   BoundLaunchImpl& b = *impl_;
-  const TileKernel& k = b.compiled->kernel;
-  if (tensor_count != b.tensors.size() || scalar_count + 1 != b.scalar_first.size())
+  if (tensor_count != b.tensors.size() || scalar_count + 1 != b.scalar_first.size()) {
+    const TileKernel& k = b.compiled->kernel;
     bad_argument("run_with: kernel " + k.name + " has " + std::to_string(k.tensors.size()) + " tensors and " +
                  std::to_string(k.scalars.size()) + " scalars, given " + std::to_string(tensor_count) + " and " +
                  std::to_string(scalar_count));
-  if (!b.flat) {  // the maps: set_tensor and set_scalar's own path
-    for (size_t i = 0; i < tensor_count; ++i) set_tensor(i, tensors[i]);
-    for (size_t i = 0; i < scalar_count; ++i) set_scalar(i, scalars[i]);
-    return run(options);
   }
-  // set_tensor and set_scalar's flat path, inline.
-  const bool device = b.cpu.empty();
-  for (size_t i = 0; i < tensor_count; ++i) {
-    BoundLaunchImpl::TensorSlot& slot = b.tensors[i];
-    const uintptr_t base = reinterpret_cast<uintptr_t>(tensors[i]);
-    if (base == slot.base && base) continue;
-    if (!base && slot.bytes > 0) bad_argument("tensor " + b.bound.spans[i].param->name + " is a null pointer");
-    static float empty = 0;
-    float* ptr = base ? static_cast<float*>(tensors[i]) : &empty;
-    slot.base = base;
-    b.recheck_overlap = true;
-    for (uint32_t e = slot.first; e < slot.end; ++e) {
-      if (device)
-        *static_cast<uint64_t*>(b.tensor_at[e]) = reinterpret_cast<uint64_t>(ptr);
-      else
-        *static_cast<float**>(b.tensor_at[e]) = ptr;
-    }
-  }
-  for (size_t i = 0; i < scalar_count; ++i)
-    for (uint32_t e = b.scalar_first[i]; e < b.scalar_first[i + 1]; ++e) *b.scalar_at[e] = scalars[i];
+  for (size_t i = 0; i < tensor_count; ++i) b.put_tensor(i, tensors[i]);
+  for (size_t i = 0; i < scalar_count; ++i) b.put_scalar(i, scalars[i]);
   return run(options);
 }
 

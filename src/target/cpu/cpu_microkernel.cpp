@@ -141,7 +141,8 @@ std::string emit_microkernel_function(int64_t mr, int64_t nr, int64_t lda, int64
       if (built_in) s += "    if (kc >= " + num(kCpuPrefetchCMinK) + ") {\n";
       for (int64_t r = r0; r < r1; ++r)
         for (int64_t e = v0 * L; e < std::min(nr, v1 * L); e += line)
-          s += std::string(built_in ? "      " : "    ") + "__builtin_prefetch(" + c_row(r) + " + " + num(e) + ", 1);\n";
+          s += std::string(built_in ? "      " : "    ") + "__builtin_prefetch(" + c_row(r) + " + " + num(e) +
+               ", 1);\n";
       if (built_in) s += "    }\n";
       for (int64_t r = r0; r < r1; ++r)
         for (int64_t v = v0; v < v1; ++v) s += "    " + V + " " + acc(r, v) + " = {};\n";
