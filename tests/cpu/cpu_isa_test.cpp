@@ -720,6 +720,21 @@ INSTANTIATE_TEST_SUITE_P(Isa, CpuIsaPath, ::testing::Values(CpuIsa::Avx512, CpuI
                            return std::string(cpu_isa_info(i.param).name);
                          });
 
+// docs/cpu_microkernel.md's table: the register blocks of the large shapes' atom on
+// each ISA.
+TEST(CpuIsa, RegisterBlocksOfTheLargeShapeAtomAsDocumented) {
+  const Plan plan = default_gemm_plan(TargetKind::Cpu, 2000, 2000, 2000);
+  ASSERT_EQ(plan.atom_m, 12);
+  ASSERT_EQ(plan.atom_n, 32);
+  const std::pair<CpuIsa, std::array<int64_t, 2>> documented[] = {
+      {CpuIsa::Avx512, {12, 2}}, {CpuIsa::Avx2, {6, 2}}, {CpuIsa::Sse, {4, 3}}};
+  for (const auto& [isa, block] : documented) {
+    const CpuRegisterBlock b = cpu_microkernel_blocking(plan.atom_m, plan.atom_n, cpu_isa_info(isa));
+    EXPECT_EQ(b.rows, block[0]) << cpu_isa_info(isa).name;
+    EXPECT_EQ(b.vecs, block[1]) << cpu_isa_info(isa).name;
+  }
+}
+
 TEST(CpuIsa, UnknownOrUnsupportedNameIsAnInvalidArgument) {
   setenv("TESSEL_CPU_ISA", "avx1024", 1);
   try {
