@@ -2686,18 +2686,23 @@ class Emitter {
     // swizzled row. B MN-major: a k step of 16 rows moves 16 * 128 bytes; panels are
     // rows * 128 bytes apart (LBO), 8-row groups 1024 bytes (SBO). B K-major: like A,
     // one 128-byte line a column, 8-line groups 1024 bytes apart.
+    // The descriptors are built once; each step adds its byte offset / 16 to the
+    // address field (bits 0-13). A shared address is below 2^18 bytes, so that sum
+    // never carries out of the field, and the loop is 64-bit adds of constants
+    // instead of a mask, a shift and an or per descriptor.
     line("const unsigned sa = tsl_smem(&" + base(op.a) + "[" + index(A, "ar", "0") + "]) + ak * " + num(bytes) + ";");
     line("const unsigned sb = tsl_smem(&" + base(op.b) + "[" + index(B, "bk", "bc") + "]);");
+    line("const unsigned long long da0 = tsl_wgmma_desc(sa, 16, 1024);");
+    line("const unsigned long long db0 = tsl_wgmma_desc(sb, " + std::string(k_major ? "16" : num(B.rows * 128)) +
+         ", 1024);");
     line("asm volatile(\"wgmma.fence.sync.aligned;\\n\" ::: \"memory\");");
     line("#pragma unroll");
     open("for (int kk = 0; kk < " + num(op.k / wgmma_k(A.dtype)) + "; ++kk)");
-    if (k_major)
-      line("const unsigned long long db = tsl_wgmma_desc(sb + kk * 32, 16, 1024);");
-    else
-      line("const unsigned long long db = tsl_wgmma_desc(sb + kk * 2048, " + num(B.rows * 128) + ", 1024);");
+    line("const unsigned long long db = db0 + (unsigned long long)(kk * " + std::string(k_major ? "32" : "2048") +
+         " / 16);");
     line("#pragma unroll");
     line("for (int m = 0; m < " + num(pr / 64) + "; ++m) " + fn + "(&" + f + "[m * " + num(pc / 2) +
-         "], tsl_wgmma_desc(sa + m * 8192 + kk * 32, 16, 1024), db);");
+         "], da0 + (unsigned long long)((m * 8192 + kk * 32) / 16), db);");
     close();
     line("asm volatile(\"wgmma.commit_group.sync.aligned;\\n\" ::: \"memory\");");
     // A synchronous mma completes here; an async one at its mma.wait.
