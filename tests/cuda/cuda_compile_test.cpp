@@ -6,10 +6,12 @@
 #include <gtest/gtest.h>
 
 #ifdef TESSEL_WITH_CUDA
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cmath>
 #include <functional>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
@@ -20,6 +22,7 @@
 #include "target/sim/sim.h"
 #include "ops/gemm.h"
 #include "ops/gemm_kernel.h"
+#include "plan/default_plan.h"
 #include "target/cuda/cuda_driver.h"
 #include "target/cuda/cuda_emit.h"
 #include "target/cuda/nvrtc_compile.h"
@@ -94,6 +97,38 @@ TEST(CudaCompile, EveryDefaultGemmKernelCompilesForSm90WithoutSpills) {
   EXPECT_EQ(default_gemm_plan(TargetKind::Cuda, 4096, 4096, 4096, GemmPrecision::BF16).atom, AtomKind::Wgmma);
   EXPECT_EQ(default_gemm_plan(TargetKind::Cuda, 4096, 4096, 4096, GemmPrecision::BF16, "sm_80").atom,
             AtomKind::MmaSync);
+}
+
+// Launches on sm_90+ may overlap the previous kernel in the stream (programmatic
+// dependent launch, cuda_kernel.cpp), so every kernel's first memory instruction in
+// the PTX comes after griddepcontrol.wait. Older archs have neither.
+TEST(CudaCompile, KernelsWaitForThePreviousGridBeforeTouchingMemory) {
+  auto expect_waits_first = [](const CudaCompileInfo& info, const std::string& what) {
+    const std::string& ptx = info.nvrtc.ptx;
+    const size_t wait = ptx.find("griddepcontrol.wait");
+    ASSERT_NE(wait, std::string::npos) << what;
+    size_t first = std::string::npos;
+    for (const char* op : {"ld.global", "st.global", "cp.async", "red.global", "atom.global"})
+      first = std::min(first, ptx.find(op));
+    ASSERT_NE(first, std::string::npos) << what << ": no global memory instruction found";
+    EXPECT_LT(wait, first) << what;
+    EXPECT_EQ(ptx.find("griddepcontrol.launch_dependents"), std::string::npos) << what;  // measured slower
+  };
+  for (GemmPrecision p : kPrecisions)
+    for (const Shape& s : {kTileClasses[0], kTileClasses[3]}) {
+      Plan plan = default_gemm_plan(TargetKind::Cuda, s.m, s.n, s.k, p);
+      expect_waits_first(compile_plan(plan, p)->info(), std::string(precision_name(p)) + " " + plan.to_string());
+    }
+  const TileKernel sum = split_k_sum_kernel();
+  const std::map<std::string, int64_t> sizes = {{"M", 1024}, {"N", 1024}, {"ldc", 1024}, {"S", 2},
+                                                {"sps", 1024 * 1024}, {"ldp", 1024}};
+  CompiledGroup g = compile_to_group(sum, default_plan(sum, TargetKind::Cuda, sizes), CompileOptions{});
+  expect_waits_first(compile_cuda(g.program, "sm_90")->info(), "split-K sum");
+
+  Plan old = default_gemm_plan(TargetKind::Cuda, 512, 512, 512, GemmPrecision::F32, "sm_80");
+  CompiledGroup g80 = compile_to_group(gemm_kernel(DType::F32), old, CompileOptions{});
+  auto k80 = compile_cuda(g80.program, "sm_80");
+  EXPECT_EQ(k80->info().nvrtc.ptx.find("griddepcontrol"), std::string::npos);
 }
 
 // Rows off 16 bytes copy asynchronously in 8- or 4-byte pieces (whichever their

@@ -35,6 +35,7 @@ Loaded load() {
 #undef TESSEL_DRIVER_LOAD
   d.cuTensorMapEncodeTiled =
       reinterpret_cast<decltype(d.cuTensorMapEncodeTiled)>(dlsym(lib, "cuTensorMapEncodeTiled"));
+  d.cuLaunchKernelEx = reinterpret_cast<decltype(d.cuLaunchKernelEx)>(dlsym(lib, "cuLaunchKernelEx"));
   auto fail = [&](CUresult r, const char* what) {
     const char* name = nullptr;
     d.cuGetErrorName(r, &name);

@@ -22,8 +22,10 @@ struct CudaDriver {
 #define TESSEL_DRIVER_MEMBER(name) decltype(&::name) name = nullptr;
   TESSEL_CUDA_DRIVER_FUNCTIONS(TESSEL_DRIVER_MEMBER)
 #undef TESSEL_DRIVER_MEMBER
-  // Optional (null where the driver lacks it): tma copies' tensor maps (CUDA 12+).
+  // Optional (null where the driver lacks it, CUDA 12+): tma copies' tensor maps, and
+  // launches with attributes (programmatic dependent launch).
   decltype(&::cuTensorMapEncodeTiled) cuTensorMapEncodeTiled = nullptr;
+  decltype(&::cuLaunchKernelEx) cuLaunchKernelEx = nullptr;
   CUdevice device = 0;
   CUcontext context = nullptr;  // device 0's primary context
 };

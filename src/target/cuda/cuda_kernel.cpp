@@ -1,6 +1,7 @@
 #include "target/cuda/cuda_kernel.h"
 
 #include <algorithm>
+#include <atomic>
 #include <charconv>
 #include <cstdlib>
 #include <map>
@@ -18,6 +19,14 @@ namespace tessel {
 namespace {
 
 std::string num(int64_t v) { return std::to_string(v); }
+
+// NN of "sm_NN" or "sm_NNa"; 0 for anything else.
+int sm_number(const std::string& arch) {
+  int n = 0;
+  if (arch.rfind("sm_", 0) != 0 || std::from_chars(arch.data() + 3, arch.data() + arch.size(), n).ec != std::errc())
+    return 0;
+  return n;
+}
 
 // A tma copy's tensor map for this launch (cuda_emit.h, CudaTensorMap): 2-D, the
 // column dimension innermost, 128-byte swizzle, zeros outside the extent. What
@@ -140,9 +149,26 @@ class Kernel final : public CudaKernel {
         maps.push_back(encode_tensor_map(d, m, program_.tensors[m.tensor].name, l.tensors[m.tensor], lookup));
       for (CUtensorMap& m : maps) params[n++] = &m;
     }
-    cuda_check(d.cuLaunchKernel(static_cast<CUfunction>(l.function), l.grid[0], l.grid[1], l.grid[2],
-                                unsigned(info_.source.threads), 1, 1, unsigned(info_.source.shared_bytes), nullptr,
-                                params, nullptr),
+    const auto fn = static_cast<CUfunction>(l.function);
+    const unsigned threads = unsigned(info_.source.threads), shared = unsigned(info_.source.shared_bytes);
+    if (overlaps_previous_.load(std::memory_order_relaxed)) {
+      // Programmatic dependent launch: this grid's blocks may be scheduled while the
+      // previous kernel in the stream finishes; the kernel's first instruction waits
+      // for it (cuda_emit.cpp). A driver or stream that refuses the attribute gets
+      // plain launches from then on.
+      CUlaunchAttribute overlap{};
+      overlap.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+      overlap.value.programmaticStreamSerializationAllowed = 1;
+      CUlaunchConfig config{};
+      config.gridDimX = l.grid[0], config.gridDimY = l.grid[1], config.gridDimZ = l.grid[2];
+      config.blockDimX = threads, config.blockDimY = 1, config.blockDimZ = 1;
+      config.sharedMemBytes = shared;
+      config.attrs = &overlap;
+      config.numAttrs = 1;
+      if (d.cuLaunchKernelEx(&config, fn, params, nullptr) == CUDA_SUCCESS) return;
+      overlaps_previous_.store(false, std::memory_order_relaxed);
+    }
+    cuda_check(d.cuLaunchKernel(fn, l.grid[0], l.grid[1], l.grid[2], threads, 1, 1, shared, nullptr, params, nullptr),
                "cuLaunchKernel");
   }
 
@@ -175,6 +201,7 @@ class Kernel final : public CudaKernel {
     cuda_check(d.cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, int(info_.source.shared_bytes)),
                "cuFuncSetAttribute (dynamic shared memory " + num(info_.source.shared_bytes) + " bytes)");
     fn_ = fn;
+    overlaps_previous_ = d.cuLaunchKernelEx && sm_number(info_.nvrtc.arch) >= 90;
     return fn_;
   }
 
@@ -184,6 +211,7 @@ class Kernel final : public CudaKernel {
   mutable CUmodule module_ = nullptr;
   mutable CUfunction fn_ = nullptr;
   mutable std::shared_ptr<const CudaKernel> folded_;
+  mutable std::atomic<bool> overlaps_previous_{false};  // launch with programmatic dependent launch
 };
 
 std::mutex& cache_mutex() {

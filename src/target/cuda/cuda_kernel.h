@@ -45,8 +45,10 @@ class CudaKernel {
   // addresses), loads the module and checks the block against the device's limits
   // (user error, ErrorKind::Plan, with the numbers), and flattens the arguments.
   virtual CudaLaunch bind(const LaunchArgs& args) const = 0;
-  // Launches every group on the legacy default stream, asynchronously. No lookups
-  // and no locks (tensor maps, where the kernel has tma copies, are encoded here).
+  // Launches every group on the legacy default stream, asynchronously; on sm_90+ with
+  // programmatic dependent launch, so that the launch overlaps the previous kernel's
+  // end (the kernel waits for it first). No lookups and no locks (tensor maps, where
+  // the kernel has tma copies, are encoded here).
   virtual void execute(const CudaLaunch& launch) const = 0;
   void launch(const LaunchArgs& args) const { execute(bind(args)); }
   virtual const CudaCompileInfo& info() const = 0;
