@@ -1,11 +1,13 @@
 #include "ops/gemm.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <future>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <numeric>
 #include <optional>
 #include <sstream>
 #include <thread>
@@ -90,6 +92,24 @@ constexpr int64_t kCpuSplitMinWork = 150000;
 // 4000x1000x200 (4M outputs of 200 multiply-adds) ran 0.94x packed.
 constexpr int64_t kCpuDirectBBytes = 1 << 20;
 constexpr int64_t kCpuDirectTallElems = int64_t{1} << 22, kCpuDirectWideElems = kCpuDirectTallElems / 2;
+// Past L2 on one thread, with K of at least kCpuDirectBK and up to kCpuDirectTallElems
+// outputs, A and B are read in place too, K in blocks of kCpuDirectBK, where both row
+// strides spread over the caches' sets (cpu_row_stride_spreads). Against the packed
+// plans, one thread, in one process (twenty-first session,
+// docs/results/cpu-gemm-2026-12-03-session21): 2000^3 1.08-1.14x, 1200x900x1100 1.09x,
+// 1000x2000x600 1.03x, 1800x1100x1300 1.04x, 700x1500x900 1.04x, 1000^3 1.00x. Rows of
+// 1024, 1536 and 1600 floats, which fall into a few sets, ran 0.74-0.97x: those stay
+// packed. K blocks of 384 to 1000 ran alike at 2000^3; 128 read C too often (0.8x) and
+// 2000 lost L1 (0.6x). (Shorter K stays with the bounds above: 2000x2000x300 ran
+// 1.14x in place, but 4000x1000x200 0.94x.)
+constexpr int64_t kCpuDirectBK = 500;
+
+// Whether rows `floats` apart spread over L1's 64 sets of 64-byte lines: not a whole
+// number of lines apart, or a number of lines with at most one factor 2.
+bool cpu_row_stride_spreads(int64_t floats) {
+  const int64_t bytes = 4 * floats;
+  return bytes % 64 != 0 || std::gcd(bytes / 64, int64_t{64}) <= 2;
+}
 // The sim interprets every element: small tiles, a few workers.
 constexpr int64_t kSimBlockM[] = {8, 16};
 constexpr int64_t kSimBlockN[] = {8, 16};
@@ -932,6 +952,9 @@ Plan default_gemm_plan(TargetKind target, int64_t m, int64_t n, int64_t k, GemmP
     if (cpu_threads == 1 && 4 * k * n <= kCpuDirectBBytes &&
         m * n <= (n <= kCpuExactN ? kCpuDirectTallElems : kCpuDirectWideElems))
       p.direct = true;
+    const bool k_blocks = !p.direct && cpu_threads == 1 && k >= kCpuDirectBK && m * n <= kCpuDirectTallElems &&
+                          cpu_row_stride_spreads(n) && cpu_row_stride_spreads(k);
+    p.direct = p.direct || k_blocks;
     p.atom_m = kCpuAtomM;
     p.atom_n = kCpuAtomN;
     p.copy_batch = 16;
@@ -942,7 +965,8 @@ Plan default_gemm_plan(TargetKind target, int64_t m, int64_t n, int64_t k, GemmP
       set_cpu_blocked_tiles(p, m, n, k, threads);
       return p;  // the worker grid is the blocking's (rows only)
     }
-    set_gemm_tile(p, std::max<int64_t>(1, m), std::max<int64_t>(1, n), std::max<int64_t>(1, k));
+    set_gemm_tile(p, std::max<int64_t>(1, m), std::max<int64_t>(1, n),
+                  std::max<int64_t>(1, k_blocks ? std::min(k, kCpuDirectBK) : k));
     p.workers = 1;
     for (const auto& [atom_m, atom_n] : kCpuNarrowAtoms)
       if (n > kCpuAtomN && n <= atom_n) {

@@ -274,7 +274,7 @@ TEST_P(CpuIsaPath, GemmInCacheBlocksOnRaggedShapes) {
   Plan one_k = default_gemm_plan(TargetKind::Cpu, tall.m, tall.n, tall.k, GemmPrecision::F32, "", 2);
   EXPECT_FALSE(one_k.direct) << one_k.to_string();
   EXPECT_EQ(one_k.tile("BK"), 300) << one_k.to_string();
-  EXPECT_EQ(default_gemm_plan(TargetKind::Cpu, 2000, 2000, 2000, GemmPrecision::F32, "", 1).tile("BK"), 250);
+  EXPECT_EQ(default_gemm_plan(TargetKind::Cpu, 2048, 2048, 2048, GemmPrecision::F32, "", 1).tile("BK"), 256);
   check_gemm(*compile_cpu(compile_to_group(gemm_kernel(DType::F32), one_k, CompileOptions{}).program), tall, seed++);
 }
 
@@ -356,6 +356,46 @@ TEST_P(CpuIsaPath, OneThreadReadsMidShapesInPlace) {
   EXPECT_EQ(races, 0);
 }
 
+// One thread past L2 with K of 500 or more reads A and B in place in k blocks of 500
+// (gemm.cpp, kCpuDirectBK), where both row strides spread over the cache sets; the
+// fragment lives in C across the k blocks. Rows of 1024 or 1536 floats, two threads,
+// and more than 4M outputs keep the packed plans.
+TEST_P(CpuIsaPath, OneThreadReadsLargeShapesInPlaceInKBlocks) {
+  auto plan = [](int64_t m, int64_t n, int64_t k, int threads) {
+    return default_gemm_plan(TargetKind::Cpu, m, n, k, GemmPrecision::F32, "", threads);
+  };
+  const Plan big = plan(2000, 2000, 2000, 1);
+  EXPECT_TRUE(big.direct) << big.to_string();
+  EXPECT_EQ(big.tile("BK"), 500) << big.to_string();
+  EXPECT_EQ(big.tile("BM"), 2000) << big.to_string();
+  EXPECT_EQ(big.tile("BN"), 2000) << big.to_string();
+  EXPECT_FALSE(plan(2000, 2000, 2000, 2).direct);
+  EXPECT_FALSE(plan(1024, 1024, 1024, 1).direct);
+  EXPECT_FALSE(plan(1536, 1536, 1536, 1).direct);
+  EXPECT_FALSE(plan(1000, 1024, 1000, 1).direct);  // B's rows 4 KiB apart
+  EXPECT_FALSE(plan(1000, 1000, 1024, 1).direct);  // A's
+  EXPECT_FALSE(plan(3000, 2000, 1000, 1).direct);  // 6M outputs
+  EXPECT_FALSE(plan(2000, 2000, 300, 1).direct);   // K under one block
+
+  // K of three blocks (500, 500 and 100), M and N ragged against the micro-kernel.
+  const GemmCase g{37, 300, 1100, 1.0, 0.0};
+  const Plan p = plan(g.m, g.n, g.k, 1);
+  ASSERT_TRUE(p.direct) << p.to_string();
+  ASSERT_EQ(p.tile("BK"), 500) << p.to_string();
+  GroupProgram program = compile_to_group(gemm_kernel(DType::F32), p, CompileOptions{}).program;
+  auto kernel = compile_cpu(program);
+  uint32_t seed = 700 + 10 * static_cast<uint32_t>(GetParam());
+  check_gemm(*kernel, g, seed++);
+  check_gemm(*kernel, GemmCase{37, 300, 1100, -0.5, 1.25}, seed++);
+  check_gemm(*kernel, GemmCase{30, 290, 1001, 1.0, 0.0}, seed++);
+  for (const GemmCase& r : kRagged) check_gemm(*kernel, r, seed++);
+  // The same GroupIR on the simulator, over two k blocks and a part: no races.
+  int64_t races = -1;
+  check_gemm_run([&](const LaunchArgs& args) { races = run_sim(program, args).race_count; },
+                 GemmCase{13, 40, 1050, 1.0, 0.5}, seed++);
+  EXPECT_EQ(races, 0);
+}
+
 // A unit whose work is all calls of tessel's built-in functions (built-in kernels
 // over whole vectors of columns, on AVX-512 cpu_mma_edge for columns that end in
 // part of a vector, the built-in copy and elementwise loop) compiles at -Og; one
@@ -383,10 +423,12 @@ TEST_P(CpuIsaPath, UnitsOfCallsOnlyCompileAtOg) {
   }
   // Larger plans, emitted only (their numbers: the GEMM tests on each ISA): B's panels
   // copied from the tensor (512^3 in place) and packed blocks with a 20-column edge
-  // (2000^3 in 500-column blocks on a 1 MiB L2; 2000x1012x300 has one on any).
-  for (auto [m, n, k] : {std::array<int64_t, 3>{512, 512, 512}, {2000, 2000, 2000}, {2000, 1012, 300}}) {
+  // (2000x2000x2048, packed for its K, in 500-column blocks on a 1 MiB L2; 2000x1012x300
+  // has one on any).
+  for (auto [m, n, k] : {std::array<int64_t, 3>{512, 512, 512}, {2000, 2000, 2048}, {2000, 1012, 300}}) {
     Plan p = default_gemm_plan(TargetKind::Cpu, m, n, k, GemmPrecision::F32, "", 1);
     SCOPED_TRACE(p.to_string());
+    EXPECT_EQ(p.direct, m == 512);
     const GroupProgram program = compile_to_group(gemm_kernel(DType::F32), p, CompileOptions{}).program;
     const std::string unit = emit_cpu(program, GetParam());
     EXPECT_EQ(unit.find(og) != std::string::npos, built_in && (GetParam() == CpuIsa::Avx512 || m == 512))
