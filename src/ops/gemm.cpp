@@ -93,7 +93,7 @@ constexpr int64_t kCpuSplitMinWork = 150000;
 constexpr int64_t kCpuDirectBBytes = 1 << 20;
 constexpr int64_t kCpuDirectTallElems = int64_t{1} << 22, kCpuDirectWideElems = kCpuDirectTallElems / 2;
 // Past L2 on one thread, with K of at least kCpuDirectBK and up to kCpuDirectTallElems
-// outputs, A and B are read in place too, K in blocks of kCpuDirectBK, where both row
+// outputs a group, A and B are read in place too, K in blocks of kCpuDirectBK, where both row
 // strides spread over the caches' sets (cpu_row_stride_spreads). Against the packed
 // plans, one thread, in one process (twenty-first session,
 // docs/results/cpu-gemm-2026-12-03-session21): 2000^3 1.08-1.14x, 1200x900x1100 1.09x,
@@ -103,6 +103,13 @@ constexpr int64_t kCpuDirectTallElems = int64_t{1} << 22, kCpuDirectWideElems = 
 // 2000 lost L1 (0.6x). (Shorter K stays with the bounds above: 2000x2000x300 ran
 // 1.14x in place, but 4000x1000x200 0.94x.)
 constexpr int64_t kCpuDirectBK = 500;
+// The same on two threads, in equal groups of rows (else of columns; with AVX-512 the
+// last group of rows short), one a thread, against the packed plan on two (`tessel
+// bench --reference`): 2000^3 1.22x, 2500x1800x1200 1.34x, 1200x900x1100 1.19x,
+// 3000x1000x700 1.12x, 1999x1800x1200 1.09x, 1900x1700x900 1.07x, 2200x1400x1000 1.05x.
+// Measured on two cores only: with more, every group would read all
+// of B from L3, where the packed plans share it; those keep the packed plan.
+constexpr int64_t kCpuDirectMaxThreads = 2;
 
 // Whether rows `floats` apart spread over L1's 64 sets of 64-byte lines: not a whole
 // number of lines apart, or a number of lines with at most one factor 2.
@@ -952,21 +959,27 @@ Plan default_gemm_plan(TargetKind target, int64_t m, int64_t n, int64_t k, GemmP
     if (cpu_threads == 1 && 4 * k * n <= kCpuDirectBBytes &&
         m * n <= (n <= kCpuExactN ? kCpuDirectTallElems : kCpuDirectWideElems))
       p.direct = true;
-    const bool k_blocks = !p.direct && cpu_threads == 1 && k >= kCpuDirectBK && m * n <= kCpuDirectTallElems &&
-                          cpu_row_stride_spreads(n) && cpu_row_stride_spreads(k);
-    p.direct = p.direct || k_blocks;
-    p.atom_m = kCpuAtomM;
-    p.atom_n = kCpuAtomN;
-    p.copy_batch = 16;
     // One group per core by default: the thread pool's, std::thread::hardware_concurrency().
     static const int64_t cores = std::max(1u, std::thread::hardware_concurrency());
     const int64_t threads = cpu_threads > 0 ? cpu_threads : cores;
+    // Several threads take equal groups (below), or with AVX-512 the last one short;
+    // a group's tile stays within kCpuDirectTallElems either way.
+    const int64_t group_rows = (m + threads - 1) / threads, group_cols = (n + threads - 1) / threads;
+    const bool k_blocks = !p.direct && threads <= kCpuDirectMaxThreads && k >= kCpuDirectBK &&
+                          4 * k * n > kCpuDirectBBytes &&
+                          group_rows * n <= kCpuDirectTallElems && m * group_cols <= kCpuDirectTallElems &&
+                          cpu_row_stride_spreads(n) && cpu_row_stride_spreads(k) &&
+                          (threads == 1 || m % threads == 0 || n % threads == 0 || cpu_vector_lanes() == 16);
+    p.direct = p.direct || k_blocks;
+    const int64_t bk = k_blocks ? std::min(k, kCpuDirectBK) : k;
+    p.atom_m = kCpuAtomM;
+    p.atom_n = kCpuAtomN;
+    p.copy_batch = 16;
     if (!p.direct) {
       set_cpu_blocked_tiles(p, m, n, k, threads);
       return p;  // the worker grid is the blocking's (rows only)
     }
-    set_gemm_tile(p, std::max<int64_t>(1, m), std::max<int64_t>(1, n),
-                  std::max<int64_t>(1, k_blocks ? std::min(k, kCpuDirectBK) : k));
+    set_gemm_tile(p, std::max<int64_t>(1, m), std::max<int64_t>(1, n), std::max<int64_t>(1, bk));
     p.workers = 1;
     for (const auto& [atom_m, atom_n] : kCpuNarrowAtoms)
       if (n > kCpuAtomN && n <= atom_n) {
@@ -978,18 +991,18 @@ Plan default_gemm_plan(TargetKind target, int64_t m, int64_t n, int64_t k, GemmP
     for (int64_t g = threads; g > 1; --g) {
       if (m * n * k < g * kCpuSplitMinWork) continue;
       if (m % g == 0 && m / g >= kCpuAtomM) {
-        set_gemm_tile(p, m / g, n, k);
+        set_gemm_tile(p, m / g, n, bk);
         break;
       }
       if (n % g == 0 && n / g >= kCpuAtomN) {
-        set_gemm_tile(p, m, n / g, k);
+        set_gemm_tile(p, m, n / g, bk);
         break;
       }
       // Groups of whole rows, the last one short: its block across the edge runs in
       // masked vectors with AVX-512 (cpu_mma_edge), where elsewhere it is a scalar
       // loop (127x193x61 as 64 + 63 rows ran 2.7x slower on AVX2).
       if (cpu_vector_lanes() == 16 && (m + g - 1) / g >= kCpuAtomM) {
-        set_gemm_tile(p, (m + g - 1) / g, n, k);
+        set_gemm_tile(p, (m + g - 1) / g, n, bk);
         break;
       }
     }

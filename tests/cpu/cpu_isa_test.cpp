@@ -356,10 +356,11 @@ TEST_P(CpuIsaPath, OneThreadReadsMidShapesInPlace) {
   EXPECT_EQ(races, 0);
 }
 
-// One thread past L2 with K of 500 or more reads A and B in place in k blocks of 500
-// (gemm.cpp, kCpuDirectBK), where both row strides spread over the cache sets; the
-// fragment lives in C across the k blocks. Rows of 1024 or 1536 floats, two threads,
-// and more than 4M outputs keep the packed plans.
+// One or two threads past L2 with K of 500 or more read A and B in place in k blocks
+// of 500 (gemm.cpp, kCpuDirectBK), where both row strides spread over the cache sets;
+// two threads in two equal groups of rows, else of columns. The fragment lives in C
+// across the k blocks. Rows of 1024 or 1536 floats, three threads, and more than 4M
+// outputs a group keep the packed plans.
 TEST_P(CpuIsaPath, OneThreadReadsLargeShapesInPlaceInKBlocks) {
   auto plan = [](int64_t m, int64_t n, int64_t k, int threads) {
     return default_gemm_plan(TargetKind::Cpu, m, n, k, GemmPrecision::F32, "", threads);
@@ -369,7 +370,14 @@ TEST_P(CpuIsaPath, OneThreadReadsLargeShapesInPlaceInKBlocks) {
   EXPECT_EQ(big.tile("BK"), 500) << big.to_string();
   EXPECT_EQ(big.tile("BM"), 2000) << big.to_string();
   EXPECT_EQ(big.tile("BN"), 2000) << big.to_string();
-  EXPECT_FALSE(plan(2000, 2000, 2000, 2).direct);
+  const Plan two = plan(2000, 2000, 2000, 2);
+  EXPECT_TRUE(two.direct) << two.to_string();
+  EXPECT_EQ(two.tile("BM"), 1000) << two.to_string();
+  EXPECT_EQ(two.tile("BK"), 500) << two.to_string();
+  EXPECT_EQ(plan(1999, 1800, 1200, 2).tile("BN"), 900);
+  EXPECT_TRUE(plan(2500, 1800, 1200, 2).direct);   // 2.25M outputs a group
+  EXPECT_FALSE(plan(2500, 1800, 1200, 1).direct);  // 4.5M
+  EXPECT_FALSE(plan(2000, 2000, 2000, 3).direct);
   EXPECT_FALSE(plan(1024, 1024, 1024, 1).direct);
   EXPECT_FALSE(plan(1536, 1536, 1536, 1).direct);
   EXPECT_FALSE(plan(1000, 1024, 1000, 1).direct);  // B's rows 4 KiB apart
@@ -394,6 +402,21 @@ TEST_P(CpuIsaPath, OneThreadReadsLargeShapesInPlaceInKBlocks) {
   check_gemm_run([&](const LaunchArgs& args) { races = run_sim(program, args).race_count; },
                  GemmCase{13, 40, 1050, 1.0, 0.5}, seed++);
   EXPECT_EQ(races, 0);
+
+  // Two threads: two groups of 19 rows, and (M odd) two of 150 columns; each plan on
+  // two threads against the oracle, and on the simulator.
+  for (const GemmCase& t : {GemmCase{38, 300, 1100, 1.0, 0.0, 2}, GemmCase{37, 300, 1100, -0.5, 1.25, 2}}) {
+    const Plan p2 = plan(t.m, t.n, t.k, 2);
+    SCOPED_TRACE(p2.to_string());
+    ASSERT_TRUE(p2.direct);
+    EXPECT_EQ(p2.tile("BM") * p2.tile("BN") * 2, t.m * t.n);
+    GroupProgram program2 = compile_to_group(gemm_kernel(DType::F32), p2, CompileOptions{}).program;
+    check_gemm(*compile_cpu(program2), t, seed++);
+    races = -1;
+    check_gemm_run([&](const LaunchArgs& args) { races = run_sim(program2, args).race_count; },
+                   GemmCase{t.m, 40, 1010, 1.0, 0.5}, seed++);
+    EXPECT_EQ(races, 0);
+  }
 }
 
 // A unit whose work is all calls of tessel's built-in functions (built-in kernels
