@@ -543,7 +543,15 @@ Plan resolve_plan(int64_t m, int64_t n, int64_t k, const GemmOptions& options, s
       plan.atom_m = kCpuAtomM;  // the vector micro-kernel when the tile allows it
       plan.atom_n = kCpuAtomN;
     }
-    choose_worker_grid(plan);
+    // A grid that covers the workers and splits the tile in whole atom rows is the
+    // caller's (a default plan's rows of parts, whose columns need not be whole atoms);
+    // else one is chosen.
+    const auto bm = plan.tiles.find("BM"), bn = plan.tiles.find("BN");
+    const bool grid_fits = bm != plan.tiles.end() && bn != plan.tiles.end() && plan.atom_m >= 1 &&
+                           plan.worker_rows >= 1 && plan.worker_cols >= 1 &&
+                           plan.worker_rows * plan.worker_cols == plan.workers && bm->second % plan.worker_rows == 0 &&
+                           bn->second % plan.worker_cols == 0 && (bm->second / plan.worker_rows) % plan.atom_m == 0;
+    if (!grid_fits) choose_worker_grid(plan);  // (which leaves bad plans to validate_plan)
   }
   validate_plan(plan);
   return plan;

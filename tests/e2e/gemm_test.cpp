@@ -132,6 +132,25 @@ TEST(GemmCpu, MultiThreadedMatchesSingleThreadedBitForBit) {
   ASSERT_EQ(0, std::memcmp(x.data(), y.data(), x.size() * sizeof(float)));
 }
 
+// A default plan asked for by name keeps its worker grid: 13 parts of whole 12-row
+// blocks over a tile 184 columns wide, which no grid of whole 12x32 atoms divides.
+// (Re-chosen, the grid was 1x1: one worker ran the whole tile while the others held
+// nothing, and at 3000x2000x1000 the scratch check, counting a whole-tile part per
+// worker, refused the plan.)
+TEST(GemmCpu, RequestedDefaultPlanKeepsItsWorkerGrid) {
+  Case c = packed(300, 1100, 256, 1.0f, 0.0f);
+  GemmOptions o;
+  o.threads = 1;
+  o.plan = default_gemm_plan(TargetKind::Cpu, c.m, c.n, c.k, GemmPrecision::F32, "", 1);
+  ASSERT_GT(o.plan->workers, 1) << o.plan->to_string();
+  ASSERT_NE(o.plan->tile("BN") % 32, 0) << o.plan->to_string();
+  run_case(c, o, 5);
+  std::vector<float> a(1, 1.0f), b(1, 1.0f), out(1);
+  GemmReport r = gemm(1, 1, 1, 1.0f, a.data(), 1, b.data(), 1, 0.0f, out.data(), 1, o);
+  EXPECT_EQ(r.plan.worker_rows, o.plan->workers) << r.plan.to_string();
+  EXPECT_EQ(r.plan.worker_cols, 1) << r.plan.to_string();
+}
+
 // A call with the last call's shape re-points the bound launch (gemm.cpp's
 // LastCall): new buffers, alpha and beta each time must all reach the kernel.
 TEST(GemmCpu, RepeatedShapeWithNewBuffersAndScalars) {
