@@ -92,23 +92,23 @@ constexpr int64_t kCpuSplitMinWork = 150000;
 // 4000x1000x200 (4M outputs of 200 multiply-adds) ran 0.94x packed.
 constexpr int64_t kCpuDirectBBytes = 1 << 20;
 constexpr int64_t kCpuDirectTallElems = int64_t{1} << 22, kCpuDirectWideElems = kCpuDirectTallElems / 2;
-// Past L2 on one thread, with K of at least kCpuDirectBK and up to kCpuDirectTallElems
-// outputs a group, A and B are read in place too, K in blocks of kCpuDirectBK, where both row
-// strides spread over the caches' sets (cpu_row_stride_spreads). Against the packed
-// plans, one thread, in one process (twenty-first session,
-// docs/results/cpu-gemm-2026-12-03-session21): 2000^3 1.08-1.14x, 1200x900x1100 1.09x,
-// 1000x2000x600 1.03x, 1800x1100x1300 1.04x, 700x1500x900 1.04x, 1000^3 1.00x. Rows of
-// 1024, 1536 and 1600 floats, which fall into a few sets, ran 0.74-0.97x: those stay
-// packed. K blocks of 384 to 1000 ran alike at 2000^3; 128 read C too often (0.8x) and
-// 2000 lost L1 (0.6x). (Shorter K stays with the bounds above: 2000x2000x300 ran
-// 1.14x in place, but 4000x1000x200 0.94x.)
+// Past L2 (B over kCpuDirectBBytes) on one or two threads, with K of at least
+// kCpuDirectBK, A and B are read in place too, K in blocks of kCpuDirectBK, where both
+// row strides spread over the caches' sets (cpu_row_stride_spreads): in the fewest equal
+// groups (a multiple of the threads) whose tiles stay within kCpuDirectTallElems. The
+// packed plan copied A's whole block once per 500 columns of C, and each 500-wide group
+// ended in a masked edge. Against it (`tessel bench --reference`, twenty-first session,
+// docs/results/cpu-gemm-2026-12-03-session21), one thread: 2000^3 1.00-1.09x,
+// 1500x1300x700 1.12x, 800x2500x1000 1.07x, 1200x900x1100 1.04x, 4001x1500x800 1.29x,
+// 2600x2600x1300 1.15x, 3000x2000x1000 1.05x, 1700x1000x2300 0.97x; two threads: 2000^3
+// 1.22x, 2500x1800x1200 1.34x, 1200x900x1100 1.19x, 3000x3000x1500 1.11x,
+// 4001x1500x800 1.16x, 4000x3000x1000 1.05x. Strides of 1024, 1536 and 1600 floats ran
+// 0.74-0.97x in place: those stay packed. K blocks of 384 to 1000 ran alike at 2000^3;
+// 128 read C too often and 2000 lost L1. (Shorter K keeps the bounds above:
+// 4000x1000x200 ran 0.94x in place.)
 constexpr int64_t kCpuDirectBK = 500;
-// The same on two threads, in equal groups of rows (else of columns; with AVX-512 the
-// last group of rows short), one a thread, against the packed plan on two (`tessel
-// bench --reference`): 2000^3 1.22x, 2500x1800x1200 1.34x, 1200x900x1100 1.19x,
-// 3000x1000x700 1.12x, 1999x1800x1200 1.09x, 1900x1700x900 1.07x, 2200x1400x1000 1.05x.
-// Measured on two cores only: with more, every group would read all
-// of B from L3, where the packed plans share it; those keep the packed plan.
+// Measured on two cores only: with more, every group would read all of B from L3,
+// where the packed plans share it; more threads keep the packed plan.
 constexpr int64_t kCpuDirectMaxThreads = 2;
 
 // Whether rows `floats` apart spread over L1's 64 sets of 64-byte lines: not a whole
@@ -117,6 +117,7 @@ bool cpu_row_stride_spreads(int64_t floats) {
   const int64_t bytes = 4 * floats;
   return bytes % 64 != 0 || std::gcd(bytes / 64, int64_t{64}) <= 2;
 }
+
 // The sim interprets every element: small tiles, a few workers.
 constexpr int64_t kSimBlockM[] = {8, 16};
 constexpr int64_t kSimBlockN[] = {8, 16};
@@ -970,14 +971,22 @@ Plan default_gemm_plan(TargetKind target, int64_t m, int64_t n, int64_t k, GemmP
     // One group per core by default: the thread pool's, std::thread::hardware_concurrency().
     static const int64_t cores = std::max(1u, std::thread::hardware_concurrency());
     const int64_t threads = cpu_threads > 0 ? cpu_threads : cores;
-    // Several threads take equal groups (below), or with AVX-512 the last one short;
-    // a group's tile stays within kCpuDirectTallElems either way.
-    const int64_t group_rows = (m + threads - 1) / threads, group_cols = (n + threads - 1) / threads;
+    // Read in place in k blocks: the fewest groups, a multiple of the threads, whose tiles
+    // stay within kCpuDirectTallElems; equal groups of rows, else of columns, else with
+    // AVX-512 groups of rows with the last one short (as the split below).
+    int64_t groups = threads;
+    while (groups < m && (m + groups - 1) / groups * n > kCpuDirectTallElems) groups += threads;
+    int64_t group_bm = 0, group_bn = n;
+    if (m % groups == 0 && m / groups >= kCpuAtomM) {
+      group_bm = m / groups;
+    } else if (n % groups == 0 && n / groups >= kCpuAtomN && m * (n / groups) <= kCpuDirectTallElems) {
+      group_bm = m, group_bn = n / groups;
+    } else if (cpu_vector_lanes() == 16 && (m + groups - 1) / groups >= kCpuAtomM) {
+      group_bm = (m + groups - 1) / groups;
+    }
     const bool k_blocks = !p.direct && threads <= kCpuDirectMaxThreads && k >= kCpuDirectBK &&
-                          4 * k * n > kCpuDirectBBytes &&
-                          group_rows * n <= kCpuDirectTallElems && m * group_cols <= kCpuDirectTallElems &&
-                          cpu_row_stride_spreads(n) && cpu_row_stride_spreads(k) &&
-                          (threads == 1 || m % threads == 0 || n % threads == 0 || cpu_vector_lanes() == 16);
+                          4 * k * n > kCpuDirectBBytes && group_bm > 0 && group_bm * group_bn <= kCpuDirectTallElems &&
+                          cpu_row_stride_spreads(n) && cpu_row_stride_spreads(k);
     p.direct = p.direct || k_blocks;
     const int64_t bk = k_blocks ? std::min(k, kCpuDirectBK) : k;
     p.atom_m = kCpuAtomM;
@@ -996,21 +1005,22 @@ Plan default_gemm_plan(TargetKind target, int64_t m, int64_t n, int64_t k, GemmP
         p.atom_n = atom_n;
         break;
       }
-    for (int64_t g = threads; g > 1; --g) {
+    if (k_blocks) set_gemm_tile(p, group_bm, group_bn, bk);
+    for (int64_t g = k_blocks ? 1 : threads; g > 1; --g) {
       if (m * n * k < g * kCpuSplitMinWork) continue;
       if (m % g == 0 && m / g >= kCpuAtomM) {
-        set_gemm_tile(p, m / g, n, bk);
+        set_gemm_tile(p, m / g, n, k);
         break;
       }
       if (n % g == 0 && n / g >= kCpuAtomN) {
-        set_gemm_tile(p, m, n / g, bk);
+        set_gemm_tile(p, m, n / g, k);
         break;
       }
       // Groups of whole rows, the last one short: its block across the edge runs in
       // masked vectors with AVX-512 (cpu_mma_edge), where elsewhere it is a scalar
       // loop (127x193x61 as 64 + 63 rows ran 2.7x slower on AVX2).
       if (cpu_vector_lanes() == 16 && (m + g - 1) / g >= kCpuAtomM) {
-        set_gemm_tile(p, (m + g - 1) / g, n, bk);
+        set_gemm_tile(p, (m + g - 1) / g, n, k);
         break;
       }
     }

@@ -358,9 +358,9 @@ TEST_P(CpuIsaPath, OneThreadReadsMidShapesInPlace) {
 
 // One or two threads past L2 with K of 500 or more read A and B in place in k blocks
 // of 500 (gemm.cpp, kCpuDirectBK), where both row strides spread over the cache sets;
-// two threads in two equal groups of rows, else of columns. The fragment lives in C
-// across the k blocks. Rows of 1024 or 1536 floats, three threads, and more than 4M
-// outputs a group keep the packed plans.
+// two threads in two equal groups of rows, else of columns, and past 4M outputs in
+// more groups. The fragment lives in C across the k blocks. Rows of 1024 or 1536
+// floats and three threads keep the packed plans.
 TEST_P(CpuIsaPath, OneThreadReadsLargeShapesInPlaceInKBlocks) {
   auto plan = [](int64_t m, int64_t n, int64_t k, int threads) {
     return default_gemm_plan(TargetKind::Cpu, m, n, k, GemmPrecision::F32, "", threads);
@@ -375,14 +375,16 @@ TEST_P(CpuIsaPath, OneThreadReadsLargeShapesInPlaceInKBlocks) {
   EXPECT_EQ(two.tile("BM"), 1000) << two.to_string();
   EXPECT_EQ(two.tile("BK"), 500) << two.to_string();
   EXPECT_EQ(plan(1999, 1800, 1200, 2).tile("BN"), 900);
-  EXPECT_TRUE(plan(2500, 1800, 1200, 2).direct);   // 2.25M outputs a group
-  EXPECT_FALSE(plan(2500, 1800, 1200, 1).direct);  // 4.5M
+  // Past 4M outputs, the fewest equal groups within it (run in turn on one thread).
+  const Plan groups = plan(3000, 2000, 1000, 1);
+  EXPECT_TRUE(groups.direct) << groups.to_string();
+  EXPECT_EQ(groups.tile("BM"), 1500) << groups.to_string();
+  EXPECT_EQ(plan(2600, 2600, 1300, 2).tile("BM"), 1300);
   EXPECT_FALSE(plan(2000, 2000, 2000, 3).direct);
   EXPECT_FALSE(plan(1024, 1024, 1024, 1).direct);
   EXPECT_FALSE(plan(1536, 1536, 1536, 1).direct);
   EXPECT_FALSE(plan(1000, 1024, 1000, 1).direct);  // B's rows 4 KiB apart
   EXPECT_FALSE(plan(1000, 1000, 1024, 1).direct);  // A's
-  EXPECT_FALSE(plan(3000, 2000, 1000, 1).direct);  // 6M outputs
   EXPECT_FALSE(plan(2000, 2000, 300, 1).direct);   // K under one block
 
   // K of three blocks (500, 500 and 100), M and N ragged against the micro-kernel.
@@ -411,7 +413,9 @@ TEST_P(CpuIsaPath, OneThreadReadsLargeShapesInPlaceInKBlocks) {
     ASSERT_TRUE(p2.direct);
     EXPECT_EQ(p2.tile("BM") * p2.tile("BN") * 2, t.m * t.n);
     GroupProgram program2 = compile_to_group(gemm_kernel(DType::F32), p2, CompileOptions{}).program;
-    check_gemm(*compile_cpu(program2), t, seed++);
+    auto kernel2 = compile_cpu(program2);
+    check_gemm(*kernel2, t, seed++);
+    check_gemm(*kernel2, GemmCase{t.m, t.n, t.k, t.alpha, t.beta, 1}, seed++);  // the groups in turn
     races = -1;
     check_gemm_run([&](const LaunchArgs& args) { races = run_sim(program2, args).race_count; },
                    GemmCase{t.m, 40, 1010, 1.0, 0.5}, seed++);
