@@ -974,14 +974,16 @@ Plan default_gemm_plan(TargetKind target, int64_t m, int64_t n, int64_t k, GemmP
     // Read in place in k blocks: the fewest groups, a multiple of the threads, whose tiles
     // stay within kCpuDirectTallElems; equal groups of rows, else of columns, else with
     // AVX-512 groups of rows with the last one short (as the split below).
-    int64_t groups = threads;
-    while (groups < m && (m + groups - 1) / groups * n > kCpuDirectTallElems) groups += threads;
-    int64_t group_bm = 0, group_bn = n;
-    if (m % groups == 0 && m / groups >= kCpuAtomM) {
+    // (Extents past the tile limit stay packed, so that the products below cannot overflow.)
+    const bool within = m <= kCpuDirectTallElems && n <= kCpuDirectTallElems;
+    int64_t groups = within ? std::max<int64_t>(1, m * n / kCpuDirectTallElems / threads) * threads : threads;
+    while (within && groups < m && (m + groups - 1) / groups * n > kCpuDirectTallElems) groups += threads;
+    int64_t group_bm = 0, group_bn = n;  // group_bm 0: no split, no k blocks
+    if (within && m % groups == 0 && m / groups >= kCpuAtomM) {
       group_bm = m / groups;
-    } else if (n % groups == 0 && n / groups >= kCpuAtomN && m * (n / groups) <= kCpuDirectTallElems) {
+    } else if (within && n % groups == 0 && n / groups >= kCpuAtomN && m * (n / groups) <= kCpuDirectTallElems) {
       group_bm = m, group_bn = n / groups;
-    } else if (cpu_vector_lanes() == 16 && (m + groups - 1) / groups >= kCpuAtomM) {
+    } else if (within && cpu_vector_lanes() == 16 && (m + groups - 1) / groups >= kCpuAtomM) {
       group_bm = (m + groups - 1) / groups;
     }
     const bool k_blocks = !p.direct && threads <= kCpuDirectMaxThreads && k >= kCpuDirectBK &&
