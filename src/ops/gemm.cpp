@@ -442,10 +442,14 @@ bool transposes_b(const Plan& p, GemmPrecision precision) {
   return p.target == TargetKind::Cuda && p.atom == AtomKind::Wgmma && precision == GemmPrecision::TF32;
 }
 
-// B^T's leading dimension: K rounded up to 16 bytes (tensor maps take no less).
-int64_t transposed_ld(int64_t k) { return (std::max<int64_t>(k, 1) + 3) / 4 * 4; }
-
 }  // namespace
+
+// B^T's rows start on 128-byte lines: K rounded up to 32 floats. Tensor maps take
+// any multiple of 16 bytes, but a row off the line costs the tma copies a second line
+// for most rows (tf32 2500x3500x1500 on the H200: 0.731 -> 0.827 of cuBLAS with 32
+// floats instead of 4; docs/cuda.md). The transpose writes this scratch anyway, so
+// the padding costs only memory.
+int64_t gemm_transposed_b_ld(int64_t k) { return (std::max<int64_t>(k, 1) + 31) / 32 * 32; }
 
 // 32 x 128 tiles of B over 256 workers of 4 x 4 (8 x 32): of seven plans on the
 // H200 the fastest (tf32 4096^3 GEMM with its transpose: 0.78 of cuBLAS, against
@@ -624,7 +628,7 @@ std::pair<TmaOperand, TmaOperand> device_operands(const Plan& plan, int64_t m, i
   const int64_t bytes = dtype_bytes(storage_dtype(precision));
   if (!plan.tma) return {{a, lda, false}, {b, ldb, false}};
   if (transposes_b(plan, precision)) {
-    const int64_t ld = transposed_ld(k);
+    const int64_t ld = gemm_transposed_b_ld(k);
     void* bt = cuda_thread_scratch(1, size_t(std::max<int64_t>(1, n) * ld * bytes));
     return {tma_operand(0, a, m, k, lda, bytes), {bt, ld, false}};
   }

@@ -76,6 +76,10 @@ Plan default_gemm_plan(TargetKind target, int64_t m, int64_t n, int64_t k,
 // tiles to fill the device and the partial sums cost less than the idle time.
 int64_t gemm_split_k_slices(const Plan& plan, int64_t m, int64_t n, int64_t k, const GemmOptions& options = {});
 
+// The leading dimension (in floats) of the B^T scratch that tf32 on the wgmma atom
+// reads (B transposed first, N rows of K): K rounded up to whole 128-byte lines.
+int64_t gemm_transposed_b_ld(int64_t k);
+
 // tf32 on the wgmma atom reads B K-major: gemm() first transposes B into device
 // scratch (transpose_kernel, gemm_kernel.h) under this plan, then runs gemm_kernel's
 // b_transposed variant. Split-K does not apply there.

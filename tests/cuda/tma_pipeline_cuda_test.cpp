@@ -184,7 +184,7 @@ TEST(TmaPipelineGpu, EveryVariantMatchesTheOracleOnRaggedShapes) {
 }
 
 // tf32: B transposed into scratch first, then read K-major (gemm.cpp, transposes_b);
-// any K and N (the transposed copy's rows are padded to 16 bytes).
+// any K and N (the transposed copy's rows are padded to 128-byte lines: gemm_transposed_b_ld).
 TEST(TmaPipelineGpu, Tf32VariantsMatchTheOracleOnRaggedShapes) {
   REQUIRE_GPU();
   const std::tuple<int64_t, int64_t, int64_t> shapes[] = {
