@@ -451,6 +451,11 @@ bool transposes_b(const Plan& p, GemmPrecision precision) {
 // the padding costs only memory.
 int64_t gemm_transposed_b_ld(int64_t k) { return (std::max<int64_t>(k, 1) + 31) / 32 * 32; }
 
+// Split-K's partial rows start on 128-byte lines too: the slices' stores and the
+// sum's loads then take their vector paths whatever N is, and no row touches a
+// line more than it must. The partials are scratch, so this too costs only memory.
+int64_t gemm_split_partials_ld(int64_t n) { return gemm_transposed_b_ld(n); }
+
 // 32 x 128 tiles of B over 256 workers of 4 x 4 (8 x 32): of seven plans on the
 // H200 the fastest (tf32 4096^3 GEMM with its transpose: 0.78 of cuBLAS, against
 // 0.73 with 64 x 64 tiles over 16 x 16 workers; docs/cuda.md).
@@ -604,12 +609,18 @@ int64_t gemm_split_k_slices(const Plan& plan, int64_t m, int64_t n, int64_t k, c
 
 namespace {
 
-// Split-K's partial sums: S x M x N fp32 (strides M x N, N, 1).
+// Split-K's partial sums: S x M x N fp32, rows gemm_split_partials_ld(N) apart.
 std::map<std::string, int64_t> split_sizes(const SplitK& split, int64_t m, int64_t n) {
-  return {{"S", split.slices}, {"KS", split.slice_k}, {"sps", m * n}, {"ldp", n}};
+  const int64_t ldp = gemm_split_partials_ld(n);
+  return {{"S", split.slices}, {"KS", split.slice_k}, {"sps", m * ldp}, {"ldp", ldp}};
 }
 
 #ifdef TESSEL_WITH_CUDA
+// Split-K's partial sums in the thread's scratch (slot 2), sized as split_sizes lays them out.
+void* split_partials(const SplitK& split, int64_t m, int64_t n) {
+  return cuda_thread_scratch(2, size_t(split.slices * m * gemm_split_partials_ld(n)) * sizeof(float));
+}
+
 // Device-event timing of a call's queued work, when asked (GemmOptions::time_device).
 template <class Work>
 void timed_on_device(const GemmOptions& o, GemmReport* report, Work work) {
@@ -660,7 +671,7 @@ double run_cuda(CudaLaunches& l, int64_t m, int64_t n, int64_t k, float alpha, c
   l.main.set_tensor(1, const_cast<void*>(tb.data));
   BoundLaunch& out = l.sum ? *l.sum : l.main;
   if (l.sum) {
-    void* partials = cuda_thread_scratch(2, size_t(l.split.slices * m * n) * sizeof(float));
+    void* partials = split_partials(l.split, m, n);
     l.main.set_tensor(2, partials);
     l.sum->set_tensor(0, partials);
   }
@@ -708,12 +719,12 @@ CudaLaunches bind_cuda(const Kernel& kernel, const std::optional<Kernel>& sum, c
     l.main = kernel.bind(gemm_args(m, n, k, alpha, ta.data, ta.ld, tb.data, tb.ld, beta, c, ldc, ab, true));
     return l;
   }
-  void* partials = cuda_thread_scratch(2, size_t(split.slices * m * n) * sizeof(float));
+  const int64_t ldp = gemm_split_partials_ld(n);
   TensorArg p;
-  p.data = partials;
+  p.data = split_partials(split, m, n);
   p.dtype = DType::F32;
   p.shape = {split.slices, m, n};
-  p.strides = {m * n, n, 1};
+  p.strides = {m * ldp, ldp, 1};
   p.on_device = true;
   KernelArgs args;
   args.tensors = {{"A", matrix_arg(ta.data, ab, m, k, ta.ld, true)}, {"B", matrix_arg(tb.data, ab, k, n, tb.ld, true)},

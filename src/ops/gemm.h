@@ -80,6 +80,10 @@ int64_t gemm_split_k_slices(const Plan& plan, int64_t m, int64_t n, int64_t k, c
 // reads (B transposed first, N rows of K): K rounded up to whole 128-byte lines.
 int64_t gemm_transposed_b_ld(int64_t k);
 
+// The leading dimension (in floats) of split-K's partial sums (S planes of M rows):
+// N rounded up to whole 128-byte lines.
+int64_t gemm_split_partials_ld(int64_t n);
+
 // tf32 on the wgmma atom reads B K-major: gemm() first transposes B into device
 // scratch (transpose_kernel, gemm_kernel.h) under this plan, then runs gemm_kernel's
 // b_transposed variant. Split-K does not apply there.

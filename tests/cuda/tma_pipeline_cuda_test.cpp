@@ -223,12 +223,13 @@ TEST(TmaPipelineGpu, KZeroAndRowStridesOffSixteenBytes) {
 }
 
 // Split-K (GemmOptions::split_k) under warp-specialized tma plans: slices whose
-// last one overhangs K, few and many, beta 0 (NaN-poisoned C) and not.
+// last one overhangs K, few and many, beta 0 (NaN-poisoned C) and not, N on and off
+// the partials' padded rows (gemm_split_partials_ld).
 TEST(TmaPipelineGpu, SplitKMatchesTheOracle) {
   REQUIRE_GPU();
   for (const Variant& v : {kVariants[1], kVariants[2]})
     for (auto [m, n, k, split] : {std::tuple<int64_t, int64_t, int64_t, int>{70, 136, 1000, 3}, {16, 4096, 4096, 4},
-                                  {200, 264, 2000, 5}, {1, 8, 700, 11}})
+                                  {200, 264, 2000, 5}, {1, 8, 700, 11}, {70, 137, 1000, 3}})
       for (float beta : {0.0f, 0.5f})
         expect_gemm(tma_plan(GemmPrecision::BF16, v.bm, v.bn, v.warpgroups, v.window, v.producers),
                     GemmPrecision::BF16, m, n, k, beta, split);

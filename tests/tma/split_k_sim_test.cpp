@@ -56,7 +56,8 @@ struct Shape {
 void expect_exact(const GroupProgram& split, const Shape& s, double beta, const std::string& what) {
   std::mt19937_64 rng(uint64_t(s.m * 31 + s.n * 7 + s.k));
   std::uniform_int_distribution<int> small(-3, 3);
-  std::vector<float> a(s.m * s.k), b(s.k * s.n), p(s.slices * s.m * s.n, NAN), c(s.m * s.n);
+  const int64_t ldp = gemm_split_partials_ld(s.n);  // as the front door lays the partials out
+  std::vector<float> a(s.m * s.k), b(s.k * s.n), p(s.slices * s.m * ldp, NAN), c(s.m * s.n);
   for (float& x : a) x = float(small(rng));
   for (float& x : b) x = float(small(rng));
   for (float& x : c) x = beta == 0 ? NAN : float(small(rng));
@@ -65,14 +66,14 @@ void expect_exact(const GroupProgram& split, const Shape& s, double beta, const 
   o.max_races_recorded = 1 << 12;
   LaunchArgs args;
   args.sizes = {{"M", s.m}, {"N", s.n}, {"K", s.k}, {"lda", s.k}, {"ldb", s.n},
-                {"S", s.slices}, {"KS", s.slice_k}, {"sps", s.m * s.n}, {"ldp", s.n}};
+                {"S", s.slices}, {"KS", s.slice_k}, {"sps", s.m * ldp}, {"ldp", ldp}};
   args.tensors = {{"A", a.data()}, {"B", b.data()}, {"P", p.data()}};
   SimResult r = run_sim(split, args, o);
   EXPECT_EQ(r.race_count, 0) << what << races_text(r).substr(0, 2000);
 
   const TileKernel sum_kernel = split_k_sum_kernel();
   std::map<std::string, int64_t> sizes = {{"M", s.m}, {"N", s.n}, {"ldc", s.n}, {"S", s.slices},
-                                          {"sps", s.m * s.n}, {"ldp", s.n}};
+                                          {"sps", s.m * ldp}, {"ldp", ldp}};
   CompiledGroup sum = compile_to_group(sum_kernel, default_plan(sum_kernel, TargetKind::Sim, sizes), CompileOptions{});
   LaunchArgs sum_args;
   sum_args.sizes = sizes;
@@ -111,6 +112,17 @@ TEST(SplitKSim, SimPlansSlicesAndSumExactRaceFree) {
   CompiledGroup g = compile_to_group(gemm_split_k_kernel(DType::F32), sim_plan(), CompileOptions{});
   for (const Shape& s : shapes)
     for (double beta : {0.0, -1.0}) expect_exact(g.program, s, beta, "sim " + std::to_string(s.k));
+}
+
+// The partials' rows start on 128-byte lines (32 floats), with no more padding than
+// that; the tests above run the kernels at this leading dimension, the padding NaN.
+TEST(SplitKSim, PartialRowsStartOnLines) {
+  for (int64_t n : {1, 4, 31, 32, 33, 1000, 1001, 4096}) {
+    const int64_t ldp = gemm_split_partials_ld(n);
+    EXPECT_EQ(ldp % 32, 0) << n;
+    EXPECT_GE(ldp, n);
+    EXPECT_LT(ldp, n + 32);
+  }
 }
 
 // Default plans on cuda split few-tile, long-K shapes and leave full ones alone;
