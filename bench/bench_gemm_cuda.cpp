@@ -8,7 +8,9 @@
 // math (no tf32), tf32 = cublasGemmEx with CUBLAS_COMPUTE_32F_FAST_TF32, bf16/fp16
 // = cublasGemmEx with 16-bit A and B, fp32 C and compute. Each --plan SPEC (the form
 // of `tessel bench --plan`, applied to the default plan of each shape) adds a row of
-// that plan beside cuBLAS; without one, the default plan runs.
+// that plan beside cuBLAS; without one, the default plan runs. A SPEC of the form
+// `split=S` instead runs the default plan with K in S slices (GemmOptions::split_k; 1:
+// none).
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
@@ -16,9 +18,11 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -65,6 +69,14 @@ std::vector<char> stored(const std::vector<float>& v, GemmPrecision p) {
   return out;
 }
 
+// The slices of a `split=S` spec (S >= 1), or -1 for a plan spec.
+int split_k_of(const std::string& spec) {
+  if (spec.rfind("split=", 0) != 0) return -1;
+  const int s = std::atoi(spec.c_str() + 6);
+  if (s < 1) throw std::invalid_argument("--plan " + spec + ": S must be at least 1");
+  return s;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -101,6 +113,7 @@ int main(int argc, char** argv) {
       for (const std::string& item : bench::split(dtype_list, ',')) precisions.push_back(parse_precision(item));
     }
     for (const std::string& spec : plan_specs) {  // a malformed spec fails here, before any GPU work
+      if (split_k_of(spec) >= 0) continue;
       Plan probe = default_gemm_plan(TargetKind::Cuda, 4096, 4096, 4096, GemmPrecision::BF16, "sm_90a");
       bench::apply_plan_spec(spec, probe);
     }
@@ -140,7 +153,9 @@ int main(int argc, char** argv) {
         o.target = TargetKind::Cuda;
         o.precision = p;
         o.device_pointers = true;
-        if (!spec.empty()) {
+        if (split_k_of(spec) >= 0) {
+          o.split_k = split_k_of(spec);
+        } else if (!spec.empty()) {
           o.plan = default_gemm_plan(TargetKind::Cuda, m, n, k, p);
           bench::apply_plan_spec(spec, *o.plan);
         }
