@@ -275,6 +275,21 @@ const WgmmaTile& choose_wgmma_tile(int64_t m, int64_t n, int64_t k) {
   return *best;
 }
 
+// The groups of a cpu GEMM read in place in k blocks: the fewest, a multiple of the
+// threads, whose tiles stay within kCpuDirectTallElems; equal groups of rows, else of
+// columns, else with AVX-512 groups of rows with the last one short (as
+// default_gemm_plan's split). Returns {BM, BN} of a group, BM 0 where none fits.
+// (Extents past the tile limit stay packed, so that the products below cannot overflow.)
+std::pair<int64_t, int64_t> cpu_k_block_groups(int64_t m, int64_t n, int64_t threads) {
+  if (m > kCpuDirectTallElems || n > kCpuDirectTallElems) return {0, n};
+  int64_t groups = std::max<int64_t>(1, m * n / kCpuDirectTallElems / threads) * threads;
+  while (groups < m && (m + groups - 1) / groups * n > kCpuDirectTallElems) groups += threads;
+  if (m % groups == 0 && m / groups >= kCpuAtomM) return {m / groups, n};
+  if (n % groups == 0 && n / groups >= kCpuAtomN && m * (n / groups) <= kCpuDirectTallElems) return {m, n / groups};
+  if (cpu_vector_lanes() == 16 && (m + groups - 1) / groups >= kCpuAtomM) return {(m + groups - 1) / groups, n};
+  return {0, n};
+}
+
 // A GEMM past the exact sizes, BLIS's blocking in plan terms, for `threads` cores:
 // the grid is rows x cols groups, at most one per core, chosen so that a group
 // packs least (M / rows + N / cols smallest; the rows of M <= kCpuExact and the
@@ -986,24 +1001,14 @@ Plan default_gemm_plan(TargetKind target, int64_t m, int64_t n, int64_t k, GemmP
     // One group per core by default: the thread pool's, std::thread::hardware_concurrency().
     static const int64_t cores = std::max(1u, std::thread::hardware_concurrency());
     const int64_t threads = cpu_threads > 0 ? cpu_threads : cores;
-    // Read in place in k blocks: the fewest groups, a multiple of the threads, whose tiles
-    // stay within kCpuDirectTallElems; equal groups of rows, else of columns, else with
-    // AVX-512 groups of rows with the last one short (as the split below).
-    // (Extents past the tile limit stay packed, so that the products below cannot overflow.)
-    const bool within = m <= kCpuDirectTallElems && n <= kCpuDirectTallElems;
-    int64_t groups = within ? std::max<int64_t>(1, m * n / kCpuDirectTallElems / threads) * threads : threads;
-    while (within && groups < m && (m + groups - 1) / groups * n > kCpuDirectTallElems) groups += threads;
-    int64_t group_bm = 0, group_bn = n;  // group_bm 0: no split, no k blocks
-    if (within && m % groups == 0 && m / groups >= kCpuAtomM) {
-      group_bm = m / groups;
-    } else if (within && n % groups == 0 && n / groups >= kCpuAtomN && m * (n / groups) <= kCpuDirectTallElems) {
-      group_bm = m, group_bn = n / groups;
-    } else if (within && cpu_vector_lanes() == 16 && (m + groups - 1) / groups >= kCpuAtomM) {
-      group_bm = (m + groups - 1) / groups;
-    }
-    const bool k_blocks = !p.direct && threads <= kCpuDirectMaxThreads && k >= kCpuDirectBK &&
-                          4 * k * n > kCpuDirectBBytes && group_bm > 0 && group_bm * group_bn <= kCpuDirectTallElems &&
-                          cpu_row_stride_spreads(n) && cpu_row_stride_spreads(k);
+    // Read in place in k blocks, where B is too large to read whole and the rows of A
+    // and B spread over the cache sets: groups as cpu_k_block_groups finds them.
+    const bool k_block_candidate = !p.direct && threads <= kCpuDirectMaxThreads && k >= kCpuDirectBK &&
+                                   4 * k * n > kCpuDirectBBytes && cpu_row_stride_spreads(n) &&
+                                   cpu_row_stride_spreads(k);
+    const auto [group_bm, group_bn] = k_block_candidate ? cpu_k_block_groups(m, n, threads)
+                                                        : std::pair<int64_t, int64_t>{0, n};
+    const bool k_blocks = group_bm > 0 && group_bm * group_bn <= kCpuDirectTallElems;
     p.direct = p.direct || k_blocks;
     const int64_t bk = k_blocks ? std::min(k, kCpuDirectBK) : k;
     p.atom_m = kCpuAtomM;
