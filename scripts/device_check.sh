@@ -36,7 +36,7 @@ cd "$(dirname "$0")/.."
 ROOT=$PWD
 OUT=${OUT:-/tmp/tessel-out}
 DEB=${DEB:-$ROOT/.deb}
-STEPS=${STEPS:-tests}
+STEPS=${STEPS-tests}  # STEPS="" builds only
 mkdir -p "$OUT" /tmp/pk
 for f in "$DEB"/*.deb; do dpkg -x "$f" /tmp/pk; done
 GT=/tmp/pk/usr/src/googletest/googletest
