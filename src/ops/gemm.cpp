@@ -279,7 +279,7 @@ const WgmmaTile& choose_wgmma_tile(int64_t m, int64_t n, int64_t k) {
 // threads, whose tiles stay within kCpuDirectTallElems; equal groups of rows, else of
 // columns, else with AVX-512 groups of rows with the last one short (as
 // default_gemm_plan's split). Returns {BM, BN} of a group, BM 0 where none fits.
-// (Extents past the tile limit stay packed, so that the products below cannot overflow.)
+// (Extents past the tile limit stay packed, so that the products here cannot overflow.)
 std::pair<int64_t, int64_t> cpu_k_block_groups(int64_t m, int64_t n, int64_t threads) {
   if (m > kCpuDirectTallElems || n > kCpuDirectTallElems) return {0, n};
   int64_t groups = std::max<int64_t>(1, m * n / kCpuDirectTallElems / threads) * threads;
