@@ -457,6 +457,9 @@ bool transposes_b(const Plan& p, GemmPrecision precision) {
   return p.target == TargetKind::Cuda && p.atom == AtomKind::Wgmma && precision == GemmPrecision::TF32;
 }
 
+// A row of n floats (at least one) padded to whole 128-byte lines.
+int64_t floats_on_lines(int64_t n) { return (std::max<int64_t>(n, 1) + 31) / 32 * 32; }
+
 }  // namespace
 
 // B^T's rows start on 128-byte lines: K rounded up to 32 floats. Tensor maps take
@@ -464,12 +467,12 @@ bool transposes_b(const Plan& p, GemmPrecision precision) {
 // for most rows (tf32 2500x3500x1500 on the H200: 0.731 -> 0.827 of cuBLAS with 32
 // floats instead of 4; docs/cuda.md). The transpose writes this scratch anyway, so
 // the padding costs only memory.
-int64_t gemm_transposed_b_ld(int64_t k) { return (std::max<int64_t>(k, 1) + 31) / 32 * 32; }
+int64_t gemm_transposed_b_ld(int64_t k) { return floats_on_lines(k); }
 
 // Split-K's partial rows start on 128-byte lines too: the slices' stores and the
 // sum's loads then take their vector paths whatever N is, and no row touches a
 // line more than it must. The partials are scratch, so this too costs only memory.
-int64_t gemm_split_partials_ld(int64_t n) { return gemm_transposed_b_ld(n); }
+int64_t gemm_split_partials_ld(int64_t n) { return floats_on_lines(n); }
 
 // 32 x 128 tiles of B over 256 workers of 4 x 4 (8 x 32): of seven plans on the
 // H200 the fastest (tf32 4096^3 GEMM with its transpose: 0.78 of cuBLAS, against
