@@ -103,7 +103,7 @@ for step in $STEPS; do
       # The six runs go at once (each process has its own context); reports follow in order.
       for tool in memcheck racecheck synccheck; do
         for bin in gpu_tests cuda_tests; do
-          f=$filter; [ $bin = cuda_tests ] && f='TmaGpu.*:TmaPipelineGpu.SmallShapes*'
+          f=$filter; [ $bin = cuda_tests ] && f='TmaGpu.*:TmaPipelineGpu.SmallShapes*:TmaPipelineGpu.FusedSplitK*'
           ((cd tests/cuda && timeout 300 compute-sanitizer --tool $tool --error-exitcode 3 $O/$bin \
             --gtest_filter="$f") > "/tmp/san-$tool-$bin.txt" 2>&1; echo $? > "/tmp/san-$tool-$bin.rc") &
         done
@@ -111,7 +111,7 @@ for step in $STEPS; do
       wait
       for tool in memcheck racecheck synccheck; do
         for bin in gpu_tests cuda_tests; do
-          f=$filter; [ $bin = cuda_tests ] && f='TmaGpu.*:TmaPipelineGpu.SmallShapes*'
+          f=$filter; [ $bin = cuda_tests ] && f='TmaGpu.*:TmaPipelineGpu.SmallShapes*:TmaPipelineGpu.FusedSplitK*'
           echo "compute-sanitizer $tool $bin ($f) rc=$(cat /tmp/san-$tool-$bin.rc): $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|^\[  (PASSED|FAILED) ' /tmp/san-$tool-$bin.txt | tr '\n' ' ')" | tee -a "$OUT/sanitizer.txt" >> "$OUT/summary.txt"
           grep -E "^\[ RUN|^=========" "/tmp/san-$tool-$bin.txt" | grep -B1 "^=========" | head -40 >> "$OUT/sanitizer.txt"
         done

@@ -4,6 +4,7 @@
 //   - inputs: uniform in [-1, 1]; scalars not given: uniform in [0.5, 1.5];
 //   - tensors the kernel only writes (Access::Out) are poisoned with NaN, so an
 //     element it fails to write fails the check;
+//   - u32 tensors (tickets' counters) start at 0 and must end as the oracle's, exactly;
 //   - a stride named by a symbol no size gives defaults to contiguous row-major;
 //   - bf16 and f16 tensors (the cuda target's) travel as 16-bit storage; their
 //     random values are rounded to it first, and the oracle reads the rounded ones;
@@ -12,6 +13,7 @@
 #pragma once
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -53,8 +55,11 @@ std::map<std::string, HostTensor> random_tensors(const std::vector<TensorParam>&
 std::map<std::string, double> random_scalars(const std::vector<ScalarParam>& scalars,
                                              std::map<std::string, double> given, uint64_t seed);
 
+// `poison`: tensors the kernel reads and writes but must overwrite for these
+// scalars (C of a GEMM when beta = 0): NaN like an output, so that an element left
+// unwritten fails.
 CheckedRun run_checked(const Kernel& kernel, std::map<std::string, int64_t> sizes,
                        const std::map<std::string, double>& scalars, uint64_t seed,
-                       const LaunchOptions& options = {});
+                       const LaunchOptions& options = {}, const std::set<std::string>& poison = {});
 
 }  // namespace tessel

@@ -466,6 +466,19 @@ void KernelBuilder::barrier(Loc loc) {
   emit(std::move(op));
 }
 
+Sym KernelBuilder::ticket(const Tensor& counter, Sym index, Sym count, Loc loc) {
+  TileOp op;
+  op.kind = TileOpKind::Ticket;
+  op.param = counter.name;
+  op.coords = {index.e};
+  op.dims = default_tile_dims(1);  // as the text form reads it back
+  op.loops = {LoopDim{fresh_iv("t"), count.e}};
+  op.loc = SourceLoc::from(loc);
+  Sym ticket = expr_sym(op.loops[0].iv);
+  emit(std::move(op));
+  return ticket;
+}
+
 TileKernel KernelBuilder::finish_unverified() {
   TESSEL_ASSERT(regions_.size() == 1, "finish() inside an open nest");
   return kernel_;

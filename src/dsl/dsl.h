@@ -184,6 +184,11 @@ class KernelBuilder {
   Tile reduce_min(Tile a, int axis, Loc loc = Loc::current());
   Tile transpose(Tile a, Loc loc = Loc::current());
   void barrier(Loc loc = Loc::current());
+  // The group takes the next ticket of counter[index] (a rank-1 u32 tensor), whose
+  // tickets run 0 .. count - 1 and then start again (TileOpKind::Ticket): the
+  // ticket, for the ops after this one. The group that draws count - 1 sees what
+  // the groups before it in the round stored. Only in a parallel nest's body.
+  Sym ticket(const Tensor& counter, Sym index, Sym count, Loc loc = Loc::current());
 
   // Returns the captured kernel after running the verifier (user errors point at
   // the line that recorded the faulty op).

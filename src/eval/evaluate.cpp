@@ -159,11 +159,37 @@ class Evaluator {
 
   // Runs a region; returns the yield's operands (empty if it has none).
   std::vector<int> region(const Region& r) {
+    const size_t mark = ivs_.size();  // a ticket's symbol ends with its region
+    std::vector<int> yielded;
     for (const TileOp& op : r.ops) {
-      if (op.kind == TileOpKind::Yield) return op.operands;
+      if (op.kind == TileOpKind::Yield) {
+        yielded = op.operands;
+        break;
+      }
       this->op(op);
     }
-    return {};
+    ivs_.resize(mark);
+    return yielded;
+  }
+
+  // The group's ticket: the counter element's value, which then advances (wrapping
+  // to 0 after count - 1). Groups run one after another, so each sees every store
+  // of the groups before it.
+  void ticket(const TileOp& op) {
+    if (op.coords.size() != 1 || op.loops.size() != 1) malformed(op, "needs one coordinate and one symbol");
+    const BoundTensor& t = tensors_.at(op.param);
+    const int64_t index = eval(op.coords[0]), count = eval(op.loops[0].extent);
+    if (index < 0 || index >= t.shape[0])
+      bad_arg("ticket of " + op.param + "[" + std::to_string(index) + "]: outside its " +
+              std::to_string(t.shape[0]) + " elements");
+    if (count < 1) bad_arg("ticket of " + op.param + " counts " + std::to_string(count) + " tickets");
+    double& next = t.data[index * t.strides[0]];
+    if (!(next >= 0 && next < static_cast<double>(count) && next == std::floor(next)))
+      bad_arg("ticket of " + op.param + "[" + std::to_string(index) + "]: the counter holds " +
+              std::to_string(next) + ", not a ticket in [0, " + std::to_string(count) + ")");
+    const int64_t drawn = static_cast<int64_t>(next);
+    next = drawn + 1 == count ? 0 : static_cast<double>(drawn + 1);
+    ivs_.emplace_back(op.loops[0].iv, drawn);
   }
 
   // Copies the values `from` (a yield's operands) into `to` (results or carried args).
@@ -444,6 +470,7 @@ class Evaluator {
       case K::If: branch(op); return;
       case K::Yield: malformed(op, "is not the last op of its region");
       case K::Barrier: return;  // sequential evaluation needs no synchronization
+      case K::Ticket: return ticket(op);
     }
     malformed(op, "unknown op kind " + std::to_string(static_cast<int>(op.kind)));
   }
@@ -497,7 +524,8 @@ double round_to_dtype(double x, DType dtype) {
     case DType::F32: return round_format(x, 24, -126, 127);
     case DType::BF16: return round_format(x, 8, -126, 127);
     case DType::F16: return round_format(x, 11, -14, 15);
-    case DType::F64: return x;
+    case DType::F64:
+    case DType::U32: return x;  // no cast goes to u32 (the verifier refuses it)
   }
   return x;
 }
@@ -515,6 +543,7 @@ double unit_roundoff(DType t) {
     case DType::BF16: return std::ldexp(1.0, -8);
     case DType::F16: return std::ldexp(1.0, -11);
     case DType::F64: return std::ldexp(1.0, -53);
+    case DType::U32: return 0;  // counters: exact
   }
   return 0;
 }

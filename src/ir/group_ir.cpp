@@ -36,6 +36,7 @@ const char* group_op_name(GroupOpKind k) {
     case GroupOpKind::Reduce: return "reduce";
     case GroupOpKind::Fence: return "fence";
     case GroupOpKind::Barrier: return "barrier";
+    case GroupOpKind::Ticket: return "ticket";
     case GroupOpKind::Call: return "call";
     case GroupOpKind::For: return "for";
     case GroupOpKind::If: return "if";

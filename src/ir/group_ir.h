@@ -84,6 +84,14 @@ enum class GroupOpKind {
   MbarWait,     // every worker waits until the phase of parity `parity` has completed
   Tma,          // the first worker issues a global -> shared tile copy completing on `mbar`
   Roles,        // warp specialization: bodies[r] runs on the workers of roles[r], all roles at once
+  // Every worker running (the group's, or a role's) has finished the ops before it;
+  // then the group takes the next ticket of the u32 counter element dst[0, 0] (a
+  // global window): tickets run 0 .. hi - 1, then 0 again. The ticket is symbol
+  // `iv` for the ops after it in its body. A release, then an acquire: the group
+  // that draws a later ticket of the same round sees the global stores of the
+  // groups before it in the round. (cuda: a barrier of the running workers, one
+  // atomic, a barrier; the sim runs the groups of a round in more than one order.)
+  Ticket,
 };
 const char* group_op_name(GroupOpKind k);
 
@@ -222,8 +230,8 @@ struct GroupOp {
   // (guard src) land as 0. It lands asynchronously and counts rows * cols * (the
   // destination's element bytes) transaction bytes on `mbar` (slot mbar_slot).
 
-  std::string iv;      // For
-  Expr lo, hi;         // For
+  std::string iv;      // For; Ticket: the ticket's symbol
+  Expr lo, hi;         // For; Ticket: hi, the tickets of a round
   // For: from a `pipeline` nest (or the persistent loop over tiles), iterations may overlap
   bool pipelined = false;
   Cond cond;           // If

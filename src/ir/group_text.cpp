@@ -35,6 +35,7 @@
 //     }
 //     for #1 k = 0 to ceildiv(K, 32) pipelined {     (pipelined: from a pipeline nest)
 //     if #12 param beta == 0 {  ...  } else {  ...  }
+//     ticket #26 t = S on Cnt[((i * 8) + j), 0] strides(1, 0)   (symbol t: the ticket of S drawn)
 //   }
 //
 // A window is BUFFER[@VERSION][ROW, COL], and on global buffers ` strides(RS, CS)` and,
@@ -59,7 +60,8 @@ constexpr GroupOpKind kAllKinds[] = {
     GroupOpKind::Barrier,   GroupOpKind::Call,        GroupOpKind::For,
     GroupOpKind::If,        GroupOpKind::MmaWait,     GroupOpKind::Reduce,
     GroupOpKind::MbarInit,  GroupOpKind::MbarArrive,  GroupOpKind::MbarExpectTx,
-    GroupOpKind::MbarWait,  GroupOpKind::Tma,         GroupOpKind::Roles};
+    GroupOpKind::MbarWait,  GroupOpKind::Tma,         GroupOpKind::Roles,
+    GroupOpKind::Ticket};
 constexpr EwOp kAllEwOps[] = {
     EwOp::Add,  EwOp::Sub,  EwOp::Mul,   EwOp::Div,   EwOp::Max,  EwOp::Min,    EwOp::Exp,
     EwOp::Exp2, EwOp::Log,  EwOp::Neg,   EwOp::Abs,   EwOp::Sqrt, EwOp::Rsqrt,  EwOp::Recip,
@@ -252,6 +254,7 @@ class Printer {
                 (o.pipelined ? " pipelined" : "");
         break;
       case GroupOpKind::If: out_ += " " + cond_text(o.cond); break;
+      case GroupOpKind::Ticket: out_ += " " + o.iv + " = " + optional_expr(o.hi) + " on " + window(o.dst); break;
       case GroupOpKind::MbarInit:
         out_ += " " + mbar_ref(o) + " count " + std::to_string(o.mbar_count);
         break;
@@ -692,6 +695,13 @@ class Parser {
       case GroupOpKind::If:
         o.cond = in_.cond();
         o.bodies.resize(2);
+        break;
+      case GroupOpKind::Ticket:
+        o.iv = in_.word("a ticket symbol");
+        in_.expect("=");
+        o.hi = in_.expr();
+        in_.expect_word("on");
+        o.dst = window();
         break;
       case GroupOpKind::MbarInit:
         mbar_ref(o, false);

@@ -349,6 +349,16 @@ class Verifier {
           expr(op, op.cond.rhs, "the condition");
         }
         break;
+      case GroupOpKind::Ticket: {
+        const Buffer& b = window(op, op.dst, 1, 1, "counter", {Space::Global});
+        if (b.dtype != DType::U32 || p_.tensors.at(b.tensor).access != Access::InOut)
+          fail(op, "counter " + b.name + " is " + dtype_name(b.dtype) + ", " +
+                       access_name(p_.tensors.at(b.tensor).access) + "; a ticket's counter is u32, inout");
+        if (op.iv.empty()) fail(op, "ticket without a symbol");
+        if (std::count(ivs_.begin(), ivs_.end(), op.iv)) fail(op, "symbol '" + op.iv + "' is already bound");
+        expr(op, op.hi, "the count of tickets");
+        break;
+      }
       default: break;
     }
     size_t want_bodies = op.kind == GroupOpKind::For ? 1 : op.kind == GroupOpKind::If ? 2
@@ -502,11 +512,16 @@ class Verifier {
   }
 
   void ops(const std::vector<GroupOp>& list) {
-    for (const GroupOp& o : list) op(o);
+    const size_t mark = ivs_.size();  // a ticket's symbol ends with its body
+    for (const GroupOp& o : list) {
+      op(o);
+      if (o.kind == GroupOpKind::Ticket) ivs_.push_back(o.iv);
+    }
+    ivs_.resize(mark);
   }
 
   const GroupProgram& p_;
-  std::vector<std::string> ivs_;  // grid coordinates and open for loops
+  std::vector<std::string> ivs_;  // grid coordinates, open for loops, tickets drawn
   bool in_role_ = false;          // inside a body of a roles op
   std::set<int> ids_;
 };

@@ -237,9 +237,9 @@ Expr TextCursor::expr(int depth) {
 }
 
 DType TextCursor::dtype() {
-  for (DType t : {DType::F32, DType::BF16, DType::F16, DType::F64})
+  for (DType t : {DType::F32, DType::BF16, DType::F16, DType::F64, DType::U32})
     if (accept_word(dtype_name(t))) return t;
-  expected("a dtype (f32, bf16, f16, f64)");
+  expected("a dtype (f32, bf16, f16, f64, u32)");
 }
 
 std::vector<Expr> TextCursor::exprs(char close) {

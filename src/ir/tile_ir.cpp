@@ -11,6 +11,7 @@ const char* dtype_name(DType t) {
     case DType::BF16: return "bf16";
     case DType::F16: return "f16";
     case DType::F64: return "f64";
+    case DType::U32: return "u32";
   }
   return "?";
 }
@@ -21,6 +22,7 @@ int dtype_bytes(DType t) {
     case DType::BF16:
     case DType::F16: return 2;
     case DType::F64: return 8;
+    case DType::U32: return 4;
   }
   return 0;
 }
@@ -78,6 +80,7 @@ const char* tile_op_name(TileOpKind k) {
     case TileOpKind::If: return "if";
     case TileOpKind::Yield: return "yield";
     case TileOpKind::Barrier: return "barrier";
+    case TileOpKind::Ticket: return "ticket";
   }
   return "?";
 }

@@ -21,7 +21,8 @@ namespace tessel {
 // BF16 and F16 are storage types: a kernel computes on them in fp32 (fragments
 // and accumulators are always fp32); an mma atom reads them as its operands.
 // F64 (sim and cpu only) computes in fp64.
-enum class DType { F32, BF16, F16, F64 };
+// U32 holds only the counters of `ticket` ops (tile_verify.h refuses any other use).
+enum class DType { F32, BF16, F16, F64, U32 };
 const char* dtype_name(DType t);
 int dtype_bytes(DType t);
 
@@ -111,6 +112,15 @@ enum class TileOpKind {
   If,           // regions[0] when `cond` holds, else regions[1]; results via yield
   Yield,        // ends a region, passing its operands out
   Barrier,      // a native group barrier written by the user
+  // The group takes the next ticket of element coords[0] of the u32 counter tensor
+  // `param`: tickets run 0, 1, .., E - 1 (E = loops[0].extent) and then start at 0
+  // again, the element holding the next one to hand out. Binds the ticket to the
+  // symbol loops[0].iv for the ops after it in its region. Every worker of the group
+  // has finished the ops before it, and a group that draws a later ticket of the
+  // same round sees what they stored (a release, then an acquire): the last of E
+  // groups (ticket E - 1) can read what the other E - 1 wrote. A counter starts a
+  // launch at 0 and ends it there when a multiple of E groups take its tickets.
+  Ticket,
 };
 const char* tile_op_name(TileOpKind k);
 
@@ -155,12 +165,12 @@ struct TileOp {
   std::string param;          // ScalarParam: name; Load/Store: tensor name
   double constant = 0;        // Const: the value; Load: the padding
   Expr index_value;           // Const: when set, the value is this index expression
-  std::vector<Expr> coords;   // Load/Store: top-left element, one per tensor dimension
+  std::vector<Expr> coords;   // Load/Store: top-left element, one per tensor dimension; Ticket: the counter
   std::array<int, 2> dims{0, 1};  // Load/Store: tensor dimensions of rows and cols (-1: unit)
   int axis = 0;               // Reduce, Index
   ReduceOp reduce = ReduceOp::Sum;  // Reduce
   CmpOp cmp = CmpOp::EQ;      // Cmp
-  std::vector<LoopDim> loops; // Parallel (1 to 3 dims), Serial/Pipeline (1 dim)
+  std::vector<LoopDim> loops; // Parallel (1 to 3 dims), Serial/Pipeline (1 dim), Ticket (its symbol)
   Cond cond;                  // If
   std::vector<Region> regions;
   SourceLoc loc;

@@ -10,7 +10,8 @@
 // ` pad -inf` when the padding is not 0), `store %v to A[E, ...]` (with ` dims(...)`),
 // `reduce.sum %x axis 1`, `cmp.lt %a, %b`, `index axis 0`,
 // `parallel i = E, j = E, b = E {`, `serial|pipeline k = E iter(%arg: TYPE = %init, ...) {`,
-// `if param beta == 0 {` or `if E < E {` ... `} else {`, and for every other kind its
+// `if param beta == 0 {` or `if E < E {` ... `} else {`, `ticket t = E on T[E]` (the
+// symbol, the count of tickets, the counter element), and for every other kind its
 // operands (`mma %a, %b, %c`, `select %c, %a, %b`, `yield %d`, `barrier`). Types are
 // `f32` (scalar) or `f32[E, E]`; a cast converts to its result's dtype. `//` comments
 // are skipped. Value ids are assigned as a capture creates them: loop-carried
@@ -37,7 +38,7 @@ constexpr TileOpKind kAllKinds[] = {
     TileOpKind::Cmp,         TileOpKind::Select,   TileOpKind::Cast,      TileOpKind::Broadcast,
     TileOpKind::Index,       TileOpKind::Reduce,   TileOpKind::Transpose, TileOpKind::Parallel,
     TileOpKind::Serial,      TileOpKind::Pipeline, TileOpKind::If,        TileOpKind::Yield,
-    TileOpKind::Barrier};
+    TileOpKind::Barrier,     TileOpKind::Ticket};
 constexpr CmpOp kAllCmps[] = {CmpOp::EQ, CmpOp::NE, CmpOp::LT, CmpOp::LE, CmpOp::GT, CmpOp::GE};
 constexpr ReduceOp kAllReduces[] = {ReduceOp::Sum, ReduceOp::Max, ReduceOp::Min};
 
@@ -150,6 +151,7 @@ class Printer {
       case TileOpKind::Serial:
       case TileOpKind::Pipeline: out_ += " " + loops_text(o.loops) + iter_text(o); break;
       case TileOpKind::If: out_ += " " + cond_text(o.cond); break;
+      case TileOpKind::Ticket: out_ += " " + loops_text(o.loops) + " on " + coords(); break;
       default: out_ += operands();
     }
     if (!o.results.empty())
@@ -392,6 +394,11 @@ class Parser {
         break;
       case TileOpKind::If:
         o.cond = in_.cond();
+        break;
+      case TileOpKind::Ticket:
+        o.loops = in_.loops();
+        in_.expect_word("on");
+        coords(o);
         break;
       default: o.operands = uses();
     }

@@ -138,7 +138,7 @@ class Verifier {
         user_error(ErrorKind::Verify, "tensor " + t.name + " has " + std::to_string(t.rank()) +
                                           " extents but " + std::to_string(t.strides.size()) +
                                           " strides; it needs one stride per extent");
-      if (!valid_dtype(t.dtype))
+      if (!valid_dtype(t.dtype) && t.dtype != DType::U32)
         user_error(ErrorKind::Verify, "tensor " + t.name + " has an invalid dtype");
       for (size_t d = 0; d < t.shape.size(); ++d) {
         size_expr(t, t.shape[d], "the extent of dimension " + std::to_string(d));
@@ -178,6 +178,8 @@ class Verifier {
     const char* name = tile_op_name(op.kind);
     const TensorParam* t = k_.find_tensor(op.param);
     if (!t) fail(op, std::string(name) + " of unknown tensor '" + op.param + "'");
+    if (t->dtype == DType::U32)
+      fail(op, std::string(name) + " of tensor " + op.param + ", which is u32: a counter that only tickets use");
     if (tile.shape.size() != 2)
       fail(op, std::string(name) + " of a " + (tile.is_scalar() ? "scalar" : "non-2-D tile") +
                    " " + type_text(tile) + " from tensor " + op.param + "; only 2-D tiles move");
@@ -229,12 +231,14 @@ class Verifier {
 
   // `parent` is the op that owns the region (null for the kernel body).
   void region(const Region& r, const TileOp* parent) {
-    size_t scope_mark = scope_.size();
+    size_t scope_mark = scope_.size(), iv_mark = ivs_.size();
     for (size_t i = 0; i < r.ops.size(); ++i) {
       const TileOp& op = r.ops[i];
       if (op.kind == TileOpKind::Yield) {
         if (i + 1 != r.ops.size()) fail(op, "yield must be the last op of its region");
         check_yield(op, parent);
+      } else if (op.kind == TileOpKind::Ticket) {
+        ticket(op, parent);
       } else {
         this->op(op);
       }
@@ -246,6 +250,7 @@ class Verifier {
                         " results but a region of it does not end with a yield");
     for (size_t i = scope_mark; i < scope_.size(); ++i) in_scope_[scope_[i]] = false;
     scope_.resize(scope_mark);
+    ivs_.resize(iv_mark);  // a ticket's symbol ends with its region
   }
 
   // Operands broadcast (scalars everywhere, extent-1 dims along the other's extent);
@@ -450,6 +455,29 @@ class Verifier {
     for (int id : op.results) define(op, id);
   }
 
+  // Ticket: a rank-1 u32 counter tensor the kernel writes, one coordinate, a named
+  // symbol and its count; directly in a parallel nest's body (once a group).
+  void ticket(const TileOp& op, const TileOp* parent) {
+    arity(op, 0, 0);
+    if (!parent || parent->kind != TileOpKind::Parallel)
+      fail(op, "ticket outside a parallel nest's body: a group takes its tickets there, once");
+    const TensorParam* t = k_.find_tensor(op.param);
+    if (!t) fail(op, "ticket of unknown tensor '" + op.param + "'");
+    if (t->dtype != DType::U32 || t->rank() != 1 || t->access != Access::InOut)
+      fail(op, "ticket of tensor " + t->name + ": a counter is a rank-1 u32 tensor declared inout, not " +
+                   dtype_name(t->dtype) + " of rank " + std::to_string(t->rank()) + ", " + access_name(t->access));
+    if (op.coords.size() != 1)
+      fail(op, "ticket of tensor " + t->name + " at " + std::to_string(op.coords.size()) +
+                   " coordinates; a counter takes 1");
+    expr(op, op.coords[0], "the counter's element");
+    if (op.loops.size() != 1 || op.loops[0].iv.empty())
+      fail(op, "ticket needs one named symbol for the ticket it draws");
+    expr(op, op.loops[0].extent, "the count of tickets");
+    if (std::count(ivs_.begin(), ivs_.end(), op.loops[0].iv))
+      fail(op, "ticket symbol '" + op.loops[0].iv + "' is already bound");
+    ivs_.push_back(op.loops[0].iv);
+  }
+
   void op(const TileOp& op) {
     switch (op.kind) {
       case TileOpKind::ScalarParam: {
@@ -508,7 +536,8 @@ class Verifier {
       case TileOpKind::Pipeline: nest(op); break;
       case TileOpKind::If: branch(op); break;
       case TileOpKind::Barrier: arity(op, 0, 0); break;
-      case TileOpKind::Yield: break;  // handled by region()
+      case TileOpKind::Yield:
+      case TileOpKind::Ticket: break;  // handled by region()
     }
   }
 

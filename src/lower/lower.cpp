@@ -452,6 +452,7 @@ class Lowering {
       case TileOpKind::Pipeline: return lower_loop(op, out);
       case TileOpKind::If: return lower_if(op, out);
       case TileOpKind::Barrier: out.push_back(new_op(GroupOpKind::Barrier)); return;
+      case TileOpKind::Ticket: return lower_ticket(op, out);
       case TileOpKind::Parallel:
         fail(ErrorKind::Unsupported, op, "nested parallel nests are not supported");
       case TileOpKind::Yield: return;  // consumed by the enclosing op
@@ -879,6 +880,17 @@ class Lowering {
       if (next[i] != carried[i]) copy_frag(carried[i], next[i], tail);
     out.push_back(std::move(loop));
     for (size_t i = 0; i < n; ++i) lowered_[op.results[i]] = frag_value(carried[i]);
+  }
+
+  // The group's workers meet at a ticket, and it releases and acquires global
+  // memory: the group's earlier stores need no fence before a later load.
+  void lower_ticket(const TileOp& op, std::vector<GroupOp>& out) {
+    GroupOp g = new_op(GroupOpKind::Ticket);
+    g.dst = global_window(op).ref;
+    g.iv = op.loops.at(0).iv;
+    g.hi = bind(op.loops[0].extent);
+    out.push_back(std::move(g));
+    stored_.clear();
   }
 
   void lower_if(const TileOp& op, std::vector<GroupOp>& out) {

@@ -68,6 +68,40 @@ TileKernel gemm_split_k_kernel(DType ab) {
   return kernel;
 }
 
+TileKernel gemm_split_k_fused_kernel(DType ab) {
+  KernelBuilder kb("gemm_split_k_fused");
+  Sym M = kb.size("M"), N = kb.size("N"), K = kb.size("K");
+  Sym lda = kb.size("lda"), ldb = kb.size("ldb"), ldc = kb.size("ldc");
+  Sym S = kb.size("S"), KS = kb.size("KS"), sps = kb.size("sps"), ldp = kb.size("ldp"), Q = kb.size("Q");
+  Sym BM = kb.tile("BM"), BN = kb.tile("BN"), BK = kb.tile("BK");
+  Tensor A = kb.tensor("A", M, K, lda, Access::In);
+  Tensor B = kb.tensor("B", K, N, ldb, Access::In);
+  Tensor C = kb.tensor("C", M, N, ldc, Access::InOut);
+  Tensor P = kb.tensor("P", {S, M, N}, {sps, ldp, 1}, Access::InOut);
+  Tensor T = kb.tensor("T", {Q}, {1}, Access::InOut, DType::U32);
+  std::string alpha = kb.scalar("alpha"), beta = kb.scalar("beta");
+  kb.parallel(S, ceil_div(M, BM), ceil_div(N, BN), [&](Sym s, Sym i, Sym j) {
+    Tile zero = kb.constant(0.0, BM, BN);
+    Tile acc = kb.pipeline(ceil_div(KS, BK), zero, [&](Sym k, Tile partial) {
+      Tile a = kb.load(A, i * BM, s * KS + k * BK, BM, BK);
+      Tile b = kb.load(B, s * KS + k * BK, j * BN, BK, BN);
+      return kb.mma(a, b, partial);
+    });
+    kb.store(P, {s, i * BM, j * BN}, acc);
+    Sym ticket = kb.ticket(T, i * ceil_div(N, BN) + j, S);
+    kb.if_(ticket, CmpOp::EQ, S - 1, [&] {
+      Tile sum = kb.serial(S, kb.constant(0.0, BM, BN), [&](Sym u, Tile partial) {
+        return kb.add(partial, kb.load(P, {u, i * BM, j * BN}, BM, BN));
+      });
+      store_scaled(kb, C, i * BM, j * BN, BM, BN, sum, alpha, beta);
+    });
+  });
+  TileKernel kernel = kb.finish();
+  kernel.tensors[0].dtype = ab;  // A
+  kernel.tensors[1].dtype = ab;  // B
+  return kernel;
+}
+
 TileKernel transpose_kernel() {
   KernelBuilder kb("transpose");
   Sym R = kb.size("R"), C = kb.size("C"), ldx = kb.size("ldx"), ldy = kb.size("ldy");

@@ -24,4 +24,13 @@ TileKernel transpose_kernel();
 // C = alpha * (P[0] + P[1] + ... + P[S-1]) + beta * C, summed in that order for
 // every element (deterministic, whatever the plan); C is not read when beta == 0.
 TileKernel split_k_sum_kernel();
+
+// Split-K in one kernel: each slice stores its partial product as
+// gemm_split_k_kernel does, then takes a ticket of its output tile's counter
+// (T[i * ceil(N / BN) + j], u32, Q >= the tiles, zero at launch, left zero); the
+// slice that draws the last of S sums P[0] + ... + P[S-1] in that order and stores
+// C as split_k_sum_kernel does. The result does not depend on which slice is last.
+// The front door runs the two kernels above instead: on the H200 this one was
+// slower (docs/cuda.md, twenty-fourth session): its sums run on one block a tile.
+TileKernel gemm_split_k_fused_kernel(DType ab);
 }  // namespace tessel

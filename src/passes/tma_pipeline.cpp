@@ -364,13 +364,18 @@ class TmaPipeliner {
 
 // Roles hold no fences: the consumer role's ops may share nothing through shared
 // memory but the staged tiles (which the mbarriers order), and a global access may
-// not follow a global write (a fence ordered them across workers).
+// not follow a global write (a fence ordered them across workers) unless a ticket,
+// where the role's workers meet, lies between.
 void check_role_ops(const GroupProgram& p, const std::vector<GroupOp>& ops, bool* global_written) {
   auto refuse = [](const GroupOp& op, const std::string& why) {
     user_error(ErrorKind::Plan, "producers: op #" + num(op.id) + " (" + group_op_name(op.kind) + ") " + why +
                                     "; a consumer role has no fences (plan producers=0)");
   };
   for (const GroupOp& op : ops) {
+    if (op.kind == GroupOpKind::Ticket) {  // the role's workers meet there: earlier accesses are ordered
+      *global_written = false;
+      continue;
+    }
     switch (op.kind) {
       case GroupOpKind::Copy: case GroupOpKind::Reduce: case GroupOpKind::Barrier: case GroupOpKind::Call:
       case GroupOpKind::AsyncCommit: case GroupOpKind::AsyncWait: case GroupOpKind::Roles:

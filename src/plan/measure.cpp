@@ -52,9 +52,11 @@ namespace {
 
 using Sizes = std::map<std::string, int64_t>;
 
-// A value as a tensor of type `t` stores it, and back.
+// A value as a tensor of type `t` stores it, and back. A u32 tensor is a ticket's
+// counter, which starts a launch at 0 whatever the value.
 void store_value(DType t, float x, uint8_t* at) {
   switch (t) {
+    case DType::U32: std::memset(at, 0, 4); break;
     case DType::F32: std::memcpy(at, &x, 4); break;
     case DType::F64: { double d = x; std::memcpy(at, &d, 8); break; }
     case DType::BF16: { uint16_t h = float_to_bf16(x); std::memcpy(at, &h, 2); break; }
@@ -67,6 +69,7 @@ double load_value(DType t, const uint8_t* at) {
     case DType::F64: { double x; std::memcpy(&x, at, 8); return x; }
     case DType::BF16: { uint16_t h; std::memcpy(&h, at, 2); return bf16_to_float(h); }
     case DType::F16: { uint16_t h; std::memcpy(&h, at, 2); return f16_to_float(h); }
+    case DType::U32: { uint32_t u; std::memcpy(&u, at, 4); return u; }
   }
   return NAN;
 }

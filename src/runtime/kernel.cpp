@@ -352,10 +352,12 @@ LaunchReport Kernel::launch(const KernelArgs& args, const LaunchOptions& options
 BoundLaunch Kernel::bind(const KernelArgs& args) const {
   const CompiledKernelImpl& c = *impl_;
   // The sim stores every tensor as f32; the cpu target reads f32 and f64 tensors as
-  // stored (an f64 kernel computes in f64 there).
+  // stored (an f64 kernel computes in f64 there). A u32 tensor is a ticket's counter:
+  // 4-byte words on every target.
   if (c.plan.target != TargetKind::Cuda)
     for (const TensorParam& t : c.kernel.tensors)
-      if (t.dtype != DType::F32 && !(t.dtype == DType::F64 && c.plan.target == TargetKind::Cpu))
+      if (t.dtype != DType::F32 && t.dtype != DType::U32 &&
+          !(t.dtype == DType::F64 && c.plan.target == TargetKind::Cpu))
         user_error(ErrorKind::Unsupported, std::string("the ") + target_name(c.plan.target) + " target reads " +
                                                (c.plan.target == TargetKind::Cpu ? "f32 and f64" : "f32") +
                                                " tensors; tensor " + t.name + " is " + dtype_name(t.dtype));

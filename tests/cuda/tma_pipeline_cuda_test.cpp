@@ -12,11 +12,13 @@
 #include <cstdio>
 #include <map>
 #include <random>
+#include <set>
 #include <sstream>
 #include <string>
 #include <tuple>
 #include <vector>
 
+#include "check/checked_run.h"
 #include "compiler/compile.h"
 #include "ops/gemm.h"
 #include "ops/gemm_kernel.h"
@@ -114,23 +116,30 @@ TEST(TmaPipelineCompile, PersistentWarpSpecializedGemmCompiles) {
   EXPECT_EQ(coordinate_lines, 2);  // the boxes of A and B
 }
 
-// Split-K's slice kernel under the warp-specialized tma plan, and its sum kernel
-// under the default plan, compile without spills.
+// Split-K's kernel under the warp-specialized tma plan (a ticket in the consumer
+// role: a named barrier of its threads), and the two-kernel form's slice and sum
+// kernels, compile without spills; the fused kernel's last slice may spill a few
+// registers in its sum (each step's 64 loads in flight beside the 64 sums, under
+// the 168 registers a 384-thread block is compiled for), never more.
 TEST(TmaPipelineCompile, SplitKKernelsCompile) {
   Plan plan = tma_plan(GemmPrecision::BF16, 128, 128, 2, 4, 1);
   CompiledGroup g = compile_to_group(gemm_split_k_kernel(DType::BF16), plan, CompileOptions{});
   ASSERT_EQ(g.tma.loops_converted, 1) << g.tma.skipped_reason;
+  CompiledGroup gf = compile_to_group(gemm_split_k_fused_kernel(DType::BF16), plan, CompileOptions{});
+  ASSERT_EQ(gf.tma.loops_converted, 1) << gf.tma.skipped_reason;
   const TileKernel sum = split_k_sum_kernel();
   const std::map<std::string, int64_t> sizes = {{"M", 16}, {"N", 4096}, {"ldc", 4096}, {"S", 4},
                                                 {"sps", 16 * 4096}, {"ldp", 4096}};
   CompiledGroup gs = compile_to_group(sum, default_plan(sum, TargetKind::Cuda, sizes), CompileOptions{});
-  for (const GroupProgram* p : {&g.program, &gs.program}) {
+  EXPECT_NE(compile_cuda(gf.program, "sm_90")->info().source.code.find("barrier.sync 15, 256;"), std::string::npos);
+  for (const GroupProgram* p : {&g.program, &gf.program, &gs.program}) {
     auto kernel = compile_cuda(*p, "sm_90");
     const CudaCompileInfo& info = kernel->info();
     std::printf("[ptxas] split-K: %d regs, spills %d/%d B, %d threads\n", info.nvrtc.registers,
                 info.nvrtc.spill_stores, info.nvrtc.spill_loads, info.source.threads);
-    EXPECT_EQ(info.nvrtc.spill_stores, 0) << info.nvrtc.log;
-    EXPECT_EQ(info.nvrtc.spill_loads, 0) << info.nvrtc.log;
+    const int spill_bound = p == &gf.program ? 64 : 0;
+    EXPECT_LE(info.nvrtc.spill_stores, spill_bound) << info.nvrtc.log;
+    EXPECT_LE(info.nvrtc.spill_loads, spill_bound) << info.nvrtc.log;
   }
 }
 
@@ -233,6 +242,28 @@ TEST(TmaPipelineGpu, SplitKMatchesTheOracle) {
       for (float beta : {0.0f, 0.5f})
         expect_gemm(tma_plan(GemmPrecision::BF16, v.bm, v.bn, v.warpgroups, v.window, v.producers),
                     GemmPrecision::BF16, m, n, k, beta, split);
+}
+
+// Split-K in one kernel (gemm_split_k_fused_kernel: a ticket in the consumer role,
+// the sum in the slice that draws the last) against the FP64 evaluator, under the
+// tma plans with and without a producer: C NaN-poisoned when beta = 0, every
+// counter back at 0 (run_checked compares them exactly).
+TEST(TmaPipelineGpu, FusedSplitKMatchesTheEvaluator) {
+  REQUIRE_GPU();
+  const TileKernel kernel = gemm_split_k_fused_kernel(DType::BF16);
+  for (int producers : {0, 1}) {
+    Kernel compiled = compile(kernel, tma_plan(GemmPrecision::BF16, 128, 128, 2, 4, producers));
+    for (auto [m, n, k, s, ks] : {std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t>{70, 136, 1000, 3, 384},
+                                  {200, 264, 2000, 5, 448}, {1, 8, 700, 11, 64}, {300, 120, 128, 2, 64}})
+      for (double beta : {0.0, 0.5}) {
+        const int64_t tiles = (m + 127) / 128 * ((n + 127) / 128);
+        CheckedRun r = run_checked(compiled, {{"M", m}, {"N", n}, {"K", k}, {"S", s}, {"KS", ks}, {"Q", tiles}},
+                                   {{"beta", beta}}, uint64_t(m + n + k), {}, beta == 0 ? std::set<std::string>{"C"}
+                                                                                    : std::set<std::string>{});
+        EXPECT_TRUE(r.ok) << producers << " producers, " << m << "x" << n << "x" << k << " S " << s << " beta "
+                          << beta << ": worst " << r.worst << " bound " << r.bound;
+      }
+  }
 }
 
 }  // namespace

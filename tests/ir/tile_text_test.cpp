@@ -97,7 +97,7 @@ TEST(TileText, OpsGoldenUsesEveryOpKind) {
   TileKernel k = parse_tile_kernel(test::read_data("ops.tir"));
   std::set<TileOpKind> kinds;
   collect_kinds(k.body, &kinds);
-  for (int kind = 0; kind <= static_cast<int>(TileOpKind::Barrier); ++kind)
+  for (int kind = 0; kind <= static_cast<int>(TileOpKind::Ticket); ++kind)
     EXPECT_TRUE(kinds.count(static_cast<TileOpKind>(kind)))
         << tile_op_name(static_cast<TileOpKind>(kind)) << " is missing from ops.tir";
   EXPECT_NO_THROW(verify_tile_kernel(k));
@@ -122,7 +122,8 @@ TEST(TileText, NewFieldsParse) {
     ADD_FAILURE() << "no " << tile_op_name(kind);
     return ops[0];
   };
-  ASSERT_EQ(k.tensors.size(), 5u);
+  ASSERT_EQ(k.tensors.size(), 6u);
+  EXPECT_EQ(k.tensors[5].dtype, DType::U32);
   EXPECT_EQ(k.tensors[0].rank(), 3);
   EXPECT_EQ(expr_to_string(k.tensors[0].strides[0]), "sb");
   EXPECT_EQ(k.tensors[1].rank(), 1);
@@ -144,6 +145,11 @@ TEST(TileText, NewFieldsParse) {
             "(N - (j * BN))");
   EXPECT_EQ(first(TileOpKind::Index)->axis, 1);
   EXPECT_EQ(kc.values[first(TileOpKind::Cast)->results[0]].type.dtype, DType::BF16);
+  const TileOp* ticket = first(TileOpKind::Ticket);
+  EXPECT_EQ(ticket->param, "T");
+  EXPECT_EQ(expr_to_string(ticket->coords.at(0)), "b");
+  EXPECT_EQ(ticket->loops.at(0).iv, "t");
+  EXPECT_EQ(expr_to_string(ticket->loops[0].extent), "(ceildiv(M, BM) * ceildiv(N, BN))");
 }
 
 // The rank-2 `ld X` form of before strides reads as strides(X, 1) and prints as such.

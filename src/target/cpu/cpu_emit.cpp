@@ -205,6 +205,7 @@ std::string tensor_ctype(DType t) {
     case DType::F64: return "double";
     case DType::BF16:
     case DType::F16: return "tsl_u16";
+    case DType::U32: return "unsigned";
   }
   return "float";
 }
@@ -742,6 +743,22 @@ class Emitter {
         // Workers run one after another within an interval: a barrier is a no-op.
         line("// " + std::string(group_op_name(op.kind)) + " #" + num(op.id));
         return;
+      case GroupOpKind::Ticket: {
+        // One thread runs the group's workers, so they have all passed here; groups
+        // run on several threads, hence the atomic step (acquire and release).
+        const std::string t = sym(op.iv);
+        line("// ticket #" + num(op.id));
+        line("int64_t " + t + ";");
+        open("");
+        line("unsigned* const tsl_c = &" + side_at(op.dst, expr_const(0), expr_const(0), op).at("0", "0") + ";");
+        line("const unsigned tsl_n = (unsigned)(" + ex(op.hi) + ");");
+        line("unsigned tsl_old = __atomic_load_n(tsl_c, __ATOMIC_RELAXED);");
+        line("while (!__atomic_compare_exchange_n(tsl_c, &tsl_old, tsl_old + 1 >= tsl_n ? 0u : tsl_old + 1, 1, "
+             "__ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {}");
+        line(t + " = tsl_old;");
+        close();
+        return;
+      }
       case GroupOpKind::FragFill: {
         const Buffer& f = frag(op.frag, op);
         line("// frag.fill #" + num(op.id));
@@ -1085,6 +1102,7 @@ class Emitter {
           case DType::F64: return "(double)" + x[0];
           case DType::BF16: return "tsl_round_bf16((float)" + x[0] + ")";
           case DType::F16: return "tsl_round_f16((float)" + x[0] + ")";
+          case DType::U32: break;  // no cast goes to u32 (the verifier refuses it)
         }
         return x[0];
       case EwOp::Index:

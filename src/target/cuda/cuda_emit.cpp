@@ -170,7 +170,7 @@ std::string float_literal(double v) {
   return s + "f";
 }
 
-const char* ctype(DType t) { return t == DType::F32 ? "float" : "unsigned short"; }
+const char* ctype(DType t) { return t == DType::F32 ? "float" : t == DType::U32 ? "unsigned" : "unsigned short"; }
 
 // Element of type t (an lvalue expression) as a float.
 std::string to_f32(DType t, const std::string& x) {
@@ -178,7 +178,8 @@ std::string to_f32(DType t, const std::string& x) {
     case DType::F32: return x;
     case DType::BF16: return "tsl_bf16_to_f32(" + x + ")";
     case DType::F16: return "tsl_f16_to_f32(" + x + ")";
-    case DType::F64: break;  // refused in check_program
+    case DType::F64:
+    case DType::U32: break;  // refused in check_program; only tickets touch counters
   }
   return x;
 }
@@ -187,7 +188,8 @@ std::string from_f32(DType t, const std::string& x) {
     case DType::F32: return x;
     case DType::BF16: return "tsl_f32_to_bf16(" + x + ")";
     case DType::F16: return "tsl_f32_to_f16(" + x + ")";
-    case DType::F64: break;  // refused in check_program
+    case DType::F64:
+    case DType::U32: break;  // refused in check_program; only tickets touch counters
   }
   return x;
 }
@@ -737,6 +739,8 @@ class Emitter {
       mbar_offset_.push_back(at);
       at += 8 * m.slots;
     }
+    ticket_offset_ = at;  // the word a ticket's leader hands the drawn ticket on in
+    if (takes_tickets(p_.body)) at += 8;
     at = round_up(at, 16);
     stage_offset_ = at;
     stage_cols_ = staging_columns(at);
@@ -993,7 +997,52 @@ class Emitter {
         return;
       case GroupOpKind::Tma: emit_tma(op); return;
       case GroupOpKind::Roles: emit_roles(op); return;
+      case GroupOpKind::Ticket: emit_ticket(op); return;
     }
+  }
+
+  static bool takes_tickets(const std::vector<GroupOp>& ops) {
+    for (const GroupOp& op : ops) {
+      if (op.kind == GroupOpKind::Ticket) return true;
+      for (const auto& body : op.bodies)
+        if (takes_tickets(body)) return true;
+    }
+    return false;
+  }
+
+  // A ticket: the running threads meet, so every store before it is done; the
+  // leader then releases them to the device (a fence after the barrier), draws
+  // the ticket with atomicInc (which wraps to 0 after hi - 1, as the op's rounds
+  // do), fences again (acquire) and hands it on through shared memory; they meet
+  // again to read it (the shared word's accesses are atomic: compute-sanitizer's
+  // racecheck reported its plain stores and loads, the barriers between them
+  // notwithstanding). Inside a role the meeting is a named barrier of the role's
+  // threads (ids 1 + worker are the workers' own), else the block's. The named
+  // barrier is the unaligned form: the leader's lanes reach the second meeting
+  // apart from it, and bar.sync (aligned) would let the warp pass before the
+  // leader wrote (compute-sanitizer's racecheck caught that).
+  void emit_ticket(const GroupOp& op) {
+    std::string meet = "__syncthreads();";
+    if (role_threads_ > 0) {
+      if (role_threads_ % 32)
+        user_error(ErrorKind::Unsupported, "ticket #" + num(op.id) + ": a role of " + num(role_threads_) +
+                                               " threads (named barriers count whole warps)");
+      meet = "asm volatile(\"barrier.sync " + num(kTicketBarrier) + ", " + num(role_threads_) +
+             ";\\n\" ::: \"memory\");";
+    }
+    const Buffer& b = p_.buffer(op.dst.buffer);
+    const std::string word = "(unsigned*)(smem + " + num(ticket_offset_) + ")";
+    line("// ticket #" + num(op.id) + " on " + b.name);
+    line(meet);
+    open("if (" + leader_thread() + ")");
+    line("__threadfence();");
+    line("atomicExch(" + word + ", atomicInc((unsigned*)t" + num(b.tensor) + " + (" +
+         index(op.dst, ex(op.dst.row), ex(op.dst.col)) + "), (unsigned)(" + ex(op.hi) + ") - 1u));");
+    line("__threadfence();");
+    close();
+    line("__syncwarp();");
+    line(meet);
+    line("const int64_t " + sym(op.iv) + " = atomicAdd(" + word + ", 0u);");
   }
 
   // The first thread of the workers running: the group's, or a role's.
@@ -1013,8 +1062,9 @@ class Emitter {
       if (role.regs)
         line(std::string("asm volatile(\"setmaxnreg.") + (role.regs > share ? "inc" : "dec") +
              ".sync.aligned.u32 " + num(role.regs) + ";\\n\" ::: \"memory\");");
-      const int saved = leader_worker_;
+      const int saved = leader_worker_, saved_threads = role_threads_;
       leader_worker_ = role.first;
+      role_threads_ = role.count * p_.lanes;
       // A body of the leader thread's work alone (waits, tma, expect_tx, its own
       // arrivals) runs on that thread: the role's other lanes would only spin.
       const bool leader_only = leader_thread_body(op.bodies.at(r));
@@ -1022,6 +1072,7 @@ class Emitter {
       emit_ops(op.bodies.at(r));
       if (leader_only) close();
       leader_worker_ = saved;
+      role_threads_ = saved_threads;
       --depth_;
     }
     line("}");
@@ -2729,6 +2780,9 @@ class Emitter {
   std::set<WgmmaShape> wgmma_shapes_;  // the wgmma instructions the program uses
   std::vector<int64_t> offset_, slot_, line_;
   std::vector<int64_t> mbar_offset_;     // by mbarrier id: its slots' byte offset in smem
+  int64_t ticket_offset_ = 0;            // tickets: the shared word of the drawn ticket
+  int role_threads_ = 0;                 // inside a role: its threads (0: the whole block runs)
+  static constexpr int kTicketBarrier = 15;  // the named barrier of a role's ticket (the last of 16)
   std::vector<CudaTensorMap> maps_;      // tensor map parameters, in order
   std::map<int, DType> rounded_by_pack_;  // fragment -> the 16-bit dtype every read of it packs to
   // Kernel-wide index values (ex): name and C++ text, declared after the coordinates.

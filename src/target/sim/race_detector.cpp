@@ -59,6 +59,8 @@ RaceDetector::GlobalCell& RaceDetector::global_cell(int tensor, int64_t address)
 
 void RaceDetector::begin_group(int group) {
   group_ = group;
+  tickets_ = 0;
+  acquired_.clear();
   ++epoch_;
   if (!clocked_) return;
   // Fresh clocks: every worker at 1 in its own component, so its first accesses are
@@ -67,16 +69,68 @@ void RaceDetector::begin_group(int group) {
   for (int w = 0; w < program_.workers; ++w) clocks_[w][w] = 1;
 }
 
-void RaceDetector::new_interval() {
+void RaceDetector::new_interval(const std::vector<int>* workers) {
   ++epoch_;
   if (!clocked_) return;
+  std::vector<int> everyone;
+  if (!workers) {
+    for (int w = 0; w < program_.workers; ++w) everyone.push_back(w);
+    workers = &everyone;
+  }
   Clock all = zero_clock();
-  for (const Clock& c : clocks_)
-    for (int a = 0; a < actors_; ++a) all[a] = std::max(all[a], c[a]);
-  for (int w = 0; w < program_.workers; ++w) {
+  for (int w : *workers)
+    for (int a = 0; a < actors_; ++a) all[a] = std::max(all[a], clocks_[w][a]);
+  for (int w : *workers) {
     clocks_[w] = all;
     ++clocks_[w][w];
   }
+}
+
+void RaceDetector::ticket(int64_t counter, bool last) {
+  auto& round = rounds_[counter];
+  round.emplace_back(group_, ++tickets_);
+  if (!last) return;
+  for (const auto& [group, tickets] : round) acquired_[group] = std::max(acquired_[group], tickets);
+  rounds_.erase(counter);
+}
+
+bool RaceDetector::released_to_me(int32_t group, uint32_t tickets) const {
+  auto it = acquired_.find(group);
+  return it != acquired_.end() && tickets < it->second;
+}
+
+// As check(), with the current group as the actor; an earlier access of another
+// group that a ticket released to this one is no conflict. (A write after such a
+// ticket is judged against the first two readers the record kept.)
+RaceDetector::Prior RaceDetector::check_groups(GroupRecord& cell, int op, bool write) {
+  auto conflicts = [&](int32_t actor, uint32_t tickets) {
+    return actor >= 0 && actor != group_ && !released_to_me(actor, tickets);
+  };
+  Prior prior;
+  if (conflicts(cell.writer, cell.writer_tickets)) prior = {cell.writer, cell.writer_op, true};
+  if (write) {
+    if (prior.actor >= 0) return prior;
+    if (cell.writer == group_) {
+      cell.writer_tickets = tickets_;
+      return prior;
+    }
+    if (conflicts(cell.reader1, cell.reader1_tickets)) prior = {cell.reader1, cell.reader1_op, false};
+    else if (conflicts(cell.reader2, cell.reader2_tickets)) prior = {cell.reader2, cell.reader2_op, false};
+    cell.writer = group_;
+    cell.writer_op = op;
+    cell.writer_tickets = tickets_;
+    return prior;
+  }
+  if (cell.reader1 < 0 || cell.reader1 == group_) {
+    cell.reader1 = group_;
+    if (cell.reader1_op < 0) cell.reader1_op = op;
+    cell.reader1_tickets = tickets_;
+  } else if (cell.reader2 < 0 || cell.reader2 == group_) {
+    cell.reader2 = group_;
+    if (cell.reader2_op < 0) cell.reader2_op = op;
+    cell.reader2_tickets = tickets_;
+  }
+  return prior;
 }
 
 void RaceDetector::release(int worker, Clock* into) {
@@ -363,7 +417,7 @@ void RaceDetector::global_access(int tensor, int64_t address, int64_t row, int64
   }
   Prior inside = check(cell.workers, worker, op.id, write);
   if (inside.actor >= 0) report_interval(site, inside, worker, op, write);
-  Prior prior = check(static_cast<Record&>(cell), group_, op.id, write);
+  Prior prior = check_groups(cell, op.id, write);
   if (prior.actor < 0) return;
   report(site, prior, "", prior.write ? "writes" : "reads", group_, op, write, "group",
          "in different groups");

@@ -69,8 +69,15 @@ class RaceDetector {
   // Starts a group: its shared memory is fresh, so no earlier access counts.
   void begin_group(int group);
   // A fence or barrier: every worker has passed it; a new interval starts (and,
-  // with clocks, every worker's clock becomes the join of all).
-  void new_interval();
+  // with clocks, every worker's clock becomes the join of all). `workers` given
+  // (a role's barrier, at a ticket): the join of theirs only, for them.
+  void new_interval(const std::vector<int>* workers = nullptr);
+
+  // The current group takes a ticket of counter element `counter` (a storage
+  // address): its global accesses so far are released to the round; `last` (it
+  // drew the round's last ticket): it acquires every release of the round, whose
+  // accesses are then ordered before its own from here on.
+  void ticket(int64_t counter, bool last);
 
   // --- vector clocks (programs with mbarriers; see the header) -----------------
   using Clock = std::vector<uint32_t>;
@@ -149,6 +156,11 @@ class RaceDetector {
     int32_t reader1 = -1, reader1_op = -1;
     int32_t reader2 = -1, reader2_op = -1;
   };
+  // Global memory's record across groups: each access also keeps the tickets its
+  // group had taken before it (a ticket releases the accesses before it).
+  struct GroupRecord : Record {
+    uint32_t writer_tickets = 0, reader1_tickets = 0, reader2_tickets = 0;
+  };
   // Happens-before shadow of one shared element (clocked programs).
   struct ClockRead {
     int32_t actor = -1;
@@ -162,7 +174,7 @@ class RaceDetector {
     int32_t tma_op = -1, tma_worker = -1;  // a tma copy in flight on it
     std::vector<ClockRead> reads;          // since the write, the latest per worker
   };
-  struct GlobalCell : Record {  // groups, over the launch
+  struct GlobalCell : GroupRecord {  // groups, over the launch
     uint32_t epoch = 0;
     Record workers;  // workers of the current group, in interval `epoch`
     int32_t async_readers = 0;  // async copy source reads of the current group in flight
@@ -176,6 +188,10 @@ class RaceDetector {
 
   template <typename Cell>
   static Prior check(Cell& cell, int actor, int op, bool write);
+  // check() across groups, where an access another group released to a ticket
+  // this group acquired is ordered before this group's.
+  Prior check_groups(GroupRecord& cell, int op, bool write);
+  bool released_to_me(int32_t group, uint32_t tickets) const;
   // The element a race is on; version -1 for global memory.
   struct Site {
     const std::string& name;
@@ -220,6 +236,12 @@ class RaceDetector {
   std::vector<std::vector<ClockCell>> clock_cells_;  // by buffer id (shared only)
   uint32_t epoch_ = 0;
   int group_ = 0;
+  // Tickets: those the current group has taken; for each group whose releases it
+  // acquired, how many of that group's tickets (its accesses before them are
+  // ordered before this group's); each counter's open round (group, tickets).
+  uint32_t tickets_ = 0;
+  std::unordered_map<int32_t, uint32_t> acquired_;
+  std::unordered_map<int64_t, std::vector<std::pair<int32_t, uint32_t>>> rounds_;
   int max_recorded_;
   SimResult result_;
 };

@@ -11,6 +11,7 @@
 #include <thread>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <deque>
 #include <limits>
 #include <numeric>
@@ -205,9 +206,16 @@ class Interpreter {
       user_error(ErrorKind::Unsupported, "program " + p_.name + ": the grid " + shape +
                                              " has more groups than the sim runs in one launch (" +
                                              std::to_string(kSimMaxGroups) + ")");
-    std::vector<int64_t> point(extent.size(), 0);
-    for (int group = 0;; ++group) {
-      for (size_t d = 0; d < point.size(); ++d) scope_->emplace_back(p_.grid[d].iv, point[d]);
+    // Group g is grid point g, the last dimension fastest. Groups run in that order,
+    // unless the program takes tickets: then in an order the seed shuffles, since
+    // which group draws which ticket is up to the hardware.
+    std::vector<int> order(static_cast<size_t>(groups));
+    std::iota(order.begin(), order.end(), 0);
+    if (takes_tickets(p_.body)) std::shuffle(order.begin(), order.end(), rng_);
+    for (int group : order) {
+      int64_t rest = group;
+      for (size_t d = extent.size(); d-- > 0; rest /= extent[d])
+        scope_->emplace_back(p_.grid[d].iv, rest % extent[d]);
       try {
         run_group(group);
       } catch (const Deadlock& d) {
@@ -215,16 +223,21 @@ class Interpreter {
         detector_.sync_race(d.op, d.worker, -1, -1, d.on, d.message);
         return detector_.result();
       }
-      scope_->resize(scope_->size() - point.size());
-      // Next grid point, the last dimension fastest.
-      size_t d = point.size();
-      while (d > 0 && ++point[d - 1] == extent[d - 1]) point[--d] = 0;
-      if (d == 0) break;
+      scope_->resize(scope_->size() - extent.size());
     }
     return detector_.result();
   }
 
  private:
+
+  static bool takes_tickets(const std::vector<GroupOp>& ops) {
+    for (const GroupOp& op : ops) {
+      if (op.kind == GroupOpKind::Ticket) return true;
+      for (const auto& body : op.bodies)
+        if (takes_tickets(body)) return true;
+    }
+    return false;
+  }
 
   void run_group(int group) {
     detector_.begin_group(group);
@@ -274,7 +287,9 @@ class Interpreter {
   }
 
   void run_ops(const std::vector<GroupOp>& ops) {
+    const size_t mark = scope_->size();  // a ticket's symbol ends with its body
     for (const GroupOp& op : ops) run_op(op);
+    scope_->resize(mark);
   }
 
   void run_op(const GroupOp& op) {
@@ -337,6 +352,7 @@ class Interpreter {
       case GroupOpKind::MbarWait: return mbar_wait(op);
       case GroupOpKind::Tma: return tma(op);
       case GroupOpKind::Roles: return run_roles(op);
+      case GroupOpKind::Ticket: return ticket(op);
     }
   }
 
@@ -736,6 +752,18 @@ class Interpreter {
   // `address_out` set: an async copy's source read, in flight until its wait.
   float* global_element(const Window& w, int64_t r, int64_t c, int worker, const GroupOp& op,
                         bool write, int64_t* address_out = nullptr) {
+    const int64_t address = global_address(w, r, c, op, write);
+    if (address_out) {
+      *address_out = address;
+      detector_.global_async_read_begin(w.buffer->tensor, address, r, c, worker, op);
+    } else {
+      detector_.global_access(w.buffer->tensor, address, r, c, worker, op, write);
+    }
+    return tensors_[w.buffer->tensor].data + address;
+  }
+
+  // The element's offset in its tensor's memory, which must be inside it.
+  int64_t global_address(const Window& w, int64_t r, int64_t c, const GroupOp& op, bool write) {
     const Tensor& t = tensors_[w.buffer->tensor];
     __int128 address = static_cast<__int128>(w.offset) + static_cast<__int128>(r) * w.row_stride +
                        static_cast<__int128>(c) * w.col_stride;
@@ -748,14 +776,28 @@ class Interpreter {
                      " (offset " + std::to_string(w.offset) + ", strides " +
                      std::to_string(w.row_stride) + ", " + std::to_string(w.col_stride) +
                      "), outside the tensor's " + std::to_string(t.elements) + " elements");
-    if (address_out) {
-      *address_out = static_cast<int64_t>(address);
-      detector_.global_async_read_begin(w.buffer->tensor, *address_out, r, c, worker, op);
-    } else {
-      detector_.global_access(w.buffer->tensor, static_cast<int64_t>(address), r, c, worker, op,
-                              write);
-    }
-    return t.data + static_cast<int64_t>(address);
+    return static_cast<int64_t>(address);
+  }
+
+  // The running workers meet (their accesses so far are ordered before the rest);
+  // then the group takes the counter element's next ticket, an atomic step that
+  // releases and acquires (RaceDetector::ticket), and binds it for the ops after.
+  void ticket(const GroupOp& op) {
+    detector_.new_interval(order_);
+    Window w = resolve(op.dst, op);
+    const int64_t address = global_address(w, w.row, w.col, op, true);
+    const int64_t count = eval(op.hi);
+    uint32_t next;
+    std::memcpy(&next, tensors_[w.buffer->tensor].data + address, 4);  // a u32 tensor
+    if (count < 1 || next >= count)
+      user_error(ErrorKind::Runtime, op_name(op) + ": counter " + w.buffer->name + " element " +
+                                         std::to_string(address) + " holds " + std::to_string(next) +
+                                         ", not a ticket of [0, " + std::to_string(count) + ")");
+    const uint32_t after = next + 1 == count ? 0 : next + 1;
+    std::memcpy(tensors_[w.buffer->tensor].data + address, &after, 4);
+    const TensorStorage& at = storage_.tensors[w.buffer->tensor];
+    detector_.ticket((int64_t{at.storage} << 40) + at.offset + address, after == 0);
+    scope_->emplace_back(op.iv, next);
   }
 
   // Element (r, c), absolute in the buffer.
