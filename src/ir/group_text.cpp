@@ -35,7 +35,7 @@
 //     }
 //     for #1 k = 0 to ceildiv(K, 32) pipelined {     (pipelined: from a pipeline nest)
 //     if #12 param beta == 0 {  ...  } else {  ...  }
-//     ticket #26 t = S on Cnt[((i * 8) + j), 0] strides(1, 0)   (symbol t: the ticket of S drawn)
+//     ticket #26 t = S on T[0, ((i * 8) + j)] strides(0, 1)   (symbol t: the ticket of S drawn)
 //   }
 //
 // A window is BUFFER[@VERSION][ROW, COL], and on global buffers ` strides(RS, CS)` and,

@@ -348,7 +348,9 @@ TEST(DslOps, EveryOpCaptures) {
   Sym BM = kb.tile("BM");
   Tensor X = kb.tensor("X", M, M, ld, Access::InOut);
   Tensor H = kb.tensor("H", {M, M}, Access::Out, DType::BF16);
+  Tensor T = kb.tensor("T", {M}, Access::InOut, DType::U32);
   kb.parallel(ceil_div(M, BM), [&](Sym i) {
+    Sym t = kb.ticket(T, 0, ceil_div(M, BM));
     Tile two = kb.constant(2.0);
     Tile x = kb.serial(2, kb.load(X, i * BM, 0, BM, BM), [&](Sym, Tile c) { return kb.mul(c, two); });
     Tile y = kb.div(kb.min(kb.max(kb.sub(kb.add(x, two), two), x), two), two);
@@ -360,10 +362,10 @@ TEST(DslOps, EveryOpCaptures) {
     kb.if_(i % 2, CmpOp::EQ, i / 2,
            [&] { kb.store(H, {i * BM, 0}, kb.cast(p, DType::BF16)); },
            [&] { kb.barrier(); });
-    kb.if_(i + 1, CmpOp::LT, M, [&] { kb.store(X, i * BM, 0, p); });
+    kb.if_(i + t, CmpOp::LT, M, [&] { kb.store(X, i * BM, 0, p); });
   });
   TileKernel k = kb.finish();
-  for (int kind = static_cast<int>(TileOpKind::ScalarParam) + 1; kind <= static_cast<int>(TileOpKind::Barrier);
+  for (int kind = static_cast<int>(TileOpKind::ScalarParam) + 1; kind <= static_cast<int>(TileOpKind::Ticket);
        ++kind) {
     TileOpKind kk = static_cast<TileOpKind>(kind);
     if (kk == TileOpKind::Pipeline) continue;
