@@ -209,10 +209,14 @@ class Interpreter {
     // Group g is grid point g, the last dimension fastest. Groups run in that order,
     // unless the program takes tickets: then in an order the seed shuffles, since
     // which group draws which ticket is up to the hardware.
-    std::vector<int> order(static_cast<size_t>(groups));
-    std::iota(order.begin(), order.end(), 0);
-    if (takes_tickets(p_.body)) std::shuffle(order.begin(), order.end(), rng_);
-    for (int group : order) {
+    std::vector<int> order;
+    if (takes_tickets(p_.body)) {
+      order.resize(static_cast<size_t>(groups));
+      std::iota(order.begin(), order.end(), 0);
+      std::shuffle(order.begin(), order.end(), rng_);
+    }
+    for (int64_t g = 0; g < static_cast<int64_t>(groups); ++g) {
+      const int group = order.empty() ? static_cast<int>(g) : order[g];
       int64_t rest = group;
       for (size_t d = extent.size(); d-- > 0; rest /= extent[d])
         scope_->emplace_back(p_.grid[d].iv, rest % extent[d]);
