@@ -1013,14 +1013,14 @@ class Emitter {
   // A ticket: the running threads meet, so every store before it is done; the
   // leader then releases them to the device (a fence after the barrier), draws
   // the ticket with atomicInc (which wraps to 0 after hi - 1, as the op's rounds
-  // do), fences again (acquire) and hands it on through shared memory; they meet
-  // again to read it (the shared word's accesses are atomic: compute-sanitizer's
-  // racecheck reported its plain stores and loads, the barriers between them
-  // notwithstanding). Inside a role the meeting is a named barrier of the role's
-  // threads (ids 1 + worker are the workers' own), else the block's. The named
-  // barrier is the unaligned form: the leader's lanes reach the second meeting
-  // apart from it, and bar.sync (aligned) would let the warp pass before the
-  // leader wrote (compute-sanitizer's racecheck caught that).
+  // do), fences again (acquire) and hands it on through a shared word; they meet
+  // again to read it. Inside a role the meeting is a named barrier of the role's
+  // threads (ids 1 + worker are the workers' own), else the block's; the named
+  // one in its unaligned form, after the leader's warp reconverges, since the
+  // leader reaches it apart from its lanes. The word is written and read with
+  // atomics: with a plain store and loads compute-sanitizer's racecheck reported
+  // hazards between them, across __syncthreads() as across a named barrier
+  // (docs/results/gpu-h200-2026-12-03e/racecheck/), and none with atomics.
   void emit_ticket(const GroupOp& op) {
     std::string meet = "__syncthreads();";
     if (role_threads_ > 0) {
