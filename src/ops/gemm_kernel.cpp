@@ -17,6 +17,17 @@ void store_scaled(KernelBuilder& kb, const Tensor& C, Sym row, Sym col, Sym rows
       });
 }
 
+// Split-K's slice s of output tile (i, j): A[i, slice s] * B[slice s, j] into P[s].
+void store_slice(KernelBuilder& kb, const Tensor& A, const Tensor& B, const Tensor& P, Sym s, Sym i, Sym j, Sym KS,
+                 Sym BM, Sym BN, Sym BK) {
+  Tile acc = kb.pipeline(ceil_div(KS, BK), kb.constant(0.0, BM, BN), [&](Sym k, Tile partial) {
+    Tile a = kb.load(A, i * BM, s * KS + k * BK, BM, BK);
+    Tile b = kb.load(B, s * KS + k * BK, j * BN, BK, BN);
+    return kb.mma(a, b, partial);
+  });
+  kb.store(P, {s, i * BM, j * BN}, acc);
+}
+
 }  // namespace
 
 TileKernel gemm_kernel(DType ab, bool b_transposed) {
@@ -54,13 +65,7 @@ TileKernel gemm_split_k_kernel(DType ab) {
   Tensor B = kb.tensor("B", K, N, ldb, Access::In);
   Tensor P = kb.tensor("P", {S, M, N}, {sps, ldp, 1}, Access::Out);
   kb.parallel(S, ceil_div(M, BM), ceil_div(N, BN), [&](Sym s, Sym i, Sym j) {
-    Tile zero = kb.constant(0.0, BM, BN);
-    Tile acc = kb.pipeline(ceil_div(KS, BK), zero, [&](Sym k, Tile partial) {
-      Tile a = kb.load(A, i * BM, s * KS + k * BK, BM, BK);
-      Tile b = kb.load(B, s * KS + k * BK, j * BN, BK, BN);
-      return kb.mma(a, b, partial);
-    });
-    kb.store(P, {s, i * BM, j * BN}, acc);
+    store_slice(kb, A, B, P, s, i, j, KS, BM, BN, BK);
   });
   TileKernel kernel = kb.finish();
   kernel.tensors[0].dtype = ab;  // A
@@ -81,13 +86,7 @@ TileKernel gemm_split_k_fused_kernel(DType ab) {
   Tensor T = kb.tensor("T", {Q}, {1}, Access::InOut, DType::U32);
   std::string alpha = kb.scalar("alpha"), beta = kb.scalar("beta");
   kb.parallel(S, ceil_div(M, BM), ceil_div(N, BN), [&](Sym s, Sym i, Sym j) {
-    Tile zero = kb.constant(0.0, BM, BN);
-    Tile acc = kb.pipeline(ceil_div(KS, BK), zero, [&](Sym k, Tile partial) {
-      Tile a = kb.load(A, i * BM, s * KS + k * BK, BM, BK);
-      Tile b = kb.load(B, s * KS + k * BK, j * BN, BK, BN);
-      return kb.mma(a, b, partial);
-    });
-    kb.store(P, {s, i * BM, j * BN}, acc);
+    store_slice(kb, A, B, P, s, i, j, KS, BM, BN, BK);
     Sym ticket = kb.ticket(T, i * ceil_div(N, BN) + j, S);
     kb.if_(ticket, CmpOp::EQ, S - 1, [&] {
       Tile sum = kb.serial(S, kb.constant(0.0, BM, BN), [&](Sym u, Tile partial) {

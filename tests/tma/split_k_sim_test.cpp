@@ -52,6 +52,20 @@ struct Shape {
   int64_t m, n, k, slices, slice_k;
 };
 
+// The largest difference of C from the exact C = A B + beta C0 (NaN: infinite).
+double worst_error(const Shape& s, double beta, const std::vector<float>& a, const std::vector<float>& b,
+                   const std::vector<float>& c0, const std::vector<float>& c) {
+  double worst = 0;
+  for (int64_t i = 0; i < s.m; ++i)
+    for (int64_t j = 0; j < s.n; ++j) {
+      double want = beta * c0[i * s.n + j];
+      for (int64_t kk = 0; kk < s.k; ++kk) want += double(a[i * s.k + kk]) * b[kk * s.n + j];
+      const float got = c[i * s.n + j];
+      worst = std::max(worst, std::isnan(got) ? INFINITY : std::fabs(got - want));
+    }
+  return worst;
+}
+
 // Runs the split and the sum on the sim; the largest difference from the exact
 // C = A B + beta C0, and the races of both launches.
 void expect_exact(const GroupProgram& split, const Shape& s, double beta, const std::string& what) {
@@ -83,15 +97,7 @@ void expect_exact(const GroupProgram& split, const Shape& s, double beta, const 
   SimResult rs = run_sim(sum.program, sum_args, o);
   EXPECT_EQ(rs.race_count, 0) << what << races_text(rs).substr(0, 2000);
 
-  double worst = 0;
-  for (int64_t i = 0; i < s.m; ++i)
-    for (int64_t j = 0; j < s.n; ++j) {
-      double want = beta * c0[i * s.n + j];
-      for (int64_t kk = 0; kk < s.k; ++kk) want += double(a[i * s.k + kk]) * b[kk * s.n + j];
-      const float got = c[i * s.n + j];
-      worst = std::max(worst, std::isnan(got) ? INFINITY : std::fabs(got - want));
-    }
-  EXPECT_EQ(worst, 0.0) << what << " beta " << beta;
+  EXPECT_EQ(worst_error(s, beta, a, b, c0, c), 0.0) << what << " beta " << beta;
 }
 
 TEST(SplitKSim, HopperPlansSlicesAndSumExactRaceFree) {
@@ -147,15 +153,7 @@ void expect_fused_exact(const GroupProgram& fused, const Shape& s, double beta, 
       EXPECT_EQ(0, std::memcmp(first.data(), c.data(), c.size() * sizeof(float)))
           << what << ": seed " << seed << " summed C differently";
       if (!integers) continue;
-      double worst = 0;
-      for (int64_t i = 0; i < s.m; ++i)
-        for (int64_t j = 0; j < s.n; ++j) {
-          double want = beta * c0[i * s.n + j];
-          for (int64_t kk = 0; kk < s.k; ++kk) want += double(a[i * s.k + kk]) * b[kk * s.n + j];
-          const float got = c[i * s.n + j];
-          worst = std::max(worst, std::isnan(got) ? INFINITY : std::fabs(got - want));
-        }
-      EXPECT_EQ(worst, 0.0) << what << " beta " << beta << " seed " << seed;
+      EXPECT_EQ(worst_error(s, beta, a, b, c0, c), 0.0) << what << " beta " << beta << " seed " << seed;
     }
   }
 }
