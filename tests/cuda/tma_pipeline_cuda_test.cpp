@@ -143,6 +143,16 @@ TEST(TmaPipelineCompile, SplitKKernelsCompile) {
   }
 }
 
+// A launch's tensor maps fetch 256 bytes around an L2 miss only where the rows of
+// every map start on 256-byte boundaries (tma_l2_promotion_bytes).
+TEST(TmaL2Promotion, TwoHundredFiftySixOnlyWhereEveryMapsRowsStartOnBoundaries) {
+  EXPECT_EQ(tma_l2_promotion_bytes({{0x10000, 2048}, {0x20000, 16384}}), 256);  // bf16 K = 1024, N = 8192
+  EXPECT_EQ(tma_l2_promotion_bytes({{0x10000, 2048}, {0x20000, 6000}}), 128);   // N = 3000: B's rows off
+  EXPECT_EQ(tma_l2_promotion_bytes({{0x10000, 6000}, {0x20000, 2048}}), 128);   // A's rows off
+  EXPECT_EQ(tma_l2_promotion_bytes({{0x10080, 2048}, {0x20000, 2048}}), 128);   // A starts off a boundary
+  EXPECT_EQ(tma_l2_promotion_bytes({{0x10000, 384}}), 128);                     // 128-byte lines, not 256
+}
+
 // ---- on a GPU ----
 
 #define REQUIRE_GPU()                                                  \

@@ -28,12 +28,18 @@ int sm_number(const std::string& arch) {
   return n;
 }
 
+// Where a tensor map's rows start for this launch: {address, row pitch in bytes}.
+std::pair<uint64_t, uint64_t> tma_row_start(const CudaTensorMap& m, CUdeviceptr base, const SymbolLookup& lookup) {
+  const int64_t bytes = dtype_bytes(m.dtype), offset = m.offset ? expr_eval(m.offset, lookup) : 0;
+  return {base + static_cast<uint64_t>(offset * bytes), static_cast<uint64_t>(expr_eval(m.row_stride, lookup) * bytes)};
+}
+
 // A tma copy's tensor map for this launch (cuda_emit.h, CudaTensorMap): 2-D, the
 // column dimension innermost, 128-byte swizzle, zeros outside the extent. What
 // the copy engine cannot take (an address or a row stride off 16 bytes) is an
 // InvalidArgument error with the numbers.
 CUtensorMap encode_tensor_map(const CudaDriver& d, const CudaTensorMap& m, const std::string& tensor,
-                              CUdeviceptr base, const SymbolLookup& lookup) {
+                              CUdeviceptr base, const SymbolLookup& lookup, CUtensorMapL2promotion promotion) {
   if (!d.cuTensorMapEncodeTiled)
     user_error(ErrorKind::Runtime, "cuda target: the driver lacks cuTensorMapEncodeTiled, which tma copies need "
                                    "(CUDA 12 or newer)");
@@ -64,7 +70,7 @@ CUtensorMap encode_tensor_map(const CudaDriver& d, const CudaTensorMap& m, const
                                                                : CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
                                       2, reinterpret_cast<void*>(address), dims, strides, box, element_strides,
                                       CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                                      CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
+                                      promotion, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
              "cuTensorMapEncodeTiled (tensor " + tensor + ", " + num(rows) + " x " + num(cols) + ", box " +
                  num(m.box_rows) + " x " + num(m.box_cols) + ")");
   return map;
@@ -144,9 +150,16 @@ class Kernel final : public CudaKernel {
           if (program_.size_params[i] == name) return *v = l.sizes[i], true;
         return false;
       };
+      std::vector<std::pair<uint64_t, uint64_t>> row_starts;
+      for (const CudaTensorMap& m : info_.source.tensor_maps)
+        row_starts.push_back(tma_row_start(m, l.tensors[m.tensor], lookup));
+      const CUtensorMapL2promotion promotion = tma_l2_promotion_bytes(row_starts) == 256
+                                                   ? CU_TENSOR_MAP_L2_PROMOTION_L2_256B
+                                                   : CU_TENSOR_MAP_L2_PROMOTION_L2_128B;
       maps.reserve(info_.source.tensor_maps.size());
       for (const CudaTensorMap& m : info_.source.tensor_maps)
-        maps.push_back(encode_tensor_map(d, m, program_.tensors[m.tensor].name, l.tensors[m.tensor], lookup));
+        maps.push_back(
+            encode_tensor_map(d, m, program_.tensors[m.tensor].name, l.tensors[m.tensor], lookup, promotion));
       for (CUtensorMap& m : maps) params[n++] = &m;
     }
     const auto fn = static_cast<CUfunction>(l.function);
@@ -279,6 +292,18 @@ bool unpack_entry(std::string_view payload, NvrtcOutput* out, std::string* why) 
 }
 
 }  // namespace
+
+// A box row is 128 bytes. On rows that start on 256-byte boundaries a 256-byte
+// promotion brings the next k step's row along (bf16 1536x1024x8192 0.74 -> 0.77x
+// cuBLAS, 1024x1024x8192 0.72 -> 0.74, tf32 1024x1024x8192 0.63 -> 0.65); where rows
+// are off the 128-byte lines the extra bytes are mostly wasted (3000^3 0.70 -> 0.61),
+// and where only one operand's rows are aligned, promoting its map alone lost 2%
+// (3000x3000x4096). docs/cuda.md, twenty-fifth session.
+int tma_l2_promotion_bytes(const std::vector<std::pair<uint64_t, uint64_t>>& row_starts) {
+  for (const auto& [address, pitch] : row_starts)
+    if (address % 256 != 0 || pitch % 256 != 0) return 128;
+  return 256;
+}
 
 std::string default_cuda_arch() {
   if (const char* a = std::getenv("TESSEL_CUDA_ARCH"); a && *a) return a;

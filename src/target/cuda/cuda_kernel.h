@@ -65,6 +65,11 @@ int64_t default_cuda_multiprocessors();
 std::shared_ptr<const CudaKernel> compile_cuda(const GroupProgram& program, const std::string& arch = "",
                                                bool folded_grid = false);
 
+// The L2 promotion, in bytes, of a launch's tensor maps (how much the L2 fetches
+// around a miss), given where each map's rows start: {address, row pitch in bytes}
+// per map. 256 where every row of every map starts on a 256-byte boundary, else 128.
+int tma_l2_promotion_bytes(const std::vector<std::pair<uint64_t, uint64_t>>& row_starts);
+
 // Forgets the kernels compiled in this process (the disk cache stays): the next
 // compile_cuda looks on disk, as a new process would.
 void clear_cuda_memory_cache();
