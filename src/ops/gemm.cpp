@@ -222,15 +222,16 @@ double wgmma_tile_rate(int64_t bm, int64_t bn) {
 }
 
 // Split-K (gemm_split_k_kernel, then split_k_sum_kernel) on cuda, for the default
-// wgmma plans: the time of S slices is estimated as waves x one slice's tile work
-// at the tile's rate (the device's per multiprocessor times wgmma_tile_rate), plus,
-// when split, the partial sums' traffic (written and read, fp32) at memory
-// bandwidth and a second launch; the fewest slices of the lowest estimate win.
-// Machine numbers of the H200: dense 16-bit wgmma rate, HBM bandwidth, a launch.
+// wgmma plans and fp32's fma plans: the time of S slices is estimated as waves x
+// one slice's tile work at the tile's rate (the device's per multiprocessor; for
+// wgmma times wgmma_tile_rate), plus, when split, the partial sums' traffic
+// (written and read, fp32) at memory bandwidth and a second launch; the fewest
+// slices of the lowest estimate win. Machine numbers of the H200: dense 16-bit
+// wgmma rate, fp32 fma rate (what 4096^3 reaches), HBM bandwidth, a launch.
 // Slices keep kSplitKMinSteps k tiles, and only outputs of tiles for at most half
 // the multiprocessors split: 1536x1536x6144 (72 tiles, 3 slices) ran 0.87x
 // unsplit (docs/results/gpu-h200-2026-12-01).
-constexpr double kCudaMmaFlops = 6e14, kCudaBytesPerSecond = 3e12, kCudaLaunchSeconds = 4e-6;
+constexpr double kCudaMmaFlops = 6e14, kCudaFmaFlops = 4e13, kCudaBytesPerSecond = 3e12, kCudaLaunchSeconds = 4e-6;
 constexpr int64_t kSplitKMaxSlices = 16, kSplitKMinSteps = 4;
 
 struct SplitK {
@@ -238,11 +239,12 @@ struct SplitK {
   double seconds = 0;               // the estimate it won with
 };
 
-SplitK split_k_estimate(int64_t bm, int64_t bn, int64_t bk, int64_t m, int64_t n, int64_t k) {
+// `flops`: the device's rate for this tile.
+SplitK split_k_estimate(int64_t bm, int64_t bn, int64_t bk, int64_t m, int64_t n, int64_t k, double flops) {
   SplitK best;
   const int64_t sms = cuda_multiprocessors();
   const int64_t tiles = (m + bm - 1) / bm * ((n + bn - 1) / bn), steps = (k + bk - 1) / bk;
-  const double rate = kCudaMmaFlops / double(sms) * wgmma_tile_rate(bm, bn);
+  const double rate = flops / double(sms);
   for (int64_t want = 1; want <= kSplitKMaxSlices; ++want) {
     const int64_t slice_steps = std::max<int64_t>(1, (steps + want - 1) / want),
                   slices = std::max<int64_t>(1, (steps + slice_steps - 1) / slice_steps);
@@ -255,9 +257,13 @@ SplitK split_k_estimate(int64_t bm, int64_t bn, int64_t bk, int64_t m, int64_t n
   return best;
 }
 
+// fp32's fma plans split since the twenty-fifth session: 64x2048x8192 ran 32 tiles of
+// 64x64 on 132 multiprocessors (0.14x cuBLAS).
 SplitK choose_split_k(const Plan& p, int64_t m, int64_t n, int64_t k) {
-  if (p.target != TargetKind::Cuda || p.atom != AtomKind::Wgmma || m == 0 || n == 0) return {};
-  SplitK s = split_k_estimate(p.tile("BM"), p.tile("BN"), p.tile("BK"), m, n, k);
+  if (p.target != TargetKind::Cuda || p.atom == AtomKind::MmaSync || m == 0 || n == 0) return {};
+  const int64_t bm = p.tile("BM"), bn = p.tile("BN");
+  const double flops = p.atom == AtomKind::Wgmma ? kCudaMmaFlops * wgmma_tile_rate(bm, bn) : kCudaFmaFlops;
+  SplitK s = split_k_estimate(bm, bn, p.tile("BK"), m, n, k, flops);
   return s.slices > 1 ? s : SplitK{};
 }
 
@@ -269,7 +275,9 @@ const WgmmaTile& choose_wgmma_tile(int64_t m, int64_t n, int64_t k) {
   const WgmmaTile* best = &kWgmmaTiles[0];
   double best_seconds = 0;
   for (const WgmmaTile& t : kWgmmaTiles) {
-    const double seconds = split_k_estimate(t.bm, t.bn, kWgmmaBK, m, n, std::max<int64_t>(k, 1)).seconds;
+    const double seconds =
+        split_k_estimate(t.bm, t.bn, kWgmmaBK, m, n, std::max<int64_t>(k, 1), kCudaMmaFlops * wgmma_tile_rate(t.bm, t.bn))
+            .seconds;
     if (&t == &kWgmmaTiles[0] || seconds < best_seconds) best = &t, best_seconds = seconds;
   }
   return *best;

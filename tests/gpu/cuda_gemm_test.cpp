@@ -192,6 +192,35 @@ TEST(CudaGemm, DefaultSixteenBitPlansTakeTmaWhereRowsAllow) {
 
 const GemmPrecision kAll[] = {GemmPrecision::F32, GemmPrecision::TF32, GemmPrecision::BF16, GemmPrecision::F16};
 
+// fp32's fma plans split K where few tiles meet a long K (choose_split_k): the
+// default plans of these shapes split, and the result matches the oracle: C
+// poisoned (beta 0) and read (beta != 0), rows off 16 bytes (pad 3), a last slice
+// that overhangs K. Two calls each, the second reusing the slices' scratch.
+TEST(CudaGemm, Fp32FewTilesLongKSplits) {
+  const Case cases[] = {{32, 1024, 8192, GemmPrecision::F32, 1.0, 0, 0},
+                        {40, 700, 3000, GemmPrecision::F32, -0.5, 1.5, 3},
+                        {128, 512, 2047, GemmPrecision::F32, 2.0, 0, 0}};
+  GemmOptions o;
+  o.target = TargetKind::Cuda;
+  o.precision = GemmPrecision::F32;
+  for (const Case& c : cases) {
+    Plan plan = default_gemm_plan(TargetKind::Cuda, c.m, c.n, c.k, c.p, "sm_90");
+    EXPECT_EQ(plan.atom, AtomKind::Fma) << name(c);
+    EXPECT_GT(gemm_split_k_slices(plan, c.m, c.n, c.k, o), 1) << name(c) << ": " << plan.to_string();
+  }
+  REQUIRE_GPU();
+  uint64_t seed = 901;
+  for (const Case& c : cases)
+    for (int call = 0; call < 2; ++call) {
+      Prepared in = prepare(c, seed++);
+      GemmReport ran;
+      std::vector<float> out = run_prepared(c, in, nullptr, 0, &ran);
+      EXPECT_GT(ran.split_k, 1) << name(c);
+      double err = gemm_relative_error(c.m, c.n, out.data(), c.n + c.pad, in.oracle);
+      EXPECT_LE(err, precision_error_bound(c.p, c.k)) << name(c) << " call " << call;
+    }
+}
+
 TEST(CudaGemm, SeedShapesEveryPrecision) {
   REQUIRE_GPU();
   const int64_t shapes[][3] = {{32, 32, 32},     {128, 128, 128},  {512, 512, 512},  {1024, 1024, 1024},

@@ -121,6 +121,21 @@ TEST(SplitKSim, SimPlansSlicesAndSumExactRaceFree) {
     for (double beta : {0.0, -1.0}) expect_exact(g.program, s, beta, "sim " + std::to_string(s.k));
 }
 
+// fp32 on cuda splits under its fma plans (cp.async stages, 4x4 register blocks):
+// the default plan of a few-tile, long-K shape, run on small shapes.
+TEST(SplitKSim, CudaFmaPlanSlicesAndSumExactRaceFree) {
+  const Plan plan = default_gemm_plan(TargetKind::Cuda, 40, 700, 3000, GemmPrecision::F32, "sm_90");
+  GemmOptions o;
+  o.target = TargetKind::Cuda;
+  ASSERT_GT(gemm_split_k_slices(plan, 40, 700, 3000, o), 1) << plan.to_string();
+  ASSERT_EQ(plan.atom, AtomKind::Fma) << plan.to_string();
+  const int64_t bk = plan.tile("BK");
+  const Shape shapes[] = {{40, 70, 5 * bk + 3, 3, 2 * bk}, {33, 32, 4 * bk, 2, 2 * bk}};
+  CompiledGroup g = compile_to_group(gemm_split_k_kernel(DType::F32), plan, CompileOptions{});
+  for (const Shape& s : shapes)
+    for (double beta : {0.0, 0.5}) expect_exact(g.program, s, beta, plan.to_string() + " k " + std::to_string(s.k));
+}
+
 // The fused kernel (gemm_split_k_fused_kernel) on the sim: the groups run in an
 // order each seed shuffles, so each seed has another slice draw a tile's last
 // ticket. C must come out the same to the bit whatever the order (the sum runs in
