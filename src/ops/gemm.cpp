@@ -275,9 +275,8 @@ const WgmmaTile& choose_wgmma_tile(int64_t m, int64_t n, int64_t k) {
   const WgmmaTile* best = &kWgmmaTiles[0];
   double best_seconds = 0;
   for (const WgmmaTile& t : kWgmmaTiles) {
-    const double seconds =
-        split_k_estimate(t.bm, t.bn, kWgmmaBK, m, n, std::max<int64_t>(k, 1), kCudaMmaFlops * wgmma_tile_rate(t.bm, t.bn))
-            .seconds;
+    const double flops = kCudaMmaFlops * wgmma_tile_rate(t.bm, t.bn);
+    const double seconds = split_k_estimate(t.bm, t.bn, kWgmmaBK, m, n, std::max<int64_t>(k, 1), flops).seconds;
     if (&t == &kWgmmaTiles[0] || seconds < best_seconds) best = &t, best_seconds = seconds;
   }
   return *best;
