@@ -8,7 +8,7 @@
 //
 // It writes into OUTDIR:
 //   blas_kernels_<isa>.cpp  every kernel's unit for that ISA, each in a namespace of
-//                           its own, its three entry points renamed (tsl_blas_<isa>_<i>_*)
+//                           its own, its four entry points renamed (tsl_blas_<isa>_<i>_*)
 //   blas_flags_<isa>.rsp    the ISA's compiler flags (cpu_isa.h), read by g++ as @file
 //   blas_table.inc          the kernel table the runtime dispatches over (blas_kernels.h)
 #include <algorithm>
@@ -106,9 +106,9 @@ int run(const std::string& out) {
       unit << "\n// " << kernels[i].program.name << " " << dtype_name(kernels[i].dt) << " "
            << kernels[i].plan.to_string() << "\n";
       unit << "#define tessel_group " << prefix << "_group\n#define tessel_scratch_floats " << prefix
-           << "_scratch_floats\n#define tessel_bind " << prefix << "_bind\n";
+           << "_scratch_floats\n#define tessel_bind " << prefix << "_bind\n#define tessel_grid " << prefix << "_grid\n";
       unit << "namespace " << prefix << " {\n" << emit_cpu(kernels[i].program, isa) << "\n}  // namespace " << prefix
-           << "\n#undef tessel_group\n#undef tessel_scratch_floats\n#undef tessel_bind\n";
+           << "\n#undef tessel_group\n#undef tessel_scratch_floats\n#undef tessel_bind\n#undef tessel_grid\n";
       table << "extern \"C\" void " << prefix << "_group(const int64_t*, const double*, float* const*, "
             << "const int64_t*, float*);\nextern \"C\" int64_t " << prefix << "_scratch_floats(void);\n"
             << "extern \"C\" void " << prefix << "_bind(void* const*);\n";

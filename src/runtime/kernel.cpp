@@ -11,6 +11,7 @@
 #include "ir/group_text.h"
 #include "ir/tile_text.h"
 #include "plan/default_plan.h"
+#include "runtime/kernel_cache.h"
 #include "runtime/tensor_check.h"
 #include "target/cpu/cpu_emit.h"
 #include "target/cpu/cpu_isa.h"
@@ -27,7 +28,9 @@ namespace tessel {
 // One parallel nest of the kernel, compiled (compiler/phases.h).
 struct CompiledPhase {
   TileKernel kernel;
-  CompiledGroup group;
+  // Null while not lowered: a cpu kernel found through its request entry on disk
+  // needs no GroupIR to run, and lowering is most of such a hit's cost.
+  mutable std::shared_ptr<const CompiledGroup> group;  // CompiledKernelImpl::group
   std::shared_ptr<const CpuKernel> cpu;
 #ifdef TESSEL_WITH_CUDA
   std::shared_ptr<const CudaKernel> cuda;
@@ -41,6 +44,22 @@ class CompiledKernelImpl {
   CompileSettings settings;
   std::vector<CompiledPhase> phases;  // run in order
   double compile_ms = 0;
+
+  // Phase i's GroupIR, lowered on first use where the compile did not need it.
+  const CompiledGroup& group(size_t i) const {
+    std::lock_guard<std::mutex> lock(lower_mutex);
+    const CompiledPhase& phase = phases[i];
+    if (!phase.group) phase.group = std::make_shared<CompiledGroup>(compile_to_group(phase.kernel, plan, options()));
+    return *phase.group;
+  }
+  CompileOptions options() const {
+    CompileOptions co;
+    co.coalesce_barriers = settings.coalesce_barriers;
+    return co;
+  }
+
+ private:
+  mutable std::mutex lower_mutex;
 };
 
 namespace {
@@ -308,12 +327,12 @@ const TileKernel& Kernel::tile_kernel() const { return impl_->kernel; }
 const Plan& Kernel::plan() const { return impl_->plan; }
 const GroupProgram& Kernel::program(size_t phase) const {
   TESSEL_ASSERT(phase < impl_->phases.size(), "no such phase");
-  return impl_->phases[phase].group.program;
+  return impl_->group(phase).program;
 }
 size_t Kernel::phases() const { return impl_->phases.size(); }
 const CompiledGroup& Kernel::group(size_t phase) const {
   TESSEL_ASSERT(phase < impl_->phases.size(), "no such phase");
-  return impl_->phases[phase].group;
+  return impl_->group(phase);
 }
 double Kernel::compile_ms() const { return impl_->compile_ms; }
 
@@ -392,9 +411,9 @@ BoundLaunch Kernel::bind(const KernelArgs& args) const {
     for (size_t t = 0; t < c.kernel.tensors.size(); ++t) {
       b->tensors[t].first = uint32_t(b->tensor_at.size());
       for (size_t p = 0; p < c.phases.size(); ++p) {
-        const GroupProgram& program = c.phases[p].group.program;
-        for (size_t i = 0; i < program.tensors.size(); ++i) {
-          if (program.tensors[i].name != c.kernel.tensors[t].name) continue;
+        const TileKernel& phase = c.phases[p].kernel;  // lowering keeps its parameters, in order
+        for (size_t i = 0; i < phase.tensors.size(); ++i) {
+          if (phase.tensors[i].name != c.kernel.tensors[t].name) continue;
           if (!b->cpu.empty()) b->tensor_at.push_back(&b->cpu[p].tensors[i]);
 #ifdef TESSEL_WITH_CUDA
           if (!b->cuda.empty()) b->tensor_at.push_back(&b->cuda[p].tensors[i]);
@@ -406,9 +425,9 @@ BoundLaunch Kernel::bind(const KernelArgs& args) const {
     for (const ScalarParam& s : c.kernel.scalars) {
       b->scalar_first.push_back(uint32_t(b->scalar_at.size()));
       for (size_t p = 0; p < c.phases.size(); ++p) {
-        const GroupProgram& program = c.phases[p].group.program;
-        for (size_t i = 0; i < program.scalars.size(); ++i) {
-          if (program.scalars[i].name != s.name) continue;
+        const TileKernel& phase = c.phases[p].kernel;
+        for (size_t i = 0; i < phase.scalars.size(); ++i) {
+          if (phase.scalars[i].name != s.name) continue;
           if (!b->cpu.empty()) b->scalar_at.push_back(&b->cpu[p].scalars[i]);
 #ifdef TESSEL_WITH_CUDA
           if (!b->cuda.empty()) b->scalar_at.push_back(&b->cuda[p].scalars[i]);
@@ -473,10 +492,10 @@ LaunchReport BoundLaunch::run(const LaunchOptions& options) {
   if (options.timed) start = std::chrono::steady_clock::now();
   switch (b.target) {
     case TargetKind::Sim:
-      for (const CompiledPhase& phase : b.compiled->phases) {
+      for (size_t p = 0; p < b.compiled->phases.size(); ++p) {
         SimOptions so;
         so.seed = options.sim_seed;
-        SimResult r = run_sim(phase.group.program, b.bound.args, so);
+        SimResult r = run_sim(b.compiled->group(p).program, b.bound.args, so);
         report.races += r.race_count;
         for (const Race& race : r.races) report.race_messages.push_back(race.message);
       }
@@ -503,13 +522,30 @@ LaunchReport BoundLaunch::run(const LaunchOptions& options) {
   return report;
 }
 
+namespace {
+// compile()'s kernels in memory, by cache_key.
+struct CompiledKernels {
+  std::mutex mutex;
+  std::map<std::string, std::shared_ptr<const CompiledKernelImpl>> by_key;
+};
+CompiledKernels& compiled_kernels() {
+  static CompiledKernels kernels;
+  return kernels;
+}
+}  // namespace
+
+void clear_compiled_kernels() {
+  std::lock_guard<std::mutex> lock(compiled_kernels().mutex);
+  compiled_kernels().by_key.clear();
+}
+
 Kernel compile(const TileKernel& kernel, const Plan& plan, const CompileSettings& settings) {
 #ifndef TESSEL_WITH_CUDA
   if (plan.target == TargetKind::Cuda)
     user_error(ErrorKind::Unsupported, "the cuda target is not built: tessel was built without the CUDA toolkit");
 #endif
-  static std::mutex mutex;
-  static std::map<std::string, std::shared_ptr<const CompiledKernelImpl>> cache;
+  std::mutex& mutex = compiled_kernels().mutex;
+  auto& cache = compiled_kernels().by_key;
   std::string key = cache_key(kernel, plan, settings);
   Kernel out;
   {
@@ -526,16 +562,25 @@ Kernel compile(const TileKernel& kernel, const Plan& plan, const CompileSettings
   c->plan = plan;
   c->settings = settings;
   verify_tile_kernel(kernel);
-  for (TileKernel& phase_kernel : split_phases(kernel)) {
+  std::vector<TileKernel> phase_kernels = split_phases(kernel);
+  for (size_t i = 0; i < phase_kernels.size(); ++i) {
     CompiledPhase phase;
-    phase.kernel = std::move(phase_kernel);
-    CompileOptions co;
-    co.coalesce_barriers = settings.coalesce_barriers;
-    phase.group = compile_to_group(phase.kernel, plan, co);
-    if (plan.target == TargetKind::Cpu) phase.cpu = compile_cpu(phase.group.program);
+    phase.kernel = std::move(phase_kernels[i]);
+    // The cpu target looks for an earlier process's compile of the same request
+    // before lowering anything (cpu_jit.h).
+    std::string request = key + "\nphase " + std::to_string(i);
+    if (plan.target == TargetKind::Cpu) phase.cpu = find_cpu_kernel(request, phase.kernel);
+    if (!phase.cpu) {
+      phase.group = std::make_shared<CompiledGroup>(compile_to_group(phase.kernel, plan, c->options()));
+      const GroupProgram& program = phase.group->program;
+      if (plan.target == TargetKind::Cpu) {
+        phase.cpu = compile_cpu(program);
+        remember_cpu_request(request, phase.kernel, *phase.cpu);
+      }
 #ifdef TESSEL_WITH_CUDA
-    if (plan.target == TargetKind::Cuda) phase.cuda = compile_cuda(phase.group.program, settings.cuda_arch);
+      if (plan.target == TargetKind::Cuda) phase.cuda = compile_cuda(program, settings.cuda_arch);
 #endif
+    }
     c->phases.push_back(std::move(phase));
   }
   c->compile_ms =

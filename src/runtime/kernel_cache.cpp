@@ -26,17 +26,32 @@ namespace {
 // An exclusively created temporary file beside `path` (its name in *name), open
 // for writing: the descriptor, or -1 with errno set.
 int open_exclusive(const std::string& path, std::string* name);
+
+// The cache directory's name by the environment, "" when nothing names one.
+std::string kernel_cache_dir_name() {
+  if (const char* d = std::getenv("TESSEL_CACHE_DIR"); d && *d) return d;
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::string(x) + "/tessel";
+  if (const char* h = std::getenv("HOME"); h && *h) return std::string(h) + "/.cache/tessel";
+  return "";
+}
+
+// Why a file as stat saw it may not be trusted (cache_path_distrust).
+std::string cache_path_distrust(const struct stat& st) {
+  if (st.st_uid != geteuid())
+    return "is owned by uid " + std::to_string(st.st_uid) + ", not by this user (uid " +
+           std::to_string(geteuid()) + ")";
+  if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+    return std::string("is writable by group or others (mode ") + mode + ")";
+  }
+  return "";
+}
 }  // namespace
 
 std::string kernel_cache_dir() {
-  std::string dir;
-  if (const char* d = std::getenv("TESSEL_CACHE_DIR"); d && *d) {
-    dir = d;
-  } else if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) {
-    dir = std::string(x) + "/tessel";
-  } else if (const char* h = std::getenv("HOME"); h && *h) {
-    dir = std::string(h) + "/.cache/tessel";
-  } else {
+  std::string dir = kernel_cache_dir_name();
+  if (dir.empty()) {
     user_error(ErrorKind::Runtime,
                "no kernel cache directory: set TESSEL_CACHE_DIR, XDG_CACHE_HOME or HOME");
   }
@@ -55,15 +70,7 @@ std::string kernel_cache_dir() {
 std::string cache_path_distrust(const std::string& path) {
   struct stat st;
   if (stat(path.c_str(), &st) != 0) return std::string("cannot be examined (") + std::strerror(errno) + ")";
-  if (st.st_uid != geteuid())
-    return "is owned by uid " + std::to_string(st.st_uid) + ", not by this user (uid " +
-           std::to_string(geteuid()) + ")";
-  if (st.st_mode & (S_IWGRP | S_IWOTH)) {
-    char mode[8];
-    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
-    return std::string("is writable by group or others (mode ") + mode + ")";
-  }
-  return "";
+  return cache_path_distrust(st);
 }
 
 CacheRead read_cache_entry(const std::string& path, std::string* contents, std::string* why) {
@@ -83,23 +90,31 @@ CacheRead read_cache_entry(const std::string& path, std::string* contents, std::
     *why = std::string("cannot be examined (") + std::strerror(errno) + ")";
   } else if (!S_ISREG(st.st_mode)) {
     *why = "is not a regular file";
-  } else if (st.st_uid != geteuid()) {
-    *why = "is owned by uid " + std::to_string(st.st_uid) + ", not by this user (uid " +
-           std::to_string(geteuid()) + ")";
-  } else if (st.st_mode & (S_IWGRP | S_IWOTH)) {
-    char mode[8];
-    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
-    *why = std::string("is writable by group or others (mode ") + mode + ")";
-  } else {
-    contents->clear();
-    char buf[1 << 16];
-    ssize_t n;
-    while ((n = read(fd, buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR))
-      if (n > 0) contents->append(buf, static_cast<size_t>(n));
-    result = n == 0 ? CacheRead::Ok : CacheRead::Missing;
+  } else if (*why = cache_path_distrust(st); why->empty()) {
+    // The size fstat saw, and no read to find the end: a file cut or grown since
+    // fails the entry's own checks (check_cache_entry), and each syscall counts in
+    // a cache hit under a hypervisor.
+    contents->resize(static_cast<size_t>(st.st_size));
+    size_t done = 0;
+    while (done < contents->size()) {
+      ssize_t n = read(fd, contents->data() + done, contents->size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      done += static_cast<size_t>(n);
+    }
+    contents->resize(done);
+    result = done == static_cast<size_t>(st.st_size) ? CacheRead::Ok : CacheRead::Missing;
   }
   close(fd);
   return result;
+}
+
+std::string readable_kernel_cache_dir() {
+  std::string dir = kernel_cache_dir_name();
+  struct stat st;
+  if (dir.empty() || stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || !cache_path_distrust(st).empty())
+    return "";
+  return dir;
 }
 
 std::string writable_kernel_cache_dir() {

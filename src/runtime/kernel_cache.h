@@ -29,6 +29,10 @@ std::string kernel_cache_dir();
 // this user, not writable by group or others); otherwise "" after one warning on
 // stderr, and the caller keeps its kernels in memory only.
 std::string writable_kernel_cache_dir();
+// For reading only: the cache directory when it exists and is safe; else "",
+// silently (creating it, and the warnings, are writable_kernel_cache_dir's). One
+// stat, where the writable check creates and removes a file.
+std::string readable_kernel_cache_dir();
 // Why `path` (a cache directory or entry, as stat sees it) may not be trusted: ""
 // when it is owned by this process's effective user and neither group- nor
 // other-writable, else e.g. "is writable by group or others (mode 0775)".
@@ -70,5 +74,10 @@ bool check_cache_entry(std::string_view entry, const std::string& stamp, std::st
 
 // "tessel: <message>" on stderr, once per process for each distinct message.
 void warn_once(const std::string& message);
+
+// Forgets the kernels compile() keeps in memory (runtime/kernel.cpp; kernels
+// already returned stay valid), so that the next compile goes to the targets as a
+// fresh process would. For tests.
+void clear_compiled_kernels();
 
 }  // namespace tessel

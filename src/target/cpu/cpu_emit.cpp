@@ -310,6 +310,14 @@ class Emitter {
     s += "extern \"C\" void tessel_bind(void* const* table) {\n" + bind + "}\n";
     s += "\nextern \"C\" int64_t tessel_scratch_floats(void) { return " + num(scratch_floats_) +
          "; }\n\n";
+    // The grid for given sizes, so that a kernel found through its request entry
+    // launches without its GroupIR (cpu_jit.h, find_cpu_kernel).
+    s += "extern \"C\" int tessel_grid(const int64_t* sizes, int64_t* extents) {\n";
+    for (size_t i = 0; i < p_.size_params.size(); ++i)
+      s += "  const int64_t " + sym(p_.size_params[i]) + " = sizes[" + num(i) + "];\n  (void)" +
+           sym(p_.size_params[i]) + ";\n";
+    for (size_t i = 0; i < p_.grid.size(); ++i) s += "  extents[" + num(i) + "] = " + ex(p_.grid[i].extent) + ";\n";
+    s += "  return " + num(p_.grid.size()) + ";\n}\n\n";
     s += "extern \"C\" void tessel_group(const int64_t* sizes, const double* scalars,\n"
          "    float* const* tensors, const int64_t* group, float* scratch) {\n";
     for (size_t i = 0; i < p_.size_params.size(); ++i)

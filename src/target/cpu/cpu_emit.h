@@ -7,8 +7,11 @@
 //                                float* scratch);
 //   extern "C" int64_t tessel_scratch_floats(void);
 //   extern "C" void tessel_bind(void* const* table);   // cpu_support.h, once after dlopen
+//   extern "C" int tessel_grid(const int64_t* sizes, int64_t* extents);
 // `sizes` follows GroupProgram::size_params, `scalars` GroupProgram::scalars,
 // `tensors` GroupProgram::tensors, `group` the coordinates of GroupProgram::grid.
+// tessel_grid writes GroupProgram::grid's extents for `sizes` and returns how many
+// there are, so that a launcher needs the unit and the parameters, not the GroupIR.
 // `scratch` holds every shared buffer (all versions) and every worker's fragments
 // (f64 buffers take two floats an element): one group runs on one thread, which
 // runs the workers' parts of each barrier interval one after another, so a fence

@@ -84,8 +84,10 @@ const std::string& cpu_fingerprint() {
       std::snprintf(buf, sizeof buf, "%x.%x:%08x %08x %08x %08x\n", leaf, sub, r[0], r[1], r[2], r[3]);
       out += buf;
     };
-    unsigned max_leaf = __get_cpuid_max(0, nullptr), max_ext = __get_cpuid_max(0x80000000u, nullptr);
-    words(0, 0);  // vendor
+    unsigned max_leaf = 0, b = 0, c = 0, d = 0;
+    __cpuid(0, max_leaf, b, c, d);  // the largest leaf and the vendor
+    std::snprintf(buf, sizeof buf, "0:%08x %08x %08x %08x\n", max_leaf, b, c, d);
+    out += buf;
     if (max_leaf >= 1) {
       // Signature and features; ebx holds the APIC id, which differs per core.
       unsigned a, b, c, d;
@@ -94,7 +96,6 @@ const std::string& cpu_fingerprint() {
       out += buf;
     }
     if (max_leaf >= 7) words(7, 0);
-    for (unsigned leaf = 0x80000002u; leaf <= 0x80000004u && leaf <= max_ext; ++leaf) words(leaf, 0);  // brand
 #else
     out = "generic";
 #endif

@@ -31,8 +31,10 @@ CpuIsa detected_cpu_isa();
 // Read on every call, so a test may switch it between compiles.
 CpuIsa cpu_isa();
 
-// Identifies this CPU for the kernel cache (vendor, brand, family/model/stepping and
-// feature words, read with cpuid: no file is read). Computed once.
+// Identifies this CPU for the kernel cache (vendor, family/model/stepping and
+// feature words: what -march and -mtune=native decide by), read with three cpuid
+// instructions (each a VM exit under a hypervisor, several microseconds) and no
+// file. Computed once.
 const std::string& cpu_fingerprint();
 
 }  // namespace tessel

@@ -80,6 +80,7 @@ class PartTimer {
 
 using GroupFn = void (*)(const int64_t*, const double*, float* const*, const int64_t*, float*);
 using ScratchFn = int64_t (*)();
+using GridFn = int (*)(const int64_t*, int64_t*);
 
 // A word as a shell reads it: as is when it holds only harmless characters.
 std::string shell_quote(const std::string& s) {
@@ -97,11 +98,13 @@ std::string compiler() {
 }
 
 // What identifies the compiler in a cache entry's stamp, once per process and
-// compiler. A plain command name is looked up on PATH and named by its resolved
-// file, size and modification time: no process is started, so a cache hit in a
-// fresh process stays well under a millisecond (running `$CXX --version` took
-// about 2 ms). A command with arguments (CXX="ccache g++") falls back to the first
-// line of `$CXX --version`.
+// compiler. A plain command name is looked up on PATH and named by where it was
+// found and the file that name leads to (symlinks followed: its device, inode,
+// size and modification time). No process is started and no link is read one by
+// one, so a cache hit in a fresh process stays cheap (running `$CXX --version`
+// took about 2 ms; resolving /usr/bin/c++'s chain of alternatives link by link,
+// about 0.1 ms). A command with arguments (CXX="ccache g++") falls back to the
+// first line of `$CXX --version`.
 std::string compiler_identity(const std::string& cxx) {
   static std::mutex mu;
   static std::map<std::string, std::string> known;
@@ -122,12 +125,11 @@ std::string compiler_identity(const std::string& cxx) {
       }
     }
     for (const std::string& c : candidates) {
-      std::error_code ec;
-      std::filesystem::path real = std::filesystem::canonical(c, ec);
       struct stat st;
-      if (ec || stat(real.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || access(real.c_str(), X_OK) != 0) continue;
-      id = real.string() + " size " + std::to_string(st.st_size) + " mtime " + std::to_string(st.st_mtim.tv_sec) +
-           "." + std::to_string(st.st_mtim.tv_nsec);
+      if (stat(c.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || access(c.c_str(), X_OK) != 0) continue;
+      id = c + " file " + std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino) + " size " +
+           std::to_string(st.st_size) + " mtime " + std::to_string(st.st_mtim.tv_sec) + "." +
+           std::to_string(st.st_mtim.tv_nsec);
       break;
     }
   }
@@ -148,6 +150,7 @@ std::string compiler_identity(const std::string& cxx) {
 struct Library {
   void* handle = nullptr;
   GroupFn group = nullptr;
+  GridFn grid = nullptr;
   int64_t scratch_floats = 0;
   std::string path;
   ~Library() {
@@ -165,9 +168,10 @@ std::shared_ptr<Library> load(const std::string& path, std::string* why) {
   lib->handle = h;
   lib->path = path;
   lib->group = reinterpret_cast<GroupFn>(dlsym(h, "tessel_group"));
+  lib->grid = reinterpret_cast<GridFn>(dlsym(h, "tessel_grid"));
   auto scratch = reinterpret_cast<ScratchFn>(dlsym(h, "tessel_scratch_floats"));
-  if (!lib->group || !scratch) {
-    *why = path + " lacks tessel_group or tessel_scratch_floats";
+  if (!lib->group || !lib->grid || !scratch) {
+    *why = path + " lacks tessel_group, tessel_grid or tessel_scratch_floats";
     return nullptr;
   }
   auto bind = reinterpret_cast<void (*)(void* const*)>(dlsym(h, "tessel_bind"));
@@ -180,12 +184,12 @@ std::shared_ptr<Library> load(const std::string& path, std::string* why) {
   return lib;
 }
 
-// What a kernel needs to turn LaunchArgs into the emitted function's arrays.
+// What a kernel needs to turn LaunchArgs into the emitted function's arrays (the
+// grid comes from the unit: tessel_grid).
 struct Signature {
   std::vector<std::string> size_params;
   std::vector<ScalarParam> scalars;
   std::vector<TensorParam> tensors;
-  std::vector<LoopDim> grid;
 };
 
 std::atomic<bool>& poison_scratch() {
@@ -237,14 +241,6 @@ class LoadedKernel : public CpuKernel {
         user_error(ErrorKind::InvalidArgument, "missing scalar parameter '" + s.name + "'");
       scalars.push_back(it->second);
     }
-    SymbolLookup lookup = [&](const std::string& name, int64_t* v) {
-      for (size_t i = 0; i < sig_.size_params.size(); ++i)
-        if (sig_.size_params[i] == name) {
-          *v = sizes[i];
-          return true;
-        }
-      return false;
-    };
     std::vector<float*>& tensors = out.tensors;
     std::vector<TensorSpan> spans;
     for (const TensorParam& t : sig_.tensors) {
@@ -264,18 +260,20 @@ class LoadedKernel : public CpuKernel {
       spans.push_back({&t, reinterpret_cast<uintptr_t>(it->second), std::move(layout)});
     }
     check_tensor_overlap(spans);  // a written tensor shares memory with no other
+    int64_t grid[8] = {};
+    int rank = lib_->grid(sizes.data(), grid);
+    TESSEL_ASSERT(rank >= 0 && rank <= 8, "grid has more than 8 dimensions");
     std::vector<int64_t>& extents = out.grid;
     int64_t& groups = out.groups;
     groups = 1;
     bool overflow = false;
     std::string shape;
-    for (const LoopDim& d : sig_.grid) {
-      extents.push_back(std::max<int64_t>(0, expr_eval(d.extent, lookup)));
+    for (int d = 0; d < rank; ++d) {
+      extents.push_back(std::max<int64_t>(0, grid[d]));
       overflow |= __builtin_mul_overflow(groups, extents.back(), &groups);
       shape += (shape.empty() ? "" : " x ") + std::to_string(extents.back());
     }
     if (overflow) user_error(ErrorKind::InvalidArgument, "grid " + shape + " overflows 64-bit group counts");
-    TESSEL_ASSERT(extents.size() <= 8, "grid has more than 8 dimensions");
     return out;
   }
 
@@ -437,23 +435,81 @@ void check_scratch(const GroupProgram& program) {
                                     std::to_string(kMaxScratchBytes));
 }
 
+// Everything besides the source that decides the compiled bytes: the tessel
+// version, the compiler, its flags and the CPU. An entry must carry the same stamp
+// to be loaded.
+std::string cpu_stamp(const CpuIsaInfo& isa) {
+  std::string cxx = compiler();
+  return std::string("tessel ") + kTesselVersion + "\ncompiler " + cxx + " " + compiler_identity(cxx) +
+         "\nflags " + compile_flags(isa) + " " + kLinkAfter + "\ncpu " + hex64(fnv1a64(cpu_fingerprint())) + "\n";
+}
+
+// Loads the sealed entry at `so_path` after checking it (never dlopen an entry
+// first: a damaged or foreign .so can crash the process or run the wrong code).
+// Null when it is missing or unusable; *refused when someone else owns it or could
+// have written it (it is then not ours to run, nor to replace). Every other
+// problem is one warning, ending in `then`.
+std::shared_ptr<Library> load_entry(const std::string& so_path, const std::string& stamp, const char* then,
+                                    bool* refused) {
+  PartTimer t("cpu-cache");
+  std::string why, entry;
+  CacheRead read = read_cache_entry(so_path, &entry, &why);
+  *refused = read == CacheRead::Refused;
+  if (read == CacheRead::Refused)
+    warn_once("kernel cache entry " + so_path + " " + why +
+              "; it is not loaded, and this kernel is kept in memory only");
+  if (read != CacheRead::Ok) return nullptr;
+  if (!check_cache_entry(entry, stamp, &why)) {
+    warn_once("kernel cache entry " + so_path + " " + why + "; " + then);
+    return nullptr;
+  }
+  PartTimer d("cpu-dlopen");
+  std::shared_ptr<Library> lib = load(so_path, &why);
+  if (!lib) warn_once("kernel cache entry " + so_path + " does not load (" + why + "); " + then);
+  return lib;
+}
+
+// What identifies the tessel build that is running: the file holding this code
+// (the executable, or a shared library tessel is part of) by path, inode, size and
+// modification time. Another build may lower or emit differently, so a request
+// entry written by it must not be used. "" when it cannot be told.
+const std::string& tessel_build_identity() {
+  static const std::string id = [] {
+    Dl_info info{};
+    if (!dladdr(reinterpret_cast<void*>(&tessel_build_identity), &info)) return std::string();
+    struct stat st;
+    // The executable's name may be as it was started (relative, or found on PATH).
+    std::string file = info.dli_fname ? info.dli_fname : "";
+    if (file.empty() || stat(file.c_str(), &st) != 0) {
+      file = "/proc/self/exe";
+      if (stat(file.c_str(), &st) != 0) return std::string();
+    }
+    return file + " inode " + std::to_string(st.st_ino) + " size " + std::to_string(st.st_size) + " mtime " +
+           std::to_string(st.st_mtim.tv_sec) + "." + std::to_string(st.st_mtim.tv_nsec);
+  }();
+  return id;
+}
+
+// A request entry's file: the kernel's name and the hash of the request, this
+// build and the stamp.
+std::string request_path(const std::string& dir, const std::string& request, const std::string& name,
+                         const std::string& stamp) {
+  uint64_t hash = fnv1a64(request + "\n--\n" + tessel_build_identity() + "\n" + stamp);
+  return dir + "/" + file_stem(name) + "-" + hex64(hash) + ".req";
+}
+
 }  // namespace
 
 std::shared_ptr<const CpuKernel> compile_cpu(const GroupProgram& program) {
   check_scratch(program);
-  Signature sig{program.size_params, program.scalars, program.tensors, program.grid};
+  Signature sig{program.size_params, program.scalars, program.tensors};
   const CpuIsaInfo& isa = cpu_isa_info(cpu_isa());
   std::string source;
   {
     PartTimer t("cpu-emit");
     source = emit_cpu(program, isa.isa);
   }
-  std::string cxx = compiler(), flags = compile_flags(isa);
-  // Everything besides the source that decides the compiled bytes; a cache entry
-  // must carry the same stamp to be loaded.
-  std::string stamp = std::string("tessel ") + kTesselVersion + "\ncompiler " + cxx + " " +
-                      compiler_identity(cxx) + "\nflags " + flags + " " + kLinkAfter + "\ncpu " +
-                      hex64(fnv1a64(cpu_fingerprint())) + "\n";
+  std::string cxx = compiler(), flags = compile_flags(isa), stamp = cpu_stamp(isa);
   uint64_t hash = fnv1a64(source + "\n--\n" + stamp);
 
   CpuCompileInfo info;
@@ -471,25 +527,10 @@ std::shared_ptr<const CpuKernel> compile_cpu(const GroupProgram& program) {
   bool memory_only = dir.empty();
   const std::string name = "/" + file_stem(program.name) + "-" + hex64(hash);
   std::string so_path = dir + name + ".so", src_path = dir + name + ".cpp";
-  std::string why, entry;
   std::shared_ptr<Library> lib;
-  // Never dlopen an entry before checking it: loading a damaged or foreign .so can
-  // crash the process or run the wrong code, and one that someone else owns or
-  // could have written is not ours to run at all (kept in memory only, left alone).
   if (!memory_only) {
-    PartTimer t("cpu-cache");
-    CacheRead read = read_cache_entry(so_path, &entry, &why);
-    if (read == CacheRead::Refused) {
-      warn_once("kernel cache entry " + so_path + " " + why +
-                "; it is not loaded, and this kernel is kept in memory only");
-      memory_only = true;
-    } else if (read == CacheRead::Ok) {
-      if (!check_cache_entry(entry, stamp, &why))
-        warn_once("kernel cache entry " + so_path + " " + why + "; rebuilding it");
-      else if (PartTimer t("cpu-dlopen"); !(lib = load(so_path, &why)))
-        warn_once("kernel cache entry " + so_path + " does not load (" + why + "); rebuilding it");
-      info.from_disk = lib != nullptr;
-    }
+    lib = load_entry(so_path, stamp, "rebuilding it", &memory_only);
+    info.from_disk = lib != nullptr;
   }
   if (memory_only) {
     dir = private_build_dir();
@@ -500,6 +541,7 @@ std::shared_ptr<const CpuKernel> compile_cpu(const GroupProgram& program) {
     write_file_atomic(src_path, source);
     info.compile_ms = compile_to(cxx, flags, src_path, so_path, stamp);
     PartTimer t("cpu-dlopen");
+    std::string why;
     lib = load(so_path, &why);
     if (!lib) user_error(ErrorKind::Runtime, "cannot load compiled kernel " + so_path + ": " + why);
   }
@@ -512,6 +554,62 @@ std::shared_ptr<const CpuKernel> compile_cpu(const GroupProgram& program) {
   }
   cache[hash] = lib;
   return std::make_shared<LoadedKernel>(lib, std::move(sig), std::move(info));
+}
+
+std::shared_ptr<const CpuKernel> find_cpu_kernel(const std::string& request, const TileKernel& kernel) {
+  PartTimer t("cpu-request");
+  if (tessel_build_identity().empty()) return nullptr;
+  const std::string stamp = cpu_stamp(cpu_isa_info(cpu_isa()));
+  std::lock_guard<std::mutex> lock(cache_mutex());
+  std::string dir = readable_kernel_cache_dir();  // a miss finds out whether it can write there
+  if (dir.empty()) return nullptr;
+  // The request entry's payload is the hash and file name of the kernel's entry.
+  std::string path = request_path(dir, request, kernel.name, stamp), why, entry;
+  std::string_view payload;
+  if (read_cache_entry(path, &entry, &why) != CacheRead::Ok) return nullptr;  // refusals: compile_cpu says
+  if (!check_cache_entry(entry, stamp, &why, &payload)) {
+    warn_once("kernel request entry " + path + " " + why + "; compiling the kernel again");
+    return nullptr;
+  }
+  size_t space = payload.find(' ');
+  std::string hash_hex(payload.substr(0, space)), file(payload.substr(space + 1));
+  if (space == std::string_view::npos || hash_hex.size() != 16 ||
+      hash_hex.find_first_not_of("0123456789abcdef") != std::string::npos || file.find('/') != std::string::npos) {
+    warn_once("kernel request entry " + path + " names no kernel entry; compiling the kernel again");
+    return nullptr;
+  }
+  uint64_t hash = std::strtoull(hash_hex.c_str(), nullptr, 16);
+  CpuCompileInfo info;
+  info.from_request = true;
+  std::shared_ptr<Library> lib;
+  if (auto it = memory_cache().find(hash); it != memory_cache().end()) {
+    lib = it->second;
+    info.from_memory = true;
+  } else {
+    bool refused = false;
+    lib = load_entry(dir + "/" + file, stamp, "compiling the kernel again", &refused);
+    if (!lib) return nullptr;
+    info.from_disk = true;
+    memory_cache()[hash] = lib;
+  }
+  info.cache_path = lib->path;
+  return std::make_shared<LoadedKernel>(lib, Signature{kernel.size_params, kernel.scalars, kernel.tensors},
+                                        std::move(info));
+}
+
+void remember_cpu_request(const std::string& request, const TileKernel& kernel, const CpuKernel& compiled) {
+  const std::string& so_path = compiled.info().cache_path;
+  if (so_path.empty() || tessel_build_identity().empty()) return;  // kept in memory only
+  const std::string stamp = cpu_stamp(cpu_isa_info(cpu_isa()));
+  std::string dir = so_path.substr(0, so_path.rfind('/')), file = so_path.substr(so_path.rfind('/') + 1);
+  // The hash is the last 16 characters before ".so" (compile_cpu's names).
+  std::string hash_hex = file.substr(file.size() - 3 - 16, 16);
+  std::string path = request_path(dir, request, kernel.name, stamp);
+  try {
+    write_file_atomic(path, seal_cache_entry(hash_hex + " " + file, stamp));
+  } catch (const Error& e) {
+    warn_once(std::string(e.what()) + "; the next process compiles this kernel's program again");
+  }
 }
 
 void clear_cpu_memory_cache() {

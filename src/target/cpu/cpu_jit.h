@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "ir/group_ir.h"
+#include "ir/tile_ir.h"
 #include "runtime/launch_args.h"
 
 namespace tessel {
@@ -15,6 +16,7 @@ namespace tessel {
 struct CpuCompileInfo {
   double compile_ms = 0;   // wall time of the compiler, 0 when cached
   bool from_memory = false, from_disk = false;
+  bool from_request = false;  // found by find_cpu_kernel: nothing was lowered or emitted
   std::string cache_path;  // the .so on disk
 };
 
@@ -43,6 +45,18 @@ class CpuKernel {
 };
 
 std::shared_ptr<const CpuKernel> compile_cpu(const GroupProgram& program);
+
+// A disk-cache hit without lowering or emitting. A request names everything that
+// decides a kernel's program (its TileIR text, plan and settings: runtime/kernel.cpp);
+// remember_cpu_request records, in a small sealed entry beside the kernel's, which
+// entry compile_cpu gave for it. find_cpu_kernel follows that record in a later
+// process and loads the kernel, with `kernel`'s parameters (lowering keeps them).
+// The record's name also hashes the file holding the running tessel build (its
+// inode, size and time) and the stamp, so a rebuilt tessel or another compiler or
+// CPU never follows one. Null when there is no usable record; a damaged one is
+// reported once.
+std::shared_ptr<const CpuKernel> find_cpu_kernel(const std::string& request, const TileKernel& kernel);
+void remember_cpu_request(const std::string& request, const TileKernel& kernel, const CpuKernel& compiled);
 
 }  // namespace tessel
 
