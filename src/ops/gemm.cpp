@@ -222,34 +222,47 @@ double wgmma_tile_rate(int64_t bm, int64_t bn) {
 }
 
 // Split-K (gemm_split_k_kernel, then split_k_sum_kernel) on cuda, for the default
-// wgmma plans and fp32's fma plans: the time of S slices is estimated as waves x
-// one slice's tile work at the tile's rate (the device's per multiprocessor; for
-// wgmma times wgmma_tile_rate), plus, when split, the partial sums' traffic
+// plans of every atom: the time of S slices is estimated as waves x one slice's
+// tile work at one block's rate, plus, when split, the partial sums' traffic
 // (written and read, fp32) at memory bandwidth and a second launch; the fewest
-// slices of the lowest estimate win. Machine numbers of the H200: dense 16-bit
-// wgmma rate, fp32 fma rate (what 4096^3 reaches), HBM bandwidth, a launch.
+// slices of the lowest estimate win. A wave is `per_sm` blocks a multiprocessor,
+// each at 1 / per_sm of its share of the device's rate (for wgmma times
+// wgmma_tile_rate). Machine numbers of the H200: dense 16-bit wgmma rate, fp32 fma
+// rate (what 4096^3 reaches), mma.sync's on small blocks, HBM bandwidth, a launch.
 // Slices keep kSplitKMinSteps k tiles, and only outputs of tiles for at most half
-// the multiprocessors split: 1536x1536x6144 (72 tiles, 3 slices) ran 0.87x
-// unsplit (docs/results/gpu-h200-2026-12-01).
-constexpr double kCudaMmaFlops = 6e14, kCudaFmaFlops = 4e13, kCudaBytesPerSecond = 3e12, kCudaLaunchSeconds = 4e-6;
+// a wave split: 1536x1536x6144 (72 tiles, 3 slices) ran 0.87x unsplit
+// (docs/results/gpu-h200-2026-12-01).
+constexpr double kCudaMmaFlops = 6e14, kCudaFmaFlops = 4e13, kCudaMmaSyncFlops = 1e14, kCudaBytesPerSecond = 3e12,
+                 kCudaLaunchSeconds = 4e-6;
 constexpr int64_t kSplitKMaxSlices = 16, kSplitKMinSteps = 4;
+// Blocks of few outputs on the fma and mma.sync atoms are small: a multiprocessor
+// runs several at once, and one alone runs at about the rate it has among a few. So
+// their waves count kCudaSmallBlockOutputs / (BM x BN) blocks a multiprocessor, at
+// most 4: 32x32 blocks 4 (forced splits of few-tile, long-K shapes ran best at 2 to 8
+// blocks a multiprocessor, docs/results/gpu-h200-2026-12-03g/small-split), 64x64
+// blocks 2 (at 4, 600x600x300 and fp32 shapes of K under 1000 split too finely and
+// lost 5-25%: mid/). Unsplit, few-tile, long-K shapes ran at 0.04-0.52x cuBLAS (bf16
+// 64x64x16384 0.08, fp32 16x4096x4096 0.52).
+constexpr int64_t kCudaSmallBlockOutputs = 8192, kCudaSmallBlocksPerSm = 4;
 
 struct SplitK {
   int64_t slices = 1, slice_k = 0;  // S and KS
   double seconds = 0;               // the estimate it won with
 };
 
-// `flops`: the device's rate for this tile.
-SplitK split_k_estimate(int64_t bm, int64_t bn, int64_t bk, int64_t m, int64_t n, int64_t k, double flops) {
+// `flops`: the device's rate for this tile; `per_sm`: the blocks of a wave on one
+// multiprocessor.
+SplitK split_k_estimate(int64_t bm, int64_t bn, int64_t bk, int64_t m, int64_t n, int64_t k, double flops,
+                        int64_t per_sm = 1) {
   SplitK best;
-  const int64_t sms = cuda_multiprocessors();
+  const int64_t slots = cuda_multiprocessors() * per_sm;
   const int64_t tiles = (m + bm - 1) / bm * ((n + bn - 1) / bn), steps = (k + bk - 1) / bk;
-  const double rate = flops / double(sms);
+  const double rate = flops / double(slots);
   for (int64_t want = 1; want <= kSplitKMaxSlices; ++want) {
     const int64_t slice_steps = std::max<int64_t>(1, (steps + want - 1) / want),
                   slices = std::max<int64_t>(1, (steps + slice_steps - 1) / slice_steps);
-    if (slices > 1 && (slice_steps < kSplitKMinSteps || tiles * 2 > sms)) break;
-    const double waves = double((tiles * slices + sms - 1) / sms);
+    if (slices > 1 && (slice_steps < kSplitKMinSteps || tiles * 2 > slots)) break;
+    const double waves = double((tiles * slices + slots - 1) / slots);
     double seconds = waves * 2.0 * double(bm * bn * bk * slice_steps) / rate;
     if (slices > 1) seconds += 8.0 * double(slices * m * n) / kCudaBytesPerSecond + kCudaLaunchSeconds;
     if (want == 1 || seconds < best.seconds) best = {slices, slice_steps * bk, seconds};
@@ -257,13 +270,17 @@ SplitK split_k_estimate(int64_t bm, int64_t bn, int64_t bk, int64_t m, int64_t n
   return best;
 }
 
-// fp32's fma plans split since the twenty-fifth session: 64x2048x8192 ran 32 tiles of
-// 64x64 on 132 multiprocessors (0.14x cuBLAS).
+// fp32's fma plans split since the twenty-fifth session (64x2048x8192 ran 32 tiles of
+// 64x64 on 132 multiprocessors: 0.14x cuBLAS), mma.sync's since the twenty-sixth.
 SplitK choose_split_k(const Plan& p, int64_t m, int64_t n, int64_t k) {
-  if (p.target != TargetKind::Cuda || p.atom == AtomKind::MmaSync || m == 0 || n == 0) return {};
+  if (p.target != TargetKind::Cuda || m == 0 || n == 0) return {};
   const int64_t bm = p.tile("BM"), bn = p.tile("BN");
-  const double flops = p.atom == AtomKind::Wgmma ? kCudaMmaFlops * wgmma_tile_rate(bm, bn) : kCudaFmaFlops;
-  SplitK s = split_k_estimate(bm, bn, p.tile("BK"), m, n, k, flops);
+  const double flops = p.atom == AtomKind::Wgmma     ? kCudaMmaFlops * wgmma_tile_rate(bm, bn)
+                       : p.atom == AtomKind::MmaSync ? kCudaMmaSyncFlops
+                                                     : kCudaFmaFlops;
+  const int64_t per_sm =
+      p.atom == AtomKind::Wgmma ? 1 : std::clamp<int64_t>(kCudaSmallBlockOutputs / (bm * bn), 1, kCudaSmallBlocksPerSm);
+  SplitK s = split_k_estimate(bm, bn, p.tile("BK"), m, n, k, flops, per_sm);
   return s.slices > 1 ? s : SplitK{};
 }
 

@@ -168,7 +168,8 @@ TEST(CudaGemm, DefaultSixteenBitPlansTakeTmaWhereRowsAllow) {
                       {{520, 264, 776, GemmPrecision::F16, 1.5, 0.5, 8}, 0, true},     // rows of 16-byte multiples
                       {{520, 264, 776, GemmPrecision::BF16, 1.5, 0, 3}, 0, true},      // rows off 16 bytes: copied
                       {{520, 264, 776, GemmPrecision::BF16, 1.5, 0.5, 0}, 2, true},    // A and B off 16 bytes: copied
-                      {{520, 264, 770, GemmPrecision::BF16, 1.5, 0.5, 0}, 0, false},   // K off 8, too small to copy
+                      {{520, 264, 770, GemmPrecision::BF16, 1.5, 0.5, 0}, 0, false, true},  // K off 8, too small
+                                                                                           // to copy: mma.sync, split
                       {{1000, 1000, 1001, GemmPrecision::BF16, 1.0, 0, 0}, 0, true},   // A copied
                       {{777, 1001, 1003, GemmPrecision::F16, -0.5, 2.0, 0}, 2, true},  // A and B copied
                       {{1024, 1024, 1024, GemmPrecision::F16, -1.0, 0, 0}, 0, true},
@@ -210,6 +211,34 @@ TEST(CudaGemm, Fp32FewTilesLongKSplits) {
   }
   REQUIRE_GPU();
   uint64_t seed = 901;
+  for (const Case& c : cases)
+    for (int call = 0; call < 2; ++call) {
+      Prepared in = prepare(c, seed++);
+      GemmReport ran;
+      std::vector<float> out = run_prepared(c, in, nullptr, 0, &ran);
+      EXPECT_GT(ran.split_k, 1) << name(c);
+      double err = gemm_relative_error(c.m, c.n, out.data(), c.n + c.pad, in.oracle);
+      EXPECT_LE(err, precision_error_bound(c.p, c.k)) << name(c) << " call " << call;
+    }
+}
+
+// Few-tile, long-K shapes on small blocks (mma.sync for 16-bit under 2^27
+// multiply-adds, fp32's 32x32 fma tiles) split since the twenty-sixth session.
+TEST(CudaGemm, SmallBlocksFewTilesLongKSplit) {
+  const Case cases[] = {{64, 64, 16384, GemmPrecision::BF16, 1.0, 0, 0},
+                        {33, 130, 6000, GemmPrecision::F16, -0.5, 1.5, 3},
+                        {100, 100, 5001, GemmPrecision::BF16, 2.0, 0, 8},
+                        {16, 2048, 4096, GemmPrecision::F32, 1.0, 0, 0}};
+  for (const Case& c : cases) {
+    GemmOptions o;
+    o.target = TargetKind::Cuda;
+    o.precision = c.p;
+    Plan plan = default_gemm_plan(TargetKind::Cuda, c.m, c.n, c.k, c.p, "sm_90");
+    EXPECT_EQ(plan.atom, c.p == GemmPrecision::F32 ? AtomKind::Fma : AtomKind::MmaSync) << name(c);
+    EXPECT_GT(gemm_split_k_slices(plan, c.m, c.n, c.k, o), 1) << name(c) << ": " << plan.to_string();
+  }
+  REQUIRE_GPU();
+  uint64_t seed = 951;
   for (const Case& c : cases)
     for (int call = 0; call < 2; ++call) {
       Prepared in = prepare(c, seed++);

@@ -136,6 +136,23 @@ TEST(SplitKSim, CudaFmaPlanSlicesAndSumExactRaceFree) {
     for (double beta : {0.0, 0.5}) expect_exact(g.program, s, beta, plan.to_string() + " k " + std::to_string(s.k));
 }
 
+// 16-bit shapes under 2^27 multiply-adds run mma.sync plans of small blocks, which
+// split since the twenty-sixth session: the default plan of a few-tile, long-K shape
+// (4 tiles of 32x32), run on small shapes.
+TEST(SplitKSim, CudaMmaSyncPlanSlicesAndSumExactRaceFree) {
+  const Plan plan = default_gemm_plan(TargetKind::Cuda, 64, 64, 16384, GemmPrecision::BF16, "sm_90");
+  GemmOptions o;
+  o.target = TargetKind::Cuda;
+  o.precision = GemmPrecision::BF16;
+  ASSERT_GT(gemm_split_k_slices(plan, 64, 64, 16384, o), 1) << plan.to_string();
+  ASSERT_EQ(plan.atom, AtomKind::MmaSync) << plan.to_string();
+  const int64_t bk = plan.tile("BK");
+  const Shape shapes[] = {{40, 50, 5 * bk + 3, 3, 2 * bk}, {32, 32, 4 * bk, 2, 2 * bk}};
+  CompiledGroup g = compile_to_group(gemm_split_k_kernel(DType::BF16), plan, CompileOptions{});
+  for (const Shape& s : shapes)
+    for (double beta : {0.0, 0.5}) expect_exact(g.program, s, beta, plan.to_string() + " k " + std::to_string(s.k));
+}
+
 // The fused kernel (gemm_split_k_fused_kernel) on the sim: the groups run in an
 // order each seed shuffles, so each seed has another slice draw a tile's last
 // ticket. C must come out the same to the bit whatever the order (the sum runs in
@@ -210,6 +227,11 @@ TEST(SplitKSim, FrontDoorSplitsFewTileLongKShapesOnly) {
   EXPECT_EQ(slices(1024, 1024, 1024), 1);
   EXPECT_EQ(slices(4096, 4096, 256), 1);
   EXPECT_EQ(slices(1536, 1536, 6144), 1);  // 72 tiles: more than half the device
+  // Small blocks (mma.sync, 32x32): a wave is four a multiprocessor.
+  EXPECT_EQ(slices(64, 64, 16384), 16);      // 4 tiles
+  EXPECT_GE(slices(200, 200, 3000), 4);      // 49 tiles of 47 k tiles
+  EXPECT_EQ(slices(200, 200, 400), 1);       // 7 k tiles: a second launch does not pay
+  EXPECT_EQ(slices(256, 256, 256), 1);
   Plan p = default_gemm_plan(TargetKind::Cuda, 16, 4096, 4096, GemmPrecision::BF16, "sm_90");
   GemmOptions o;
   o.target = TargetKind::Cuda;
