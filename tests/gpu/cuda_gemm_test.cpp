@@ -222,13 +222,14 @@ TEST(CudaGemm, Fp32FewTilesLongKSplits) {
     }
 }
 
-// Few-tile, long-K shapes on small blocks (mma.sync for 16-bit under 2^27
+// Few-tile, long-K shapes on small blocks (mma.sync for 16-bit and tf32 under 2^27
 // multiply-adds, fp32's 32x32 fma tiles) split since the twenty-sixth session.
 TEST(CudaGemm, SmallBlocksFewTilesLongKSplit) {
   const Case cases[] = {{64, 64, 16384, GemmPrecision::BF16, 1.0, 0, 0},
                         {33, 130, 6000, GemmPrecision::F16, -0.5, 1.5, 3},
                         {100, 100, 5001, GemmPrecision::BF16, 2.0, 0, 8},
-                        {16, 2048, 4096, GemmPrecision::F32, 1.0, 0, 0}};
+                        {16, 2048, 4096, GemmPrecision::F32, 1.0, 0, 0},
+                        {64, 96, 8000, GemmPrecision::TF32, 1.0, 0.5, 0}};
   for (const Case& c : cases) {
     GemmOptions o;
     o.target = TargetKind::Cuda;
