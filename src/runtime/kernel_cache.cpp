@@ -91,9 +91,9 @@ CacheRead read_cache_entry(const std::string& path, std::string* contents, std::
   } else if (!S_ISREG(st.st_mode)) {
     *why = "is not a regular file";
   } else if (*why = cache_path_distrust(st); why->empty()) {
-    // The size fstat saw, and no read to find the end: a file cut or grown since
-    // fails the entry's own checks (check_cache_entry), and each syscall counts in
-    // a cache hit under a hypervisor.
+    // The size fstat saw, and no read to find the end (each syscall counts in a
+    // cache hit under a hypervisor): a file cut since reads short and counts as
+    // missing; bytes added since are not read, and check_cache_entry judges the rest.
     contents->resize(static_cast<size_t>(st.st_size));
     size_t done = 0;
     while (done < contents->size()) {
