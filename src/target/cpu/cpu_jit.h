@@ -1,6 +1,8 @@
 // Compiling emitted C++ into a shared object, loading it, and launching it on a
 // thread pool. Compiled kernels are cached in memory and on disk, keyed by a
-// structural hash of the emitted source, the compiler and its flags, and the CPU.
+// structural hash of the emitted source, the compiler and its flags, and the CPU;
+// on disk, a record per compile request finds them before anything is lowered
+// (find_cpu_kernel).
 #pragma once
 #include <cstdint>
 #include <memory>
