@@ -193,6 +193,29 @@ TEST(CudaGemm, DefaultSixteenBitPlansTakeTmaWhereRowsAllow) {
 
 const GemmPrecision kAll[] = {GemmPrecision::F32, GemmPrecision::TF32, GemmPrecision::BF16, GemmPrecision::F16};
 
+// The default plan of `c` has `atom` and splits K (no GPU needed).
+void expect_default_plan_splits(const Case& c, AtomKind atom) {
+  GemmOptions o;
+  o.target = TargetKind::Cuda;
+  o.precision = c.p;
+  Plan plan = default_gemm_plan(TargetKind::Cuda, c.m, c.n, c.k, c.p, "sm_90");
+  EXPECT_EQ(plan.atom, atom) << name(c);
+  EXPECT_GT(gemm_split_k_slices(plan, c.m, c.n, c.k, o), 1) << name(c) << ": " << plan.to_string();
+}
+
+// Two calls of `c` through the front door (the second reusing the slices'
+// scratch): each splits and matches the oracle.
+void check_split_twice(const Case& c, uint64_t& seed) {
+  for (int call = 0; call < 2; ++call) {
+    Prepared in = prepare(c, seed++);
+    GemmReport ran;
+    std::vector<float> out = run_prepared(c, in, nullptr, 0, &ran);
+    EXPECT_GT(ran.split_k, 1) << name(c);
+    double err = gemm_relative_error(c.m, c.n, out.data(), c.n + c.pad, in.oracle);
+    EXPECT_LE(err, precision_error_bound(c.p, c.k)) << name(c) << " call " << call;
+  }
+}
+
 // fp32's fma plans split K where few tiles meet a long K (choose_split_k): the
 // default plans of these shapes split, and the result matches the oracle: C
 // poisoned (beta 0) and read (beta != 0), rows off 16 bytes (pad 3), a last slice
@@ -201,25 +224,10 @@ TEST(CudaGemm, Fp32FewTilesLongKSplits) {
   const Case cases[] = {{32, 1024, 8192, GemmPrecision::F32, 1.0, 0, 0},
                         {40, 700, 3000, GemmPrecision::F32, -0.5, 1.5, 3},
                         {128, 512, 2047, GemmPrecision::F32, 2.0, 0, 0}};
-  GemmOptions o;
-  o.target = TargetKind::Cuda;
-  o.precision = GemmPrecision::F32;
-  for (const Case& c : cases) {
-    Plan plan = default_gemm_plan(TargetKind::Cuda, c.m, c.n, c.k, c.p, "sm_90");
-    EXPECT_EQ(plan.atom, AtomKind::Fma) << name(c);
-    EXPECT_GT(gemm_split_k_slices(plan, c.m, c.n, c.k, o), 1) << name(c) << ": " << plan.to_string();
-  }
+  for (const Case& c : cases) expect_default_plan_splits(c, AtomKind::Fma);
   REQUIRE_GPU();
   uint64_t seed = 901;
-  for (const Case& c : cases)
-    for (int call = 0; call < 2; ++call) {
-      Prepared in = prepare(c, seed++);
-      GemmReport ran;
-      std::vector<float> out = run_prepared(c, in, nullptr, 0, &ran);
-      EXPECT_GT(ran.split_k, 1) << name(c);
-      double err = gemm_relative_error(c.m, c.n, out.data(), c.n + c.pad, in.oracle);
-      EXPECT_LE(err, precision_error_bound(c.p, c.k)) << name(c) << " call " << call;
-    }
+  for (const Case& c : cases) check_split_twice(c, seed);
 }
 
 // Few-tile, long-K shapes on small blocks (mma.sync for 16-bit and tf32 under 2^27
@@ -230,25 +238,11 @@ TEST(CudaGemm, SmallBlocksFewTilesLongKSplit) {
                         {100, 100, 5001, GemmPrecision::BF16, 2.0, 0, 8},
                         {16, 2048, 4096, GemmPrecision::F32, 1.0, 0, 0},
                         {64, 96, 8000, GemmPrecision::TF32, 1.0, 0.5, 0}};
-  for (const Case& c : cases) {
-    GemmOptions o;
-    o.target = TargetKind::Cuda;
-    o.precision = c.p;
-    Plan plan = default_gemm_plan(TargetKind::Cuda, c.m, c.n, c.k, c.p, "sm_90");
-    EXPECT_EQ(plan.atom, c.p == GemmPrecision::F32 ? AtomKind::Fma : AtomKind::MmaSync) << name(c);
-    EXPECT_GT(gemm_split_k_slices(plan, c.m, c.n, c.k, o), 1) << name(c) << ": " << plan.to_string();
-  }
+  for (const Case& c : cases)
+    expect_default_plan_splits(c, c.p == GemmPrecision::F32 ? AtomKind::Fma : AtomKind::MmaSync);
   REQUIRE_GPU();
   uint64_t seed = 951;
-  for (const Case& c : cases)
-    for (int call = 0; call < 2; ++call) {
-      Prepared in = prepare(c, seed++);
-      GemmReport ran;
-      std::vector<float> out = run_prepared(c, in, nullptr, 0, &ran);
-      EXPECT_GT(ran.split_k, 1) << name(c);
-      double err = gemm_relative_error(c.m, c.n, out.data(), c.n + c.pad, in.oracle);
-      EXPECT_LE(err, precision_error_bound(c.p, c.k)) << name(c) << " call " << call;
-    }
+  for (const Case& c : cases) check_split_twice(c, seed);
 }
 
 TEST(CudaGemm, SeedShapesEveryPrecision) {
