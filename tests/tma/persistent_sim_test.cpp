@@ -46,7 +46,7 @@ double sim_error(const GroupProgram& p, int64_t m, int64_t n, int64_t k, double 
   double worst = 0;
   for (int64_t i = 0; i < m; ++i)
     for (int64_t j = 0; j < n; ++j) {
-      double s = beta * c0[i * n + j];
+      double s = beta == 0 ? 0.0 : beta * c0[i * n + j];  // c0 is NaN at beta 0
       for (int64_t kk = 0; kk < k; ++kk) s += double(a[i * k + kk]) * b[kk * n + j];
       worst = std::max(worst, std::isnan(c[i * n + j]) ? INFINITY : std::fabs(c[i * n + j] - s));
     }

@@ -58,7 +58,7 @@ double worst_error(const Shape& s, double beta, const std::vector<float>& a, con
   double worst = 0;
   for (int64_t i = 0; i < s.m; ++i)
     for (int64_t j = 0; j < s.n; ++j) {
-      double want = beta * c0[i * s.n + j];
+      double want = beta == 0 ? 0.0 : beta * c0[i * s.n + j];  // c0 is NaN at beta 0
       for (int64_t kk = 0; kk < s.k; ++kk) want += double(a[i * s.k + kk]) * b[kk * s.n + j];
       const float got = c[i * s.n + j];
       worst = std::max(worst, std::isnan(got) ? INFINITY : std::fabs(got - want));

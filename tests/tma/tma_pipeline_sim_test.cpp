@@ -99,7 +99,7 @@ struct IntGemm {
     double worst = 0;
     for (int64_t i = 0; i < m; ++i)
       for (int64_t j = 0; j < n; ++j) {
-        double s = beta * c0[i * n + j];
+        double s = beta == 0 ? 0.0 : beta * c0[i * n + j];  // c0 is NaN at beta 0
         for (int64_t kk = 0; kk < k; ++kk) s += double(a[i * k + kk]) * b[kk * n + j];
         float got = c[i * n + j];
         worst = std::max(worst, std::isnan(got) ? INFINITY : std::fabs(got - s));
