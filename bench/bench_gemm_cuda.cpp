@@ -8,9 +8,9 @@
 // math (no tf32), tf32 = cublasGemmEx with CUBLAS_COMPUTE_32F_FAST_TF32, bf16/fp16
 // = cublasGemmEx with 16-bit A and B, fp32 C and compute. Each --plan SPEC (the form
 // of `tessel bench --plan`, applied to the default plan of each shape) adds a row of
-// that plan beside cuBLAS; without one, the default plan runs. A SPEC of the form
-// `split=S` instead runs the default plan with K in S slices (GemmOptions::split_k; 1:
-// none).
+// that plan beside cuBLAS; without one, the default plan runs. An item `split=S` in a
+// SPEC runs K in S slices (GemmOptions::split_k; 1: none): alone, on the default plan;
+// beside plan items (`tile=192x128x64,workers=3,split=2`), on that plan.
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
@@ -69,12 +69,21 @@ std::vector<char> stored(const std::vector<float>& v, GemmPrecision p) {
   return out;
 }
 
-// The slices of a `split=S` spec (S >= 1), or -1 for a plan spec.
-int split_k_of(const std::string& spec) {
-  if (spec.rfind("split=", 0) != 0) return -1;
-  const int s = std::atoi(spec.c_str() + 6);
-  if (s < 1) throw std::invalid_argument("--plan " + spec + ": S must be at least 1");
-  return s;
+// The slices of a spec's `split=S` item (S >= 1), or -1 without one; `plan_items`
+// gets the spec's other items (a plan spec, empty for none).
+int split_k_of(const std::string& spec, std::string* plan_items = nullptr) {
+  int slices = -1;
+  std::string rest;
+  for (const std::string& item : bench::split(spec, ',')) {
+    if (item.rfind("split=", 0) == 0) {
+      slices = std::atoi(item.c_str() + 6);
+      if (slices < 1) throw std::invalid_argument("--plan " + spec + ": S must be at least 1");
+    } else {
+      rest += (rest.empty() ? "" : ",") + item;
+    }
+  }
+  if (plan_items) *plan_items = rest;
+  return slices;
 }
 
 }  // namespace
@@ -113,9 +122,11 @@ int main(int argc, char** argv) {
       for (const std::string& item : bench::split(dtype_list, ',')) precisions.push_back(parse_precision(item));
     }
     for (const std::string& spec : plan_specs) {  // a malformed spec fails here, before any GPU work
-      if (split_k_of(spec) >= 0) continue;
+      std::string plan_items;
+      split_k_of(spec, &plan_items);
+      if (plan_items.empty()) continue;
       Plan probe = default_gemm_plan(TargetKind::Cuda, 4096, 4096, 4096, GemmPrecision::BF16, "sm_90a");
-      bench::apply_plan_spec(spec, probe);
+      bench::apply_plan_spec(plan_items, probe);
     }
     if (plan_specs.empty()) plan_specs.push_back("");
   } catch (const std::exception& e) {
@@ -153,11 +164,11 @@ int main(int argc, char** argv) {
         o.target = TargetKind::Cuda;
         o.precision = p;
         o.device_pointers = true;
-        if (split_k_of(spec) >= 0) {
-          o.split_k = split_k_of(spec);
-        } else if (!spec.empty()) {
+        std::string plan_items;
+        if (const int slices = split_k_of(spec, &plan_items); slices >= 0) o.split_k = slices;
+        if (!plan_items.empty()) {
           o.plan = default_gemm_plan(TargetKind::Cuda, m, n, k, p);
-          bench::apply_plan_spec(spec, *o.plan);
+          bench::apply_plan_spec(plan_items, *o.plan);
         }
         const float alpha = 1, beta = 0;
         auto tessel_call = [&] {

@@ -207,13 +207,18 @@ bool wide_wgmma_tiles_pay(int64_t m, int64_t n) {
 // and their rate relative to 128x256's, from runs of one wave each where the
 // shapes allow (bf16 on the H200 with staged stores, docs/results/gpu-h200-2026-12-02:
 // 128x192 at 1536^3, 64x128 at 1024x1024x4096; 128x128 at 4096^3, where both
-// run the same waves of work).
+// run the same waves of work). Three consumer warpgroups (twenty-seventh session,
+// docs/results/gpu-h200-2026-12-04): 192x128 ran as 128x192 (1024^3, 1536^3,
+// 3000x2000x1500); 192x192's rate lies between 0.93 (3000^3 must take it over three
+// waves of 128x192: 0.69 -> 0.82x cuBLAS) and 0.956 (2560x1664x2560 and
+// 5120x1664x1536 must not: they lost 5-11% against 128x128).
 struct WgmmaTile {
   int64_t bm, bn;
   int warpgroups;
   double rate;
 };
-constexpr WgmmaTile kWgmmaTiles[] = {{128, 256, 2, 1.0}, {128, 192, 2, 0.93}, {128, 128, 2, 0.85}, {64, 128, 1, 0.55}};
+constexpr WgmmaTile kWgmmaTiles[] = {{128, 256, 2, 1.0}, {192, 192, 3, 0.94}, {128, 192, 2, 0.93},
+                                     {192, 128, 3, 0.92}, {128, 128, 2, 0.85}, {64, 128, 1, 0.55}};
 
 double wgmma_tile_rate(int64_t bm, int64_t bn) {
   for (const WgmmaTile& t : kWgmmaTiles)

@@ -51,7 +51,8 @@ struct Variant {
   int warpgroups, window, producers;
 };
 const Variant kVariants[] = {{128, 128, 2, 3, 0}, {128, 128, 2, 4, 1}, {128, 256, 2, 3, 1},
-                             {128, 256, 2, 4, 0}, {64, 128, 1, 4, 1}, {256, 128, 4, 4, 1}};
+                             {128, 256, 2, 4, 0}, {64, 128, 1, 4, 1}, {256, 128, 4, 4, 1},
+                             {192, 192, 3, 4, 1}, {192, 128, 3, 4, 1}};
 
 TEST(TmaPipelineCompile, ProducedGemmsCompileForSm90aWithoutSpills) {
   for (const Variant& v : kVariants) {
@@ -246,7 +247,7 @@ TEST(TmaPipelineGpu, KZeroAndRowStridesOffSixteenBytes) {
 // the partials' padded rows (gemm_split_partials_ld).
 TEST(TmaPipelineGpu, SplitKMatchesTheOracle) {
   REQUIRE_GPU();
-  for (const Variant& v : {kVariants[1], kVariants[2]})
+  for (const Variant& v : {kVariants[1], kVariants[2], kVariants[6], kVariants[7]})
     for (auto [m, n, k, split] : {std::tuple<int64_t, int64_t, int64_t, int>{70, 136, 1000, 3}, {16, 4096, 4096, 4},
                                   {200, 264, 2000, 5}, {1, 8, 700, 11}, {70, 137, 1000, 3}})
       for (float beta : {0.0f, 0.5f})

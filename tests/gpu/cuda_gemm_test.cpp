@@ -143,7 +143,10 @@ TEST(CudaGemm, DefaultSixteenBitPlansTakeTmaWhereRowsAllow) {
   EXPECT_FALSE(default_gemm_plan(TargetKind::Cuda, 1024, 1024, 1024, GemmPrecision::F32, "sm_90").tma);
   // The tile with the fewest estimated waves of work (choose_wgmma_tile): 1536^3
   // fills one wave with 96 128x192 tiles, where 72 of 128x256 leave 60
-  // multiprocessors idle; 1024^3 with 128 64x128 tiles; 4096^3 keeps the widest.
+  // multiprocessors idle; 1024^3 with 128 64x128 tiles; 4096^3 keeps the widest;
+  // three consumer warpgroups where the others need a wave more: 3000^3 in 256
+  // 192x192 tiles (two waves, where 128x256 and 128x192 need three), 6000x1024 in
+  // 256 192x128 ones.
   auto tile = [](int64_t m, int64_t n, int64_t k) {
     Plan p = default_gemm_plan(TargetKind::Cuda, m, n, k, GemmPrecision::BF16, "sm_90");
     return std::to_string(p.tile("BM")) + "x" + std::to_string(p.tile("BN")) + "/" + std::to_string(p.workers);
@@ -153,6 +156,8 @@ TEST(CudaGemm, DefaultSixteenBitPlansTakeTmaWhereRowsAllow) {
     EXPECT_EQ(tile(1024, 1024, 1024), "64x128/1");
     EXPECT_EQ(tile(1280, 1280, 1280), "128x128/2");
     EXPECT_EQ(tile(4096, 4096, 4096), "128x256/2");
+    EXPECT_EQ(tile(3000, 3000, 3000), "192x192/3");
+    EXPECT_EQ(tile(6000, 1024, 2048), "192x128/3");
   }
   REQUIRE_GPU();
   if (default_cuda_arch() != "sm_90") GTEST_SKIP() << "wgmma needs sm_90; this GPU is " << default_cuda_arch();
@@ -173,7 +178,9 @@ TEST(CudaGemm, DefaultSixteenBitPlansTakeTmaWhereRowsAllow) {
                       {{1000, 1000, 1001, GemmPrecision::BF16, 1.0, 0, 0}, 0, true},   // A copied
                       {{777, 1001, 1003, GemmPrecision::F16, -0.5, 2.0, 0}, 2, true},  // A and B copied
                       {{1024, 1024, 1024, GemmPrecision::F16, -1.0, 0, 0}, 0, true},
-                      {{1536, 1530, 136, GemmPrecision::BF16, 1.0, 0, 0}, 0, true}};  // 128x192 tiles
+                      {{1536, 1530, 136, GemmPrecision::BF16, 1.0, 0, 0}, 0, true},   // 128x192 tiles
+                      {{2900, 2950, 72, GemmPrecision::BF16, 1.0, 0.5, 0}, 0, true},  // 192x192 tiles
+                      {{5900, 1000, 72, GemmPrecision::F16, -1.0, 0, 0}, 0, true}};   // 192x128 tiles
   uint64_t seed = 77;
   for (const Run& run : runs)
     for (int call = 0; call < 2; ++call) {
@@ -298,7 +305,8 @@ TEST(CudaGemm, WgmmaPlansEveryWindow) {
     int64_t bm, bn;
     int warpgroups;
   };
-  const Tile tiles[] = {{64, 64, 1}, {128, 128, 2}, {256, 128, 4}, {128, 64, 1}, {128, 256, 2}, {128, 192, 2}};
+  const Tile tiles[] = {{64, 64, 1}, {128, 128, 2}, {256, 128, 4}, {128, 64, 1}, {128, 256, 2}, {128, 192, 2},
+                        {192, 192, 3}, {192, 128, 3}};
   const Case cases[] = {{32, 32, 32, GemmPrecision::BF16, 1, 0, 0},      {128, 128, 128, GemmPrecision::F16, 1, 0, 0},
                         {512, 512, 512, GemmPrecision::BF16, 1, 0, 0},   {1024, 1024, 1024, GemmPrecision::BF16, 1, 0, 0},
                         {256, 1024, 128, GemmPrecision::F16, 1, 0, 0},   {1024, 128, 256, GemmPrecision::BF16, 1, 0, 0},

@@ -27,10 +27,10 @@ namespace {
 
 using test::races_text;
 
-Plan wgmma_plan(int producers) {
+Plan wgmma_plan(int producers, int64_t bm = 128, int64_t bn = 128) {
   Plan p = default_gemm_plan(TargetKind::Cuda, 4096, 4096, 4096, GemmPrecision::BF16, "sm_90");
-  set_gemm_tile(p, 128, 128, 64);
-  p.workers = 2, p.worker_rows = 2, p.worker_cols = 1;
+  set_gemm_tile(p, bm, bn, 64);
+  p.workers = int(bm / 64), p.worker_rows = p.workers, p.worker_cols = 1;
   p.window = 4;
   p.async_copy = false;
   p.tma = true;
@@ -112,6 +112,12 @@ TEST(SplitKSim, HopperPlansSlicesAndSumExactRaceFree) {
         expect_exact(g.program, s, beta, plan.to_string() + " " + std::to_string(s.m) + "x" +
                                              std::to_string(s.n) + "x" + std::to_string(s.k));
   }
+  // The default plans' three-consumer tiles split too (1536x1536x6144: 192x192 in two).
+  const Plan plan = wgmma_plan(1, 192, 192);
+  CompiledGroup g = compile_to_group(gemm_split_k_kernel(DType::BF16), plan, CompileOptions{});
+  EXPECT_EQ(g.tma.loops_converted, 1) << g.tma.skipped_reason;
+  for (const Shape& s : {Shape{200, 130, 300, 3, 128}, Shape{192, 192, 320, 2, 192}})
+    expect_exact(g.program, s, 0.0, plan.to_string() + " " + std::to_string(s.m));
 }
 
 TEST(SplitKSim, SimPlansSlicesAndSumExactRaceFree) {
@@ -226,7 +232,8 @@ TEST(SplitKSim, FrontDoorSplitsFewTileLongKShapesOnly) {
   EXPECT_EQ(slices(4096, 4096, 4096), 1);
   EXPECT_EQ(slices(1024, 1024, 1024), 1);
   EXPECT_EQ(slices(4096, 4096, 256), 1);
-  EXPECT_EQ(slices(1536, 1536, 6144), 1);  // 72 tiles: more than half the device
+  EXPECT_EQ(slices(2048, 1536, 6144), 1);  // 128 tiles of 128x192: more than half the device
+  EXPECT_EQ(slices(1536, 1536, 6144), 2);  // 64 of 192x192: two slices fill 128 multiprocessors
   // Small blocks (mma.sync, 32x32): a wave is four a multiprocessor.
   EXPECT_EQ(slices(64, 64, 16384), 16);      // 4 tiles
   EXPECT_GE(slices(200, 200, 3000), 4);      // 49 tiles of 47 k tiles

@@ -147,6 +147,11 @@ TEST(TmaPipelineSim, WgmmaGemmKeepsOneMmaInFlightRaceFree) {
         if (producers) EXPECT_NE(text.find("regs 40"), std::string::npos) << text;
         expect_exact(p, shapes, plan.to_string());
       }
+  // The default plans' three-consumer tiles: 4 stages and a producer warpgroup.
+  for (auto [bm, bn] : {std::pair<int64_t, int64_t>{192, 192}, {192, 128}}) {
+    Plan plan = wgmma_plan(bm, bn, 3, 4, 1);
+    expect_exact(gemm_program(plan, DType::BF16), {{200, 130, 300}, {192, 192, 64}, {70, 200, 1}}, plan.to_string());
+  }
 }
 
 // The pass works from what the lowering staged, whatever the kernel: transposed
