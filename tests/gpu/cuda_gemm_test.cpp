@@ -144,9 +144,9 @@ TEST(CudaGemm, DefaultSixteenBitPlansTakeTmaWhereRowsAllow) {
   // The tile with the fewest estimated waves of work (choose_wgmma_tile): 1536^3
   // fills one wave with 96 128x192 tiles, where 72 of 128x256 leave 60
   // multiprocessors idle; 1024^3 with 128 64x128 tiles; 4096^3 keeps the widest;
-  // three consumer warpgroups where the others need a wave more: 3000^3 in 256
-  // 192x192 tiles (two waves, where 128x256 and 128x192 need three), 6000x1024 in
-  // 256 192x128 ones.
+  // three consumer warpgroups: 3000^3 in 256 192x192 tiles (two waves: the work of
+  // 128x192's three at a higher rate; 128x256 needs three of larger tiles), 6000x1024
+  // in 256 192x128 ones (two waves, where 128x192 needs three).
   auto tile = [](int64_t m, int64_t n, int64_t k) {
     Plan p = default_gemm_plan(TargetKind::Cuda, m, n, k, GemmPrecision::BF16, "sm_90");
     return std::to_string(p.tile("BM")) + "x" + std::to_string(p.tile("BN")) + "/" + std::to_string(p.workers);
