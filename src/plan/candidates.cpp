@@ -235,7 +235,9 @@ CandidateSet enumerate_candidates(const TileKernel& kernel, TargetKind target,
   std::vector<std::vector<int64_t>> values;
   std::vector<int64_t> sorted = bounds.tile_values;
   if (sorted.empty())
-    sorted = target == TargetKind::Cuda ? std::vector<int64_t>{1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048}
+    // cuda: 192 for the three-warpgroup wgmma tiles (192x192, 192x128) the default
+    // plans take.
+    sorted = target == TargetKind::Cuda ? std::vector<int64_t>{1, 2, 4, 8, 16, 32, 64, 128, 192, 256, 512, 1024, 2048}
                                         : std::vector<int64_t>{8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256};
   std::sort(sorted.begin(), sorted.end());
   sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
@@ -271,7 +273,7 @@ CandidateSet enumerate_candidates(const TileKernel& kernel, TargetKind target,
     for (auto [m, n] : bounds.cpu_atoms) atoms.push_back({AtomKind::Fma, m, n, workers});
   if (has_mma && target == TargetKind::Cuda) {
     atoms.push_back({AtomKind::MmaSync, 16, 8, {4, 8}});
-    atoms.push_back({AtomKind::Wgmma, 64, 64, {1, 2}});
+    atoms.push_back({AtomKind::Wgmma, 64, 64, {1, 2, 3}});
   }
   // Copy protocols: (window, async, tma, producers).
   struct CopyChoice {

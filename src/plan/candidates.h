@@ -34,7 +34,8 @@ namespace tessel {
 struct CandidateBounds {
   // Empty = per target: cpu and sim {8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256}; cuda
   // the powers of two 1 to 2048 (a streaming kernel's rows per group and columns per
-  // row range that far; the mma atoms refuse the small ones at once).
+  // row range that far; the mma atoms refuse the small ones at once) and 192 (the
+  // three-warpgroup wgmma tiles).
   std::vector<int64_t> tile_values;
   // cuda: tile values up to this are candidates even past the power of two >= the size
   // they cover. A block's threads share its tile's copies: at N = 16 the fixed 32x32

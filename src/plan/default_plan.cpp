@@ -41,7 +41,10 @@ Expr bind_tiles(const Expr& e, const Plan& plan) {
 }
 
 // Every tile extent of the kernel (values' shapes) with the plan's tiles bound:
-// {rows}, {cols}. Extents that do not fold to a constant are left out.
+// {rows}, {cols}. Extents that do not fold to a constant are left out. On the wgmma
+// atom a warpgroup reads whole operands from shared memory and the workers split
+// only the accumulators, so the mmas' A and B operands are left out too (192-row
+// accumulators on three warpgroups, with B tiles of 64 rows).
 void tile_extents(const TileKernel& k, const Plan& plan, std::set<int64_t>* rows,
                   std::set<int64_t>* cols) {
   auto bind = [&](const Expr& e) {
@@ -50,8 +53,13 @@ void tile_extents(const TileKernel& k, const Plan& plan, std::set<int64_t>* rows
       return it == plan.tiles.end() ? nullptr : expr_const(it->second);
     });
   };
+  std::set<int> wgmma_operands;
+  if (plan.atom == AtomKind::Wgmma)
+    walk(k.body, [&](const TileOp& op) {
+      if (op.kind == TileOpKind::Mma) wgmma_operands.insert(op.operands.begin(), op.operands.begin() + 2);
+    });
   for (const Value& v : k.values) {
-    if (v.type.is_scalar()) continue;
+    if (v.type.is_scalar() || wgmma_operands.count(v.id)) continue;
     int64_t r = 0, c = 0;
     if (expr_is_const(bind(v.type.shape[0]), &r)) rows->insert(r);
     if (expr_is_const(bind(v.type.shape[1]), &c)) cols->insert(c);
@@ -252,9 +260,11 @@ void fit_worker_grid(const TileKernel& kernel, Plan& plan) {
     if (!divides(r, rows)) continue;
     for (int c = 1; r * c <= plan.workers && c <= max_cols; ++c) {
       if (!divides(c, cols)) continue;
+      // Ties: the most balanced grid; on the wgmma atom the fewest columns (the
+      // widest parts: one instruction covers a part's whole width).
       int prod = r * c, best = best_r * best_c;
-      bool balanced = std::abs(r - c) < std::abs(best_r - best_c);
-      if (prod > best || (prod == best && balanced)) best_r = r, best_c = c;
+      bool better = plan.atom == AtomKind::Wgmma ? c < best_c : std::abs(r - c) < std::abs(best_r - best_c);
+      if (prod > best || (prod == best && better)) best_r = r, best_c = c;
     }
   }
   plan.worker_rows = best_r;

@@ -643,6 +643,33 @@ TEST(PlanOnCuda, TmaProducerAndPersistentCandidatesRunRaceFreeOnTheSim) {
   }
 }
 
+// The three-warpgroup wgmma tiles of the default plans (192x192, 192x128: one
+// 64-row consumer warpgroup per 64 rows) are candidates too, and their programs run
+// race-free and exact on the sim.
+TEST(PlanOnCuda, ThreeWarpgroupWgmmaTilesAreCandidates) {
+  TileKernel k = plan_test_file("gemm_bf16.tir");
+  CandidateBounds b;
+  b.tile_values = {64, 128, 192};
+  b.windows = {2};
+  b.tma_windows = {2};
+  b.tma_producers = {1};
+  b.copy_batches = {4};
+  b.persistent = false;
+  CandidateSet set = enumerate_candidates(k, TargetKind::Cuda, {{"M", 600}, {"N", 400}, {"K", 256}}, b);
+  std::map<std::string, std::shared_ptr<const LegalCandidate>> pick;  // by BMxBN
+  for (const auto& c : set.legal) {
+    const Plan& p = c->plan;
+    if (p.atom != AtomKind::Wgmma || p.workers != 3 || !p.tma) continue;
+    const std::string tile = std::to_string(p.tiles.at("BM")) + "x" + std::to_string(p.tiles.at("BN"));
+    if (!pick.count(tile) || p.tiles.at("BK") < pick[tile]->plan.tiles.at("BK")) pick[tile] = c;
+  }
+  ASSERT_TRUE(pick.count("192x192") && pick.count("192x128")) << pick.size() << " three-warpgroup tiles";
+  for (const char* tile : {"192x192", "192x128"}) {
+    SCOPED_TRACE(tile);
+    expect_gemm_exact_on_sim(*pick[tile], 200, 136, 72);  // ragged M and N, two k steps
+  }
+}
+
 // On cuda a tile up to 32 wide is a candidate even past its extent (the fourth H200
 // run: at N = 16 the fixed 32x32 plans ran 1.4x faster than every BN 16 candidate),
 // wider ones only up to the power of two >= the extent; such candidates are legal
