@@ -204,21 +204,33 @@ bool wide_wgmma_tiles_pay(int64_t m, int64_t n) {
 }
 
 // The 16-bit wgmma tiles of the default plans (tma, a producer warpgroup, 4 stages)
-// and their rate relative to 128x256's, from runs of one wave each where the
-// shapes allow (bf16 on the H200 with staged stores, docs/results/gpu-h200-2026-12-02:
-// 128x192 at 1536^3, 64x128 at 1024x1024x4096; 128x128 at 4096^3, where both
-// run the same waves of work). Three consumer warpgroups (twenty-seventh session,
-// docs/results/gpu-h200-2026-12-04): 192x128 ran as 128x192 (1024^3, 1536^3,
-// 3000x2000x1500); 192x192's rate lies between 0.93 (3000^3 must take it over three
-// waves of 128x192: 0.69 -> 0.82x cuBLAS) and 0.956 (2560x1664x2560 and
-// 5120x1664x1536 must not: they lost 5-11% against 128x128).
+// and their rate relative to 128x256's, fitted with kWgmmaLastWaveFloor (twenty-eighth
+// session, docs/results/gpu-h200-2026-12-04b): the values whose picks lose least
+// against the best tile measured, on average, over 77 bf16 shapes with every
+// dimension >= 1024 on the H200 (34 under all six tiles, 30 under the old and a trial
+// rule, 13 under four or two tiles in the twenty-seventh session). Against the rates
+// before (128x256 1.0, 192x192 0.94, 128x192 0.93, 192x128 0.92, 128x128 0.85, every
+// wave counted whole): 2.9% -> 1.4% below the best tile on average, under 0.75x
+// cuBLAS 12 -> 7 of the 77. 12 shapes gained 4.6-21% (3456x2984x5496 128x128 -> 128x256
+// 0.65 -> 0.79x, 1672x2744x3488 128x192 -> 192x128 0.62 -> 0.75x); 4 lost 1.6-11%
+// (2560x1664x2560 and 5120x1664x1536: 192x192 for 128x128; 5848x1088x4848: 192x192
+// for 128x256, 0.83 -> 0.74x).
 struct WgmmaTile {
   int64_t bm, bn;
   int warpgroups;
   double rate;
 };
-constexpr WgmmaTile kWgmmaTiles[] = {{128, 256, 2, 1.0}, {192, 192, 3, 0.94}, {128, 192, 2, 0.93},
-                                     {192, 128, 3, 0.92}, {128, 128, 2, 0.85}, {64, 128, 1, 0.55}};
+constexpr WgmmaTile kWgmmaTiles[] = {{128, 256, 2, 1.0}, {192, 192, 3, 1.0}, {128, 192, 2, 0.94},
+                                     {192, 128, 3, 0.92}, {128, 128, 2, 0.80}, {64, 128, 1, 0.55}};
+// Past one wave of tiles, a last wave that fills a fraction f of the multiprocessors
+// takes kWgmmaLastWaveFloor + (1 - kWgmmaLastWaveFloor) x f of a full wave's time: its
+// blocks run faster with fewer beside them. A single wave counts whole, as
+// split_k_estimate counts every wave: the floor from half a wave on fitted about as
+// well (1.2% below the best tile) but moved few-tile, long-K shapes off the split
+// plans measured for them (1536x1536x8192: 192x192 in two slices, 0.90x, to 128x192
+// unsplit), and in a trial with other rates 1280^3 from 128x128 (1.02x) to 192x128
+// (0.80x).
+constexpr double kWgmmaLastWaveFloor = 0.3;
 
 double wgmma_tile_rate(int64_t bm, int64_t bn) {
   for (const WgmmaTile& t : kWgmmaTiles)
@@ -289,16 +301,24 @@ SplitK choose_split_k(const Plan& p, int64_t m, int64_t n, int64_t k) {
   return s.slices > 1 ? s : SplitK{};
 }
 
-// The default 16-bit wgmma tile: the lowest estimate (split_k_estimate: waves, the
-// tile's rate, split-K where it pays) over kWgmmaTiles. Measured against the one
-// tile of the tenth session: 1536^3 0.65 -> 0.83x cuBLAS (128x192), 1024^3 0.76 ->
-// 0.97 (64x128); 2000^3 to 4096^3 keep 128x256.
+// The default 16-bit wgmma tile: the lowest estimate over kWgmmaTiles, each the
+// lower of its unsplit time (waves at the tile's rate, the last one by its fill:
+// kWgmmaLastWaveFloor) and split_k_estimate's (split-K where it pays). Measured
+// against the one tile of the tenth session: 1536^3 0.65 -> 0.83x cuBLAS (128x192),
+// 1024^3 0.76 -> 0.97 (64x128).
 const WgmmaTile& choose_wgmma_tile(int64_t m, int64_t n, int64_t k) {
   const WgmmaTile* best = &kWgmmaTiles[0];
   double best_seconds = 0;
+  const int64_t sms = cuda_multiprocessors(), steps = (std::max<int64_t>(k, 1) + kWgmmaBK - 1) / kWgmmaBK;
   for (const WgmmaTile& t : kWgmmaTiles) {
-    const double flops = kCudaMmaFlops * wgmma_tile_rate(t.bm, t.bn);
-    const double seconds = split_k_estimate(t.bm, t.bn, kWgmmaBK, m, n, std::max<int64_t>(k, 1), flops).seconds;
+    const double flops = kCudaMmaFlops * t.rate;
+    const int64_t tiles = (m + t.bm - 1) / t.bm * ((n + t.bn - 1) / t.bn), last = tiles % sms;
+    const double last_wave =
+        tiles > sms ? kWgmmaLastWaveFloor + (1 - kWgmmaLastWaveFloor) * double(last) / double(sms) : 1.0;
+    const double waves = double(tiles / sms) + (last ? last_wave : 0);
+    const double unsplit = waves * 2.0 * double(t.bm * t.bn * kWgmmaBK * steps) / (flops / double(sms));
+    const double seconds =
+        std::min(unsplit, split_k_estimate(t.bm, t.bn, kWgmmaBK, m, n, std::max<int64_t>(k, 1), flops).seconds);
     if (&t == &kWgmmaTiles[0] || seconds < best_seconds) best = &t, best_seconds = seconds;
   }
   return *best;

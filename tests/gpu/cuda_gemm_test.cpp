@@ -146,7 +146,12 @@ TEST(CudaGemm, DefaultSixteenBitPlansTakeTmaWhereRowsAllow) {
   // multiprocessors idle; 1024^3 with 128 64x128 tiles; 4096^3 keeps the widest;
   // three consumer warpgroups: 3000^3 in 256 192x192 tiles (two waves: the work of
   // 128x192's three at a higher rate; 128x256 needs three of larger tiles), 6000x1024
-  // in 256 192x128 ones (two waves, where 128x192 needs three).
+  // in 256 192x128 ones (two waves, where 128x192 needs three). Past a wave, the last
+  // wave's fill (kWgmmaLastWaveFloor) and the refitted rates moved these (bf16 on the
+  // H200, twenty-eighth session: old tile -> new, x cuBLAS): 5312x4952x1448 128x256 ->
+  // 192x192 0.87 -> 0.94, 4168x1400x2304 128x192 -> 192x128 0.69 -> 0.78,
+  // 3456x2984x5496 128x128 -> 128x256 0.65 -> 0.79, 1696x2696x2432 128x192 -> 192x128
+  // 0.66 -> 0.78.
   auto tile = [](int64_t m, int64_t n, int64_t k) {
     Plan p = default_gemm_plan(TargetKind::Cuda, m, n, k, GemmPrecision::BF16, "sm_90");
     return std::to_string(p.tile("BM")) + "x" + std::to_string(p.tile("BN")) + "/" + std::to_string(p.workers);
@@ -158,6 +163,10 @@ TEST(CudaGemm, DefaultSixteenBitPlansTakeTmaWhereRowsAllow) {
     EXPECT_EQ(tile(4096, 4096, 4096), "128x256/2");
     EXPECT_EQ(tile(3000, 3000, 3000), "192x192/3");
     EXPECT_EQ(tile(6000, 1024, 2048), "192x128/3");
+    EXPECT_EQ(tile(5312, 4952, 1448), "192x192/3");
+    EXPECT_EQ(tile(4168, 1400, 2304), "192x128/3");
+    EXPECT_EQ(tile(3456, 2984, 5496), "128x256/2");
+    EXPECT_EQ(tile(1696, 2696, 2432), "192x128/3");
   }
   REQUIRE_GPU();
   if (default_cuda_arch() != "sm_90") GTEST_SKIP() << "wgmma needs sm_90; this GPU is " << default_cuda_arch();
