@@ -10,7 +10,8 @@
 // of `tessel bench --plan`, applied to the default plan of each shape) adds a row of
 // that plan beside cuBLAS; without one, the default plan runs. An item `split=S` in a
 // SPEC runs K in S slices (GemmOptions::split_k; 1: none): alone, on the default plan;
-// beside plan items (`tile=192x128x64,workers=3,split=2`), on that plan.
+// beside plan items (`tile=192x128x64,workers=3,split=2`), on that plan. An item
+// `stream_k` runs stream-K (GemmOptions::stream_k) the same way.
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
@@ -70,12 +71,15 @@ std::vector<char> stored(const std::vector<float>& v, GemmPrecision p) {
 }
 
 // The slices of a spec's `split=S` item (S >= 1), or -1 without one; `plan_items`
-// gets the spec's other items (a plan spec, empty for none).
-int split_k_of(const std::string& spec, std::string* plan_items = nullptr) {
+// gets the spec's other items (a plan spec, empty for none) and *stream_k whether
+// it has a `stream_k` item.
+int split_k_of(const std::string& spec, std::string* plan_items = nullptr, bool* stream_k = nullptr) {
   int slices = -1;
   std::string rest;
   for (const std::string& item : bench::split(spec, ',')) {
-    if (item.rfind("split=", 0) == 0) {
+    if (item == "stream_k") {
+      if (stream_k) *stream_k = true;
+    } else if (item.rfind("split=", 0) == 0) {
       slices = std::atoi(item.c_str() + 6);
       if (slices < 1) throw std::invalid_argument("--plan " + spec + ": S must be at least 1");
     } else {
@@ -165,7 +169,7 @@ int main(int argc, char** argv) {
         o.precision = p;
         o.device_pointers = true;
         std::string plan_items;
-        if (const int slices = split_k_of(spec, &plan_items); slices >= 0) o.split_k = slices;
+        if (const int slices = split_k_of(spec, &plan_items, &o.stream_k); slices >= 0) o.split_k = slices;
         if (!plan_items.empty()) {
           o.plan = default_gemm_plan(TargetKind::Cuda, m, n, k, p);
           bench::apply_plan_spec(plan_items, *o.plan);

@@ -162,11 +162,12 @@ void KernelBuilder::emit_yield(const std::vector<Tile>& values, const SourceLoc&
 }
 
 std::vector<Tile> KernelBuilder::carried_loop(TileOpKind kind, Sym extent, std::vector<Tile> init,
-                                              const CarriedBody& body, Loc loc) {
+                                              const CarriedBody& body, Loc loc, Expr stage_base) {
   TileOp op;
   op.kind = kind;
   op.loc = SourceLoc::from(loc);
   op.loops = {LoopDim{fresh_iv("k"), extent.e}};
+  op.stage_base = std::move(stage_base);
   op.regions.resize(1);
   std::vector<Tile> carried;
   for (Tile t : init) {
@@ -196,6 +197,12 @@ Tile KernelBuilder::pipeline(Sym extent, Tile init, const std::function<Tile(Sym
                              Loc loc) {
   auto one = [&](Sym k, std::vector<Tile> c) -> std::vector<Tile> { return {body(k, c[0])}; };
   return carried_loop(TileOpKind::Pipeline, extent, {init}, one, loc)[0];
+}
+
+Tile KernelBuilder::pipeline(Sym extent, Sym stage_base, Tile init, const std::function<Tile(Sym, Tile)>& body,
+                             Loc loc) {
+  auto one = [&](Sym k, std::vector<Tile> c) -> std::vector<Tile> { return {body(k, c[0])}; };
+  return carried_loop(TileOpKind::Pipeline, extent, {init}, one, loc, stage_base.e)[0];
 }
 
 std::vector<Tile> KernelBuilder::serial(Sym extent, std::vector<Tile> init, const CarriedBody& body,

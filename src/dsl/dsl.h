@@ -112,6 +112,11 @@ class KernelBuilder {
               Loc loc = Loc::current());
   Tile pipeline(Sym extent, Tile init, const std::function<Tile(Sym, Tile)>& body,
                 Loc loc = Loc::current());
+  // A pipeline whose extent varies with an enclosing loop's iteration: stage_base is
+  // how many iterations of this loop the group ran before this execution
+  // (TileOp::stage_base; the sim judges it: a wrong count breaks the stages' phases).
+  Tile pipeline(Sym extent, Sym stage_base, Tile init, const std::function<Tile(Sym, Tile)>& body,
+                Loc loc = Loc::current());
   // ... carrying any number of values (none included): body returns as many as it got.
   using CarriedBody = std::function<std::vector<Tile>(Sym, std::vector<Tile>)>;
   std::vector<Tile> serial(Sym extent, std::vector<Tile> init, const CarriedBody& body,
@@ -209,7 +214,7 @@ class KernelBuilder {
   void parallel_nest(std::vector<Sym> extents, const std::function<void(std::vector<Sym>)>& body,
                      Loc loc);
   std::vector<Tile> carried_loop(TileOpKind kind, Sym extent, std::vector<Tile> init,
-                                 const CarriedBody& body, Loc loc);
+                                 const CarriedBody& body, Loc loc, Expr stage_base = nullptr);
   void branch(TileOp op, const std::function<void()>& then_body,
               const std::function<void()>& else_body);
   // Ends the open region with a yield of `values`.

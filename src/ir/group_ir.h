@@ -234,6 +234,9 @@ struct GroupOp {
   Expr lo, hi;         // For; Ticket: hi, the tickets of a round
   // For: from a `pipeline` nest (or the persistent loop over tiles), iterations may overlap
   bool pipelined = false;
+  // For, pipelined (optional): the iterations of this loop that the group ran before
+  // this execution's first (TileOp::stage_base); tma_pipeline numbers stages from it.
+  Expr stage_base;
   Cond cond;           // If
   std::vector<std::vector<GroupOp>> bodies;  // For: 1, If: 2
 };

@@ -252,6 +252,7 @@ class Printer {
       case GroupOpKind::For:
         out_ += " " + o.iv + " = " + expr_to_string(o.lo) + " to " + expr_to_string(o.hi) +
                 (o.pipelined ? " pipelined" : "");
+        if (o.stage_base) out_ += " stages_from " + expr_to_string(o.stage_base);
         break;
       case GroupOpKind::If: out_ += " " + cond_text(o.cond); break;
       case GroupOpKind::Ticket: out_ += " " + o.iv + " = " + optional_expr(o.hi) + " on " + window(o.dst); break;
@@ -690,6 +691,7 @@ class Parser {
         in_.expect_word("to");
         o.hi = in_.expr();
         o.pipelined = in_.accept_word("pipelined");
+        if (in_.accept_word("stages_from")) o.stage_base = in_.expr();
         o.bodies.resize(1);
         break;
       case GroupOpKind::If:

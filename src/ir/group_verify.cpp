@@ -335,6 +335,7 @@ class Verifier {
         if (op.iv.empty()) fail(op, "for without an induction variable");
         expr(op, op.lo, "the lower bound");
         expr(op, op.hi, "the upper bound");
+        if (op.stage_base) expr(op, op.stage_base, "the stage base");
         if (int64_t lo = 0, hi = 0; expr_is_const(op.lo, &lo) && expr_is_const(op.hi, &hi) &&
                                     static_cast<__int128>(hi) - lo > kMaxStaticTripCount)
           fail(op, "runs " + std::to_string(static_cast<__int128>(hi) - lo > INT64_MAX ? INT64_MAX : hi - lo) +

@@ -171,6 +171,10 @@ struct TileOp {
   ReduceOp reduce = ReduceOp::Sum;  // Reduce
   CmpOp cmp = CmpOp::EQ;      // Cmp
   std::vector<LoopDim> loops; // Parallel (1 to 3 dims), Serial/Pipeline (1 dim), Ticket (its symbol)
+  // Pipeline (optional): how many iterations of this loop the group ran before this
+  // execution's first, where that count is not (executions before) x (extent): a loop
+  // whose extent varies with an enclosing loop's iteration. Stages count on from it.
+  Expr stage_base;
   Cond cond;                  // If
   std::vector<Region> regions;
   SourceLoc loc;

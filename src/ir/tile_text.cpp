@@ -149,7 +149,11 @@ class Printer {
       case TileOpKind::Index: out_ += operands() + " axis " + std::to_string(o.axis); break;
       case TileOpKind::Parallel: out_ += " " + loops_text(o.loops); break;
       case TileOpKind::Serial:
-      case TileOpKind::Pipeline: out_ += " " + loops_text(o.loops) + iter_text(o); break;
+      case TileOpKind::Pipeline:
+        out_ += " " + loops_text(o.loops);
+        if (o.stage_base) out_ += " stages_from " + expr_to_string(o.stage_base);
+        out_ += iter_text(o);
+        break;
       case TileOpKind::If: out_ += " " + cond_text(o.cond); break;
       case TileOpKind::Ticket: out_ += " " + loops_text(o.loops) + " on " + coords(); break;
       default: out_ += operands();
@@ -389,6 +393,7 @@ class Parser {
       case TileOpKind::Serial:
       case TileOpKind::Pipeline:
         o.loops = in_.loops();
+        if (o.kind == TileOpKind::Pipeline && in_.accept_word("stages_from")) o.stage_base = in_.expr();
         in_.expect_word("iter");
         iter(o, o.regions[0]);
         break;

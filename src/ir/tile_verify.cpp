@@ -238,7 +238,7 @@ class Verifier {
         if (i + 1 != r.ops.size()) fail(op, "yield must be the last op of its region");
         check_yield(op, parent);
       } else if (op.kind == TileOpKind::Ticket) {
-        ticket(op, parent);
+        ticket(op);
       } else {
         this->op(op);
       }
@@ -415,6 +415,7 @@ class Verifier {
       expr(op, d.extent, "the extent of " + d.iv);
       if (d.iv.empty()) fail(op, std::string(name) + " has an unnamed induction variable");
     }
+    if (op.stage_base) expr(op, op.stage_base, "the stage base of " + op.loops[0].iv);
     std::vector<TileType> inits;
     for (int id : op.operands) inits.push_back(use(op, id));
     for (const LoopDim& d : op.loops) ivs_.push_back(d.iv);
@@ -425,7 +426,9 @@ class Verifier {
         fail(op, std::string(name) + " carried value %" + k_.values[body.args[i]].name + " has type " +
                      type_text(arg) + " but its initial value has " + type_text(inits[i]));
     }
+    parallel_depth_ += parallel;
     region(body, &op);
+    parallel_depth_ -= parallel;
     ivs_.resize(ivs_.size() - op.loops.size());
     for (size_t i = 0; i < op.results.size(); ++i) {
       define(op, op.results[i]);
@@ -456,11 +459,11 @@ class Verifier {
   }
 
   // Ticket: a rank-1 u32 counter tensor the kernel writes, one coordinate, a named
-  // symbol and its count; directly in a parallel nest's body (once a group).
-  void ticket(const TileOp& op, const TileOp* parent) {
+  // symbol and its count; inside a parallel nest's body (a group's), where loops and
+  // branches may hold it (stream-K takes a ticket of each tile it shares).
+  void ticket(const TileOp& op) {
     arity(op, 0, 0);
-    if (!parent || parent->kind != TileOpKind::Parallel)
-      fail(op, "ticket outside a parallel nest's body: a group takes its tickets there, once");
+    if (parallel_depth_ == 0) fail(op, "ticket outside a parallel nest's body: a group takes its tickets there");
     const TensorParam* t = k_.find_tensor(op.param);
     if (!t) fail(op, "ticket of unknown tensor '" + op.param + "'");
     if (t->dtype != DType::U32 || t->rank() != 1 || t->access != Access::InOut)
@@ -545,6 +548,7 @@ class Verifier {
   std::vector<bool> in_scope_, defined_;
   std::vector<int> scope_;         // values defined in the open regions, in order
   std::vector<std::string> ivs_;   // induction variables of the open nests
+  int parallel_depth_ = 0;          // open parallel nests (a ticket needs one)
 };
 
 }  // namespace

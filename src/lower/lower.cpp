@@ -855,6 +855,7 @@ class Lowering {
     loop.lo = expr_const(0);
     loop.hi = bind(op.loops[0].extent);
     loop.pipelined = op.kind == TileOpKind::Pipeline;
+    if (op.stage_base) loop.stage_base = bind(op.stage_base);
     loop.bodies.resize(1);
     lower_region(body, loop.bodies[0]);
     std::vector<GroupOp>& tail = loop.bodies[0];

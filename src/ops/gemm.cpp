@@ -267,6 +267,21 @@ struct SplitK {
   double seconds = 0;               // the estimate it won with
 };
 
+// Stream-K's ranges (gemm_stream_k_kernel): `groups` of `steps` k steps each.
+struct StreamK {
+  int64_t groups = 0, steps = 0;  // G and L; 0 groups: no stream-K
+  int64_t tiles = 0;              // output tiles (their counters)
+};
+
+// One group a multiprocessor, each with an equal share of the tiles' k steps.
+StreamK stream_k_ranges(const Plan& p, int64_t m, int64_t n, int64_t k) {
+  const int64_t bm = p.tile("BM"), bn = p.tile("BN"), bk = p.tile("BK");
+  const int64_t tiles = (m + bm - 1) / bm * ((n + bn - 1) / bn), steps = tiles * ((k + bk - 1) / bk);
+  if (steps == 0) return {};
+  const int64_t per_group = (steps + cuda_multiprocessors() - 1) / cuda_multiprocessors();
+  return {(steps + per_group - 1) / per_group, per_group, tiles};
+}
+
 // `flops`: the device's rate for this tile; `per_sm`: the blocks of a wave on one
 // multiprocessor.
 SplitK split_k_estimate(int64_t bm, int64_t bn, int64_t bk, int64_t m, int64_t n, int64_t k, double flops,
@@ -414,7 +429,7 @@ void choose_worker_grid(Plan& p) {
 
 // The kernels the front door runs (gemm_kernel.h): gemm_kernel; split-K's two; or,
 // for tf32 on the wgmma atom, B transposed first and gemm_kernel on B^T.
-enum class GemmKernelKind { Plain, SplitK, SplitKSum, Transpose, PlainTransposedB };
+enum class GemmKernelKind { Plain, SplitK, SplitKSum, Transpose, PlainTransposedB, StreamK };
 
 // Everything that changes the compiled kernel; compared, not formatted, on every call.
 using CacheKey = std::tuple<GemmKernelKind, Plan, bool, GemmPrecision, std::string>;
@@ -442,6 +457,7 @@ Kernel compiled_gemm(const Plan& plan, const GemmOptions& options, bool* fresh,
   Kernel kernel = compile(kind == GemmKernelKind::Plain              ? gemm_kernel(ab)
                           : kind == GemmKernelKind::PlainTransposedB ? gemm_kernel(ab, /*b_transposed=*/true)
                           : kind == GemmKernelKind::SplitK           ? gemm_split_k_kernel(ab)
+                          : kind == GemmKernelKind::StreamK          ? gemm_stream_k_kernel(ab)
                           : kind == GemmKernelKind::Transpose        ? transpose_kernel()
                                                                      : split_k_sum_kernel(),
                           plan, settings);
@@ -688,6 +704,24 @@ void* split_partials(const SplitK& split, int64_t m, int64_t n) {
   return cuda_thread_scratch(2, size_t(split.slices * m * gemm_split_partials_ld(n)) * sizeof(float));
 }
 
+// Stream-K's partial tiles (slot 2: 2G of BM x BN fp32) and its tile counters (slot
+// 3, u32), zeroed when first handed out; the kernel leaves every counter at 0.
+void* stream_k_partials(const StreamK& s, const Plan& p) {
+  return cuda_thread_scratch(2, size_t(2 * s.groups * p.tile("BM") * p.tile("BN")) * sizeof(float));
+}
+void* stream_k_counters(const StreamK& s) {
+  thread_local void* zeroed = nullptr;
+  thread_local size_t zeroed_bytes = 0;
+  const size_t bytes = size_t(s.tiles) * sizeof(uint32_t);
+  void* t = cuda_thread_scratch(3, bytes);
+  if (t != zeroed) zeroed = t, zeroed_bytes = 0;
+  if (bytes > zeroed_bytes) {
+    cuda_zero_words(t, size_t(s.tiles));
+    zeroed_bytes = bytes;
+  }
+  return t;
+}
+
 // Device-event timing of a call's queued work, when asked (GemmOptions::time_device).
 template <class Work>
 void timed_on_device(const GemmOptions& o, GemmReport* report, Work work) {
@@ -718,6 +752,7 @@ std::pair<TmaOperand, TmaOperand> device_operands(const Plan& plan, int64_t m, i
 struct CudaLaunches {
   Plan plan;
   SplitK split;
+  StreamK stream;
   BoundLaunch main;
   std::optional<BoundLaunch> sum;
   std::optional<BoundLaunch> transpose;  // B into B^T before main (transposes_b)
@@ -737,6 +772,10 @@ double run_cuda(CudaLaunches& l, int64_t m, int64_t n, int64_t k, float alpha, c
   l.main.set_tensor(0, const_cast<void*>(ta.data));
   l.main.set_tensor(1, const_cast<void*>(tb.data));
   BoundLaunch& out = l.sum ? *l.sum : l.main;
+  if (l.stream.groups > 0) {  // tensors A, B, C, P, T
+    l.main.set_tensor(3, stream_k_partials(l.stream, l.plan));
+    l.main.set_tensor(4, stream_k_counters(l.stream));
+  }
   if (l.sum) {
     void* partials = split_partials(l.split, m, n);
     l.main.set_tensor(2, partials);
@@ -767,12 +806,33 @@ Kernel compiled_split_sum(const SplitK& split, int64_t m, int64_t n, int64_t ldc
 // Binds a call's launches on device arrays: `kernel`, split-K's `sum` after it, or
 // the `transpose` of B before it.
 CudaLaunches bind_cuda(const Kernel& kernel, const std::optional<Kernel>& sum, const std::optional<Kernel>& transpose,
-                       const Plan& plan, const SplitK& split, int64_t m, int64_t n, int64_t k, float alpha,
-                       const void* a, int64_t lda, const void* b, int64_t ldb, float beta, float* c, int64_t ldc,
-                       const GemmOptions& o) {
+                       const Plan& plan, const SplitK& split, const StreamK& stream, int64_t m, int64_t n, int64_t k,
+                       float alpha, const void* a, int64_t lda, const void* b, int64_t ldb, float beta, float* c,
+                       int64_t ldc, const GemmOptions& o) {
   const DType ab = storage_dtype(o.precision);
   auto [ta, tb] = device_operands(plan, m, n, k, a, lda, b, ldb, o.precision);
-  CudaLaunches l{plan, split, {}, {}, {}};
+  CudaLaunches l{plan, split, stream, {}, {}, {}};
+  if (stream.groups > 0) {
+    const int64_t bm = plan.tile("BM"), bn = plan.tile("BN");
+    KernelArgs args = gemm_args(m, n, k, alpha, ta.data, ta.ld, tb.data, tb.ld, beta, c, ldc, ab, true);
+    TensorArg p;
+    p.data = stream_k_partials(stream, plan);
+    p.dtype = DType::F32;
+    p.shape = {2 * stream.groups, bm, bn};
+    p.strides = {bm * bn, bn, 1};
+    p.on_device = true;
+    TensorArg t;
+    t.data = stream_k_counters(stream);
+    t.dtype = DType::U32;
+    t.shape = {stream.tiles};
+    t.strides = {1};
+    t.on_device = true;
+    args.tensors["P"] = p;
+    args.tensors["T"] = t;
+    args.sizes = {{"G", stream.groups}, {"L", stream.steps}};
+    l.main = kernel.bind(args);
+    return l;
+  }
   if (transpose) {
     KernelArgs t;
     t.tensors = {{"X", matrix_arg(b, ab, k, n, ldb, true)}, {"Y", matrix_arg(tb.data, ab, n, k, tb.ld, true)}};
@@ -873,7 +933,7 @@ struct BoundGemm {
 struct LastCall {
   // Shape, leading dimensions, options, and whether a plan was requested.
   std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, TargetKind, GemmPrecision, bool, bool, bool, int,
-             int>
+             int, bool>
       key;
   BoundGemm bound;
   std::optional<Plan> requested;  // options.plan of the call that made it
@@ -892,6 +952,10 @@ void validate_options(const GemmOptions& options) {
   if (options.split_k > 1 && options.target != TargetKind::Cuda)
     user_error(ErrorKind::Unsupported, "split_k = " + std::to_string(options.split_k) + ": split-K runs on the cuda "
                                        "target only (" + target_name(options.target) + " takes 0 or 1)");
+  if (options.stream_k && (options.target != TargetKind::Cuda || options.split_k > 1))
+    user_error(ErrorKind::Unsupported, std::string("stream_k: stream-K runs on the cuda target, without split_k (") +
+                                           target_name(options.target) + ", split_k " +
+                                           std::to_string(options.split_k) + ")");
 }
 
 LaunchOptions launch_options(const GemmOptions& options) {
@@ -914,6 +978,7 @@ void run_bound(BoundGemm& g, int64_t m, int64_t n, int64_t k, float alpha, const
       report->plan = g.plan;
       report->plan_source = g.plan_source;
       report->split_k = g.cuda.split.slices;
+      report->stream_k_groups = g.cuda.stream.groups;
       report->run_us = us;
     }
     return;
@@ -938,6 +1003,7 @@ void run_bound(BoundGemm& g, int64_t m, int64_t n, int64_t k, float alpha, const
 struct CompiledGemm {
   GemmReport report;  // plan, plan_source, split_k, compile_ms
   SplitK split;
+  StreamK stream;
   Kernel kernel;
   std::optional<Kernel> sum, transpose;
 };
@@ -1116,12 +1182,21 @@ CompiledGemm compile_gemm_call(int64_t m, int64_t n, int64_t k, int64_t ldc, con
   // A tuned winner was measured unsplit: split-K as for a requested plan.
   GemmOptions chosen = options;
   if (report.plan_source != "default rules") chosen.plan = report.plan;
-  cg.split = gemm_split(report.plan, m, n, k, chosen);
+  const bool transposed_b = transposes_b(report.plan, options.precision);
+  if (options.stream_k && k > 0) {
+    if (report.plan.atom != AtomKind::Wgmma || transposed_b)
+      user_error(ErrorKind::Unsupported, "stream_k: stream-K runs 16-bit plans on the wgmma atom, not " +
+                                             report.plan.to_string());
+    report.plan.persistent = 0;  // its groups walk the tiles themselves
+    cg.stream = stream_k_ranges(report.plan, m, n, k);
+    report.stream_k_groups = cg.stream.groups;
+  } else {
+    cg.split = gemm_split(report.plan, m, n, k, chosen);
+  }
   const SplitK& split = cg.split;
   report.split_k = split.slices;
   bool fresh = false;
   const auto compile_start = std::chrono::steady_clock::now();
-  const bool transposed_b = transposes_b(report.plan, options.precision);
 #ifdef TESSEL_WITH_CUDA
   // A call's second kernel (split-K's sum, or the transpose of B that tf32 on wgmma
   // runs first) compiles beside the main one.
@@ -1136,7 +1211,8 @@ CompiledGemm compile_gemm_call(int64_t m, int64_t n, int64_t k, int64_t ldc, con
     });
 #endif
   cg.kernel = compiled_gemm(report.plan, options, &fresh,
-                            split.slices > 1 ? GemmKernelKind::SplitK
+                            cg.stream.groups > 0 ? GemmKernelKind::StreamK
+                            : split.slices > 1   ? GemmKernelKind::SplitK
                             : transposed_b   ? GemmKernelKind::PlainTransposedB
                                              : GemmKernelKind::Plain);
 #ifdef TESSEL_WITH_CUDA
@@ -1157,8 +1233,8 @@ void bind_and_run(const CompiledGemm& cg, int64_t m, int64_t n, int64_t k, float
   const auto start = std::chrono::steady_clock::now();
   if (cg.report.plan.target == TargetKind::Cuda) {
 #ifdef TESSEL_WITH_CUDA
-    CudaLaunches launches = bind_cuda(cg.kernel, cg.sum, cg.transpose, cg.report.plan, cg.split, m, n, k, alpha, a,
-                                      lda, b, ldb, beta, c, ldc, options);
+    CudaLaunches launches = bind_cuda(cg.kernel, cg.sum, cg.transpose, cg.report.plan, cg.split, cg.stream, m, n, k,
+                                      alpha, a, lda, b, ldb, beta, c, ldc, options);
     run_cuda(launches, m, n, k, alpha, a, lda, b, ldb, beta, c, options, lo, report);
     if (keep) keep->cuda = std::move(launches);
 #endif
@@ -1194,7 +1270,8 @@ GemmReport gemm(int64_t m, int64_t n, int64_t k, float alpha, const float* a, in
   thread_local LastCall last;
   const bool fast = fast_path_allowed(options) && m > 0 && n > 0;
   auto key = std::make_tuple(m, n, k, lda, ldb, ldc, options.target, options.precision, options.coalesce_barriers,
-                             options.device_pointers, options.plan.has_value(), options.split_k, options.threads);
+                             options.device_pointers, options.plan.has_value(), options.split_k, options.threads,
+                             options.stream_k);
   if (fast && last.bound.valid && last.key == key && (!options.plan || *last.requested == *options.plan)) {
     GemmReport report;
     run_bound(last.bound, m, n, k, alpha, a, lda, b, ldb, beta, c, options, lo, &report);

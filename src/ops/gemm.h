@@ -35,6 +35,10 @@ struct GemmOptions {
   // adds in a fixed order (deterministic). 0: the default plan's choice (none for
   // an explicit plan), 1: never. Other targets take 0 or 1.
   int split_k = 0;
+  // cuda, 16-bit plans on the wgmma atom: stream-K (gemm_stream_k_kernel): one group
+  // a multiprocessor, each running an equal share of all tiles' k steps; tiles that
+  // groups share are summed in a fixed order (deterministic). Not with split_k > 1.
+  bool stream_k = false;
   // false: gemm returns an empty GemmReport (errors are still thrown). A repeated
   // call (same shape and options as this thread's last) then costs the checks and
   // the kernel alone: no plan copy, no clock read, no allocation, no lock.
@@ -50,6 +54,7 @@ struct GemmReport {
   double run_us = 0;      // wall time of the launch
   double device_us = 0;   // cuda with time_device: device-event time of the call's work
   int64_t split_k = 1;    // cuda: the K slices run (1: no split)
+  int64_t stream_k_groups = 0;  // cuda: the groups of a stream-K run (0: none)
   int64_t races = 0;      // sim only
   std::vector<std::string> race_messages;  // sim: the first few
   BarrierStats fences;  // with GemmOptions::count_fences

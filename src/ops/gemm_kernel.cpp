@@ -101,6 +101,61 @@ TileKernel gemm_split_k_fused_kernel(DType ab) {
   return kernel;
 }
 
+TileKernel gemm_stream_k_kernel(DType ab) {
+  KernelBuilder kb("gemm_stream_k");
+  Sym M = kb.size("M"), N = kb.size("N"), K = kb.size("K");
+  Sym lda = kb.size("lda"), ldb = kb.size("ldb"), ldc = kb.size("ldc");
+  Sym G = kb.size("G"), L = kb.size("L"), Q = kb.size("Q");
+  Sym PS = kb.size("PS"), PR = kb.size("PR"), PC = kb.size("PC"), sps = kb.size("sps"), ldp = kb.size("ldp");
+  Sym BM = kb.tile("BM"), BN = kb.tile("BN"), BK = kb.tile("BK");
+  Tensor A = kb.tensor("A", M, K, lda, Access::In);
+  Tensor B = kb.tensor("B", K, N, ldb, Access::In);
+  Tensor C = kb.tensor("C", M, N, ldc, Access::InOut);
+  Tensor P = kb.tensor("P", {PS, PR, PC}, {sps, ldp, 1}, Access::InOut);
+  Tensor T = kb.tensor("T", {Q}, {1}, Access::InOut, DType::U32);
+  std::string alpha = kb.scalar("alpha"), beta = kb.scalar("beta");
+  // KT k steps a tile, in row-major tile order: step u of the whole product is step
+  // u % KT of tile u / KT. Group g runs steps [a, b).
+  Sym KT = ceil_div(K, BK), TN = ceil_div(N, BN), steps = ceil_div(M, BM) * TN * KT;
+  kb.parallel(G, [&](Sym g) {
+    Sym a = g * L, b = min(a + L, steps), first = a / KT;
+    // One segment a tile the range meets; independent of each other (other tiles,
+    // other slots), like the tiles of a persistent loop.
+    kb.pipeline(ceil_div(b, KT) - first, {}, [&](Sym s, std::vector<Tile>) -> std::vector<Tile> {
+      Sym tile = first + s, i = tile / TN, j = tile % TN;
+      Sym k0 = max(a - tile * KT, 0), k1 = min(b - tile * KT, KT);
+      // The steps before this segment's first: those of the group's earlier segments.
+      Tile acc = kb.pipeline(k1 - k0, tile * KT + k0 - a, kb.constant(0.0, BM, BN), [&](Sym k, Tile partial) {
+        Tile x = kb.load(A, i * BM, (k0 + k) * BK, BM, BK);
+        Tile y = kb.load(B, (k0 + k) * BK, j * BN, BK, BN);
+        return kb.mma(x, y, partial);
+      });
+      kb.if_(
+          k1 - k0, CmpOp::EQ, KT, [&] { store_scaled(kb, C, i * BM, j * BN, BM, BN, acc, alpha, beta); },
+          [&] {
+            // Group h keeps the partial of its first tile in slot 2h, of its last in
+            // 2h + 1. The tile's groups are g0 .. g1; the last to arrive sums them in
+            // that order.
+            auto slot = [&](Sym h) { return h * 2 + min(tile - h * L / KT, 1); };
+            kb.store(P, {slot(g), 0, 0}, acc);
+            Sym g0 = tile * KT / L, count = ((tile + 1) * KT - 1) / L - g0 + 1;
+            Sym ticket = kb.ticket(T, tile, count);
+            kb.if_(ticket, CmpOp::EQ, count - 1, [&] {
+              Tile sum = kb.serial(count, kb.constant(0.0, BM, BN), [&](Sym u, Tile partials) {
+                return kb.add(partials, kb.load(P, {slot(g0 + u), 0, 0}, BM, BN));
+              });
+              store_scaled(kb, C, i * BM, j * BN, BM, BN, sum, alpha, beta);
+            });
+          });
+      return {};
+    });
+  });
+  TileKernel kernel = kb.finish();
+  kernel.tensors[0].dtype = ab;  // A
+  kernel.tensors[1].dtype = ab;  // B
+  return kernel;
+}
+
 TileKernel transpose_kernel() {
   KernelBuilder kb("transpose");
   Sym R = kb.size("R"), C = kb.size("C"), ldx = kb.size("ldx"), ldy = kb.size("ldy");

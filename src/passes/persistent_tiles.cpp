@@ -24,7 +24,7 @@ void substitute(std::vector<GroupOp>& ops, const Lookup& lookup) {
   for (GroupOp& op : ops) {
     for (BufferRef* r : {&op.src, &op.dst, &op.a, &op.b}) substitute(*r, lookup);
     for (Expr* e : {&op.src_row_bound, &op.src_col_bound, &op.dst_row_bound, &op.dst_col_bound, &op.m_valid,
-                    &op.n_valid, &op.k_valid, &op.mbar_slot, &op.parity, &op.lo, &op.hi, &op.cond.lhs,
+                    &op.n_valid, &op.k_valid, &op.mbar_slot, &op.parity, &op.lo, &op.hi, &op.stage_base, &op.cond.lhs,
                     &op.cond.rhs})
       substitute(*e, lookup);
     for (EwOperand& o : op.operands) substitute(o.index, lookup);

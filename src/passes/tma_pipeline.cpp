@@ -146,10 +146,10 @@ class TmaPipeliner {
           why = "loop #" + num(op.id) + " is inside a branch (its stages would not count every execution)";
         } else if (o_.producers > 0 && stats.loops_converted > 0) {
           why = "loop #" + num(op.id) + ": a producer role serves one pipeline loop";
-        } else if (uses_any(op.hi - op.lo, enclosing)) {
+        } else if (!op.stage_base && uses_any(op.hi - op.lo, enclosing)) {
           why = "loop #" + num(op.id) + ": its trip count depends on an enclosing loop";
         } else {
-          for (size_t e = 1; e < enclosing.size() && why.empty(); ++e)
+          for (size_t e = 1; e < enclosing.size() && why.empty() && !op.stage_base; ++e)
             if (uses_any(enclosing[e].hi - enclosing[e].lo, enclosing))
               why = "loop #" + num(op.id) + ": an enclosing loop's trip count depends on another";
         }
@@ -272,11 +272,11 @@ class TmaPipeliner {
       p_.buffers[c.dst.buffer].versions = w;
     }
     // Stage of iteration k: base + k - lo, where base counts the stages of the
-    // enclosing loops' earlier executions.
+    // enclosing loops' earlier executions (or is the loop's own stage_base).
     const Expr lo = loop.lo, hi = loop.hi, n = hi - lo;
     Expr linear = expr_const(0);
     for (const Enclosing& e : enclosing) linear = linear * (e.hi - e.lo) + (expr_sym(e.iv) - e.lo);
-    const Expr base = linear * n;
+    const Expr base = loop.stage_base ? loop.stage_base : linear * n;
     const Expr k = expr_sym(loop.iv);
     auto stage = [&](const Expr& iteration) { return base + (iteration - lo); };
 

@@ -12,8 +12,10 @@
 // loop that holds another (the persistent loop over tiles) only encloses it.
 //
 // Out, with window W (stages) for a loop k in [lo, hi) whose execution is the
-// e-th of its enclosing loops (base = e * (hi - lo); 0 for a top-level loop), so
-// that iteration k handles stage j = base + k - lo, slot j % W:
+// e-th of its enclosing loops (base = e * (hi - lo); 0 for a top-level loop; or the
+// loop's stage_base, which may then vary with the enclosing loops as its trip count
+// does: the count of the loop's iterations the group ran before), so that iteration
+// k handles stage j = base + k - lo, slot j % W:
 //   - mbarriers full[W] (count 1) and empty[W] (count = the computing workers),
 //     initialized at the top of the program, then a fence;
 //   - produce(j): mbar.wait empty@(j % W) parity (j / W + 1) % 2 (the release of

@@ -88,7 +88,7 @@ Prepared prepare(const Case& c, uint64_t seed) {
 // with the given plan (null: the default) and returns C; fails on padding damage.
 // shift: A and B start that many bytes into their buffers; *ran: the call's report.
 std::vector<float> run_prepared(const Case& c, const Prepared& in, const Plan* plan, size_t shift = 0,
-                                GemmReport* ran = nullptr) {
+                                GemmReport* ran = nullptr, bool stream_k = false) {
   const int64_t lda = std::max<int64_t>(1, c.k + c.pad), ldb = c.n + c.pad, ldc = c.n + c.pad;
   const std::vector<float>& C = in.C;
   std::vector<char> a = stored(in.A, c.p), b = stored(in.B, c.p);
@@ -101,6 +101,7 @@ std::vector<float> run_prepared(const Case& c, const Prepared& in, const Plan* p
   o.target = TargetKind::Cuda;
   o.precision = c.p;
   o.device_pointers = true;
+  o.stream_k = stream_k;
   if (plan) o.plan = *plan;
   const char* pa = static_cast<const char*>(da.get()) + shift;
   const char* pb = static_cast<const char*>(db.get()) + shift;
@@ -217,6 +218,33 @@ void expect_default_plan_splits(const Case& c, AtomKind atom) {
   Plan plan = default_gemm_plan(TargetKind::Cuda, c.m, c.n, c.k, c.p, "sm_90");
   EXPECT_EQ(plan.atom, atom) << name(c);
   EXPECT_GT(gemm_split_k_slices(plan, c.m, c.n, c.k, o), 1) << name(c) << ": " << plan.to_string();
+}
+
+// Stream-K (GemmOptions::stream_k) on the default 16-bit plans' tiles: 64x128 (one
+// tile of 256x256x4096 shared by 64 groups; rows off 16 bytes, copied; beta read),
+// 128x192 (1024x5000x3000, 216 tiles on 132 groups), 192x192 (2900x2950x72: one k
+// step a tile, ranges of whole tiles), rows padded to 16 bytes. C poisoned at beta 0;
+// two calls each on fresh inputs, the second on the bound launch, whose tile
+// counters the first must have left at 0.
+TEST(CudaGemm, StreamKMatchesTheOracle) {
+  REQUIRE_GPU();
+  if (default_cuda_arch() != "sm_90") GTEST_SKIP() << "wgmma needs sm_90; this GPU is " << default_cuda_arch();
+  const Case cases[] = {{256, 256, 4096, GemmPrecision::BF16, 1.0, 0, 0},
+                        {1000, 1000, 1001, GemmPrecision::F16, -0.5, 2.0, 0},
+                        {1024, 5000, 3000, GemmPrecision::BF16, 1.0, 0, 0},
+                        {2900, 2950, 72, GemmPrecision::BF16, 1.0, 0.5, 0},
+                        {520, 264, 776, GemmPrecision::F16, 1.5, 0.5, 8}};
+  uint64_t seed = 501;
+  for (const Case& c : cases)
+    for (int call = 0; call < 2; ++call) {
+      Prepared in = prepare(c, seed++);
+      GemmReport ran;
+      std::vector<float> out = run_prepared(c, in, nullptr, 0, &ran, /*stream_k=*/true);
+      EXPECT_GT(ran.stream_k_groups, 0) << name(c) << ": " << ran.plan.to_string();
+      EXPECT_EQ(ran.split_k, 1) << name(c);
+      double err = gemm_relative_error(c.m, c.n, out.data(), c.n + c.pad, in.oracle);
+      EXPECT_LE(err, precision_error_bound(c.p, c.k)) << name(c) << " call " << call;
+    }
 }
 
 // Two calls of `c` through the front door (the second reusing the slices'

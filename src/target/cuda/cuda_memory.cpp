@@ -77,6 +77,10 @@ void* cuda_thread_scratch(int slot, size_t bytes) {
   return reinterpret_cast<void*>(ptr[slot]);
 }
 
+void cuda_zero_words(void* dst, size_t words) {
+  cuda_check(cuda_driver().cuMemsetD32(reinterpret_cast<CUdeviceptr>(dst), 0, words), "cuMemsetD32");
+}
+
 void cuda_synchronize() { cuda_check(cuda_driver().cuCtxSynchronize(), "kernel execution (cuCtxSynchronize)"); }
 
 DeviceTimer::DeviceTimer() {

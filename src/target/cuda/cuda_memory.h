@@ -38,6 +38,8 @@ void copy_rows_on_device(void* dst, int64_t dst_pitch, const void* src, int64_t 
 // grown on demand and never shrunk or freed (it lives until the process exits).
 // Growing first waits for the device: queued work may still read the old buffer.
 void* cuda_thread_scratch(int slot, size_t bytes);
+// Sets `words` 32-bit words at device address `dst` to 0, in stream order.
+void cuda_zero_words(void* dst, size_t words);
 
 // Waits until all work on the device is done; reports launch and execution errors.
 void cuda_synchronize();

@@ -1,0 +1,173 @@
+// Stream-K (gemm_stream_k_kernel, src/ops/gemm_kernel.h): G groups each run L
+// consecutive k steps of the whole product, so a tile may be shared by groups that
+// sum their partials through P in group order. Under the Hopper plans (wgmma, tma
+// stages, with and without a producer) and the sim's fma plan, on the sim race
+// checker: 0 races, C exact on small integers (NaN-poisoned at beta 0, the partial
+// slots NaN too), the same bits whatever order the groups run in (each seed lets
+// another group draw a tile's last ticket), and every counter back at 0. Ranges
+// shorter and longer than a tile's steps, and ragged M, N and K.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "../sim/race_assertions.h"
+#include "compiler/compile.h"
+#include "ir/group_text.h"
+#include "ir/tile_text.h"
+#include "ops/gemm.h"
+#include "ops/gemm_kernel.h"
+#include "target/sim/sim.h"
+#include "tessel/error.h"
+
+namespace tessel {
+namespace {
+
+using test::races_text;
+
+Plan wgmma_plan(int producers, int64_t bm, int64_t bn) {
+  Plan p = default_gemm_plan(TargetKind::Cuda, 4096, 4096, 4096, GemmPrecision::BF16, "sm_90");
+  set_gemm_tile(p, bm, bn, 64);
+  p.workers = int(bm / 64), p.worker_rows = p.workers, p.worker_cols = 1;
+  p.window = 4;
+  p.async_copy = false;
+  p.tma = true;
+  p.producers = producers;
+  return p;
+}
+
+Plan sim_plan() {
+  Plan p;
+  p.target = TargetKind::Sim;
+  set_gemm_tile(p, 16, 16, 8);
+  p.workers = 4, p.worker_rows = 2, p.worker_cols = 2;
+  p.window = 2;
+  p.async_copy = true;
+  return p;
+}
+
+struct Shape {
+  int64_t m, n, k, groups;  // groups: the G asked for; L follows, and G from L
+};
+
+void expect_stream_k_exact(const GroupProgram& program, const Plan& plan, const Shape& s, double beta,
+                           const std::string& what) {
+  const int64_t bm = plan.tile("BM"), bn = plan.tile("BN"), bk = plan.tile("BK");
+  const int64_t kt = (s.k + bk - 1) / bk, tiles = (s.m + bm - 1) / bm * ((s.n + bn - 1) / bn);
+  const int64_t steps = tiles * kt, l = (steps + s.groups - 1) / s.groups, g = (steps + l - 1) / l;
+  std::mt19937_64 rng(uint64_t(s.m * 31 + s.n * 7 + s.k + s.groups));
+  std::uniform_int_distribution<int> small(-3, 3);
+  std::vector<float> a(s.m * s.k), b(s.k * s.n), c0(s.m * s.n);
+  for (float& x : a) x = float(small(rng));
+  for (float& x : b) x = float(small(rng));
+  for (float& x : c0) x = beta == 0 ? NAN : float(small(rng));
+  std::vector<float> first;
+  for (uint64_t seed = 1; seed <= 3; ++seed) {
+    std::vector<float> c = c0, p(2 * g * bm * bn, NAN), t(tiles + 1, 0.0f);  // t: u32 zeros, one spare
+    SimOptions o;
+    o.seed = seed;
+    o.max_races_recorded = 1 << 12;
+    LaunchArgs args;
+    args.sizes = {{"M", s.m},  {"N", s.n},  {"K", s.k},      {"lda", s.k},     {"ldb", s.n},
+                  {"ldc", s.n}, {"G", g},   {"L", l},        {"Q", tiles + 1}, {"PS", 2 * g},
+                  {"PR", bm},   {"PC", bn}, {"sps", bm * bn}, {"ldp", bn}};
+    args.scalars = {{"alpha", 1.0}, {"beta", beta}};
+    args.tensors = {{"A", a.data()}, {"B", b.data()}, {"C", c.data()}, {"P", p.data()}, {"T", t.data()}};
+    SimResult r = run_sim(program, args, o);
+    EXPECT_EQ(r.race_count, 0) << what << races_text(r).substr(0, 2000);
+    for (float x : t) EXPECT_EQ(x, 0.0f) << what << ": a counter was left at a ticket";
+    double worst = 0;
+    for (int64_t i = 0; i < s.m; ++i)
+      for (int64_t j = 0; j < s.n; ++j) {
+        double want = beta == 0 ? 0.0 : beta * c0[i * s.n + j];
+        for (int64_t kk = 0; kk < s.k; ++kk) want += double(a[i * s.k + kk]) * b[kk * s.n + j];
+        const float got = c[i * s.n + j];
+        worst = std::max(worst, std::isnan(got) ? INFINITY : std::fabs(got - want));
+      }
+    EXPECT_EQ(worst, 0.0) << what << " beta " << beta << " seed " << seed << " (G " << g << ", L " << l << ")";
+    if (first.empty()) first = c;
+    EXPECT_EQ(0, std::memcmp(first.data(), c.data(), c.size() * sizeof(float)))
+        << what << ": seed " << seed << " summed C differently";
+  }
+}
+
+std::string shape_name(const Shape& s) {
+  return std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k) + " in " +
+         std::to_string(s.groups) + " groups";
+}
+
+TEST(StreamKSim, HopperPlansExactRaceFreeInAnyOrder) {
+  // 128x128x64 tiles: 130x200x300 has 4 tiles of 5 k steps. 3 groups of 7 steps
+  // share tiles between two groups, 7 of 3 among up to three, 2 of 10 take whole
+  // tiles only; 64x64x128 (one tile of 2 steps) in 2 groups of 1.
+  const Shape shapes[] = {{130, 200, 300, 3}, {130, 200, 300, 7}, {130, 200, 300, 2}, {64, 64, 128, 2}};
+  for (int producers : {0, 1}) {
+    const Plan plan = wgmma_plan(producers, 128, 128);
+    CompiledGroup g = compile_to_group(gemm_stream_k_kernel(DType::BF16), plan, CompileOptions{});
+    EXPECT_EQ(g.tma.loops_converted, 1) << g.tma.skipped_reason;
+    for (const Shape& s : shapes)
+      for (double beta : {0.0, 2.0})
+        expect_stream_k_exact(g.program, plan, s, beta, plan.to_string() + " " + shape_name(s));
+  }
+}
+
+TEST(StreamKSim, SimPlanExactRaceFreeInAnyOrder) {
+  const Plan plan = sim_plan();
+  CompiledGroup g = compile_to_group(gemm_stream_k_kernel(DType::F32), plan, CompileOptions{});
+  // 16x16x8 tiles: 33x47x29 has 9 tiles of 4 k steps (7 groups of 6: shared tiles),
+  // 40x20x100 6 of 13 (4 groups of 20; 3 of 26: whole tiles), 5x3x100 one of 13 (5
+  // groups of 3), 16x16x8 one of 1 (one group).
+  for (const Shape& s : {Shape{33, 47, 29, 7}, Shape{40, 20, 100, 4}, Shape{40, 20, 100, 3}, Shape{16, 16, 8, 2},
+                         Shape{5, 3, 100, 6}})
+    for (double beta : {0.0, -1.0}) expect_stream_k_exact(g.program, plan, s, beta, "sim " + shape_name(s));
+}
+
+// A pipeline's stage base is part of both text forms: TileIR and the lowered GroupIR
+// print it (`stages_from`), parse it back and print the same text; the parsed
+// GroupIR, pipelined by tma_pipeline, still runs exact and race-free.
+TEST(StreamKSim, StageBaseSurvivesBothTextForms) {
+  const TileKernel k = gemm_stream_k_kernel(DType::BF16);
+  const std::string tir = print_tile_kernel(k);
+  EXPECT_NE(tir.find("stages_from"), std::string::npos);
+  EXPECT_EQ(print_tile_kernel(parse_tile_kernel(tir)), tir);
+  const Plan plan = wgmma_plan(1, 128, 128);
+  CompileOptions co;
+  co.keep_stages = true;
+  CompiledGroup g = compile_to_group(parse_tile_kernel(tir), plan, co);
+  ASSERT_FALSE(g.stages.empty());
+  const std::string& lowered = g.stages[1].ir;  // after lowering, before the passes
+  EXPECT_NE(lowered.find("stages_from"), std::string::npos) << g.stages[1].name;
+  EXPECT_EQ(print_group_program(parse_group_program(lowered)), lowered);
+  expect_stream_k_exact(g.program, plan, Shape{130, 200, 300, 3}, 0.0, "parsed");
+}
+
+// The front door runs stream-K on the cuda target only, and not beside split_k.
+TEST(StreamKSim, FrontDoorRefusesOtherTargetsAndSplitK) {
+  std::vector<float> a(64 * 64, 1.0f), b(64 * 64, 1.0f), c(64 * 64, 0.0f);
+  GemmOptions o;
+  o.stream_k = true;
+  for (TargetKind target : {TargetKind::Cpu, TargetKind::Sim}) {
+    o.target = target;
+    try {
+      gemm(64, 64, 64, 1.0f, a.data(), 64, b.data(), 64, 0.0f, c.data(), 64, o);
+      ADD_FAILURE() << "stream_k ran on " << target_name(target);
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::Unsupported) << e.what();
+    }
+  }
+  o.target = TargetKind::Cuda;
+  o.split_k = 2;
+  try {
+    gemm(64, 64, 64, 1.0f, a.data(), 64, b.data(), 64, 0.0f, c.data(), 64, o);
+    ADD_FAILURE() << "stream_k ran beside split_k";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::Unsupported) << e.what();
+    EXPECT_NE(std::string(e.what()).find("stream_k"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace tessel
