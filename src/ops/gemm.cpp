@@ -224,8 +224,9 @@ constexpr WgmmaTile kWgmmaTiles[] = {{128, 256, 2, 1.0}, {192, 192, 3, 1.0}, {12
                                      {192, 128, 3, 0.92}, {128, 128, 2, 0.80}, {64, 128, 1, 0.55}};
 // Past one wave of tiles, a last wave that fills a fraction f of the multiprocessors
 // takes kWgmmaLastWaveFloor + (1 - kWgmmaLastWaveFloor) x f of a full wave's time: its
-// blocks run faster with fewer beside them. A single wave counts whole, as
-// split_k_estimate counts every wave: the floor from half a wave on fitted about as
+// blocks run faster with fewer beside them. A single wave counts whole, as do split
+// plans' waves (the split decision keeps every wave whole): the floor from half a
+// wave on fitted about as
 // well (1.2% below the best tile) but moved few-tile, long-K shapes off the split
 // plans measured for them (1536x1536x8192: 192x192 in two slices, 0.90x, to 128x192
 // unsplit), and in a trial with other rates 1280^3 from 128x128 (1.02x) to 192x128
@@ -283,9 +284,10 @@ StreamK stream_k_ranges(const Plan& p, int64_t m, int64_t n, int64_t k) {
 }
 
 // `flops`: the device's rate for this tile; `per_sm`: the blocks of a wave on one
-// multiprocessor.
+// multiprocessor; `last_wave_floor`: unsplit, past one wave, a part-filled last wave
+// costs this + (1 - this) x its fill of a full one (1: every wave whole).
 SplitK split_k_estimate(int64_t bm, int64_t bn, int64_t bk, int64_t m, int64_t n, int64_t k, double flops,
-                        int64_t per_sm = 1) {
+                        int64_t per_sm = 1, double last_wave_floor = 1.0) {
   SplitK best;
   const int64_t slots = cuda_multiprocessors() * per_sm;
   const int64_t tiles = (m + bm - 1) / bm * ((n + bn - 1) / bn), steps = (k + bk - 1) / bk;
@@ -294,7 +296,9 @@ SplitK split_k_estimate(int64_t bm, int64_t bn, int64_t bk, int64_t m, int64_t n
     const int64_t slice_steps = std::max<int64_t>(1, (steps + want - 1) / want),
                   slices = std::max<int64_t>(1, (steps + slice_steps - 1) / slice_steps);
     if (slices > 1 && (slice_steps < kSplitKMinSteps || tiles * 2 > slots)) break;
-    const double waves = double((tiles * slices + slots - 1) / slots);
+    double waves = double((tiles * slices + slots - 1) / slots);
+    if (slices == 1 && tiles > slots && tiles % slots)
+      waves = double(tiles / slots) + last_wave_floor + (1 - last_wave_floor) * double(tiles % slots) / double(slots);
     double seconds = waves * 2.0 * double(bm * bn * bk * slice_steps) / rate;
     if (slices > 1) seconds += 8.0 * double(slices * m * n) / kCudaBytesPerSecond + kCudaLaunchSeconds;
     if (want == 1 || seconds < best.seconds) best = {slices, slice_steps * bk, seconds};
@@ -316,24 +320,18 @@ SplitK choose_split_k(const Plan& p, int64_t m, int64_t n, int64_t k) {
   return s.slices > 1 ? s : SplitK{};
 }
 
-// The default 16-bit wgmma tile: the lowest estimate over kWgmmaTiles, each the
-// lower of its unsplit time (waves at the tile's rate, the last one by its fill:
-// kWgmmaLastWaveFloor) and split_k_estimate's (split-K where it pays). Measured
+// The default 16-bit wgmma tile: the lowest estimate over kWgmmaTiles
+// (split_k_estimate: waves at the tile's rate, an unsplit last one by its fill,
+// kWgmmaLastWaveFloor; split-K where it pays). Measured
 // against the one tile of the tenth session: 1536^3 0.65 -> 0.83x cuBLAS (128x192),
 // 1024^3 0.76 -> 0.97 (64x128).
 const WgmmaTile& choose_wgmma_tile(int64_t m, int64_t n, int64_t k) {
   const WgmmaTile* best = &kWgmmaTiles[0];
   double best_seconds = 0;
-  const int64_t sms = cuda_multiprocessors(), steps = (std::max<int64_t>(k, 1) + kWgmmaBK - 1) / kWgmmaBK;
   for (const WgmmaTile& t : kWgmmaTiles) {
-    const double flops = kCudaMmaFlops * t.rate;
-    const int64_t tiles = (m + t.bm - 1) / t.bm * ((n + t.bn - 1) / t.bn), last = tiles % sms;
-    const double last_wave =
-        tiles > sms ? kWgmmaLastWaveFloor + (1 - kWgmmaLastWaveFloor) * double(last) / double(sms) : 1.0;
-    const double waves = double(tiles / sms) + (last ? last_wave : 0);
-    const double unsplit = waves * 2.0 * double(t.bm * t.bn * kWgmmaBK * steps) / (flops / double(sms));
-    const double seconds =
-        std::min(unsplit, split_k_estimate(t.bm, t.bn, kWgmmaBK, m, n, std::max<int64_t>(k, 1), flops).seconds);
+    const double seconds = split_k_estimate(t.bm, t.bn, kWgmmaBK, m, n, std::max<int64_t>(k, 1),
+                                            kCudaMmaFlops * t.rate, 1, kWgmmaLastWaveFloor)
+                               .seconds;
     if (&t == &kWgmmaTiles[0] || seconds < best_seconds) best = &t, best_seconds = seconds;
   }
   return *best;

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "../sim/race_assertions.h"
+#include "split_plans.h"
 #include "compiler/compile.h"
 #include "ops/gemm.h"
 #include "ops/gemm_kernel.h"
@@ -26,45 +27,13 @@ namespace tessel {
 namespace {
 
 using test::races_text;
-
-Plan wgmma_plan(int producers, int64_t bm = 128, int64_t bn = 128) {
-  Plan p = default_gemm_plan(TargetKind::Cuda, 4096, 4096, 4096, GemmPrecision::BF16, "sm_90");
-  set_gemm_tile(p, bm, bn, 64);
-  p.workers = int(bm / 64), p.worker_rows = p.workers, p.worker_cols = 1;
-  p.window = 4;
-  p.async_copy = false;
-  p.tma = true;
-  p.producers = producers;
-  return p;
-}
-
-Plan sim_plan() {
-  Plan p;
-  p.target = TargetKind::Sim;
-  set_gemm_tile(p, 16, 16, 8);
-  p.workers = 4, p.worker_rows = 2, p.worker_cols = 2;
-  p.window = 2;
-  p.async_copy = true;
-  return p;
-}
+using test::split_sim_plan;
+using test::split_wgmma_plan;
+using test::worst_gemm_error;
 
 struct Shape {
   int64_t m, n, k, slices, slice_k;
 };
-
-// The largest difference of C from the exact C = A B + beta C0 (NaN: infinite).
-double worst_error(const Shape& s, double beta, const std::vector<float>& a, const std::vector<float>& b,
-                   const std::vector<float>& c0, const std::vector<float>& c) {
-  double worst = 0;
-  for (int64_t i = 0; i < s.m; ++i)
-    for (int64_t j = 0; j < s.n; ++j) {
-      double want = beta == 0 ? 0.0 : beta * c0[i * s.n + j];  // c0 is NaN at beta 0
-      for (int64_t kk = 0; kk < s.k; ++kk) want += double(a[i * s.k + kk]) * b[kk * s.n + j];
-      const float got = c[i * s.n + j];
-      worst = std::max(worst, std::isnan(got) ? INFINITY : std::fabs(got - want));
-    }
-  return worst;
-}
 
 // Runs the split and the sum on the sim; the largest difference from the exact
 // C = A B + beta C0, and the races of both launches.
@@ -97,14 +66,14 @@ void expect_exact(const GroupProgram& split, const Shape& s, double beta, const 
   SimResult rs = run_sim(sum.program, sum_args, o);
   EXPECT_EQ(rs.race_count, 0) << what << races_text(rs).substr(0, 2000);
 
-  EXPECT_EQ(worst_error(s, beta, a, b, c0, c), 0.0) << what << " beta " << beta;
+  EXPECT_EQ(worst_gemm_error(s.m, s.n, s.k, beta, a, b, c0, c), 0.0) << what << " beta " << beta;
 }
 
 TEST(SplitKSim, HopperPlansSlicesAndSumExactRaceFree) {
   // Slices of whole k tiles (64); the last overhangs K in the ragged shapes.
   const Shape shapes[] = {{70, 130, 300, 3, 128}, {64, 64, 320, 5, 64}, {130, 72, 200, 2, 128}};
   for (int producers : {0, 1}) {
-    Plan plan = wgmma_plan(producers);
+    Plan plan = split_wgmma_plan(producers);
     CompiledGroup g = compile_to_group(gemm_split_k_kernel(DType::BF16), plan, CompileOptions{});
     EXPECT_EQ(g.tma.loops_converted, 1) << g.tma.skipped_reason;
     for (const Shape& s : shapes)
@@ -113,7 +82,7 @@ TEST(SplitKSim, HopperPlansSlicesAndSumExactRaceFree) {
                                              std::to_string(s.n) + "x" + std::to_string(s.k));
   }
   // The default plans' three-consumer tiles split too (1536x1536x6144: 192x192 in two).
-  const Plan plan = wgmma_plan(1, 192, 192);
+  const Plan plan = split_wgmma_plan(1, 192, 192);
   CompiledGroup g = compile_to_group(gemm_split_k_kernel(DType::BF16), plan, CompileOptions{});
   EXPECT_EQ(g.tma.loops_converted, 1) << g.tma.skipped_reason;
   for (const Shape& s : {Shape{200, 130, 300, 3, 128}, Shape{192, 192, 320, 2, 192}})
@@ -122,7 +91,7 @@ TEST(SplitKSim, HopperPlansSlicesAndSumExactRaceFree) {
 
 TEST(SplitKSim, SimPlansSlicesAndSumExactRaceFree) {
   const Shape shapes[] = {{33, 47, 29, 3, 16}, {5, 3, 100, 4, 32}, {16, 16, 8, 1, 8}};
-  CompiledGroup g = compile_to_group(gemm_split_k_kernel(DType::F32), sim_plan(), CompileOptions{});
+  CompiledGroup g = compile_to_group(gemm_split_k_kernel(DType::F32), split_sim_plan(), CompileOptions{});
   for (const Shape& s : shapes)
     for (double beta : {0.0, -1.0}) expect_exact(g.program, s, beta, "sim " + std::to_string(s.k));
 }
@@ -191,20 +160,21 @@ void expect_fused_exact(const GroupProgram& fused, const Shape& s, double beta, 
       EXPECT_EQ(0, std::memcmp(first.data(), c.data(), c.size() * sizeof(float)))
           << what << ": seed " << seed << " summed C differently";
       if (!integers) continue;
-      EXPECT_EQ(worst_error(s, beta, a, b, c0, c), 0.0) << what << " beta " << beta << " seed " << seed;
+      EXPECT_EQ(worst_gemm_error(s.m, s.n, s.k, beta, a, b, c0, c), 0.0)
+          << what << " beta " << beta << " seed " << seed;
     }
   }
 }
 
 TEST(SplitKSim, FusedSumsInTheLastSliceExactRaceFreeInAnyOrder) {
   for (int producers : {0, 1}) {
-    Plan plan = wgmma_plan(producers);
+    Plan plan = split_wgmma_plan(producers);
     CompiledGroup g = compile_to_group(gemm_split_k_fused_kernel(DType::BF16), plan, CompileOptions{});
     EXPECT_EQ(g.tma.loops_converted, 1) << g.tma.skipped_reason;
     for (const Shape& s : {Shape{70, 130, 300, 3, 128}, Shape{130, 72, 200, 2, 128}})
       for (double beta : {0.0, 2.0}) expect_fused_exact(g.program, s, beta, plan.to_string());
   }
-  CompiledGroup g = compile_to_group(gemm_split_k_fused_kernel(DType::F32), sim_plan(), CompileOptions{});
+  CompiledGroup g = compile_to_group(gemm_split_k_fused_kernel(DType::F32), split_sim_plan(), CompileOptions{});
   for (const Shape& s : {Shape{33, 47, 29, 3, 16}, Shape{5, 3, 100, 4, 32}, Shape{16, 16, 8, 1, 8}})
     for (double beta : {0.0, -1.0}) expect_fused_exact(g.program, s, beta, "sim " + std::to_string(s.k));
 }

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "../sim/race_assertions.h"
+#include "split_plans.h"
 #include "compiler/compile.h"
 #include "ir/group_text.h"
 #include "ir/tile_text.h"
@@ -27,27 +28,9 @@ namespace tessel {
 namespace {
 
 using test::races_text;
-
-Plan wgmma_plan(int producers, int64_t bm, int64_t bn) {
-  Plan p = default_gemm_plan(TargetKind::Cuda, 4096, 4096, 4096, GemmPrecision::BF16, "sm_90");
-  set_gemm_tile(p, bm, bn, 64);
-  p.workers = int(bm / 64), p.worker_rows = p.workers, p.worker_cols = 1;
-  p.window = 4;
-  p.async_copy = false;
-  p.tma = true;
-  p.producers = producers;
-  return p;
-}
-
-Plan sim_plan() {
-  Plan p;
-  p.target = TargetKind::Sim;
-  set_gemm_tile(p, 16, 16, 8);
-  p.workers = 4, p.worker_rows = 2, p.worker_cols = 2;
-  p.window = 2;
-  p.async_copy = true;
-  return p;
-}
+using test::split_sim_plan;
+using test::split_wgmma_plan;
+using test::worst_gemm_error;
 
 struct Shape {
   int64_t m, n, k, groups;  // groups: the G asked for; L follows, and G from L
@@ -79,15 +62,8 @@ void expect_stream_k_exact(const GroupProgram& program, const Plan& plan, const 
     SimResult r = run_sim(program, args, o);
     EXPECT_EQ(r.race_count, 0) << what << races_text(r).substr(0, 2000);
     for (float x : t) EXPECT_EQ(x, 0.0f) << what << ": a counter was left at a ticket";
-    double worst = 0;
-    for (int64_t i = 0; i < s.m; ++i)
-      for (int64_t j = 0; j < s.n; ++j) {
-        double want = beta == 0 ? 0.0 : beta * c0[i * s.n + j];
-        for (int64_t kk = 0; kk < s.k; ++kk) want += double(a[i * s.k + kk]) * b[kk * s.n + j];
-        const float got = c[i * s.n + j];
-        worst = std::max(worst, std::isnan(got) ? INFINITY : std::fabs(got - want));
-      }
-    EXPECT_EQ(worst, 0.0) << what << " beta " << beta << " seed " << seed << " (G " << g << ", L " << l << ")";
+    EXPECT_EQ(worst_gemm_error(s.m, s.n, s.k, beta, a, b, c0, c), 0.0)
+        << what << " beta " << beta << " seed " << seed << " (G " << g << ", L " << l << ")";
     if (first.empty()) first = c;
     EXPECT_EQ(0, std::memcmp(first.data(), c.data(), c.size() * sizeof(float)))
         << what << ": seed " << seed << " summed C differently";
@@ -105,7 +81,7 @@ TEST(StreamKSim, HopperPlansExactRaceFreeInAnyOrder) {
   // tiles only; 64x64x128 (one tile of 2 steps) in 2 groups of 1.
   const Shape shapes[] = {{130, 200, 300, 3}, {130, 200, 300, 7}, {130, 200, 300, 2}, {64, 64, 128, 2}};
   for (int producers : {0, 1}) {
-    const Plan plan = wgmma_plan(producers, 128, 128);
+    const Plan plan = split_wgmma_plan(producers, 128, 128);
     CompiledGroup g = compile_to_group(gemm_stream_k_kernel(DType::BF16), plan, CompileOptions{});
     EXPECT_EQ(g.tma.loops_converted, 1) << g.tma.skipped_reason;
     for (const Shape& s : shapes)
@@ -115,7 +91,7 @@ TEST(StreamKSim, HopperPlansExactRaceFreeInAnyOrder) {
 }
 
 TEST(StreamKSim, SimPlanExactRaceFreeInAnyOrder) {
-  const Plan plan = sim_plan();
+  const Plan plan = split_sim_plan();
   CompiledGroup g = compile_to_group(gemm_stream_k_kernel(DType::F32), plan, CompileOptions{});
   // 16x16x8 tiles: 33x47x29 has 9 tiles of 4 k steps (7 groups of 6: shared tiles),
   // 40x20x100 6 of 13 (4 groups of 20; 3 of 26: whole tiles), 5x3x100 one of 13 (5
@@ -133,7 +109,7 @@ TEST(StreamKSim, StageBaseSurvivesBothTextForms) {
   const std::string tir = print_tile_kernel(k);
   EXPECT_NE(tir.find("stages_from"), std::string::npos);
   EXPECT_EQ(print_tile_kernel(parse_tile_kernel(tir)), tir);
-  const Plan plan = wgmma_plan(1, 128, 128);
+  const Plan plan = split_wgmma_plan(1, 128, 128);
   CompileOptions co;
   co.keep_stages = true;
   CompiledGroup g = compile_to_group(parse_tile_kernel(tir), plan, co);
