@@ -156,12 +156,14 @@ class Verifier {
     }
   }
 
-  // Tensor extents and strides are bound at launch: only size parameters may appear.
+  // Tensor extents and strides are bound at launch: only size parameters and tile
+  // sizes (the plan's constants) may appear.
   void size_expr(const TensorParam& t, const Expr& e, const std::string& what) {
     if (!e) user_error(ErrorKind::Verify, "tensor " + t.name + ": " + what + " is missing");
     expr_symbols(e, [&](const std::string& s) {
-      if (!std::count(k_.size_params.begin(), k_.size_params.end(), s))
-        user_error(ErrorKind::Verify, "tensor " + t.name + ": unknown size parameter '" + s +
+      if (!std::count(k_.size_params.begin(), k_.size_params.end(), s) &&
+          !std::count(k_.tile_params.begin(), k_.tile_params.end(), s))
+        user_error(ErrorKind::Verify, "tensor " + t.name + ": unknown size or tile parameter '" + s +
                                           "' in " + what + " " + expr_to_string(e));
     });
   }

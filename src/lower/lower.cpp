@@ -106,6 +106,10 @@ class Lowering {
     p_.name = k_.name;
     p_.size_params = k_.size_params;
     p_.tensors = k_.tensors;
+    for (TensorParam& t : p_.tensors) {  // extents may name tile sizes: the plan's values
+      for (Expr& e : t.shape) e = bind(e);
+      for (Expr& e : t.strides) e = bind(e);
+    }
     p_.scalars = k_.scalars;
     p_.workers = plan_.workers;
     p_.worker_rows = plan_.worker_rows;
@@ -512,7 +516,9 @@ class Lowering {
     BufferRef ref;
     Expr row_bound, col_bound;
   };
-  GlobalWindow global_window(const TileOp& op) const {
+  // `rows`, `cols`: the window's static extents, where known (0: not); a dimension
+  // the window provably lies inside, constant coordinate and extent, gets no bound.
+  GlobalWindow global_window(const TileOp& op, int64_t rows = 0, int64_t cols = 0) const {
     int t = tensor_buffer(op);
     const TensorParam& tensor = tensor_of(t);
     if (static_cast<int>(op.coords.size()) != tensor.rank())
@@ -528,6 +534,7 @@ class Lowering {
     w.row_bound = expr_const(1);
     w.col_bound = expr_const(1);
     Expr offset, valid;
+    bool inside_rows = false, inside_cols = false;
     for (int d = 0; d < tensor.rank(); ++d) {
       Expr c = bind(op.coords[d]);
       if (d == op.dims[0] || d == op.dims[1]) {
@@ -535,17 +542,33 @@ class Lowering {
         (row ? w.ref.row : w.ref.col) = c;
         (row ? w.ref.row_stride : w.ref.col_stride) = tensor.strides[d];
         (row ? w.row_bound : w.col_bound) = tensor.shape[d];
+        int64_t at = 0, size = 0;
+        if (expr_is_const(c, &at) && expr_is_const(tensor.shape[d], &size) && at >= 0 &&
+            at + (row ? rows : cols) <= size && (row ? rows : cols) > 0)
+          (row ? inside_rows : inside_cols) = true;
         continue;
       }
       int64_t cv = -1;
       if (expr_is_const(c, &cv) && cv == 0) continue;
       offset = offset ? offset + c * tensor.strides[d] : c * tensor.strides[d];
-      if (grid_spans(c, tensor.shape[d])) continue;  // always inside
+      if (grid_spans(c, tensor.shape[d]) || clamped_into(c, tensor.shape[d])) continue;  // always inside
       valid = valid ? valid * in_range(c, tensor.shape[d]) : in_range(c, tensor.shape[d]);
     }
     w.ref.offset = offset;
-    if (valid) w.row_bound = w.row_bound * valid;
+    if (valid) {
+      w.row_bound = w.row_bound * valid;
+    } else {
+      if (inside_rows) w.row_bound = nullptr;
+      if (inside_cols) w.col_bound = nullptr;
+    }
     return w;
+  }
+
+  // True when `c` is clamped into [0, extent): min(max(x, 0), extent - 1).
+  static bool clamped_into(const Expr& c, const Expr& extent) {
+    int64_t zero = -1;
+    return c->kind == ExprKind::Min && c->lhs->kind == ExprKind::Max && expr_is_const(c->lhs->rhs, &zero) &&
+           zero == 0 && expr_equal(c->rhs, extent - expr_const(1));
   }
 
   // True when `c` is a grid coordinate whose extent is `extent`: it lies in [0, extent).
@@ -566,11 +589,12 @@ class Lowering {
     bool staged = c.mma_a || c.mma_b || in_pipeline_.count(op.results[0]);
     int64_t rows = static_extent(op, type.shape[0]), cols = static_extent(op, type.shape[1]);
     if (!staged) {
+      const GlobalWindow fw = global_window(op, rows, cols);
       GroupOp g = new_op(GroupOpKind::FragLoad);
       g.frag = new_frag_sized(op, rows, cols, type.dtype);
-      g.src = w.ref;
-      g.src_row_bound = w.row_bound;
-      g.src_col_bound = w.col_bound;
+      g.src = fw.ref;
+      g.src_row_bound = fw.row_bound;
+      g.src_col_bound = fw.col_bound;
       g.constant = op.constant;
       out.push_back(g);
       loaded_[t].push_back(g);
@@ -625,8 +649,10 @@ class Lowering {
   }
 
   void lower_store(const TileOp& op, std::vector<GroupOp>& out) {
-    int src = frag_of(op, op.operands[0], out, k_.values.at(op.operands[0]).type);
-    GlobalWindow w = global_window(op);
+    const TileType& type = k_.values.at(op.operands[0]).type;
+    int src = frag_of(op, op.operands[0], out, type);
+    GlobalWindow w = type.is_scalar() ? global_window(op, 1, 1)
+                                      : global_window(op, static_extent(op, type.shape[0]), static_extent(op, type.shape[1]));
     GroupOp g = new_op(GroupOpKind::FragStore);
     g.frag = src;
     g.dst = w.ref;

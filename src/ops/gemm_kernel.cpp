@@ -101,31 +101,46 @@ TileKernel gemm_split_k_fused_kernel(DType ab) {
   return kernel;
 }
 
+// Stream-K sums a shared tile in parts of this many columns, at most this many parts
+// (BN up to 256).
+constexpr int kStreamKSumColumns = 64, kStreamKSumParts = 4;
+
 TileKernel gemm_stream_k_kernel(DType ab) {
   KernelBuilder kb("gemm_stream_k");
   Sym M = kb.size("M"), N = kb.size("N"), K = kb.size("K");
   Sym lda = kb.size("lda"), ldb = kb.size("ldb"), ldc = kb.size("ldc");
-  Sym G = kb.size("G"), L = kb.size("L"), Q = kb.size("Q");
-  Sym PS = kb.size("PS"), PR = kb.size("PR"), PC = kb.size("PC"), sps = kb.size("sps"), ldp = kb.size("ldp");
+  Sym G = kb.size("G"), W = kb.size("W"), L = kb.size("L"), Q = kb.size("Q"), TB = kb.size("TB");
+  Sym PS = kb.size("PS"), sps = kb.size("sps"), ldp = kb.size("ldp");
   Sym BM = kb.tile("BM"), BN = kb.tile("BN"), BK = kb.tile("BK");
   Tensor A = kb.tensor("A", M, K, lda, Access::In);
   Tensor B = kb.tensor("B", K, N, ldb, Access::In);
   Tensor C = kb.tensor("C", M, N, ldc, Access::InOut);
-  Tensor P = kb.tensor("P", {PS, PR, PC}, {sps, ldp, 1}, Access::InOut);
+  // Slots of whole tiles: the lowering sees every window of P inside it (with the
+  // slot clamped into [0, PS)), so P's loads and stores need no bounds, which in a
+  // sum's loads cost registers and spilled.
+  Tensor P = kb.tensor("P", {PS, BM, BN}, {sps, ldp, 1}, Access::InOut);
   Tensor T = kb.tensor("T", {Q}, {1}, Access::InOut, DType::U32);
   std::string alpha = kb.scalar("alpha"), beta = kb.scalar("beta");
-  // KT k steps a tile, in row-major tile order: step u of the whole product is step
-  // u % KT of tile u / KT. Group g runs steps [a, b).
-  Sym KT = ceil_div(K, BK), TN = ceil_div(N, BN), steps = ceil_div(M, BM) * TN * KT;
+  // Tiles are ordered in bands of TB tile rows, column by column inside a band (as
+  // persistent_tiles orders them). The first W x G run whole, tile w x G + g in group
+  // g's segment w; the rest, KT k steps each, share their S steps: group g runs
+  // steps [a, b), step u being step u % KT of tile D + u / KT.
+  Sym TM = ceil_div(M, BM), TN = ceil_div(N, BN), KT = ceil_div(K, BK);
+  Sym D = W * G, S = (TM * TN - D) * KT;
   kb.parallel(G, [&](Sym g) {
-    Sym a = g * L, b = min(a + L, steps), first = a / KT;
-    // One segment a tile the range meets; independent of each other (other tiles,
-    // other slots), like the tiles of a persistent loop.
-    kb.pipeline(ceil_div(b, KT) - first, {}, [&](Sym s, std::vector<Tile>) -> std::vector<Tile> {
-      Sym tile = first + s, i = tile / TN, j = tile % TN;
-      Sym k0 = max(a - tile * KT, 0), k1 = min(b - tile * KT, KT);
+    Sym a = g * L, b = min(a + L, S), first = a / KT;
+    // W whole tiles, then one segment a tile the range meets; independent of each
+    // other (other tiles, other slots), like the tiles of a persistent loop.
+    kb.pipeline(W + max(ceil_div(b, KT) - first, 0), {}, [&](Sym s, std::vector<Tile>) -> std::vector<Tile> {
+      Sym shared = min(max(s - W + 1, 0), 1);  // 1 in the shared steps' segments
+      Sym at = first + s - W;                  // there, the tile among the last ones
+      Sym tile = (1 - shared) * (s * G + g) + shared * (D + at);
+      Sym k0 = shared * max(a - at * KT, 0), k1 = KT - shared * (KT - min(b - at * KT, KT));
+      Sym band_row = tile / (TB * TN) * TB, within = tile % (TB * TN);
+      Sym band_rows = min(TM - band_row, TB), i = band_row + within % band_rows, j = within / band_rows;
       // The steps before this segment's first: those of the group's earlier segments.
-      Tile acc = kb.pipeline(k1 - k0, tile * KT + k0 - a, kb.constant(0.0, BM, BN), [&](Sym k, Tile partial) {
+      Sym earlier = (1 - shared) * s * KT + shared * (W * KT + at * KT + k0 - a);
+      Tile acc = kb.pipeline(k1 - k0, earlier, kb.constant(0.0, BM, BN), [&](Sym k, Tile partial) {
         Tile x = kb.load(A, i * BM, (k0 + k) * BK, BM, BK);
         Tile y = kb.load(B, (k0 + k) * BK, j * BN, BK, BN);
         return kb.mma(x, y, partial);
@@ -133,18 +148,26 @@ TileKernel gemm_stream_k_kernel(DType ab) {
       kb.if_(
           k1 - k0, CmpOp::EQ, KT, [&] { store_scaled(kb, C, i * BM, j * BN, BM, BN, acc, alpha, beta); },
           [&] {
-            // Group h keeps the partial of its first tile in slot 2h, of its last in
-            // 2h + 1. The tile's groups are g0 .. g1; the last to arrive sums them in
-            // that order.
-            auto slot = [&](Sym h) { return h * 2 + min(tile - h * L / KT, 1); };
+            // Group h keeps the partial of its first shared tile in slot 2h, of its
+            // last in 2h + 1. The tile's groups are g0 .. g1; the last to arrive sums
+            // them in that order.
+            auto slot = [&](Sym h) { return min(max(h * 2 + min(at - h * L / KT, 1), 0), PS - 1); };
             kb.store(P, {slot(g), 0, 0}, acc);
-            Sym g0 = tile * KT / L, count = ((tile + 1) * KT - 1) / L - g0 + 1;
-            Sym ticket = kb.ticket(T, tile, count);
+            Sym g0 = at * KT / L, count = ((at + 1) * KT - 1) / L - g0 + 1;
+            Sym ticket = kb.ticket(T, at, count);
+            // At most 64 columns at a time: ptxas issues a sum's loads ahead of their
+            // adds, and a whole tile's sum beside them spilled.
             kb.if_(ticket, CmpOp::EQ, count - 1, [&] {
-              Tile sum = kb.serial(count, kb.constant(0.0, BM, BN), [&](Sym u, Tile partials) {
-                return kb.add(partials, kb.load(P, {slot(g0 + u), 0, 0}, BM, BN));
-              });
-              store_scaled(kb, C, i * BM, j * BN, BM, BN, sum, alpha, beta);
+              Sym cols = min(BN, kStreamKSumColumns);
+              for (int part = 0; part < kStreamKSumParts; ++part) {
+                Sym col = cols * part;
+                kb.if_(col, CmpOp::LT, BN, [&] {
+                  Tile sum = kb.serial(count, kb.constant(0.0, BM, cols), [&](Sym u, Tile partials) {
+                    return kb.add(partials, kb.load(P, {slot(g0 + u), 0, col}, BM, cols));
+                  });
+                  store_scaled(kb, C, i * BM, j * BN + col, BM, cols, sum, alpha, beta);
+                });
+              }
             });
           });
       return {};

@@ -34,14 +34,16 @@ TileKernel split_k_sum_kernel();
 // slower (docs/cuda.md, twenty-fourth session): its sums run on one block a tile.
 TileKernel gemm_split_k_fused_kernel(DType ab);
 
-// Stream-K: the product's k steps (KT = ceil(K / BK) a tile, tiles in row-major order)
-// cut into G ranges of L consecutive steps (G x L >= all of them), one a group, so
-// that every group has the same work whatever the tile count. A tile whose steps lie
-// in one range is stored as gemm_kernel stores it; a tile that ranges share is summed
-// through P (PS >= 2G slots of PR x PC >= BM x BN, strides sps, ldp, 1): each of its
-// groups stores its partial product, group h in slot 2h for its first tile and 2h + 1
-// for its last, then takes a ticket of T[tile] (u32, Q >= the tiles, zero at launch,
-// left zero); the last sums the tile's slots in group order and stores C. The result
-// does not depend on which group is last.
+// Stream-K after W data-parallel waves, on G groups. Output tiles are ordered in
+// bands of TB tile rows, column by column inside a band. Group g first runs tiles
+// w x G + g, w < W, whole; the remaining tiles' k steps (KT = ceil(K / BK) a tile) are
+// cut into ranges of L consecutive steps, one a group, so that every group has about
+// the same work whatever the tile count. A tile whose steps lie in one range is
+// stored as gemm_kernel stores it; a tile that ranges share is summed through P (PS
+// >= 2G slots of BM x BN, strides sps, ldp, 1): each of its groups stores its partial
+// product, group h in slot 2h for its first shared tile and 2h + 1 for its last, then
+// takes a ticket of T[the tile's place among the shared ones] (u32, Q >= those tiles,
+// zero at launch, left zero); the last sums the tile's slots in group order and
+// stores C. The result does not depend on which group is last.
 TileKernel gemm_stream_k_kernel(DType ab);
 }  // namespace tessel

@@ -364,16 +364,55 @@ class TmaPipeliner {
 
 // Roles hold no fences: the consumer role's ops may share nothing through shared
 // memory but the staged tiles (which the mbarriers order), and a global access may
-// not follow a global write (a fence ordered them across workers) unless a ticket,
-// where the role's workers meet, lies between.
-void check_role_ops(const GroupProgram& p, const std::vector<GroupOp>& ops, bool* global_written) {
+// not follow a global write that it may overlap (a fence ordered them across
+// workers) unless a ticket, where the role's workers meet, lies between. Distinct
+// tensors never overlap (the launch checks its arguments); two windows of one
+// tensor are apart when they differ by a constant, at least the earlier's extent,
+// in one dimension and nowhere else (the halves of one tile row).
+struct GlobalWrite {
+  int buffer = -1;
+  const GroupOp* op = nullptr;  // FragStore: its window; null: the whole buffer
+};
+
+// e = base + c (c: a constant term at the top, 0 if none).
+std::pair<Expr, int64_t> split_constant(const Expr& e) {
+  int64_t c = 0;
+  if (e && e->kind == ExprKind::Add && expr_is_const(e->rhs, &c)) return {e->lhs, c};
+  if (e && expr_is_const(e, &c)) return {expr_const(0), c};
+  return {e, 0};
+}
+
+// Whether [a, a + a_extent) and [b, b + b_extent) are provably apart.
+bool ranges_apart(const Expr& a, int64_t a_extent, const Expr& b, int64_t b_extent) {
+  auto [ab, ac] = split_constant(a);
+  auto [bb, bc] = split_constant(b);
+  return expr_equal(ab, bb) && (ac + a_extent <= bc || bc + b_extent <= ac);
+}
+
+bool same_expr(const Expr& a, const Expr& b) { return (!a && !b) || (a && b && expr_equal(a, b)); }
+
+// `written`: a FragStore; `access`: a later op on its buffer. The windows' extents
+// are their fragments'.
+bool windows_apart(const GroupProgram& p, const GroupOp& written, const GroupOp& access) {
+  const bool load = access.kind == GroupOpKind::FragLoad;
+  if ((!load && access.kind != GroupOpKind::FragStore) || access.transpose) return false;
+  const BufferRef &w = written.dst, &x = load ? access.src : access.dst;
+  const Buffer &wf = p.buffer(written.frag), &xf = p.buffer(access.frag);
+  if (!same_expr(w.offset, x.offset) || !same_expr(w.row_stride, x.row_stride) ||
+      !same_expr(w.col_stride, x.col_stride))
+    return false;
+  return (same_expr(w.row, x.row) && ranges_apart(w.col, wf.cols, x.col, xf.cols)) ||
+         (same_expr(w.col, x.col) && ranges_apart(w.row, wf.rows, x.row, xf.rows));
+}
+
+void check_role_ops(const GroupProgram& p, const std::vector<GroupOp>& ops, std::vector<GlobalWrite>* written) {
   auto refuse = [](const GroupOp& op, const std::string& why) {
     user_error(ErrorKind::Plan, "producers: op #" + num(op.id) + " (" + group_op_name(op.kind) + ") " + why +
                                     "; a consumer role has no fences (plan producers=0)");
   };
   for (const GroupOp& op : ops) {
     if (op.kind == GroupOpKind::Ticket) {  // the role's workers meet there: earlier accesses are ordered
-      *global_written = false;
+      written->clear();
       continue;
     }
     switch (op.kind) {
@@ -385,20 +424,26 @@ void check_role_ops(const GroupProgram& p, const std::vector<GroupOp>& ops, bool
     for (const MemEffect& e : op_effects(p, op)) {
       if (e.space == Space::Shared && e.write && op.kind != GroupOpKind::Tma)
         refuse(op, "writes shared buffer " + p.buffer(e.buffer).name);
-      if (e.space == Space::Global && *global_written && op.kind != GroupOpKind::Tma)
-        refuse(op, "accesses global memory after a global write");
-      if (e.space == Space::Global && e.write) *global_written = true;
+      if (e.space != Space::Global || op.kind == GroupOpKind::Tma) continue;
+      for (const GlobalWrite& w : *written)
+        if (w.buffer == e.buffer && !(w.op && windows_apart(p, *w.op, op)))
+          refuse(op, "accesses global memory after a global write it may overlap (op #" +
+                         num(w.op ? w.op->id : -1) + ")");
     }
+    for (const MemEffect& e : op_effects(p, op))
+      if (e.space == Space::Global && e.write && op.kind != GroupOpKind::Tma)
+        written->push_back({e.buffer, op.kind == GroupOpKind::FragStore ? &op : nullptr});
     if (op.kind == GroupOpKind::If) {
-      bool a = *global_written, b = *global_written;
+      std::vector<GlobalWrite> a = *written, b = *written;
       check_role_ops(p, op.bodies[0], &a);
       check_role_ops(p, op.bodies[1], &b);
-      *global_written = a || b;
+      *written = a;
+      written->insert(written->end(), b.begin(), b.end());
     } else if (op.kind == GroupOpKind::For) {
-      check_role_ops(p, op.bodies[0], global_written);
+      check_role_ops(p, op.bodies[0], written);
       // The next iteration follows this one, unless iterations are independent
       // (pipelined: a pipeline nest, or the persistent loop over distinct tiles).
-      if (!op.pipelined) check_role_ops(p, op.bodies[0], global_written);
+      if (!op.pipelined) check_role_ops(p, op.bodies[0], written);
     }
   }
 }
@@ -442,8 +487,8 @@ TmaPipelineStats tma_pipeline(GroupProgram& program, const TmaPipelineOptions& o
   if (options.producers > 0) {
     std::vector<GroupOp> consumer = std::move(program.body);
     drop_fences(consumer);
-    bool global_written = false;
-    check_role_ops(program, consumer, &global_written);
+    std::vector<GlobalWrite> written;
+    check_role_ops(program, consumer, &written);
     program.workers = computing + options.producers;
     GroupOp roles = program.new_op(GroupOpKind::Roles);
     WorkerRole producers{computing, options.producers, 0}, consumers{0, computing, 0};

@@ -10,6 +10,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
@@ -33,14 +34,19 @@ using test::split_wgmma_plan;
 using test::worst_gemm_error;
 
 struct Shape {
-  int64_t m, n, k, groups;  // groups: the G asked for; L follows, and G from L
+  int64_t m, n, k, groups;  // groups: the G asked for; without waves, L follows, and G from L
+  int64_t band = 2;         // TB: tile rows a band
+  int64_t waves = 0;        // W: whole waves of G tiles before the shared steps
 };
 
 void expect_stream_k_exact(const GroupProgram& program, const Plan& plan, const Shape& s, double beta,
                            const std::string& what) {
   const int64_t bm = plan.tile("BM"), bn = plan.tile("BN"), bk = plan.tile("BK");
   const int64_t kt = (s.k + bk - 1) / bk, tiles = (s.m + bm - 1) / bm * ((s.n + bn - 1) / bn);
-  const int64_t steps = tiles * kt, l = (steps + s.groups - 1) / s.groups, g = (steps + l - 1) / l;
+  const int64_t rest = tiles - s.waves * s.groups, steps = rest * kt;
+  const int64_t l = std::max<int64_t>(1, (steps + s.groups - 1) / s.groups),
+                g = s.waves > 0 ? s.groups : (steps + l - 1) / l;
+  ASSERT_GE(rest, 0) << what;
   std::mt19937_64 rng(uint64_t(s.m * 31 + s.n * 7 + s.k + s.groups));
   std::uniform_int_distribution<int> small(-3, 3);
   std::vector<float> a(s.m * s.k), b(s.k * s.n), c0(s.m * s.n);
@@ -49,21 +55,21 @@ void expect_stream_k_exact(const GroupProgram& program, const Plan& plan, const 
   for (float& x : c0) x = beta == 0 ? NAN : float(small(rng));
   std::vector<float> first;
   for (uint64_t seed = 1; seed <= 3; ++seed) {
-    std::vector<float> c = c0, p(2 * g * bm * bn, NAN), t(tiles + 1, 0.0f);  // t: u32 zeros, one spare
+    std::vector<float> c = c0, p(2 * g * bm * bn, NAN), t(rest + 1, 0.0f);  // t: u32 zeros, one spare
     SimOptions o;
     o.seed = seed;
     o.max_races_recorded = 1 << 12;
     LaunchArgs args;
     args.sizes = {{"M", s.m},  {"N", s.n},  {"K", s.k},      {"lda", s.k},     {"ldb", s.n},
-                  {"ldc", s.n}, {"G", g},   {"L", l},        {"Q", tiles + 1}, {"PS", 2 * g},
-                  {"PR", bm},   {"PC", bn}, {"sps", bm * bn}, {"ldp", bn}};
+                  {"ldc", s.n}, {"G", g},   {"L", l},        {"Q", rest + 1}, {"PS", 2 * g},
+                  {"sps", bm * bn}, {"ldp", bn}, {"TB", s.band}, {"W", s.waves}};
     args.scalars = {{"alpha", 1.0}, {"beta", beta}};
     args.tensors = {{"A", a.data()}, {"B", b.data()}, {"C", c.data()}, {"P", p.data()}, {"T", t.data()}};
     SimResult r = run_sim(program, args, o);
     EXPECT_EQ(r.race_count, 0) << what << races_text(r).substr(0, 2000);
     for (float x : t) EXPECT_EQ(x, 0.0f) << what << ": a counter was left at a ticket";
     EXPECT_EQ(worst_gemm_error(s.m, s.n, s.k, beta, a, b, c0, c), 0.0)
-        << what << " beta " << beta << " seed " << seed << " (G " << g << ", L " << l << ")";
+        << what << " beta " << beta << " seed " << seed << " (G " << g << ", W " << s.waves << ", L " << l << ")";
     if (first.empty()) first = c;
     EXPECT_EQ(0, std::memcmp(first.data(), c.data(), c.size() * sizeof(float)))
         << what << ": seed " << seed << " summed C differently";
@@ -72,14 +78,17 @@ void expect_stream_k_exact(const GroupProgram& program, const Plan& plan, const 
 
 std::string shape_name(const Shape& s) {
   return std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k) + " in " +
-         std::to_string(s.groups) + " groups";
+         std::to_string(s.groups) + " groups after " + std::to_string(s.waves) + " waves, bands of " +
+         std::to_string(s.band);
 }
 
 TEST(StreamKSim, HopperPlansExactRaceFreeInAnyOrder) {
   // 128x128x64 tiles: 130x200x300 has 4 tiles of 5 k steps. 3 groups of 7 steps
   // share tiles between two groups, 7 of 3 among up to three, 2 of 10 take whole
   // tiles only; 64x64x128 (one tile of 2 steps) in 2 groups of 1.
-  const Shape shapes[] = {{130, 200, 300, 3}, {130, 200, 300, 7}, {130, 200, 300, 2}, {64, 64, 128, 2}};
+  // After a whole wave: 3 groups share the last tile (L 2), 2 groups take one each.
+  const Shape shapes[] = {{130, 200, 300, 3}, {130, 200, 300, 7}, {130, 200, 300, 2}, {64, 64, 128, 2},
+                          {130, 200, 300, 3, 2, 1}, {130, 200, 300, 2, 1, 1}};
   for (int producers : {0, 1}) {
     const Plan plan = split_wgmma_plan(producers, 128, 128);
     CompiledGroup g = compile_to_group(gemm_stream_k_kernel(DType::BF16), plan, CompileOptions{});
@@ -93,11 +102,15 @@ TEST(StreamKSim, HopperPlansExactRaceFreeInAnyOrder) {
 TEST(StreamKSim, SimPlanExactRaceFreeInAnyOrder) {
   const Plan plan = split_sim_plan();
   CompiledGroup g = compile_to_group(gemm_stream_k_kernel(DType::F32), plan, CompileOptions{});
-  // 16x16x8 tiles: 33x47x29 has 9 tiles of 4 k steps (7 groups of 6: shared tiles),
-  // 40x20x100 6 of 13 (4 groups of 20; 3 of 26: whole tiles), 5x3x100 one of 13 (5
-  // groups of 3), 16x16x8 one of 1 (one group).
-  for (const Shape& s : {Shape{33, 47, 29, 7}, Shape{40, 20, 100, 4}, Shape{40, 20, 100, 3}, Shape{16, 16, 8, 2},
-                         Shape{5, 3, 100, 6}})
+  // 16x16x8 tiles: 33x47x29 has 9 tiles of 4 k steps (7 groups of 6: shared tiles;
+  // bands of 2 tile rows leave a band of 1), 40x20x100 6 of 13 (4 groups of 20; 3 of
+  // 26: whole tiles), 5x3x100 one of 13 (5 groups of 3), 16x16x8 one of 1 (one group).
+  // After whole waves, 33x47x29: 4 groups share 5 tiles' steps (L 5); 3 groups, 3
+  // tiles (L 4: whole); 2 groups, 5 tiles (L 10); 3 groups after all 9 (nothing shared).
+  for (const Shape& s : {Shape{33, 47, 29, 7}, Shape{33, 47, 29, 5, 1}, Shape{33, 47, 29, 4, 8},
+                         Shape{40, 20, 100, 4, 1}, Shape{40, 20, 100, 3, 3}, Shape{16, 16, 8, 2}, Shape{5, 3, 100, 6},
+                         Shape{33, 47, 29, 4, 2, 1}, Shape{33, 47, 29, 3, 2, 2}, Shape{33, 47, 29, 2, 3, 2},
+                         Shape{33, 47, 29, 3, 2, 3}})
     for (double beta : {0.0, -1.0}) expect_stream_k_exact(g.program, plan, s, beta, "sim " + shape_name(s));
 }
 
@@ -118,6 +131,33 @@ TEST(StreamKSim, StageBaseSurvivesBothTextForms) {
   EXPECT_NE(lowered.find("stages_from"), std::string::npos) << g.stages[1].name;
   EXPECT_EQ(print_group_program(parse_group_program(lowered)), lowered);
   expect_stream_k_exact(g.program, plan, Shape{130, 200, 300, 3}, 0.0, "parsed");
+}
+
+// Every window of P is a whole slot (P's extents are BM x BN, its slot clamped into
+// range): its loads and stores are unguarded, so targets emit no ragged path for them
+// (whose per-element addresses spilled); C's stay guarded.
+void count_guards(const GroupProgram& p, const std::vector<GroupOp>& ops, std::map<std::string, int>* guarded,
+                  std::map<std::string, int>* unguarded) {
+  for (const GroupOp& op : ops) {
+    const bool load = op.kind == GroupOpKind::FragLoad, store = op.kind == GroupOpKind::FragStore;
+    const BufferRef& ref = load ? op.src : op.dst;
+    if ((load || store) && p.buffer(ref.buffer).space == Space::Global) {
+      const bool guards = load ? op.src_row_bound || op.src_col_bound : op.dst_row_bound || op.dst_col_bound;
+      ++(guards ? *guarded : *unguarded)[p.tensors[p.buffer(ref.buffer).tensor].name];
+    }
+    for (const auto& body : op.bodies) count_guards(p, body, guarded, unguarded);
+  }
+}
+
+TEST(StreamKSim, PartialSlotsNeedNoGuards) {
+  CompiledGroup g = compile_to_group(gemm_stream_k_kernel(DType::BF16), split_wgmma_plan(1, 128, 256),
+                                     CompileOptions{});
+  std::map<std::string, int> guarded, unguarded;
+  count_guards(g.program, g.program.body, &guarded, &unguarded);
+  EXPECT_EQ(guarded.count("P"), 0u);
+  EXPECT_EQ(unguarded["P"], 5);  // the partial's store, four parts' loads
+  EXPECT_GE(guarded["C"], 4);
+  EXPECT_EQ(unguarded.count("C"), 0u);
 }
 
 // The front door runs stream-K on the cuda target only, and not beside split_k.
