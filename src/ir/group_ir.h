@@ -158,6 +158,17 @@ struct WorkerRole {
   int regs = 0;
 };
 
+// The wgmma atom: a warpgroup's accumulator part is whole 64-row tiles of n columns,
+// n a multiple of this (wgmma takes multiples of 8; the staged store, 16-column
+// pieces) up to 256.
+inline constexpr int64_t kWgmmaColumns = 16;
+
+// The columns a worker's accumulator part of a warp atom comes in multiples of: the
+// atom's, but wgmma's (kWgmmaColumns).
+inline int64_t mma_part_columns(AtomKind atom, int64_t atom_n) {
+  return atom == AtomKind::Wgmma ? kWgmmaColumns : atom_n;
+}
+
 // cuda: the registers per thread a block of `threads` is launched with when it
 // uses setmaxnreg (one block per multiprocessor: the 64K register file split
 // evenly, in steps of 8, at most 255). Roles can only trade these: a role that

@@ -278,11 +278,12 @@ class Verifier {
         // cpu kernel is fastest, and it takes leftover rows and columns with edge
         // kernels (cuda's fma threads take any part), so any part goes.
         FragPart part = frag_part(p_, acc, 0);
-        if (p_.atom != AtomKind::Fma && (part.rows % p_.atom_m || part.cols % p_.atom_n))
+        const int64_t atom_n = mma_part_columns(p_.atom, p_.atom_n);
+        if (p_.atom != AtomKind::Fma && (part.rows % p_.atom_m || part.cols % atom_n))
           fail(op, "accumulator " + acc.name + " " + shape(acc) + " over a " +
                        shape(p_.worker_rows, p_.worker_cols) + " worker grid gives parts of " +
                        shape(part.rows, part.cols) + ", not multiples of the atom " +
-                       shape(p_.atom_m, p_.atom_n));
+                       shape(p_.atom_m, atom_n));
         // A tensor read in place (Plan::direct) is read only inside the valid part,
         // which therefore must be given.
         const Buffer& a = window(op, op.a, op.m, op.k, "operand a", {Space::Shared, Space::Global, Space::Private});
@@ -431,6 +432,10 @@ class Verifier {
           fail(op, "a tma copy writes its whole box: only source guards (the tensor's edge, zero fill)");
         window(op, op.src, op.rows, op.cols, "source", {Space::Global});
         const Buffer& dst = window(op, op.dst, op.rows, op.cols, "destination", {Space::Shared});
+        // Targets move column panels in boxes of whole panels (cuda: one a panel).
+        if (dst.layout == Layout::ColPanels && op.cols % dst.panel)
+          fail(op, "box " + shape(op.rows, op.cols) + " into panels of " + num(dst.panel) +
+                       " columns: whole panels only");
         if (op.rows * op.cols * dtype_bytes(dst.dtype) > kMaxMbarrierCount)
           fail(op, "box " + shape(op.rows, op.cols) + " of " + dtype_name(dst.dtype) + " is more than " +
                        num(kMaxMbarrierCount) + " transaction bytes");

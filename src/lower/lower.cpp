@@ -732,10 +732,11 @@ class Lowering {
     int64_t part_m = accb.rows > 1 ? accb.rows / plan_.worker_rows : accb.rows;
     int64_t part_n = accb.cols > 1 ? accb.cols / plan_.worker_cols : accb.cols;
     // The warp atoms need whole blocks; the fma atom takes any part (group_verify.cpp).
-    if (plan_.atom != AtomKind::Fma && (part_m % plan_.atom_m || part_n % plan_.atom_n))
+    const int64_t atom_n = mma_part_columns(plan_.atom, plan_.atom_n);
+    if (plan_.atom != AtomKind::Fma && (part_m % plan_.atom_m || part_n % atom_n))
       fail(ErrorKind::Plan, op, "a worker's accumulator part " + std::to_string(part_m) + "x" +
                                     std::to_string(part_n) + " is not a multiple of the atom " +
-                                    std::to_string(plan_.atom_m) + "x" + std::to_string(plan_.atom_n));
+                                    std::to_string(plan_.atom_m) + "x" + std::to_string(atom_n));
     const Lowered la = lowered(op, op.operands[0]), lb = lowered(op, op.operands[1]);
     const bool a_direct = la.kind == Lowered::Kind::Direct, b_direct = lb.kind == Lowered::Kind::Direct;
     if ((a_direct || b_direct) && plan_.target == TargetKind::Cuda)

@@ -222,9 +222,13 @@ class TmaPipeliner {
       if (!e) return e;
       return expr_substitute(e, [&](const std::string& s) { return s == loop.iv ? iteration : nullptr; });
     };
-    for (const GroupOp& c : copies)
+    for (const GroupOp& c : copies) {
+      // Column panels take whole boxes: a window ending inside a panel (a tile n
+      // that is no multiple of it) moves the panel's further columns too, unused.
+      const Buffer& d = p_.buffer(c.dst.buffer);
+      const int64_t cols = d.layout == Layout::ColPanels ? (c.cols + d.panel - 1) / d.panel * d.panel : c.cols;
       for (int64_t r0 = 0; r0 < c.rows; r0 += kMaxTmaBox)
-        for (int64_t c0 = 0; c0 < c.cols; c0 += kMaxTmaBox) {
+        for (int64_t c0 = 0; c0 < cols; c0 += kMaxTmaBox) {
           GroupOp t = mbar_op(GroupOpKind::Tma, full_, slot(j));
           t.src = c.src;
           t.dst = c.dst;
@@ -238,10 +242,11 @@ class TmaPipeliner {
           t.src_row_bound = subst(c.src_row_bound);
           t.src_col_bound = subst(c.src_col_bound);
           t.rows = std::min<int64_t>(kMaxTmaBox, c.rows - r0);
-          t.cols = std::min<int64_t>(kMaxTmaBox, c.cols - c0);
+          t.cols = std::min<int64_t>(kMaxTmaBox, cols - c0);
           bytes += tma_bytes(p_, t);
           out.push_back(t);
         }
+    }
     if (bytes > kMaxMbarrierCount)
       user_error(ErrorKind::Plan, "tma pipeline: a stage of loop #" + num(loop.id) + " is " + num(bytes) +
                                       " bytes; an mbarrier phase counts at most " + num(kMaxMbarrierCount));

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <tuple>
 #include <vector>
 
 #include "ops/gemm.h"
@@ -376,6 +377,29 @@ TEST(CudaGemm, WgmmaPlansEveryWindow) {
               << name(c) << " " << plan.to_string() << ": bits differ from window 1";
         }
       }
+    }
+  }
+}
+
+// Tile widths that are no multiple of B's 64-column panels (wgmma n 240, 208, 176,
+// 80), under the default plans' tensor maps and producer warpgroup: B's last panel is
+// copied whole; ragged and aligned shapes, beta read and C NaN-poisoned.
+TEST(CudaGemm, TileWidthsOffThePanelsMatchTheOracle) {
+  REQUIRE_GPU();
+  const std::tuple<int64_t, int64_t, int> tiles[] = {{128, 240, 2}, {128, 208, 2}, {192, 176, 3}, {64, 80, 1}};
+  const Case cases[] = {{1000, 1000, 700, GemmPrecision::BF16, 1, 0, 0}, {517, 999, 333, GemmPrecision::F16, 1, 0, 0},
+                        {256, 480, 128, GemmPrecision::BF16, 0.5, -1.5, 0}, {300, 200, 100, GemmPrecision::F16, 1, 2, 8}};
+  uint64_t seed = 7100;
+  for (const Case& c : cases) {
+    Prepared in = prepare(c, seed++);
+    for (auto [bm, bn, warpgroups] : tiles) {
+      Plan plan = default_gemm_plan(TargetKind::Cuda, 4096, 4096, 4096, c.p);
+      ASSERT_TRUE(plan.tma) << plan.to_string();
+      plan.tiles["BM"] = bm, plan.tiles["BN"] = bn;
+      plan.workers = plan.worker_rows = warpgroups, plan.worker_cols = 1;
+      std::vector<float> out = run_prepared(c, in, &plan);
+      const double err = gemm_relative_error(c.m, c.n, out.data(), c.n + c.pad, in.oracle);
+      EXPECT_LE(err, precision_error_bound(c.p, c.k)) << name(c) << " " << plan.to_string();
     }
   }
 }

@@ -152,6 +152,14 @@ TEST(TmaPipelineSim, WgmmaGemmKeepsOneMmaInFlightRaceFree) {
     Plan plan = wgmma_plan(bm, bn, 3, 4, 1);
     expect_exact(gemm_program(plan, DType::BF16), {{200, 130, 300}, {192, 192, 64}, {70, 200, 1}}, plan.to_string());
   }
+  // Tile widths that are no multiple of B's 64-column panels (wgmma n 208, 160, 80,
+  // 48): B's last panel is copied whole, its further columns unused.
+  for (auto [bm, bn, wg] : {std::tuple<int64_t, int64_t, int>{128, 208, 2}, {192, 160, 3}, {64, 80, 1}, {128, 48, 2}}) {
+    Plan plan = wgmma_plan(bm, bn, wg, 4, 1);
+    GroupProgram p = gemm_program(plan, DType::BF16);
+    EXPECT_EQ(print_group_program(p).find("copy #"), std::string::npos) << plan.to_string();
+    expect_exact(p, {{200, 430, 300}, {bm, bn, 64}, {70, 200, 1}, {130, 250, 70}}, plan.to_string());
+  }
 }
 
 // The pass works from what the lowering staged, whatever the kernel: transposed

@@ -521,9 +521,10 @@ class Emitter {
     if (p_.lanes == 32 && (pr % 16 || pc % 8))
       user_error(ErrorKind::Plan, "fragment " + b.name + ": a warp's part " + num(pr) + "x" + num(pc) +
                                       " is not a grid of 16x8 mma tiles");
-    if (p_.lanes == 128 && (pr % 64 || pc % 64 || pc > 256))
+    if (p_.lanes == 128 && (pr % 64 || pc % kWgmmaColumns || pc > 256))
       user_error(ErrorKind::Plan, "fragment " + b.name + ": a warpgroup's part " + num(pr) + "x" + num(pc) +
-                                      " is not a column of 64xN wgmma tiles (N a multiple of 64, at most 256)");
+                                      " is not a column of 64xN wgmma tiles (N a multiple of " + num(kWgmmaColumns) +
+                                      ", at most 256)");
   }
 
   // A wgmma instruction: operand dtype and n (B K-major exactly for tf32).
