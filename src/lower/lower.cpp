@@ -651,8 +651,9 @@ class Lowering {
   void lower_store(const TileOp& op, std::vector<GroupOp>& out) {
     const TileType& type = k_.values.at(op.operands[0]).type;
     int src = frag_of(op, op.operands[0], out, type);
-    GlobalWindow w = type.is_scalar() ? global_window(op, 1, 1)
-                                      : global_window(op, static_extent(op, type.shape[0]), static_extent(op, type.shape[1]));
+    const bool scalar = type.is_scalar();
+    GlobalWindow w = global_window(op, scalar ? 1 : static_extent(op, type.shape[0]),
+                                   scalar ? 1 : static_extent(op, type.shape[1]));
     GroupOp g = new_op(GroupOpKind::FragStore);
     g.frag = src;
     g.dst = w.ref;

@@ -101,8 +101,8 @@ TileKernel gemm_split_k_fused_kernel(DType ab) {
   return kernel;
 }
 
-// Stream-K sums a shared tile in parts of this many columns, at most this many parts
-// (BN up to 256).
+// Stream-K sums a shared tile in parts of this many columns (the last one what is
+// left), at most this many parts (BN up to 256).
 constexpr int kStreamKSumColumns = 64, kStreamKSumParts = 4;
 
 TileKernel gemm_stream_k_kernel(DType ab) {
@@ -158,9 +158,10 @@ TileKernel gemm_stream_k_kernel(DType ab) {
             // At most 64 columns at a time: ptxas issues a sum's loads ahead of their
             // adds, and a whole tile's sum beside them spilled.
             kb.if_(ticket, CmpOp::EQ, count - 1, [&] {
-              Sym cols = min(BN, kStreamKSumColumns);
               for (int part = 0; part < kStreamKSumParts; ++part) {
-                Sym col = cols * part;
+                // (A part past BN never runs; its 16 columns only keep it a valid tile.)
+                Sym col = min(BN, kStreamKSumColumns) * part;
+                Sym cols = max(min(BN - col, kStreamKSumColumns), 16);
                 kb.if_(col, CmpOp::LT, BN, [&] {
                   Tile sum = kb.serial(count, kb.constant(0.0, BM, cols), [&](Sym u, Tile partials) {
                     return kb.add(partials, kb.load(P, {slot(g0 + u), 0, col}, BM, cols));

@@ -376,7 +376,7 @@ class TmaPipeliner {
 // in one dimension and nowhere else (the halves of one tile row).
 struct GlobalWrite {
   int buffer = -1;
-  const GroupOp* op = nullptr;  // FragStore: its window; null: the whole buffer
+  const GroupOp* op = nullptr;  // a FragStore writes its window, other ops the whole buffer
 };
 
 // e = base + c (c: a constant term at the top, 0 if none).
@@ -400,7 +400,9 @@ bool same_expr(const Expr& a, const Expr& b) { return (!a && !b) || (a && b && e
 // are their fragments'.
 bool windows_apart(const GroupProgram& p, const GroupOp& written, const GroupOp& access) {
   const bool load = access.kind == GroupOpKind::FragLoad;
-  if ((!load && access.kind != GroupOpKind::FragStore) || access.transpose) return false;
+  if (written.kind != GroupOpKind::FragStore || (!load && access.kind != GroupOpKind::FragStore) ||
+      access.transpose)
+    return false;
   const BufferRef &w = written.dst, &x = load ? access.src : access.dst;
   const Buffer &wf = p.buffer(written.frag), &xf = p.buffer(access.frag);
   if (!same_expr(w.offset, x.offset) || !same_expr(w.row_stride, x.row_stride) ||
@@ -431,13 +433,12 @@ void check_role_ops(const GroupProgram& p, const std::vector<GroupOp>& ops, std:
         refuse(op, "writes shared buffer " + p.buffer(e.buffer).name);
       if (e.space != Space::Global || op.kind == GroupOpKind::Tma) continue;
       for (const GlobalWrite& w : *written)
-        if (w.buffer == e.buffer && !(w.op && windows_apart(p, *w.op, op)))
-          refuse(op, "accesses global memory after a global write it may overlap (op #" +
-                         num(w.op ? w.op->id : -1) + ")");
+        if (w.buffer == e.buffer && !windows_apart(p, *w.op, op))
+          refuse(op, "accesses global memory after a global write it may overlap (op #" + num(w.op->id) + ")");
     }
     for (const MemEffect& e : op_effects(p, op))
       if (e.space == Space::Global && e.write && op.kind != GroupOpKind::Tma)
-        written->push_back({e.buffer, op.kind == GroupOpKind::FragStore ? &op : nullptr});
+        written->push_back({e.buffer, &op});
     if (op.kind == GroupOpKind::If) {
       std::vector<GlobalWrite> a = *written, b = *written;
       check_role_ops(p, op.bodies[0], &a);

@@ -387,8 +387,10 @@ TEST(CudaGemm, WgmmaPlansEveryWindow) {
 TEST(CudaGemm, TileWidthsOffThePanelsMatchTheOracle) {
   REQUIRE_GPU();
   const std::tuple<int64_t, int64_t, int> tiles[] = {{128, 240, 2}, {128, 208, 2}, {192, 176, 3}, {64, 80, 1}};
-  const Case cases[] = {{1000, 1000, 700, GemmPrecision::BF16, 1, 0, 0}, {517, 999, 333, GemmPrecision::F16, 1, 0, 0},
-                        {256, 480, 128, GemmPrecision::BF16, 0.5, -1.5, 0}, {300, 200, 100, GemmPrecision::F16, 1, 2, 8}};
+  const Case cases[] = {{1000, 1000, 700, GemmPrecision::BF16, 1, 0, 0},
+                        {517, 999, 333, GemmPrecision::F16, 1, 0, 0},
+                        {256, 480, 128, GemmPrecision::BF16, 0.5, -1.5, 0},
+                        {300, 200, 100, GemmPrecision::F16, 1, 2, 8}};
   uint64_t seed = 7100;
   for (const Case& c : cases) {
     Prepared in = prepare(c, seed++);

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <set>
 #include <random>
 #include <string>
 #include <vector>
@@ -89,8 +90,9 @@ TEST(StreamKSim, HopperPlansExactRaceFreeInAnyOrder) {
   // After a whole wave: 3 groups share the last tile (L 2), 2 groups take one each.
   const Shape shapes[] = {{130, 200, 300, 3}, {130, 200, 300, 7}, {130, 200, 300, 2}, {64, 64, 128, 2},
                           {130, 200, 300, 3, 2, 1}, {130, 200, 300, 2, 1, 1}};
-  for (int producers : {0, 1}) {
-    const Plan plan = split_wgmma_plan(producers, 128, 128);
+  // 128x80 tiles: the sum's second part is the last 16 columns.
+  for (auto [producers, bn] : {std::pair{0, 128}, {1, 128}, {1, 80}}) {
+    const Plan plan = split_wgmma_plan(producers, 128, bn);
     CompiledGroup g = compile_to_group(gemm_stream_k_kernel(DType::BF16), plan, CompileOptions{});
     EXPECT_EQ(g.tma.loops_converted, 1) << g.tma.skipped_reason;
     for (const Shape& s : shapes)
@@ -158,6 +160,25 @@ TEST(StreamKSim, PartialSlotsNeedNoGuards) {
   EXPECT_EQ(unguarded["P"], 5);  // the partial's store, four parts' loads
   EXPECT_GE(guarded["C"], 4);
   EXPECT_EQ(unguarded.count("C"), 0u);
+}
+
+// The sum's parts cover the tile's columns exactly: at BN 80, a whole tile's store,
+// then parts of 64 and 16 columns (and a part past BN that never runs, kept at 16).
+void store_widths(const GroupProgram& p, const std::vector<GroupOp>& ops, std::multiset<int64_t>* widths) {
+  for (const GroupOp& op : ops) {
+    if (op.kind == GroupOpKind::FragStore && p.tensors[p.buffer(op.dst.buffer).tensor].name == "C")
+      widths->insert(p.buffer(op.frag).cols);
+    for (const auto& body : op.bodies) store_widths(p, body, widths);
+  }
+}
+
+TEST(StreamKSim, SumPartsCoverTheTileColumnsExactly) {
+  CompiledGroup g = compile_to_group(gemm_stream_k_kernel(DType::BF16), split_wgmma_plan(1, 128, 80),
+                                     CompileOptions{});
+  std::multiset<int64_t> widths;
+  store_widths(g.program, g.program.body, &widths);
+  std::set<int64_t> distinct(widths.begin(), widths.end());
+  EXPECT_EQ(distinct, (std::set<int64_t>{80, 64, 16}));
 }
 
 // The front door runs stream-K on the cuda target only, and not beside split_k.
