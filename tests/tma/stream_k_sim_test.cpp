@@ -10,6 +10,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <set>
 #include <random>
@@ -137,27 +138,34 @@ TEST(StreamKSim, StageBaseSurvivesBothTextForms) {
   expect_stream_k_exact(g.program, plan, Shape{130, 200, 300, 3}, 0.0, "parsed");
 }
 
+// Every op of `ops`, nested bodies included, in program order.
+void for_each_op(const std::vector<GroupOp>& ops, const std::function<void(const GroupOp&)>& fn) {
+  for (const GroupOp& op : ops) {
+    fn(op);
+    for (const auto& body : op.bodies) for_each_op(body, fn);
+  }
+}
+
+std::string tensor_name(const GroupProgram& p, const BufferRef& ref) {
+  return p.tensors[p.buffer(ref.buffer).tensor].name;
+}
+
 // Every window of P is a whole slot (P's extents are BM x BN, its slot clamped into
 // range): its loads and stores are unguarded, so targets emit no ragged path for them
 // (whose per-element addresses spilled); C's stay guarded.
-void count_guards(const GroupProgram& p, const std::vector<GroupOp>& ops, std::map<std::string, int>* guarded,
-                  std::map<std::string, int>* unguarded) {
-  for (const GroupOp& op : ops) {
+TEST(StreamKSim, PartialSlotsNeedNoGuards) {
+  CompiledGroup g = compile_to_group(gemm_stream_k_kernel(DType::BF16), split_wgmma_plan(1, 128, 256),
+                                     CompileOptions{});
+  const GroupProgram& p = g.program;
+  std::map<std::string, int> guarded, unguarded;
+  for_each_op(p.body, [&](const GroupOp& op) {
     const bool load = op.kind == GroupOpKind::FragLoad, store = op.kind == GroupOpKind::FragStore;
     const BufferRef& ref = load ? op.src : op.dst;
     if ((load || store) && p.buffer(ref.buffer).space == Space::Global) {
       const bool guards = load ? op.src_row_bound || op.src_col_bound : op.dst_row_bound || op.dst_col_bound;
-      ++(guards ? *guarded : *unguarded)[p.tensors[p.buffer(ref.buffer).tensor].name];
+      ++(guards ? guarded : unguarded)[tensor_name(p, ref)];
     }
-    for (const auto& body : op.bodies) count_guards(p, body, guarded, unguarded);
-  }
-}
-
-TEST(StreamKSim, PartialSlotsNeedNoGuards) {
-  CompiledGroup g = compile_to_group(gemm_stream_k_kernel(DType::BF16), split_wgmma_plan(1, 128, 256),
-                                     CompileOptions{});
-  std::map<std::string, int> guarded, unguarded;
-  count_guards(g.program, g.program.body, &guarded, &unguarded);
+  });
   EXPECT_EQ(guarded.count("P"), 0u);
   EXPECT_EQ(unguarded["P"], 5);  // the partial's store, four parts' loads
   EXPECT_GE(guarded["C"], 4);
@@ -166,21 +174,15 @@ TEST(StreamKSim, PartialSlotsNeedNoGuards) {
 
 // The sum's parts cover the tile's columns exactly: at BN 80, a whole tile's store,
 // then parts of 64 and 16 columns (and a part past BN that never runs, kept at 16).
-void store_widths(const GroupProgram& p, const std::vector<GroupOp>& ops, std::multiset<int64_t>* widths) {
-  for (const GroupOp& op : ops) {
-    if (op.kind == GroupOpKind::FragStore && p.tensors[p.buffer(op.dst.buffer).tensor].name == "C")
-      widths->insert(p.buffer(op.frag).cols);
-    for (const auto& body : op.bodies) store_widths(p, body, widths);
-  }
-}
-
 TEST(StreamKSim, SumPartsCoverTheTileColumnsExactly) {
   CompiledGroup g = compile_to_group(gemm_stream_k_kernel(DType::BF16), split_wgmma_plan(1, 128, 80),
                                      CompileOptions{});
-  std::multiset<int64_t> widths;
-  store_widths(g.program, g.program.body, &widths);
-  std::set<int64_t> distinct(widths.begin(), widths.end());
-  EXPECT_EQ(distinct, (std::set<int64_t>{80, 64, 16}));
+  std::set<int64_t> widths;
+  for_each_op(g.program.body, [&](const GroupOp& op) {
+    if (op.kind == GroupOpKind::FragStore && tensor_name(g.program, op.dst) == "C")
+      widths.insert(g.program.buffer(op.frag).cols);
+  });
+  EXPECT_EQ(widths, (std::set<int64_t>{80, 64, 16}));
 }
 
 // The front door runs stream-K on the cuda target only, and not beside split_k.
