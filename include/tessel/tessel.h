@@ -99,6 +99,7 @@ class BoundLaunch {
 
  private:
   friend class Kernel;
+  friend struct BoundLaunchAccess;  // src/runtime/bound_cpu_group.h
   std::shared_ptr<BoundLaunchImpl> impl_;
 };
 

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <future>
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -20,6 +22,7 @@
 #include "plan/default_plan.h"
 #include "plan/machine.h"
 #include "plan/tuning_cache.h"
+#include "runtime/bound_cpu_group.h"
 #include "target/cpu/cpu_emit.h"
 #include "tessel/tessel.h"
 #include "tessel/error.h"
@@ -1317,12 +1320,18 @@ GemmReport gemm(int64_t m, int64_t n, int64_t k, float alpha, const float* a, in
 }
 
 struct PreparedGemm::State {
-  int64_t m, n, k, lda, ldb, ldc;
+  int64_t m = 0, n = 0, k = 0, lda = 0, ldb = 0, ldc = 0;
   GemmOptions options;
   LaunchOptions launch;
-  bool fast;           // bound once (else each run is a gemm() call)
+  bool fast = false;   // bound once (else each run is a gemm() call)
   CompiledGemm compiled;
   BoundGemm bound;     // after the first run
+  // A one-group cpu launch runs its group function directly while A, B and C are
+  // those of the last run through `bound` (which checked their overlap), with
+  // scratch of its own: a PreparedGemm is not run from two threads at once.
+  std::optional<BoundCpuGroup> group;
+  const float *a = nullptr, *b = nullptr, *c = nullptr;
+  std::unique_ptr<float, decltype(&std::free)> scratch{nullptr, &std::free};
 };
 
 PreparedGemm::PreparedGemm(int64_t m, int64_t n, int64_t k, int64_t lda, int64_t ldb, int64_t ldc,
@@ -1330,7 +1339,8 @@ PreparedGemm::PreparedGemm(int64_t m, int64_t n, int64_t k, int64_t lda, int64_t
   validate_sizes(m, n, k, lda, ldb, ldc);
   validate_options(options);
   auto s = std::make_shared<State>();
-  *s = State{m, n, k, lda, ldb, ldc, options, {}, false, {}, {}};
+  s->m = m, s->n = n, s->k = k, s->lda = lda, s->ldb = ldb, s->ldc = ldc;
+  s->options = options;
   s->options.report = false;
   s->options.count_fences = false;
   s->options.time_device = false;
@@ -1348,13 +1358,30 @@ void PreparedGemm::run(float alpha, const float* a, const float* b, float beta, 
     return;
   }
   validate_pointers(s.m, s.n, s.k, a, b, c);
-  if (s.bound.valid) {
-    run_bound(s.bound, s.m, s.n, s.k, alpha, a, s.lda, b, s.ldb, beta, c, s.options, s.launch, nullptr);
+  if (s.group && a == s.a && b == s.b && c == s.c) {
+    const BoundCpuGroup& g = *s.group;
+    float* const tensors[] = {const_cast<float*>(a), const_cast<float*>(b), c};  // gemm_kernel's order
+    const double scalars[] = {alpha, beta};
+    static const int64_t origin[8] = {};
+    if (cpu_scratch_poisoned())
+      std::fill(s.scratch.get(), s.scratch.get() + g.entry.scratch_floats, std::numeric_limits<float>::quiet_NaN());
+    g.entry.fn(g.sizes, scalars, tensors, origin, s.scratch.get());
     return;
   }
-  GemmReport first;
-  bind_and_run(s.compiled, s.m, s.n, s.k, alpha, a, s.lda, b, s.ldb, beta, c, s.ldc, s.options, s.launch, &s.bound,
-               &first);
+  if (s.bound.valid) {
+    run_bound(s.bound, s.m, s.n, s.k, alpha, a, s.lda, b, s.ldb, beta, c, s.options, s.launch, nullptr);
+  } else {
+    GemmReport first;
+    bind_and_run(s.compiled, s.m, s.n, s.k, alpha, a, s.lda, b, s.ldb, beta, c, s.ldc, s.options, s.launch,
+                 &s.bound, &first);
+    if (s.options.target == TargetKind::Cpu) s.group = bound_cpu_group(s.bound.launch);
+    if (s.group) {
+      const size_t bytes = size_t(std::max<int64_t>(1, s.group->entry.scratch_floats)) * sizeof(float);
+      s.scratch.reset(static_cast<float*>(std::aligned_alloc(64, (bytes + 63) / 64 * 64)));
+      if (!s.scratch) s.group.reset();
+    }
+  }
+  s.a = a, s.b = b, s.c = c;
 }
 
 const Plan& PreparedGemm::plan() const {

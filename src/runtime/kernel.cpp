@@ -11,6 +11,7 @@
 #include "ir/group_text.h"
 #include "ir/tile_text.h"
 #include "plan/default_plan.h"
+#include "runtime/bound_cpu_group.h"
 #include "runtime/kernel_cache.h"
 #include "runtime/tensor_check.h"
 #include "target/cpu/cpu_emit.h"
@@ -462,6 +463,23 @@ void BoundLaunch::set_scalar(size_t index, double value) {
                  std::to_string(k.scalars.size()) + " scalars");
   }
   b.put_scalar(index, value);
+}
+
+struct BoundLaunchAccess {
+  static const BoundLaunchImpl& impl(const BoundLaunch& launch) { return *launch.impl_; }
+};
+
+std::optional<BoundCpuGroup> bound_cpu_group(const BoundLaunch& launch) {
+  const BoundLaunchImpl& b = BoundLaunchAccess::impl(launch);
+  if (b.target != TargetKind::Cpu || b.cpu.size() != 1 || b.cpu[0].groups != 1) return std::nullopt;
+  const TileKernel &kernel = b.compiled->kernel, &phase = b.compiled->phases[0].kernel;
+  if (phase.tensors.size() != kernel.tensors.size() || phase.scalars.size() != kernel.scalars.size())
+    return std::nullopt;
+  for (size_t i = 0; i < kernel.tensors.size(); ++i)
+    if (phase.tensors[i].name != kernel.tensors[i].name) return std::nullopt;
+  for (size_t i = 0; i < kernel.scalars.size(); ++i)
+    if (phase.scalars[i].name != kernel.scalars[i].name) return std::nullopt;
+  return BoundCpuGroup{b.cpu_kernels[0]->group_entry(), b.cpu[0].sizes.data()};
 }
 
 LaunchReport BoundLaunch::run_with(void* const* tensors, size_t tensor_count, const double* scalars,

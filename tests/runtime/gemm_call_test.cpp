@@ -22,6 +22,7 @@
 #include "ops/gemm_reference.h"
 #include "ir/tile_text.h"
 #include "plan/tuning_cache.h"
+#include "target/cpu/cpu_jit.h"
 #include "tessel/tessel.h"
 
 namespace tessel {
@@ -177,6 +178,41 @@ TEST(PreparedGemm, RunsOnNewBuffersAndScalars) {
   }
   PreparedGemm empty(0, 5, 3, 3, 5, 5);
   empty.run(1.0f, nullptr, nullptr, 0.0f, nullptr);
+}
+
+// Runs on the buffers of the run before take the one-group shortcut (the group
+// function called directly, with the prepared object's own scratch): fresh values in
+// the same buffers and new scalars every run, the scratch poisoned, and C over A
+// refused even after shortcut runs.
+TEST(PreparedGemm, RunsOnTheSameBuffersMatchTheOracle) {
+  set_cpu_scratch_poison(true);
+  struct Shape { int64_t m, n, k, pad; };
+  for (const Shape& s : {Shape{32, 32, 32, 0}, Shape{16, 16, 16, 0}, Shape{48, 48, 48, 0}, Shape{77, 45, 29, 3},
+                         Shape{5, 7, 3, 1}, Shape{1, 1, 1, 0}, Shape{130, 70, 140, 1}}) {
+    GemmOptions o;
+    o.threads = 1;
+    Operands x(s.m, s.n, s.k, s.pad, 0.0f, 60);
+    PreparedGemm g(s.m, s.n, s.k, x.lda, x.ldb, x.ldc, o);
+    const float alphas[] = {1.0f, -0.75f, 2.0f, 1.0f, 0.5f}, betas[] = {0.0f, 0.5f, 0.0f, -1.0f, 1.0f};
+    for (int run = 0; run < 5; ++run) {
+      Operands fresh(s.m, s.n, s.k, s.pad, betas[run], 61 + run);  // new values, copied into x's buffers
+      x.a = fresh.a, x.b = fresh.b, x.c = fresh.c;
+      std::vector<double> want = gemm_oracle(x.m, x.n, x.k, alphas[run], x.a.data(), x.lda, x.b.data(), x.ldb,
+                                             betas[run], x.c.data(), x.ldc);
+      g.run(alphas[run], x.a.data(), x.b.data(), betas[run], x.c.data());
+      EXPECT_LE(gemm_relative_error(x.m, x.n, x.c.data(), x.ldc, want), gemm_error_bound(x.k))
+          << s.m << "x" << s.n << "x" << s.k << " run " << run;
+    }
+    std::vector<float> shared(std::max(x.a.size(), x.c.size()), 1.0f);  // A and C in one buffer: refused
+    expect_error(ErrorKind::InvalidArgument, "overlap",
+                 [&] { g.run(1.0f, shared.data(), x.b.data(), 0.0f, shared.data()); });
+    std::fill(x.c.begin(), x.c.end(), NAN);  // and the shortcut's buffers still run right after
+    std::vector<double> want = gemm_oracle(x.m, x.n, x.k, 1.0, x.a.data(), x.lda, x.b.data(), x.ldb, 0.0, nullptr,
+                                           x.ldc);
+    g.run(1.0f, x.a.data(), x.b.data(), 0.0f, x.c.data());
+    EXPECT_LE(gemm_relative_error(x.m, x.n, x.c.data(), x.ldc, want), gemm_error_bound(x.k));
+  }
+  set_cpu_scratch_poison(false);
 }
 
 // Bad sizes and options are refused when the shape is prepared; bad pointers and

@@ -170,10 +170,17 @@ const char* const kBounce = R"(static void tsl_bounce(void (*ukr)(int64_t, const
 )";
 
 int64_t round_up(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
+int64_t ceil_div(int64_t x, int64_t a) { return (x + a - 1) / a; }
 // Block rows from which an mma reading B in place copies B panel by panel (emit_mma).
 constexpr int64_t kCpuPackBRows = 12;
 // B's bytes (the mma's k x n) from which an mma of built-in kernels copies B's panels.
 constexpr int64_t kCpuPackBBytes = 384 << 10;
+// The most rows of a block in a part narrower than one B panel (the tallest built-in
+// kernels, and tsl_bounce's tile).
+constexpr int64_t kCpuNarrowBlockRows = 16;
+// The most blocks of one call site that the unit calls one by one (when all are
+// inside the valid part) instead of through cpu_mma_blocks.
+constexpr int64_t kCpuInlineBlocks = 4;
 // A's bytes (the mma's m x k, read in place) from which its block rows run outside.
 constexpr int64_t kCpuRowsOuterABytes = 1 << 20;
 std::string num(int64_t v) { return std::to_string(v); }
@@ -1533,9 +1540,17 @@ class Emitter {
       }
       // Rows in near-equal blocks of at most MR (100 rows: one of 12 and eight of 11,
       // not eight of 12 and a thin one of 4); columns in whole panels, then the rest.
-      const int64_t row_blocks = (part.rows + mr - 1) / mr, row_base = part.rows / row_blocks;
-      const int64_t rows_big = (part.rows % row_blocks) * (row_base + 1);  // rows in blocks of row_base + 1
       const int64_t cols_fast = part.cols / nr * nr, cols_left = part.cols - cols_fast;
+      // A part narrower than a panel holds fewer vectors a row, so its blocks may be
+      // taller: as many rows as MR x NR's accumulators, up to kCpuNarrowBlockRows (16^3:
+      // one 16 x 16 block instead of two of 8 x 16, whose 8 accumulators barely cover
+      // the FMA latency).
+      const int64_t block_rows =
+          cols_fast > 0 ? mr
+                        : std::clamp(mr * ceil_div(nr, isa_.lanes) / ceil_div(part.cols, isa_.lanes), mr,
+                                     std::max(mr, kCpuNarrowBlockRows));
+      const int64_t row_blocks = (part.rows + block_rows - 1) / block_rows, row_base = part.rows / row_blocks;
+      const int64_t rows_big = (part.rows % row_blocks) * (row_base + 1);  // rows in blocks of row_base + 1
       // Blocks of [r0, r1) x [c0, c1) of the part, `br` x `bc` at a time.
       // B packed (pack_b): the caller runs the jr loop, packing each panel.
       auto jr_loop = [&](int64_t c0, int64_t c1, int64_t bc) {
@@ -1577,12 +1592,28 @@ class Emitter {
                  " + " + num(r0) + "), nv - (" + c0s + " + jr), 1, overwrite);");
             return;
           }
+          const int64_t blocks_r = (r1 - r0) / br, blocks_c = (c1 - c0) / bc;
+          // A few blocks, all inside the valid part: each kernel called here, without
+          // cpu_mma_blocks's loops (a small product's call path; 32^3 is three blocks).
+          const bool inline_calls = !masked_edge && blocks_r * blocks_c <= kCpuInlineBlocks;
+          if (inline_calls) {
+            open("if (mv - (" + r0s + " + " + num(r0) + ") >= " + num(r1 - r0) + " && nv - (" + c0s + " + " + num(c0) +
+                 ") >= " + num(c1 - c0) + ")");
+            for (int64_t j = 0; j < blocks_c; ++j)
+              for (int64_t i = 0; i < blocks_r; ++i)
+                line(name + "(kv, &" + a.at(r0s + " + " + num(r0 + i * br), "0") + ", &" +
+                     b.at("0", c0s + " + " + num(c0 + j * bc)) + ", " + c + " + " + num(r0 + i * br) + " * " + ldc +
+                     " + " + num(c0 + j * bc) + ", " + ldc + ", " + lda_arg + ", " + ldb_arg + ", overwrite);");
+            --depth_;
+            open("} else");
+          }
           line("tsl_mma_blocks((const void*)" + name + ", kv, " + a0 + ", &" + a.at(r0s + " + " + num(r0 + br), "0") +
                " - " + a0 + ", " + b0 + ", &" + b.at("0", c0s + " + " + num(c0 + bc)) + " - " + b0 + ", " + c + " + " +
                num(r0) + " * " + ldc + " + " + num(c0) + ", " + ldc + ", " + lda_arg + ", " + ldb_arg + ", " + num(br) +
-               ", " + num(bc) + ", " + num((r1 - r0) / br) + ", " + num((c1 - c0) / bc) + ", mv - (" + r0s + " + " +
+               ", " + num(bc) + ", " + num(blocks_r) + ", " + num(blocks_c) + ", mv - (" + r0s + " + " +
                num(r0) + "), nv - (" + c0s + " + " + num(c0) + "), " +
                (in_place ? "1" : home.empty() ? "0" : "(" + home + " ? 2 : 0)") + ", overwrite);");
+          if (inline_calls) close();
           return;
         } else {
           // Packed, B is a panel of width NR (compile-time LDB); A stays run-time.

@@ -78,7 +78,6 @@ class PartTimer {
   std::chrono::steady_clock::time_point start_;
 };
 
-using GroupFn = void (*)(const int64_t*, const double*, float* const*, const int64_t*, float*);
 using ScratchFn = int64_t (*)();
 using GridFn = int (*)(const int64_t*, int64_t*);
 
@@ -149,7 +148,7 @@ std::string compiler_identity(const std::string& cxx) {
 // A loaded shared object; it stays loaded while any kernel refers to it.
 struct Library {
   void* handle = nullptr;
-  GroupFn group = nullptr;
+  CpuGroupFn group = nullptr;
   GridFn grid = nullptr;
   int64_t scratch_floats = 0;
   std::string path;
@@ -167,7 +166,7 @@ std::shared_ptr<Library> load(const std::string& path, std::string* why) {
   auto lib = std::make_shared<Library>();
   lib->handle = h;
   lib->path = path;
-  lib->group = reinterpret_cast<GroupFn>(dlsym(h, "tessel_group"));
+  lib->group = reinterpret_cast<CpuGroupFn>(dlsym(h, "tessel_group"));
   lib->grid = reinterpret_cast<GridFn>(dlsym(h, "tessel_grid"));
   auto scratch = reinterpret_cast<ScratchFn>(dlsym(h, "tessel_scratch_floats"));
   if (!lib->group || !lib->grid || !scratch) {
@@ -221,6 +220,7 @@ class LoadedKernel : public CpuKernel {
       : lib_(std::move(lib)), sig_(std::move(sig)), info_(std::move(info)) {}
 
   const CpuCompileInfo& info() const override { return info_; }
+  CpuGroupEntry group_entry() const override { return {lib_->group, lib_->scratch_floats}; }
 
   CpuLaunch bind(const LaunchArgs& args) const override {
     CpuLaunch out;
@@ -618,5 +618,6 @@ void clear_cpu_memory_cache() {
 }
 
 void set_cpu_scratch_poison(bool on) { poison_scratch().store(on); }
+bool cpu_scratch_poisoned() { return poison_scratch().load(std::memory_order_relaxed); }
 
 }  // namespace tessel

@@ -33,6 +33,16 @@ struct CpuLaunch {
   int64_t groups = 0;
 };
 
+// The emitted function of one group: the launch's flat arrays, the group's grid
+// coordinates, and a scratch of CpuGroupEntry::scratch_floats floats (64-byte
+// aligned) that no other group uses while it runs.
+using CpuGroupFn = void (*)(const int64_t* sizes, const double* scalars, float* const* tensors,
+                            const int64_t* group, float* scratch);
+struct CpuGroupEntry {
+  CpuGroupFn fn = nullptr;
+  int64_t scratch_floats = 0;
+};
+
 class CpuKernel {
  public:
   virtual ~CpuKernel() = default;
@@ -43,6 +53,10 @@ class CpuKernel {
   // No lookups, no allocation, no checks: `launch` comes from bind.
   virtual void execute(const CpuLaunch& launch, int threads) const = 0;
   void run(const LaunchArgs& args, int threads) const { execute(bind(args), threads); }
+  // The group function itself, for a caller that runs a one-group launch without
+  // execute (runtime/bound_cpu_group.h); it fills the scratch with NaN first when
+  // cpu_scratch_poisoned().
+  virtual CpuGroupEntry group_entry() const = 0;
   virtual const CpuCompileInfo& info() const = 0;
 };
 
@@ -69,4 +83,5 @@ void clear_cpu_memory_cache();
 // When on, every group's scratch is filled with NaN before it runs, so a kernel
 // that reads staging or fragments it did not write shows it. For tests.
 void set_cpu_scratch_poison(bool on);
+bool cpu_scratch_poisoned();
 }  // namespace tessel
