@@ -8,6 +8,7 @@
 
 #include <stdlib.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstring>
@@ -160,7 +161,9 @@ TEST(PreparedGemm, RunsOnNewBuffersAndScalars) {
     o.target = s.target;
     Operands first(s.m, s.n, s.k, s.pad, 0.0f, 11);
     PreparedGemm g(s.m, s.n, s.k, first.lda, first.ldb, first.ldc, o);
-    if (s.target == TargetKind::Cpu) EXPECT_FALSE(g.plan().tiles.empty());
+    if (s.target == TargetKind::Cpu) {
+      EXPECT_FALSE(g.plan().tiles.empty());
+    }
     // Every call's operands live to the end: new buffers at new addresses.
     const float betas[] = {0.0f, 0.5f, 0.0f, -1.0f};
     std::vector<Operands> calls;
@@ -196,7 +199,9 @@ TEST(PreparedGemm, RunsOnTheSameBuffersMatchTheOracle) {
     const float alphas[] = {1.0f, -0.75f, 2.0f, 1.0f, 0.5f}, betas[] = {0.0f, 0.5f, 0.0f, -1.0f, 1.0f};
     for (int run = 0; run < 5; ++run) {
       Operands fresh(s.m, s.n, s.k, s.pad, betas[run], 61 + run);  // new values, copied into x's buffers
-      x.a = fresh.a, x.b = fresh.b, x.c = fresh.c;
+      std::copy(fresh.a.begin(), fresh.a.end(), x.a.begin());
+      std::copy(fresh.b.begin(), fresh.b.end(), x.b.begin());
+      std::copy(fresh.c.begin(), fresh.c.end(), x.c.begin());
       std::vector<double> want = gemm_oracle(x.m, x.n, x.k, alphas[run], x.a.data(), x.lda, x.b.data(), x.ldb,
                                              betas[run], x.c.data(), x.ldc);
       g.run(alphas[run], x.a.data(), x.b.data(), betas[run], x.c.data());
