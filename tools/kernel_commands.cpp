@@ -70,7 +70,7 @@ struct Options {
   std::map<std::string, int64_t> sizes, tiles;
   std::map<std::string, double> scalars;
   TargetKind target = TargetKind::Cpu;
-  int workers = -1, threads = 0, window = 1, repeat = 0, producers = 0, persistent = 0, tile_band = 8;
+  int workers = -1, threads = 0, window = 1, repeat = 0, producers = 0, cluster = 1, persistent = 0, tile_band = 8;
   bool async_copy = false, tma = false, check = false, json = false;
   bool plan_options = false;  // some option above names part of a plan
   uint64_t seed = 42;
@@ -86,6 +86,7 @@ Options parse(int argc, char** argv, int first) {
       return argv[++i];
     };
     if (s == "--tile" || s == "--workers" || s == "--window" || s == "--copy" || s == "--producers" ||
+        s == "--cluster" ||
         s == "--persistent" || s == "--tile-band")
       o.plan_options = true;
     if (s == "--size") {
@@ -112,6 +113,8 @@ Options parse(int argc, char** argv, int first) {
       o.tma = c == "tma";
     } else if (s == "--producers") {
       o.producers = static_cast<int>(to_int(s, value()));
+    } else if (s == "--cluster") {
+      o.cluster = static_cast<int>(to_int(s, value()));
     } else if (s == "--persistent") {
       o.persistent = static_cast<int>(to_int(s, value()));
     } else if (s == "--tile-band") {
@@ -158,6 +161,7 @@ PlanChoice plan_for(const TileKernel& k, const Options& o) {
   p.async_copy = o.async_copy;
   p.tma = o.tma;
   p.producers = o.producers;
+  p.cluster = o.cluster;
   p.persistent = o.persistent;
   p.tile_band = o.tile_band;
   if (o.workers > 0) p.workers = o.workers;
@@ -319,9 +323,16 @@ int opt_command(int argc, char** argv) {
       po.window = static_cast<int>(to_int("--pass " + pass, pass.substr(pass.find('=') + 1)));
       pipeline_loops(p, po);
     } else if (pass.rfind("tma=", 0) == 0 || pass.rfind("tma-ws=", 0) == 0) {
-      // tma-ws: one producer worker (a producer role) beside the program's workers.
+      // tma-ws: one producer worker (a producer role) beside the program's workers;
+      // tma-ws=W,C: in clusters of C groups.
       TmaPipelineOptions to;
-      to.window = static_cast<int>(to_int("--pass " + pass, pass.substr(pass.find('=') + 1)));
+      std::string window = pass.substr(pass.find('=') + 1);
+      if (size_t comma = window.find(','); comma != std::string::npos) {
+        to.cluster = static_cast<int>(to_int("--pass " + pass, window.substr(comma + 1)));
+        if (to.cluster < 1 || to.cluster > 8) bad("--pass " + pass + ": the cluster takes 1 to 8");
+        window = window.substr(0, comma);
+      }
+      to.window = static_cast<int>(to_int("--pass " + pass, window));
       if (to.window < 1 || to.window > 8) bad("--pass " + pass + ": the window takes 1 to 8");
       to.producers = pass.rfind("tma-ws=", 0) == 0 ? 1 : 0;
       to.async_consumers = p.atom == AtomKind::Wgmma;
@@ -329,7 +340,8 @@ int opt_command(int argc, char** argv) {
       tma_pipeline(p, to);
       verify_group_program(p);
     } else {
-      bad("unknown pass '" + pass + "' (expected plan-barriers, pipeline=W, pipeline-async=W, tma=W or tma-ws=W)");
+      bad("unknown pass '" + pass +
+          "' (expected plan-barriers, pipeline=W, pipeline-async=W, tma=W, tma-ws=W or tma-ws=W,C)");
     }
   }
   std::cout << print_group_program(p);

@@ -32,8 +32,8 @@ namespace {
 const char* kUsage =
     "usage: tessel gemm|explain M N K [--target cpu|sim|cuda] [--dtype fp32|tf32|bf16|fp16] [--arch sm_NN] [--alpha A] [--beta B]\n"
     "         [--threads T] [--tile BMxBNxBK] [--workers W] [--copy-batch C] [--window W] [--copy sync|async|tma]\n"
-    "         [--producers P] [--persistent G] [--tile-band B] [--atom fma|mma.sync|wgmma] [--frag-buffers 1|2]\n"
-    "         [--split-k S] [--no-coalesce-barriers] [--seed S] [--check] [--json]\n"
+    "         [--producers P] [--cluster C] [--persistent G] [--tile-band B] [--atom fma|mma.sync|wgmma]\n"
+    "         [--frag-buffers 1|2] [--split-k S] [--no-coalesce-barriers] [--seed S] [--check] [--json]\n"
     "  gemm:    C = alpha*A*B + beta*C on random fp32 inputs (row-major).\n"
     "           --check compares the complete output with an FP64 oracle.\n"
     "           --split-k S (cuda): K in S slices summed by a second kernel; 0 = the default's choice, 1 = none.\n"
@@ -44,7 +44,7 @@ const char* kUsage =
     "           --repeat N: also N warm launches on one set of inputs, their median time (cuda: tensors\n"
     "           in device memory, and the device time too); without --check, off the sim, only that\n"
     "       tessel explain KERNEL.tir --size NAME=V ... [plan options]\n"
-    "       tessel opt FILE.gir [--pass plan-barriers|pipeline=W|pipeline-async=W|tma=W|tma-ws=W ...]\n"
+    "       tessel opt FILE.gir [--pass plan-barriers|pipeline=W|pipeline-async=W|tma=W|tma-ws=W[,C] ...]\n"
     "       tessel sim FILE.gir --size NAME=V ... [--scalar NAME=V ...] [--seed S]\n"
     "usage: tessel plans KERNEL.tir --size NAME=V,... [--top K] [--calibration FILE]   (docs/planner.md)\n"
     "       tessel tune KERNEL.tir --shapes \"NAME=V,...;...\" | --calibrate --draws N --out FILE | --heldout N --out DIR\n"
@@ -92,7 +92,7 @@ Args parse_args(int argc, char** argv) {
   Args a;
   std::vector<std::string> pos;
   std::optional<Plan> plan;
-  int64_t workers = -1, copy_batch = -1, window = -1, frag_buffers = -1, producers = -1, persistent = -1,
+  int64_t workers = -1, copy_batch = -1, window = -1, frag_buffers = -1, producers = -1, cluster = -1, persistent = -1,
           tile_band = -1;
   std::string atom;
   std::string tile, copy;
@@ -112,6 +112,7 @@ Args parse_args(int argc, char** argv) {
     else if (s == "--window") window = parse_int_option(s, value(), 1, 1 << 20);
     else if (s == "--copy") copy = value();
     else if (s == "--producers") producers = parse_int_option(s, value(), 0, 1024);
+    else if (s == "--cluster") cluster = parse_int_option(s, value(), 1, 1024);
     else if (s == "--persistent") persistent = parse_int_option(s, value(), 0, 1 << 16);
     else if (s == "--tile-band") tile_band = parse_int_option(s, value(), 1, 1 << 16);
     else if (s == "--split-k") a.options.split_k = static_cast<int>(parse_int_option(s, value(), 0, 4096));
@@ -138,7 +139,7 @@ Args parse_args(int argc, char** argv) {
   if (!atom.empty() && atom != "fma" && atom != "mma.sync" && atom != "wgmma")
     bad("--atom: expected fma, mma.sync or wgmma, got '" + atom + "'");
   if (!tile.empty() || workers >= 0 || copy_batch >= 0 || window >= 0 || !copy.empty() || !atom.empty() ||
-      frag_buffers >= 0 || producers >= 0 || persistent >= 0 || tile_band >= 0) {
+      frag_buffers >= 0 || producers >= 0 || cluster >= 0 || persistent >= 0 || tile_band >= 0) {
     Plan p = default_gemm_plan(a.options.target, a.m, a.n, a.k, a.options.precision, a.options.arch);
     if (!atom.empty()) {  // the atom's own register block; --workers counts its workers
       p.atom = atom == "wgmma" ? AtomKind::Wgmma : atom == "mma.sync" ? AtomKind::MmaSync : AtomKind::Fma;
@@ -160,6 +161,9 @@ Args parse_args(int argc, char** argv) {
     if (!copy.empty()) p.async_copy = copy == "async", p.tma = copy == "tma";
     if (!p.tma) p.producers = 0;  // producers issue tma copies: a thread-copy plan has none
     if (producers >= 0) p.producers = static_cast<int>(producers);
+    if (cluster >= 0) p.cluster = static_cast<int>(cluster);
+    // A plan that cannot share copies has no clusters, unless asked for (then validate_plan says why).
+    if (cluster < 0 && (!p.tma || p.producers == 0 || p.persistent > 0)) p.cluster = 1;
     if (persistent >= 0) p.persistent = static_cast<int>(persistent);
     if (tile_band >= 0) p.tile_band = static_cast<int>(tile_band);
     if (frag_buffers >= 0) p.frag_buffers = static_cast<int>(frag_buffers);
@@ -216,7 +220,7 @@ int run_gemm(const Args& a) {
     std::printf(
         "{\"version\": \"%s\", \"m\": %lld, \"n\": %lld, \"k\": %lld, \"target\": \"%s\", \"alpha\": %s, \"beta\": %s, "
         "\"threads\": %d, \"plan_source\": \"%s\", \"plan\": {\"tile\": [%lld, %lld, %lld], \"workers\": %d, "
-        "\"worker_grid\": [%d, %d], \"window\": %d, \"copy\": \"%s\", \"copy_batch\": %d, \"atom\": [%lld, %lld], \"atom_kind\": \"%s\", \"frag_buffers\": %d, \"producers\": %d, \"persistent\": %d, \"tile_band\": %d, \"split_k\": %lld}, "
+        "\"worker_grid\": [%d, %d], \"window\": %d, \"copy\": \"%s\", \"copy_batch\": %d, \"atom\": [%lld, %lld], \"atom_kind\": \"%s\", \"frag_buffers\": %d, \"producers\": %d, \"cluster\": %d, \"persistent\": %d, \"tile_band\": %d, \"split_k\": %lld}, "
         "\"rel_err\": %s, \"bound\": %s, \"ok\": %s, \"races\": %lld, \"compile_ms\": %s, "
         "\"run_us\": %s, \"device_us\": %s, \"dtype\": \"%s\", \"fences\": {\"static_before\": %d, \"static_after\": %d, "
         "\"loop_before\": %d, \"loop_after\": %d, \"dynamic_before\": %lld, "
@@ -226,7 +230,7 @@ int run_gemm(const Args& a) {
         json_number(a.alpha).c_str(), json_number(a.beta).c_str(), a.options.threads, r.plan_source.c_str(),
         (long long)p.tile("BM"), (long long)p.tile("BN"), (long long)p.tile("BK"), p.workers, p.worker_rows,
         p.worker_cols, p.window, p.tma ? "tma" : p.async_copy ? "async" : "sync", p.copy_batch, (long long)p.atom_m, (long long)p.atom_n,
-        atom_name(p.atom), p.frag_buffers, p.producers, p.persistent, p.tile_band, (long long)r.split_k, a.check ? json_number(err).c_str() : "null", json_number(bound).c_str(),
+        atom_name(p.atom), p.frag_buffers, p.producers, p.cluster, p.persistent, p.tile_band, (long long)r.split_k, a.check ? json_number(err).c_str() : "null", json_number(bound).c_str(),
         a.check ? (ok ? "true" : "false") : "null", (long long)r.races,
         json_number(r.compile_ms).c_str(), json_number(r.run_us).c_str(),
         options.time_device ? json_number(r.device_us).c_str() : "null", precision_name(a.options.precision),

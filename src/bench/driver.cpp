@@ -48,7 +48,7 @@ const char* const kBenchUsage =
     "             compare with cuBLAS's GemmEx (fp32 accumulation; tf32: TF32 math)\n"
     "  --plan     tessel's plan over its dispatch, KEY=VALUE,...: tile=BMxBNxBK,\n"
     "             workers=N, grid=RxC, frag=1|2, batch=B, window=W, copy=sync|async|tma,\n"
-    "             producers=P, persistent=G, band=B, atom=...\n"
+    "             producers=P, cluster=C, persistent=G, band=B, atom=...\n"
     "  --reference PATH  another tessel executable, measured as impl 'reference':\n"
     "             it runs tessel-cuda when that is the candidate, else tessel\n"
     "  tessel bench --op attention ...: fused attention beside PyTorch\n"

@@ -59,6 +59,8 @@ void apply_plan_spec(const std::string& spec, Plan& plan) {
       plan.tile_band = to_int(key, v);
     } else if (key == "producers") {
       plan.producers = to_int(key, v);
+    } else if (key == "cluster") {
+      plan.cluster = to_int(key, v);
     } else if (key == "copy") {
       if (v != "sync" && v != "async" && v != "tma") bad("copy=" + v + ": sync, async or tma");
       plan.async_copy = v == "async";
@@ -69,7 +71,8 @@ void apply_plan_spec(const std::string& spec, Plan& plan) {
       else if (v == "fma") plan.atom = AtomKind::Fma;
       else bad("atom=" + v + ": fma, mma.sync or wgmma");
     } else {
-      bad("unknown key '" + key + "' (tile, workers, grid, frag, batch, window, copy, producers, persistent, band, atom)");
+      bad("unknown key '" + key +
+          "' (tile, workers, grid, frag, batch, window, copy, producers, cluster, persistent, band, atom)");
     }
   }
 }

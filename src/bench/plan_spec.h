@@ -2,7 +2,7 @@
 // comma-separated KEY=VALUE choices over GEMM's default plan for the shape:
 //   tile=BMxBNxBK  workers=N (a worker grid of N x 1)  grid=RxC (a worker grid of R x C)
 //   frag=1|2 (fragment register sets)  batch=B (copy batch)  window=W
-//   copy=sync|async|tma  producers=P  persistent=G  band=B  atom=fma|mma.sync|wgmma
+//   copy=sync|async|tma  producers=P  cluster=C  persistent=G  band=B  atom=fma|mma.sync|wgmma
 // e.g. "tile=128x256x64,workers=2,window=4,copy=tma,producers=1".
 #pragma once
 #include <string>

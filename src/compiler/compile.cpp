@@ -72,6 +72,7 @@ CompiledGroup compile_to_group(const TileKernel& kernel, const Plan& plan,
     TmaPipelineOptions to;
     to.window = plan.window;
     to.producers = plan.producers;
+    to.cluster = plan.cluster;
     to.async_consumers = plan.atom == AtomKind::Wgmma;
     out.tma = tma_pipeline(out.program, to);
     if (options.keep_stages) keep("tma-pipeline", print_group_program(out.program));

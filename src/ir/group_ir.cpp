@@ -46,6 +46,7 @@ const char* group_op_name(GroupOpKind k) {
     case GroupOpKind::MbarWait: return "mbar.wait";
     case GroupOpKind::Tma: return "tma";
     case GroupOpKind::Roles: return "roles";
+    case GroupOpKind::ClusterSync: return "cluster.sync";
   }
   return "?";
 }

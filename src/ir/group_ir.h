@@ -92,6 +92,9 @@ enum class GroupOpKind {
   // groups before it in the round. (cuda: a barrier of the running workers, one
   // atomic, a barrier; the sim runs the groups of a round in more than one order.)
   Ticket,
+  // Every worker of every group of the cluster (see "clusters") has arrived: what
+  // any of them did before happens before what any does after. Top level only.
+  ClusterSync,
 };
 const char* group_op_name(GroupOpKind k);
 
@@ -140,6 +143,18 @@ const char* reduce_mode_name(ReduceMode m);
 // Protocol: init by one worker, a fence before any other use; a tma copy's bytes
 // announced by expect_tx in the phase it completes on; a stage read by consumers
 // is released (they arrive on an "empty" barrier) before the next tma writes it.
+//
+// Clusters (GroupProgram::cluster > 1; cuda: thread-block clusters). The groups
+// whose coordinates agree but along grid dimension cluster_dim, where they lie in
+// [c * cluster, (c + 1) * cluster), run at the same time as one cluster; the group
+// at coordinate x there is the cluster's rank x % cluster (the extent must be a
+// multiple of cluster). Each group keeps its own shared memory and mbarriers; two
+// ops reach into the other groups' (`cluster_wide`, inside roles only):
+//   - a multicast tma lands its box at the same place in every group of the
+//     cluster and counts its bytes on each group's slot of its mbarrier;
+//   - a cluster mbar.arrive arrives on each group's slot of its mbarrier.
+// A group must not use another's mbarriers before that group initialized them, or
+// leave while another may still reach into it: cluster.sync orders both.
 struct MBarrier {
   int id = -1;
   std::string name;
@@ -235,6 +250,8 @@ struct GroupOp {
   int64_t mbar_count = 0;  // MbarInit: arrivals per phase; MbarExpectTx: bytes
   Expr parity;             // MbarWait: 0 or 1
   bool leader = false;     // MbarArrive: one arrival, by the first worker
+  // Tma (multicast), MbarArrive: reaches every group of the cluster ("clusters").
+  bool cluster_wide = false;
   std::vector<WorkerRole> roles;  // Roles: one per body
   // Tma: rows x cols elements from the global window `src` into the shared window
   // `dst`, issued by the first worker; source elements at or beyond the src bounds
@@ -267,6 +284,10 @@ struct GroupProgram {
   // Wgmma: a warpgroup, in the wgmma accumulator layout).
   int lanes = 1;
   int frag_buffers = 1;  // Plan::frag_buffers: register sets of the mma operand fragments
+  // Groups per cluster along grid dimension cluster_dim (1: no clusters); see
+  // "clusters" above.
+  int cluster = 1;
+  int cluster_dim = 0;
   std::vector<Buffer> buffers;
   std::vector<MBarrier> mbarriers;
   std::vector<GroupOp> body;

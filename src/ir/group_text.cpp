@@ -4,6 +4,7 @@
 //     grid i = ceildiv(M, 64), j = ceildiv(N, 64)            (0 to 3 dimensions)
 //     workers 4 grid 2x2 lanes 1
 //     atom fma 4x16
+//     cluster 2 along i                  (clusters of 2 groups along grid dimension i; only when > 1)
 //     next_op_id 20                      (only when it is not one past the largest id)
 //     buffer A: global f32 tensor A
 //     buffer As: shared f32[64, 32] rowpanels panel 4 versions 2
@@ -26,9 +27,12 @@
 //     mbarrier full[2]                  (after the buffers: an mbarrier of 2 slots)
 //     mbar.init #20 full count 1         (every slot; arrivals per phase)
 //     mbar.arrive #21 empty@(k % 2)      (one arrival per worker; ` leader`: one, by worker 0)
+//     mbar.arrive #27 empty@(k % 2) cluster   (on that slot in every group of the cluster)
 //     mbar.expect_tx #22 full@(k % 2) bytes 16384
 //     mbar.wait #23 full@(k % 2) parity ((k / 2) % 2)
 //     tma #24 A[(i * 64), (k * 64)] strides(lda, 1) -> As@(k % 2)[0, 0] 64x64 mbar full@(k % 2) guard src(M, K)
+//     tma #28 ... mbar full@(k % 2) multicast     (lands in every group of the cluster)
+//     cluster.sync #29
 //     roles #25 {                        (warp specialization: one body per role)
 //       role workers 2 to 3 regs 40 {  ...  }
 //       role workers 0 to 2 regs 232 {  ...  }
@@ -61,7 +65,7 @@ constexpr GroupOpKind kAllKinds[] = {
     GroupOpKind::If,        GroupOpKind::MmaWait,     GroupOpKind::Reduce,
     GroupOpKind::MbarInit,  GroupOpKind::MbarArrive,  GroupOpKind::MbarExpectTx,
     GroupOpKind::MbarWait,  GroupOpKind::Tma,         GroupOpKind::Roles,
-    GroupOpKind::Ticket};
+    GroupOpKind::Ticket,    GroupOpKind::ClusterSync};
 constexpr EwOp kAllEwOps[] = {
     EwOp::Add,  EwOp::Sub,  EwOp::Mul,   EwOp::Div,   EwOp::Max,  EwOp::Min,    EwOp::Exp,
     EwOp::Exp2, EwOp::Log,  EwOp::Neg,   EwOp::Abs,   EwOp::Sqrt, EwOp::Rsqrt,  EwOp::Recip,
@@ -122,6 +126,11 @@ class Printer {
     out_ += std::string("  atom ") + atom_name(p_.atom) + " " + std::to_string(p_.atom_m) + "x" +
             std::to_string(p_.atom_n) + "\n";
     if (p_.frag_buffers != 1) out_ += "  frag_buffers " + std::to_string(p_.frag_buffers) + "\n";
+    if (p_.cluster != 1) {
+      const bool named = p_.cluster_dim >= 0 && p_.cluster_dim < static_cast<int>(p_.grid.size());
+      out_ += "  cluster " + std::to_string(p_.cluster) + " along " +
+              (named ? p_.grid[p_.cluster_dim].iv : "?") + "\n";
+    }
     if (p_.next_op_id != max_op_id(p_.body) + 1)
       out_ += "  next_op_id " + std::to_string(p_.next_op_id) + "\n";
     for (const Buffer& b : p_.buffers) out_ += "  buffer " + buffer_text(b) + "\n";
@@ -259,14 +268,16 @@ class Printer {
       case GroupOpKind::MbarInit:
         out_ += " " + mbar_ref(o) + " count " + std::to_string(o.mbar_count);
         break;
-      case GroupOpKind::MbarArrive: out_ += " " + mbar_ref(o) + (o.leader ? " leader" : ""); break;
+      case GroupOpKind::MbarArrive:
+        out_ += " " + mbar_ref(o) + (o.leader ? " leader" : "") + (o.cluster_wide ? " cluster" : "");
+        break;
       case GroupOpKind::MbarExpectTx:
         out_ += " " + mbar_ref(o) + " bytes " + std::to_string(o.mbar_count);
         break;
       case GroupOpKind::MbarWait: out_ += " " + mbar_ref(o) + " parity " + optional_expr(o.parity); break;
       case GroupOpKind::Tma:
         out_ += " " + window(o.src) + " -> " + window(o.dst) + " " + std::to_string(o.rows) + "x" +
-                std::to_string(o.cols) + " mbar " + mbar_ref(o);
+                std::to_string(o.cols) + " mbar " + mbar_ref(o) + (o.cluster_wide ? " multicast" : "");
         break;
       default: break;
     }
@@ -342,6 +353,15 @@ class Parser {
     in_.expect("x");
     p_.atom_n = in_.integer("atom columns");
     if (in_.accept_word("frag_buffers")) p_.frag_buffers = small_int("a fragment buffer count");
+    if (in_.accept_word("cluster")) {
+      p_.cluster = small_int("a cluster size");
+      in_.expect_word("along");
+      std::string iv = in_.word("a grid dimension");
+      p_.cluster_dim = -1;
+      for (size_t d = 0; d < p_.grid.size(); ++d)
+        if (p_.grid[d].iv == iv) p_.cluster_dim = static_cast<int>(d);
+      if (p_.cluster_dim < 0) in_.error("cluster along '" + iv + "', which is not a grid dimension");
+    }
     bool explicit_next = in_.accept_word("next_op_id");
     if (explicit_next) p_.next_op_id = small_int("the next op id");
     while (in_.accept_word("buffer")) buffer();
@@ -713,6 +733,7 @@ class Parser {
       case GroupOpKind::MbarArrive:
         mbar_ref(o, true);
         o.leader = in_.accept_word("leader");
+        o.cluster_wide = in_.accept_word("cluster");
         break;
       case GroupOpKind::MbarExpectTx:
         mbar_ref(o, true);
@@ -731,6 +752,7 @@ class Parser {
         extent(&o.rows, &o.cols);
         in_.expect_word("mbar");
         mbar_ref(o, true);
+        o.cluster_wide = in_.accept_word("multicast");
         break;
       case GroupOpKind::Roles:
         if (depth + 1 > TextCursor::kMaxDepth)

@@ -85,6 +85,11 @@ class Verifier {
       if (b.slots < 1 || b.slots > kMaxMbarrierSlots)
         program_error(name + num(b.slots) + " slots; each mbarrier has 1 to " + num(kMaxMbarrierSlots));
     }
+    if (p_.cluster != 1 && (p_.cluster < 2 || p_.cluster > kMaxCluster))
+      program_error("cluster " + num(p_.cluster) + ": 1 (none) or 2 to " + num(kMaxCluster) + " groups");
+    if (p_.cluster != 1 && (p_.cluster_dim < 0 || p_.cluster_dim >= static_cast<int>(p_.grid.size())))
+      program_error("cluster along grid dimension " + num(p_.cluster_dim) + " of " +
+                    num(static_cast<int64_t>(p_.grid.size())));
     for (const LoopDim& d : p_.grid) ivs_.push_back(d.iv);
     ops(p_.body);
   }
@@ -220,6 +225,17 @@ class Verifier {
       fail(op, "only mbarrier ops and tma name an mbarrier");
     if (op.kind != GroupOpKind::MbarWait && op.parity) fail(op, "only mbar.wait takes a parity");
     if (op.kind != GroupOpKind::MbarArrive && op.leader) fail(op, "only mbar.arrive takes 'leader'");
+    if (op.cluster_wide) {
+      if (op.kind != GroupOpKind::MbarArrive && op.kind != GroupOpKind::Tma)
+        fail(op, "only tma (multicast) and mbar.arrive reach the cluster");
+      if (p_.cluster == 1) fail(op, "reaches the cluster in a program without clusters");
+      // The sim runs the code outside roles group by group (group_ir.h, "clusters").
+      if (!in_role_) fail(op, "reaches the cluster outside a role");
+    }
+    if (op.kind == GroupOpKind::ClusterSync) {
+      if (p_.cluster == 1) fail(op, "a cluster.sync in a program without clusters");
+      if (depth_ != 0) fail(op, "a cluster.sync inside a body: only at the top level");
+    }
     if (is_mbarrier_op(op.kind)) mbarrier_op(op);
     if (op.kind != GroupOpKind::Roles && !op.roles.empty()) fail(op, "only roles ops have roles");
     if (in_role_ && (op.kind == GroupOpKind::Fence || op.kind == GroupOpKind::Barrier ||
@@ -370,7 +386,9 @@ class Verifier {
                    std::to_string(want_bodies));
     if (op.kind == GroupOpKind::For) ivs_.push_back(op.iv);
     if (op.kind == GroupOpKind::Roles) in_role_ = true;
+    ++depth_;
     for (const auto& body : op.bodies) ops(body);
+    --depth_;
     if (op.kind == GroupOpKind::Roles) in_role_ = false;
     if (op.kind == GroupOpKind::For) ivs_.pop_back();
   }
@@ -529,6 +547,7 @@ class Verifier {
   const GroupProgram& p_;
   std::vector<std::string> ivs_;  // grid coordinates, open for loops, tickets drawn
   bool in_role_ = false;          // inside a body of a roles op
+  int depth_ = 0;                 // bodies open around the op
   std::set<int> ids_;
 };
 

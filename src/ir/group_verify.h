@@ -40,6 +40,8 @@ inline constexpr int kMaxMbarriers = 64;
 inline constexpr int kMaxMbarrierSlots = 64;
 inline constexpr int64_t kMaxMbarrierCount = (int64_t{1} << 20) - 1;
 inline constexpr int64_t kMaxTmaBox = 256;
+// Groups in a cluster (the cuda target's portable limit).
+inline constexpr int kMaxCluster = 8;
 
 // Per target, what one group may hold:
 //   sim:  shared buffers (every version) at most kSimMaxSharedElements elements and

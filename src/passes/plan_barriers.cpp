@@ -123,7 +123,9 @@ std::vector<Access> accesses(const GroupProgram& program, const GroupOp& op, con
   return out;
 }
 
-bool is_sync(GroupOpKind k) { return k == GroupOpKind::Fence || k == GroupOpKind::Barrier; }
+// Native barriers: never removed, and nothing crosses them.
+bool is_barrier(GroupOpKind k) { return k == GroupOpKind::Barrier || k == GroupOpKind::ClusterSync; }
+bool is_sync(GroupOpKind k) { return k == GroupOpKind::Fence || is_barrier(k); }
 
 // A planned op list seen from outside: the accesses that may run before its first
 // fence or barrier (head) and after its last (tail); all of them when it has none.
@@ -154,7 +156,7 @@ std::vector<Access> tail(const GroupProgram& program, const std::vector<GroupOp>
                          const Mode& mode = {}) {
   std::vector<Access> out;
   for (auto it = ops.rbegin(); it != ops.rend(); ++it) {
-    if (it->kind == GroupOpKind::Fence || it->kind == GroupOpKind::Barrier) break;
+    if (is_sync(it->kind)) break;
     std::vector<Access> a = accesses(program, *it, mode);
     out.insert(out.end(), a.begin(), a.end());
   }
@@ -258,7 +260,7 @@ void plan_region(const GroupProgram& program, std::vector<GroupOp>& ops, std::ve
       }
       continue;
     }
-    if (op.kind == GroupOpKind::Barrier) {  // synchronizes: nothing crosses it
+    if (is_barrier(op.kind)) {  // synchronizes: nothing crosses it
       if (pending >= 0) keep[pending] = false;
       acc.clear();
       pending = -1;
@@ -306,7 +308,7 @@ void plan_region(const GroupProgram& program, std::vector<GroupOp>& ops, std::ve
       // the loop variable's versions forgotten.
       std::vector<Access> head, landed;
       for (int j = 0; j < static_cast<int>(ops.size()); ++j) {
-        if (ops[j].kind == GroupOpKind::Barrier) break;
+        if (is_barrier(ops[j].kind)) break;
         if (ops[j].kind == GroupOpKind::Fence) {
           if (j != pending && keep[j]) break;
           continue;

@@ -178,6 +178,7 @@ class TmaPipeliner {
   // that produces every stage.
   std::vector<GroupOp> producer_body;
   bool drop_fences_ = false;  // of the last converted loop
+  int empty_mbarrier() const { return empty_; }
 
  private:
 
@@ -454,6 +455,80 @@ void check_role_ops(const GroupProgram& p, const std::vector<GroupOp>& ops, std:
   }
 }
 
+bool uses_symbol(const Expr& e, const std::string& name) {
+  bool used = false;
+  if (e) expr_symbols(e, [&](const std::string& s) { used = used || s == name; });
+  return used;
+}
+
+// Every op of `kind` in ops and their bodies.
+void collect(std::vector<GroupOp>& ops, GroupOpKind kind, std::vector<GroupOp*>* out) {
+  for (GroupOp& op : ops) {
+    if (op.kind == kind) out->push_back(&op);
+    for (auto& body : op.bodies) collect(body, kind, out);
+  }
+}
+
+// Clusters (tma_pipeline.h): the producer role's boxes that do not depend on the
+// cluster dimension become multicast parts, one per rank, and every release of a
+// stage reaches every group.
+void share_in_clusters(GroupProgram& p, GroupOp& roles, int empty, int cluster) {
+  std::vector<GroupOp*> tmas, loops, releases;
+  collect(roles.bodies[0], GroupOpKind::Tma, &tmas);
+  collect(roles.bodies[0], GroupOpKind::For, &loops);
+  collect(roles.bodies[1], GroupOpKind::MbarArrive, &releases);
+  auto shared_along = [&](const GroupOp& t, const std::string& iv) {
+    for (const Expr* e : {&t.src.row, &t.src.col, &t.src.offset, &t.src_row_bound, &t.src_col_bound})
+      if (uses_symbol(*e, iv)) return false;
+    return true;
+  };
+  int dim = -1;
+  int64_t best = 0;
+  for (size_t d = 0; d < p.grid.size(); ++d) {
+    int64_t bytes = 0;
+    for (const GroupOp* t : tmas)
+      if (shared_along(*t, p.grid[d].iv)) bytes += tma_bytes(p, *t);
+    if (bytes > best) best = bytes, dim = static_cast<int>(d);
+  }
+  if (dim < 0)
+    user_error(ErrorKind::Plan, "cluster " + num(cluster) + ": no staged box is the same for the groups along any "
+                                "grid dimension, so there is nothing to share");
+  const std::string iv = p.grid[dim].iv;
+  for (const GroupOp* loop : loops)
+    if (uses_symbol(loop->lo, iv) || uses_symbol(loop->hi, iv))
+      user_error(ErrorKind::Plan, "cluster " + num(cluster) + ": the stages of loop #" + num(loop->id) +
+                                      " depend on " + iv + ", so the groups of a cluster would not run the same ones");
+  const Expr rank = expr_mod(expr_sym(iv), expr_const(cluster));
+  for (GroupOp* t : tmas) {
+    if (!shared_along(*t, iv)) continue;
+    // Into whole panels where they divide (a panel's lines stay whole), else across
+    // the lines: a row-major buffer's lines are its rows, a panel's its k.
+    const Buffer& d = p.buffer(t->dst.buffer);
+    bool by_cols = false;
+    switch (d.layout) {
+      case Layout::ColPanels: by_cols = t->cols % (cluster * d.panel) == 0 || t->rows % cluster; break;
+      case Layout::RowPanels: by_cols = t->rows % (cluster * d.panel) && t->cols % cluster == 0; break;
+      case Layout::RowMajor: by_cols = t->rows % cluster; break;
+    }
+    if (by_cols ? t->cols % cluster : t->rows % cluster)
+      user_error(ErrorKind::Plan, "cluster " + num(cluster) + ": tma #" + num(t->id) + "'s box " + num(t->rows) + "x" +
+                                      num(t->cols) + " does not split into " + num(cluster) + " equal parts");
+    int64_t& extent = by_cols ? t->cols : t->rows;
+    extent /= cluster;
+    Expr& src = by_cols ? t->src.col : t->src.row;
+    Expr& dst = by_cols ? t->dst.col : t->dst.row;
+    src = src + rank * expr_const(extent);
+    dst = dst + rank * expr_const(extent);
+    t->cluster_wide = true;
+  }
+  for (GroupOp* r : releases)
+    if (r->mbar == empty) r->cluster_wide = true;
+  LoopDim& g = p.grid[dim];
+  g.extent = ceil_div(g.extent, expr_const(cluster)) * expr_const(cluster);
+  p.cluster = cluster;
+  p.cluster_dim = dim;
+}
+
 void drop_fences(std::vector<GroupOp>& ops) {
   std::vector<GroupOp> out;
   for (GroupOp& op : ops) {
@@ -467,7 +542,10 @@ void drop_fences(std::vector<GroupOp>& ops) {
 }  // namespace
 
 TmaPipelineStats tma_pipeline(GroupProgram& program, const TmaPipelineOptions& options) {
-  TESSEL_ASSERT(options.window >= 1 && options.producers >= 0, "tma pipeline: bad options");
+  TESSEL_ASSERT(options.window >= 1 && options.producers >= 0 && options.cluster >= 1, "tma pipeline: bad options");
+  if (options.cluster > 1 && options.producers == 0)
+    user_error(ErrorKind::Plan, "cluster " + num(options.cluster) + ": the groups of a cluster share copies through "
+                                "a producer role (plan producers >= 1)");
   TmaPipelineStats stats;
   const int computing = program.workers;
   const int first_mbar = static_cast<int>(program.mbarriers.size());
@@ -486,10 +564,11 @@ TmaPipelineStats tma_pipeline(GroupProgram& program, const TmaPipelineOptions& o
   for (int m = first_mbar; m < static_cast<int>(program.mbarriers.size()); ++m) {
     GroupOp init = program.new_op(GroupOpKind::MbarInit);
     init.mbar = m;
-    init.mbar_count = (m - first_mbar) % 2 == 0 ? 1 : computing;
+    init.mbar_count = (m - first_mbar) % 2 == 0 ? 1 : int64_t{computing} * options.cluster;
     head.push_back(init);
   }
   head.push_back(program.new_op(GroupOpKind::Fence));
+  if (options.cluster > 1) head.push_back(program.new_op(GroupOpKind::ClusterSync));
   if (options.producers > 0) {
     std::vector<GroupOp> consumer = std::move(program.body);
     drop_fences(consumer);
@@ -510,7 +589,9 @@ TmaPipelineStats tma_pipeline(GroupProgram& program, const TmaPipelineOptions& o
     roles.roles = {producers, consumers};
     roles.bodies = {std::move(pipeliner.producer_body), std::move(consumer)};
     program.body = {};
+    if (options.cluster > 1) share_in_clusters(program, roles, pipeliner.empty_mbarrier(), options.cluster);
     head.push_back(std::move(roles));
+    if (options.cluster > 1) head.push_back(program.new_op(GroupOpKind::ClusterSync));
   } else {
     for (GroupOp& op : program.body) head.push_back(std::move(op));
   }

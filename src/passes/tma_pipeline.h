@@ -41,6 +41,22 @@
 // Fences in the body are dropped when no op of the body writes memory (the
 // mbarriers order the stages; a fence follows the loop); otherwise the fences among
 // the consumers stay (the ones before the first consumer only ordered the copies).
+//
+// Clusters (cluster C > 1, with producers; group_ir.h, "clusters"): groups that
+// stage the same tiles share the copies. Along the grid dimension d where the
+// staged boxes that do not depend on d's coordinate carry the most bytes, the grid
+// forms clusters of C groups (d's extent rounded up to a multiple of C: the
+// groups past the edge stage zeros and store nothing, as at any ragged edge).
+// Each such box is split in C parts (into whole panels where they divide, else
+// across the destination's lines: a row-major buffer's rows), and rank
+// r's producer copies part r, multicast to the whole cluster; every group still
+// counts the stage's full bytes. A stage's slot is refilled in every group at
+// once, so each group's `empty` counts the releases of every group's consumers
+// (a cluster arrival, count C times the computing workers). cluster.sync follows
+// the init fence (no group arrives on a peer's mbarrier before the peer initialized
+// it) and ends the program (none leaves while a peer may still arrive on its).
+// The pipeline loops' bounds must not depend on d (every group runs the same
+// stages): a Plan error otherwise, as when no box is shared along any dimension.
 #pragma once
 #include <string>
 
@@ -52,6 +68,7 @@ struct TmaPipelineOptions {
   int window = 2;                // stages (W >= 1)
   int producers = 0;             // workers that only produce (a producer role)
   bool async_consumers = false;  // the atom runs asynchronously (wgmma): one mma in flight
+  int cluster = 1;               // groups sharing their staged boxes (needs producers)
 };
 
 struct TmaPipelineStats {

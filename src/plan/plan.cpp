@@ -48,6 +48,7 @@ std::string Plan::to_string() const {
          (atom == AtomKind::Fma ? "" : std::string(" ") + atom_name(atom)) +
          (frag_buffers == 1 ? "" : " frag_buffers=" + std::to_string(frag_buffers)) +
          (producers == 0 ? "" : " producers=" + std::to_string(producers)) +
+         (cluster == 1 ? "" : " cluster=" + std::to_string(cluster)) +
          (persistent == 0 ? ""
                           : " persistent=" + std::to_string(persistent) + " band=" + std::to_string(tile_band)) +
          (direct ? " direct" : "");
@@ -70,6 +71,7 @@ constexpr int kCudaMaxThreadsPerBlock = 1024;
 constexpr int kMaxWindow = 8;
 constexpr int kMaxCopyBatch = 1 << 16;  // elements a worker copies per turn
 constexpr int kMaxPersistentGroups = 1 << 16;
+constexpr int kMaxClusterGroups = 8;  // the cuda target's portable cluster size
 
 // Messages are built only on failure: plans are checked on every call.
 [[noreturn]] void bad_plan(const std::string& message) { user_error(ErrorKind::Plan, message); }
@@ -120,6 +122,12 @@ void validate_plan(const Plan& p) {
   if (!(p.tile_band >= 1 && p.tile_band <= kMaxPersistentGroups))
     bad_plan("tile_band " + std::to_string(p.tile_band) + " out of range [1, " +
              std::to_string(kMaxPersistentGroups) + "]");
+  if (!(p.cluster >= 1 && p.cluster <= kMaxClusterGroups))
+    bad_plan("cluster " + std::to_string(p.cluster) + " out of range [1, " + std::to_string(kMaxClusterGroups) +
+             "] (groups that share their staged tiles; 1 = none)");
+  if (p.cluster > 1 && (p.producers == 0 || p.persistent > 0))
+    bad_plan("cluster " + std::to_string(p.cluster) + ": clusters share the copies of a producer role over a grid "
+             "of one group per tile (plan copy=tma, producers >= 1, persistent=0)");
   if (p.producers > 0 && !p.tma)
     bad_plan("producers " + std::to_string(p.producers) +
              ": producer workers issue tma copies; plan copy=tma");

@@ -57,6 +57,10 @@ struct Plan {
   // 0: one group per tile. src/passes/persistent_tiles.h.
   int persistent = 0;
   int tile_band = 8;
+  // With producers (cuda: sm_90), groups that stage the same tiles run in clusters
+  // of `cluster` and share them: each copies a part, multicast to all (1: none;
+  // src/passes/tma_pipeline.h). Not with a persistent grid.
+  int cluster = 1;
   // mma operands loaded from a tensor (rows contiguous) and read by nothing else are
   // read in place, inside the tensor's extents, instead of staged (packed) in shared
   // memory (cpu and sim; for small problems, where packing does not pay).
@@ -64,7 +68,7 @@ struct Plan {
 
   auto operator<=>(const Plan&) const = default;  // a key for compiled-kernel caches
   // "BK=32 BM=64 BN=64 workers=4(2x2) copy_batch=4 window=1 copy=sync atom=1x1"
-  // (copy=tma, and " producers=P" when there are producers, " persistent=G band=B", " direct")
+  // (copy=tma, and " producers=P" when there are producers, " cluster=C", " persistent=G band=B", " direct")
   std::string to_string() const;
   // The value bound to tile parameter `name`; a Plan error naming it when unbound.
   int64_t tile(const std::string& name) const;

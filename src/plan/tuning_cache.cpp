@@ -60,6 +60,7 @@ std::string plan_to_line(const Plan& p) {
          std::to_string(p.atom_m) + "x" + std::to_string(p.atom_n) + " frag=" + std::to_string(p.frag_buffers) +
          // The cuda-only fields, when set.
          (p.tma ? " tma=1 producers=" + std::to_string(p.producers) : std::string()) +
+         (p.cluster > 1 ? " cluster=" + std::to_string(p.cluster) : std::string()) +
          (p.persistent ? " persistent=" + std::to_string(p.persistent) + " band=" + std::to_string(p.tile_band)
                        : std::string()) +
          (p.direct ? " direct=1" : "");
@@ -105,6 +106,7 @@ Plan plan_from_line(const std::string& line, TargetKind target) {
     } else if (key == "frag") p.frag_buffers = static_cast<int>(to_int(key, value));
     else if (key == "tma") { p.tma = to_int(key, value) != 0; --fields; }
     else if (key == "producers") { p.producers = static_cast<int>(to_int(key, value)); --fields; }
+    else if (key == "cluster") { p.cluster = static_cast<int>(to_int(key, value)); --fields; }
     else if (key == "persistent") { p.persistent = static_cast<int>(to_int(key, value)); --fields; }
     else if (key == "band") { p.tile_band = static_cast<int>(to_int(key, value)); --fields; }
     else if (key == "direct") { p.direct = to_int(key, value) != 0; --fields; }

@@ -22,7 +22,7 @@
 namespace tessel {
 
 // A plan as one word-separated line ("tiles=BK:32,BM:64 workers=1 grid=1x1 batch=4
-// window=1 async=0 atom=fma:12x32 frag=1", then "tma=1 producers=P" and
+// window=1 async=0 atom=fma:12x32 frag=1", then "tma=1 producers=P", "cluster=C",
 // "persistent=G band=B" and "direct=1" when set) and back; a malformed line is a user error
 // (InvalidArgument).
 std::string plan_to_line(const Plan& p);

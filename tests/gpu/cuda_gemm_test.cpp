@@ -406,6 +406,38 @@ TEST(CudaGemm, TileWidthsOffThePanelsMatchTheOracle) {
   }
 }
 
+// Clusters (Plan::cluster): pairs (and fours) of blocks along the tile rows share
+// B's boxes (a 192 x 128 tile: A's, along the tile columns), each copying a part
+// multicast to all. Tile counts that are odd run a block past the edge, which
+// stages zeros and stores nothing; a 128-wide tile splits its B box by columns, a
+// 192-wide one by rows. Ragged and aligned shapes,
+// beta read and C NaN-poisoned, misaligned rows.
+TEST(CudaGemm, ClusterPlansMatchTheOracle) {
+  REQUIRE_GPU();
+  const std::tuple<int64_t, int64_t, int> tiles[] = {{128, 256, 2}, {128, 192, 2}, {128, 128, 2}, {64, 80, 2},
+                                                     {192, 128, 2}, {128, 256, 4}};
+  const Case cases[] = {{517, 999, 333, GemmPrecision::F16, 1, 0, 0},
+                        {300, 480, 128, GemmPrecision::BF16, 0.5, -1.5, 0},
+                        {100, 200, 1000, GemmPrecision::F16, 1, 2, 8}};
+  uint64_t seed = 7300;
+  for (const Case& c : cases) {
+    Prepared in = prepare(c, seed++);
+    for (auto [bm, bn, cluster] : tiles) {
+      Plan plan = default_gemm_plan(TargetKind::Cuda, 4096, 4096, 4096, c.p);
+      ASSERT_TRUE(plan.tma && plan.producers > 0 && plan.persistent == 0) << plan.to_string();
+      plan.tiles["BM"] = bm, plan.tiles["BN"] = bn;
+      plan.workers = plan.worker_rows = static_cast<int>(bm / 64), plan.worker_cols = 1;
+      plan.cluster = cluster;
+      GemmReport ran;
+      std::vector<float> out = run_prepared(c, in, &plan, 0, &ran);
+      EXPECT_EQ(ran.plan.cluster, cluster) << name(c) << " " << ran.plan.to_string();
+      const double err = gemm_relative_error(c.m, c.n, out.data(), c.n + c.pad, in.oracle);
+      EXPECT_LE(err, precision_error_bound(c.p, c.k)) << name(c) << " " << plan.to_string();
+      std::printf("[gpu] cluster %-44s %-40s rel_err %.3g\n", name(c).c_str(), plan.to_string().c_str(), err);
+    }
+  }
+}
+
 // The largest class's fp32 tiles: 32-deep from K = 512, 256 rows where their last
 // wave is nearly full (kFmaWideMinWaveFill), else 128.
 TEST(CudaGemm, DefaultFp32TilesByDepthAndWaveFill) {

@@ -1,6 +1,6 @@
 // The tma-pipeline pass as text: the lowered GEMM of a plan (tests/tma/data/*.in.gir,
 // checked against what the lowering produces today) through
-// `tessel opt --pass tma=W|tma-ws=W` against golden GroupIR, which parses back,
+// `tessel opt --pass tma=W|tma-ws=W|tma-ws=W,C` against golden GroupIR, which parses back,
 // verifies and runs on the sim with 0 races. TESSEL_UPDATE_GOLDEN=1 test_tma
 // rewrites the data files; review their diff before committing.
 #include <gtest/gtest.h>
@@ -102,7 +102,9 @@ TEST(TmaPipelineGolden, OptPrintsTheGoldenProgramsWhichRunRaceFree) {
   const Out outs[] = {{"gemm_fma_16x16x8.in.gir", "tma=2", "gemm_fma_16x16x8.tma2.gir"},
                       {"gemm_fma_16x16x8.in.gir", "tma-ws=3", "gemm_fma_16x16x8.ws3.gir"},
                       {"gemm_wgmma_128x128x64.in.gir", "tma=3", "gemm_wgmma_128x128x64.tma3.gir"},
-                      {"gemm_wgmma_128x128x64.in.gir", "tma-ws=3", "gemm_wgmma_128x128x64.ws3.gir"}};
+                      {"gemm_wgmma_128x128x64.in.gir", "tma-ws=3", "gemm_wgmma_128x128x64.ws3.gir"},
+                      {"gemm_fma_16x16x8.in.gir", "tma-ws=3,2", "gemm_fma_16x16x8.ws3c2.gir"},
+                      {"gemm_wgmma_128x128x64.in.gir", "tma-ws=3,2", "gemm_wgmma_128x128x64.ws3c2.gir"}};
   for (const Out& o : outs) {
     SCOPED_TRACE(o.golden);
     std::string text = opt(o.input, o.pass);

@@ -861,6 +861,7 @@ class Emitter {
       case GroupOpKind::MbarWait:
       case GroupOpKind::Tma:
       case GroupOpKind::Roles:
+      case GroupOpKind::ClusterSync:
         // The GPU's mbarriers, tensor-memory copies and warp roles: nothing here
         // emits them for a cpu plan.
         user_error(ErrorKind::Unsupported, "cpu target: op #" + num(op.id) + " (" + group_op_name(op.kind) +

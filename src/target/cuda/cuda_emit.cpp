@@ -154,6 +154,40 @@ static __device__ __forceinline__ void tsl_tma_2d(unsigned dst, const tsl_tensor
 }
 )";
 
+// Thread-block clusters (GroupIR "clusters"), emitted only into cluster programs.
+// Every block of the cluster meets at tsl_cluster_sync (release, then acquire). A
+// cluster arrival arrives on the same mbarrier of every block of the cluster: at
+// the default (release, CTA scope) semantics, as the consumer release of a
+// multicast pipeline needs; release at cluster scope measured half as fast
+// (docs/cuda.md). A multicast box lands at the same shared address of every block
+// in `mask`, completing its bytes on each one's mbarrier at mbar.
+const char* kClusterPrelude = R"(static __device__ __forceinline__ void tsl_cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+}
+static __device__ __forceinline__ unsigned tsl_cluster_rank() {
+  unsigned r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+  return r;
+}
+static __device__ __forceinline__ void tsl_mbar_arrive_cluster(unsigned a, unsigned ranks) {
+  const unsigned me = tsl_cluster_rank();
+  for (unsigned q = 0; q < ranks; ++q) {
+    if (q == me) {
+      tsl_mbar_arrive(a);
+      continue;
+    }
+    asm volatile("{\n.reg .b32 ra;\nmapa.shared::cluster.u32 ra, %0, %1;\n"
+                 "mbarrier.arrive.shared::cluster.b64 _, [ra];\n}\n" :: "r"(a), "r"(q) : "memory");
+  }
+}
+static __device__ __forceinline__ void tsl_tma_2d_multicast(unsigned dst, const tsl_tensor_map* map, int c0, int c1,
+                                                            unsigned mbar, unsigned short mask) {
+  asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster"
+               " [%0], [%1, {%2, %3}], [%4], %5;\n"
+               :: "r"(dst), "l"((unsigned long long)map), "r"(c0), "r"(c1), "r"(mbar), "h"(mask) : "memory");
+}
+)";
+
 std::string num(int64_t v) { return std::to_string(v); }
 std::string sym(const std::string& name) { return "v_" + name; }
 // An index expression as C++, every part computed where it stands.
@@ -215,13 +249,21 @@ class Emitter {
     out.sm90a = p_.atom == AtomKind::Wgmma;
     std::string s = kPrelude;
     if (!p_.mbarriers.empty()) s += kMbarPrelude;
+    if (p_.cluster > 1) s += kClusterPrelude;
     out.tensor_maps = maps_;
     for (const WgmmaShape& w : wgmma_shapes_) s += wgmma_helper(w);
     // setmaxnreg takes effect only under a register cap with one block (HOPPER.md).
     int min_blocks = has_setmaxnreg_ ? 1 : blocks_per_multiprocessor();
     out.sm90a = out.sm90a || has_setmaxnreg_;
-    s += "\nextern \"C\" __global__ void __launch_bounds__(" + num(threads_) + ", " + num(min_blocks) + ") " +
-         out.entry + "(";
+    std::string cluster_dims;
+    if (p_.cluster > 1) {  // the cluster dimension's block index, as group_coordinates maps it
+      int64_t dims[3] = {1, 1, 1};
+      dims[p_.grid.size() - 1 - p_.cluster_dim] = p_.cluster;
+      cluster_dims = "__cluster_dims__(" + num(dims[0]) + ", " + num(dims[1]) + ", " + num(dims[2]) + ") ";
+      out.sm90a = true;
+    }
+    s += "\nextern \"C\" __global__ void " + cluster_dims + "__launch_bounds__(" + num(threads_) + ", " +
+         num(min_blocks) + ") " + out.entry + "(";
     std::string params;
     auto param = [&](const std::string& text) { params += (params.empty() ? "" : ", ") + text; };
     for (const std::string& n : p_.size_params) param("int64_t " + sym(n));
@@ -340,6 +382,11 @@ class Emitter {
     if (p_.grid.size() > 3)
       user_error(ErrorKind::Unsupported, "cuda target: a grid of " + num(p_.grid.size()) +
                                              " dimensions (at most 3)");
+    // A folded grid decodes the coordinates from blockIdx.x, which a cluster
+    // along another dimension does not follow.
+    if (p_.cluster > 1 && folded_grid_ && p_.grid.size() > 1)
+      user_error(ErrorKind::Unsupported, "cuda target: a grid of clusters too large for blockIdx.y and z "
+                                         "(65535 each): it cannot fold into x");
     threads_ = p_.workers * p_.lanes;
     if (threads_ > 1024)
       user_error(ErrorKind::Plan, "cuda target: " + num(threads_) + " threads per block (" +
@@ -890,9 +937,15 @@ class Emitter {
   }
   static std::string cp_async(int64_t bytes) { return "tsl_cp_async" + num(bytes); }
 
+  // Whether e is a multiple of v for every value of its symbols: a constant one,
+  // a product with one, or a sum or difference of them.
   static bool const_multiple(const Expr& e, int64_t v) {
     int64_t x = 0;
-    return expr_is_const(e, &x) && x % v == 0;
+    if (expr_is_const(e, &x)) return x % v == 0;
+    if (e->kind == ExprKind::Mul) return const_multiple(e->lhs, v) || const_multiple(e->rhs, v);
+    if (e->kind == ExprKind::Add || e->kind == ExprKind::Sub)
+      return const_multiple(e->lhs, v) && const_multiple(e->rhs, v);
+    return false;
   }
 
   void emit_op(const GroupOp& op) {
@@ -966,8 +1019,7 @@ class Emitter {
       }
       case GroupOpKind::MbarArrive:
         if (leader_thread_arrivals_.count(op.id)) {
-          line("if (" + leader_thread() + ") tsl_mbar_arrive(" + mbar_addr(op) + ");  // mbar.arrive #" +
-               num(op.id) + " leader");
+          line("if (" + leader_thread() + ") " + arrive_call(op) + ";  // mbar.arrive #" + num(op.id) + " leader");
           return;
         }
         if (op.leader) {
@@ -982,10 +1034,10 @@ class Emitter {
         // mbarrier is a whole worker's (its count scaled at init), else once.
         if (p_.lanes == 32 || warp_arrivals(op.mbar) > 1) {
           line("__syncwarp();");
-          line(std::string("if (lane % 32 == 0) tsl_mbar_arrive(") + mbar_addr(op) + ");");
+          line("if (lane % 32 == 0) " + arrive_call(op) + ";");
         } else {
           if (p_.lanes == 128) line("asm volatile(\"bar.sync %0, 128;\\n\" :: \"r\"(1 + worker) : \"memory\");");
-          line("if (lane == 0) tsl_mbar_arrive(" + mbar_addr(op) + ");");
+          line("if (lane == 0) " + arrive_call(op) + ";");
         }
         close();
         return;
@@ -998,6 +1050,7 @@ class Emitter {
         return;
       case GroupOpKind::Tma: emit_tma(op); return;
       case GroupOpKind::Roles: emit_roles(op); return;
+      case GroupOpKind::ClusterSync: line("tsl_cluster_sync();  // cluster.sync #" + num(op.id)); return;
       case GroupOpKind::Ticket: emit_ticket(op); return;
     }
   }
@@ -1091,6 +1144,11 @@ class Emitter {
   }
 
   // The shared address of the slot of the mbarrier `op` names.
+  std::string arrive_call(const GroupOp& op) const {
+    if (op.cluster_wide) return "tsl_mbar_arrive_cluster(" + mbar_addr(op) + ", " + num(p_.cluster) + "u)";
+    return "tsl_mbar_arrive(" + mbar_addr(op) + ")";
+  }
+
   std::string mbar_addr(const GroupOp& op) const {
     std::string a = "mb" + num(op.mbar);
     int64_t v = 0;
@@ -1110,13 +1168,17 @@ class Emitter {
     line("const int r = (int)(" + ex(op.src.row) + "), c = (int)(" + ex(op.src.col) + ");");
     line("const int dr = (int)(" + ex(op.dst.row) + "), dc = (int)(" + ex(op.dst.col) + ");");
     line("const unsigned bar = " + mbar_addr(op) + ";");
+    // A multicast box lands in every block of the cluster (mask: all ranks).
+    const std::string copy = op.cluster_wide ? "tsl_tma_2d_multicast(" : "tsl_tma_2d(";
+    const std::string mask = op.cluster_wide ? ", (unsigned short)" + num((1 << p_.cluster) - 1) : "";
     if (D.layout == Layout::RowPanels) {
-      line("tsl_tma_2d(tsl_smem(&" + base(op.dst) + "[" + index(D, "dr", "dc") + "]), &tm" + num(map) + ", r, c, bar);");
+      line(copy + "tsl_smem(&" + base(op.dst) + "[" + index(D, "dr", "dc") + "]), &tm" + num(map) + ", r, c, bar" +
+           mask + ");");
     } else {
       const std::string E = num(line_elems);
       line("#pragma unroll");
-      line("for (int p = 0; p < " + num(op.cols / line_elems) + "; ++p) tsl_tma_2d(tsl_smem(&" + base(op.dst) + "[" +
-           index(D, "dr", "dc + p * " + E) + "]), &tm" + num(map) + ", c + p * " + E + ", r, bar);");
+      line("for (int p = 0; p < " + num(op.cols / line_elems) + "; ++p) " + copy + "tsl_smem(&" + base(op.dst) + "[" +
+           index(D, "dr", "dc + p * " + E) + "]), &tm" + num(map) + ", c + p * " + E + ", r, bar" + mask + ");");
     }
     close();
   }

@@ -117,6 +117,15 @@ class Kernel final : public CudaKernel {
       return true;
     });
     if (g.x <= 0 || g.y <= 0 || g.z <= 0) return l;  // an empty grid runs nothing
+    if (program_.cluster > 1) {  // a grid of whole clusters (the emitted __cluster_dims__)
+      const int64_t along[3] = {g.x, g.y, g.z};
+      const int64_t extent = along[program_.grid.size() - 1 - program_.cluster_dim];
+      if (extent % program_.cluster)
+        user_error(ErrorKind::Runtime, "program " + program_.name + ": grid dimension " +
+                                           program_.grid[program_.cluster_dim].iv + " has extent " +
+                                           std::to_string(extent) + ", not a multiple of its cluster " +
+                                           std::to_string(program_.cluster));
+    }
     const Kernel* runs = this;
     if (g.folded && !info_.source.folded_grid) runs = static_cast<const Kernel*>(folded_variant().get());
     l.runs = runs;

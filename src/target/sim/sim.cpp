@@ -160,12 +160,19 @@ class Interpreter {
         args_(args),
         tensors_(validate_args(program, args)),
         storage_(place_tensors(program, tensors_)),
-        detector_(program, storage_.tensors, storage_.elements, options.max_races_recorded),
+        ranks_(std::max(1, program.cluster)),
+        workers_(program.workers * ranks_),
+        view_(cluster_view(program)),
+        detector_(view_, storage_.tensors, storage_.elements, options.max_races_recorded),
         rng_(options.seed) {
     TESSEL_ASSERT(p_.workers >= 1, "a group program needs at least one worker");
-    all_workers_.resize(p_.workers);
-    mma_groups_.resize(p_.workers);
+    all_workers_.resize(workers_);
+    mma_groups_.resize(workers_);
     std::iota(all_workers_.begin(), all_workers_.end(), 0);
+    rank_workers_.resize(ranks_);
+    for (int q = 0; q < ranks_; ++q)
+      for (int w = 0; w < p_.workers; ++w) rank_workers_[q].push_back(q * p_.workers + w);
+    rank_scopes_.resize(ranks_);
     for (const auto& [name, value] : args.sizes) main_scope_.emplace_back(name, value);
     lookup_ = [this](const std::string& name, int64_t* value) {
       for (auto it = scope_->rbegin(); it != scope_->rend(); ++it) {
@@ -177,18 +184,31 @@ class Interpreter {
     };
     for (const MBarrier& b : p_.mbarriers) {
       mbar_first_.push_back(static_cast<int>(slots_.size()));
-      slots_.resize(slots_.size() + b.slots);
+      slots_.resize(slots_.size() + ranks_ * b.slots);
     }
     shared_.resize(p_.buffers.size());
     frags_.resize(p_.buffers.size());
     parts_.resize(p_.buffers.size());
     for (const Buffer& b : p_.buffers) {
-      if (b.space == Space::Shared) shared_[b.id].resize(b.versions * b.rows * b.cols);
+      if (b.space == Space::Shared) shared_[b.id].resize(ranks_ * b.versions * b.rows * b.cols);
       if (b.space != Space::Private) continue;
-      for (int w = 0; w < p_.workers; ++w) parts_[b.id].push_back(frag_part(p_, b, w));
+      for (int w = 0; w < workers_; ++w) parts_[b.id].push_back(frag_part(p_, b, w % p_.workers));
       const FragPart& part = parts_[b.id][0];
-      frags_[b.id].resize(p_.workers * part.rows * part.cols);
+      frags_[b.id].resize(workers_ * part.rows * part.cols);
     }
+  }
+
+  // The race detector sees a cluster as one group of every rank's workers (rank
+  // r's worker w is r * workers + w), whose shared buffers and mbarriers have one
+  // set of versions and slots per rank, rank-major.
+  static GroupProgram cluster_view(const GroupProgram& p) {
+    GroupProgram v = p;
+    const int ranks = std::max(1, p.cluster);
+    v.workers *= ranks;
+    for (Buffer& b : v.buffers)
+      if (b.space == Space::Shared) b.versions *= ranks;
+    for (MBarrier& b : v.mbarriers) b.slots *= ranks;
+    return v;
   }
 
   SimResult run() {
@@ -211,15 +231,34 @@ class Interpreter {
     // which group draws which ticket is up to the hardware.
     std::vector<int> order;
     if (takes_tickets(p_.body)) {
+      if (ranks_ > 1)
+        user_error(ErrorKind::Unsupported, "program " + p_.name + ": the sim runs no tickets in clusters");
       order.resize(static_cast<size_t>(groups));
       std::iota(order.begin(), order.end(), 0);
       std::shuffle(order.begin(), order.end(), rng_);
     }
+    // A cluster's groups run together: clusters stand in for groups, the cluster
+    // dimension counting clusters; rank q of cluster c there is group c * ranks + q.
+    if (ranks_ > 1) {
+      const LoopDim& d = p_.grid.at(p_.cluster_dim);
+      if (extent[p_.cluster_dim] % ranks_)
+        user_error(ErrorKind::Runtime, "program " + p_.name + ": grid dimension " + d.iv + " has extent " +
+                                           std::to_string(extent[p_.cluster_dim]) + ", not a multiple of its cluster " +
+                                           std::to_string(ranks_));
+      extent[p_.cluster_dim] /= ranks_;
+      groups /= ranks_;
+    }
     for (int64_t g = 0; g < static_cast<int64_t>(groups); ++g) {
       const int group = order.empty() ? static_cast<int>(g) : order[g];
-      int64_t rest = group;
-      for (size_t d = extent.size(); d-- > 0; rest /= extent[d])
-        scope_->emplace_back(p_.grid[d].iv, rest % extent[d]);
+      for (int q = 0; q < ranks_; ++q) {
+        rank_scopes_[q] = main_scope_;
+        int64_t rest = group;
+        for (size_t d = extent.size(); d-- > 0; rest /= extent[d]) {
+          int64_t x = rest % extent[d];
+          if (static_cast<int>(d) == p_.cluster_dim && ranks_ > 1) x = x * ranks_ + q;
+          rank_scopes_[q].emplace_back(p_.grid[d].iv, x);
+        }
+      }
       try {
         run_group(group);
       } catch (const Deadlock& d) {
@@ -227,7 +266,6 @@ class Interpreter {
         detector_.sync_race(d.op, d.worker, -1, -1, d.on, d.message);
         return detector_.result();
       }
-      scope_->resize(scope_->size() - extent.size());
     }
     return detector_.result();
   }
@@ -249,7 +287,10 @@ class Interpreter {
     for (auto& s : shared_) std::fill(s.begin(), s.end(), kPoison);
     for (auto& f : frags_) std::fill(f.begin(), f.end(), kPoison);
     for (Slot& st : slots_) st = Slot{};
-    run_ops(p_.body);
+    remote_.clear();
+    run_top(p_.body);
+    enter_rank(0);
+    order_ = &all_workers_;
     end_mbarriers();
     // Copies never waited for are reported, one race per copy issued; they still
     // land, so the group's results stay complete.
@@ -264,11 +305,55 @@ class Interpreter {
       }
     }
     committed_.clear();
-    for (int w = 0; w < p_.workers; ++w)
+    for (int w = 0; w < workers_; ++w)
       for (const InFlightMma& m : mma_groups_[w]) detector_.accumulator_race(m.op, -1, w, p_.buffer(m.frag).name);
     GroupOp end_of_group;
     end_of_group.pending = 0;
     mma_wait(end_of_group);
+  }
+
+  void enter_rank(int q) {
+    rank_ = q;
+    scope_ = &rank_scopes_[q];
+    order_ = &rank_workers_[q];
+    leader_ = q * p_.workers;
+  }
+
+  // The group's body; in a cluster, the ops between cluster.syncs and roles run
+  // rank by rank (they reach no other rank: group_verify), a cluster.sync joins
+  // every rank's workers, and roles run every rank's roles together.
+  void run_top(const std::vector<GroupOp>& ops) {
+    enter_rank(0);
+    if (ranks_ == 1) return run_ops(ops);
+    for (size_t i = 0; i < ops.size();) {
+      size_t j = i;
+      while (j < ops.size() && ops[j].kind != GroupOpKind::ClusterSync && ops[j].kind != GroupOpKind::Roles) ++j;
+      for (int q = 0; q < ranks_; ++q) {
+        enter_rank(q);
+        for (size_t k = i; k < j; ++k) run_op(ops[k]);
+      }
+      if (j == ops.size()) break;
+      ++progress_;
+      if (ops[j].kind == GroupOpKind::ClusterSync) detector_.new_interval();
+      else run_roles(ops[j]);
+      i = j + 1;
+    }
+    check_remote_exits();
+  }
+
+  // A rank's group leaves at the end of the body: an arrival another rank made
+  // on its mbarriers must happen before that (cuda: the shared memory it reaches
+  // is gone once the block exits), which takes a cluster.sync after it.
+  void check_remote_exits() {
+    for (const RemoteArrival& a : remote_)
+      for (int v : rank_workers_[a.to])
+        if (detector_.clock(v)[a.worker] < a.clock) {
+          detector_.sync_race(a.op->id, a.worker, -1, v, p_.mbarriers[a.mbar].name,
+                              op_name(*a.op) + " (worker " + std::to_string(a.worker) + ") arrives on " +
+                                  slot_name(a.mbar, a.slot) + ", whose group may have left by then (worker " +
+                                  std::to_string(v) + " has not seen the arrival): no cluster.sync after it");
+          break;
+        }
   }
 
   // An async mma owns its accumulator until its mma.wait: an op that touches that
@@ -282,7 +367,7 @@ class Interpreter {
     if (op.kind == GroupOpKind::Elementwise || op.kind == GroupOpKind::Reduce)
       for (const EwOperand& o : op.operands)
         if (o.kind == EwOperand::Kind::Frag) frags.push_back(o.frag);
-    for (int w = 0; w < p_.workers; ++w)
+    for (int w : *order_)  // registers are the worker's own
       for (const InFlightMma& m : mma_groups_[w])
         if (std::find(frags.begin(), frags.end(), m.frag) != frags.end()) {
           detector_.accumulator_race(m.op, op.id, w, p_.buffer(m.frag).name);
@@ -320,7 +405,10 @@ class Interpreter {
       case GroupOpKind::Elementwise: return elementwise(op);
       case GroupOpKind::Reduce: return reduce(op);
       case GroupOpKind::Fence:
-      case GroupOpKind::Barrier: return detector_.new_interval();
+      case GroupOpKind::Barrier: return detector_.new_interval(order_);  // the group's workers
+      case GroupOpKind::ClusterSync:
+        TESSEL_ASSERT(false, "cluster.sync below the top level (the verifier refuses it)");
+        return;
       case GroupOpKind::Call:
         user_error(ErrorKind::Unsupported, "the sim cannot run " + op_name(op) + " to '" +
                                                op.callee + "'");
@@ -349,13 +437,16 @@ class Interpreter {
       case GroupOpKind::MbarInit: return mbar_init(op);
       case GroupOpKind::MbarArrive: return mbar_arrive(op);
       case GroupOpKind::MbarExpectTx: {
-        Slot& s = slot(op, leader_);
+        Slot& s = slot(op, leader_, rank_);
         s.tx += op.mbar_count;
         return;
       }
       case GroupOpKind::MbarWait: return mbar_wait(op);
       case GroupOpKind::Tma: return tma(op);
-      case GroupOpKind::Roles: return run_roles(op);
+      case GroupOpKind::Roles:
+        if (ranks_ > 1)
+          user_error(ErrorKind::Unsupported, op_name(op) + ": the sim runs a cluster's roles from the top level only");
+        return run_roles(op);
       case GroupOpKind::Ticket: return ticket(op);
     }
   }
@@ -387,17 +478,23 @@ class Interpreter {
     std::deque<InFlightTma> in_flight;
   };
 
+  // Slots are numbered rank-major: slot s of rank q is q * slots + s (the
+  // detector's numbering too: cluster_view).
   std::string slot_name(int mbar, int64_t s) const {
-    return p_.mbarriers[mbar].name + "@" + std::to_string(s);
+    const MBarrier& b = p_.mbarriers[mbar];
+    return b.name + "@" + std::to_string(s % b.slots) +
+           (ranks_ > 1 ? " of rank " + std::to_string(s / b.slots) : "");
   }
 
-  // The slot an op names, used by `worker`: initialized, and the init ordered before.
-  Slot& slot(const GroupOp& op, int worker) {
+  // The slot an op names in rank `rank`'s group, used by `worker`: initialized, and
+  // the init ordered before.
+  Slot& slot(const GroupOp& op, int worker, int rank) {
     const MBarrier& b = p_.mbarriers.at(op.mbar);
     int64_t s = op.mbar_slot ? eval(op.mbar_slot) : 0;
     if (s < 0 || s >= b.slots)
       user_error(ErrorKind::Runtime, op_name(op) + ": slot " + std::to_string(s) + " of " + b.name +
                                          " is outside [0, " + std::to_string(b.slots) + ")");
+    s += int64_t{rank} * b.slots;
     Slot& st = slots_[mbar_first_[op.mbar] + s];
     if (!st.initialized)
       user_error(ErrorKind::Runtime, op_name(op) + " uses " + slot_name(op.mbar, s) +
@@ -407,14 +504,14 @@ class Interpreter {
                           "race on mbarrier " + slot_name(op.mbar, s) + ": mbar.init #" +
                               std::to_string(st.init_op) + " (worker " + std::to_string(st.init_worker) +
                               ") initializes it, " + op_name(op) + " (worker " + std::to_string(worker) +
-                              ") uses it with no fence between");
+                              ") uses it with no " + (rank == rank_ ? "fence" : "cluster.sync") + " between");
     cur_slot_ = s;
     return st;
   }
 
   void mbar_init(const GroupOp& op) {
     const MBarrier& b = p_.mbarriers.at(op.mbar);
-    for (int s = 0; s < b.slots; ++s) {
+    for (int s = rank_ * b.slots; s < (rank_ + 1) * b.slots; ++s) {
       Slot& st = slots_[mbar_first_[op.mbar] + s];
       for (const InFlightTma& t : st.in_flight)
         user_error(ErrorKind::Runtime, op_name(op) + " initializes " + slot_name(op.mbar, s) + " while " +
@@ -439,13 +536,16 @@ class Interpreter {
     st.pending = st.count;
   }
 
+  // A cluster arrival arrives on the slot in every rank's group.
   void mbar_arrive(const GroupOp& op) {
     std::vector<int> who = op.leader ? std::vector<int>{leader_} : shuffled();
-    int64_t s = 0;
-    Slot* st = nullptr;
-    for (int w : who) {
-      st = &slot(op, w);
-      s = cur_slot_;
+    std::vector<std::pair<int, int>> arrivals;  // (worker, rank)
+    for (int w : who)
+      for (int q = 0; q < (op.cluster_wide ? ranks_ : 1); ++q) arrivals.emplace_back(w, op.cluster_wide ? q : rank_);
+    for (auto [w, q] : arrivals) {
+      Slot* st = &slot(op, w, q);
+      const int64_t s = cur_slot_;
+      if (q != rank_) remote_.push_back({&op, w, q, op.mbar, s, detector_.clock(w)[w]});
       // One arrival too many for the phase: the hardware's count would wrap. It is
       // reported (it follows some other slip, which the races before it show) and
       // left out.
@@ -485,7 +585,7 @@ class Interpreter {
   // deadlock: an error, not a hang.
   void mbar_wait(const GroupOp& op) {
     for (int w : shuffled()) {
-      Slot& st = slot(op, w);
+      Slot& st = slot(op, w, rank_);
       int64_t s = cur_slot_;
       int64_t parity = eval(op.parity);
       if (parity != 0 && parity != 1)
@@ -514,6 +614,7 @@ class Interpreter {
   // in which no role ran an op or landed a copy is a deadlock: an error naming
   // every blocked wait. The order is fixed, so runs are deterministic.
   struct RoleRun {
+    int rank = 0;
     std::vector<int> workers;
     std::vector<std::pair<std::string, int64_t>> scope;
     std::thread thread;
@@ -527,19 +628,25 @@ class Interpreter {
 
   void run_roles(const GroupOp& op) {
     TESSEL_ASSERT(!roles_, "nested roles (the verifier refuses them)");
-    std::vector<RoleRun> runs(op.roles.size());
-    for (size_t r = 0; r < runs.size(); ++r) {
-      for (int w = op.roles[r].first; w < op.roles[r].first + op.roles[r].count; ++w) runs[r].workers.push_back(w);
-      runs[r].scope = *scope_;
+    // Every rank's roles at once: run q * roles + r is role r of rank q.
+    std::vector<RoleRun> runs(ranks_ * op.roles.size());
+    for (size_t i = 0; i < runs.size(); ++i) {
+      const WorkerRole& role = op.roles[i % op.roles.size()];
+      runs[i].rank = static_cast<int>(i / op.roles.size());
+      for (int w = role.first; w < role.first + role.count; ++w)
+        runs[i].workers.push_back(runs[i].rank * p_.workers + w);
+      runs[i].scope = ranks_ == 1 ? *scope_ : rank_scopes_[runs[i].rank];
     }
     std::vector<int>* saved_order = order_;
     Scope* saved_scope = scope_;
-    const int saved_leader = leader_;
+    const int saved_leader = leader_, saved_rank = rank_;
     roles_ = &runs;
     std::exception_ptr failure;
     for (size_t r = 0; r < runs.size() && !failure; ++r) {
       try {
-        runs[r].thread = std::thread([this, &op, r] { role_main(op, static_cast<int>(r)); });
+        runs[r].thread = std::thread([this, &op, r] {
+          role_main(op.bodies.at(r % op.roles.size()), static_cast<int>(r));
+        });
       } catch (...) {  // no thread to be had: the roles started so far are unwound below
         failure = std::current_exception();
         for (size_t q = r; q < runs.size(); ++q) runs[q].done = true;
@@ -579,6 +686,7 @@ class Interpreter {
     order_ = saved_order;
     scope_ = saved_scope;
     leader_ = saved_leader;
+    rank_ = saved_rank;
     if (failure) std::rethrow_exception(failure);
     if (!deadlock.empty())
       this->deadlock(blocked_op, blocked_worker, blocked_on, "deadlock: every role is blocked: " + deadlock);
@@ -614,6 +722,7 @@ class Interpreter {
     order_ = &run.workers;
     scope_ = &run.scope;
     leader_ = run.workers.front();
+    rank_ = run.rank;
     current_role_ = r;
   }
   void give_baton() {
@@ -621,11 +730,11 @@ class Interpreter {
     baton_ = -1;
     baton_cv_.notify_all();
   }
-  void role_main(const GroupOp& op, int r) {
+  void role_main(const std::vector<GroupOp>& body, int r) {
     RoleRun& run = (*roles_)[r];
     try {
       take_baton(r);
-      run_ops(op.bodies.at(r));
+      run_ops(body);
     } catch (const RoleAbort&) {
     } catch (...) {
       run.error = std::current_exception();
@@ -644,33 +753,41 @@ class Interpreter {
   }
 
   // Issued by the first worker: the source is read now, the destination written when the
-  // copy lands (land()).
+  // copy lands (land()). A multicast copy lands in every rank's group, on its slot there.
   void tma(const GroupOp& op) {
     const int issuer = leader_;
-    Slot& st = slot(op, issuer);
-    int64_t s = cur_slot_;
     Window src = resolve(op.src, op), dst = resolve(op.dst, op);
     int64_t src_rows = bound(op.src_row_bound), src_cols = bound(op.src_col_bound);
-    InFlightTma t{&op, issuer, detector_.clock(issuer), tma_bytes(p_, op), {}};
-    detector_.tick(issuer);  // what the issuer does next is not ordered before the copy
-    t.elements.reserve(op.rows * op.cols);
+    std::vector<float> values;
+    values.reserve(op.rows * op.cols);
     for (int64_t i = 0; i < op.rows; ++i)
       for (int64_t j = 0; j < op.cols; ++j) {
-        int64_t sr = src.row + i, sc = src.col + j, dr = dst.row + i, dc = dst.col + j;
-        float v = sr < src_rows && sc < src_cols ? read(src, sr, sc, issuer, op) : 0.0f;
-        int64_t index = shared_index(dst, dr, dc, op, true);
-        detector_.tma_issue(dst.buffer->id, dst.version, dr, dc, index, issuer, op);
-        t.elements.push_back(TmaElement{dst.buffer->id, dst.version, dr, dc, index, v});
+        int64_t sr = src.row + i, sc = src.col + j;
+        values.push_back(sr < src_rows && sc < src_cols ? read(src, sr, sc, issuer, op) : 0.0f);
       }
-    st.in_flight.push_back(std::move(t));
-    (void)s;
+    const RaceDetector::Clock issued = detector_.clock(issuer);
+    for (int q = 0; q < (op.cluster_wide ? ranks_ : 1); ++q) {
+      const int rank = op.cluster_wide ? q : rank_;
+      Slot& st = slot(op, issuer, rank);
+      InFlightTma t{&op, issuer, issued, tma_bytes(p_, op), {}};
+      t.elements.reserve(op.rows * op.cols);
+      for (int64_t i = 0; i < op.rows; ++i)
+        for (int64_t j = 0; j < op.cols; ++j) {
+          int64_t dr = dst.row + i, dc = dst.col + j;
+          int64_t index = shared_index(dst, dr, dc, op, true, rank);
+          detector_.tma_issue(dst.buffer->id, dst.version, dr, dc, index, issuer, op);
+          t.elements.push_back(TmaElement{dst.buffer->id, dst.version, dr, dc, index, values[i * op.cols + j]});
+        }
+      st.in_flight.push_back(std::move(t));
+    }
+    detector_.tick(issuer);  // what the issuer does next is not ordered before the copy
   }
 
   // The group's end: copies still in flight never landed for anyone; they land now
   // (so the results stay complete), each reported once.
   void end_mbarriers() {
     for (size_t m = 0; m < p_.mbarriers.size(); ++m)
-      for (int s = 0; s < p_.mbarriers[m].slots; ++s) {
+      for (int s = 0; s < ranks_ * p_.mbarriers[m].slots; ++s) {
         Slot& st = slots_[mbar_first_[m] + s];
         while (!st.in_flight.empty()) {
           const GroupOp& op = *st.in_flight.front().op;
@@ -744,11 +861,13 @@ class Interpreter {
                                        std::to_string(cols) + " extent");
   }
 
-  // Offset of shared element (r, c) in the buffer's storage (all versions).
-  int64_t shared_index(const Window& w, int64_t r, int64_t c, const GroupOp& op, bool write) {
+  // Offset of shared element (r, c) in the buffer's storage (all versions, of every
+  // rank: rank-major), in the group of rank `rank` (-1: the running one).
+  int64_t shared_index(const Window& w, int64_t r, int64_t c, const GroupOp& op, bool write, int rank = -1) {
     const Buffer& b = *w.buffer;
     if (r < 0 || c < 0 || r >= b.rows || c >= b.cols) outside(op, b, r, c, write, b.rows, b.cols);
-    return w.version * b.rows * b.cols + layout_offset(b, r, c);
+    const int64_t version = int64_t{rank < 0 ? rank_ : rank} * b.versions + w.version;
+    return version * b.rows * b.cols + layout_offset(b, r, c);
   }
 
   // Element (r, c), absolute: data[offset + r * row_stride + c * col_stride], which
@@ -844,11 +963,13 @@ class Interpreter {
     if (op.async && dst.buffer->space != Space::Shared)
       user_error(ErrorKind::Verify, op_name(op) + ": an async copy must write shared memory");
     TESSEL_ASSERT(op.batch >= 1, "copy batch must be positive");
+    if (op.async && ranks_ > 1)
+      user_error(ErrorKind::Unsupported, op_name(op) + ": the sim runs no async copies in clusters");
     int64_t total = op.rows * op.cols, batch = op.batch, stride = batch * p_.workers;
     uint32_t instance = op.async ? ++async_instances_ : 0;
     int issuer = -1;  // async: the first worker that issued an element
     for (int w : shuffled())
-      for (int64_t start = w * batch; start < total; start += stride)
+      for (int64_t start = (w % p_.workers) * batch; start < total; start += stride)
         for (int64_t e = start; e < std::min(total, start + batch); ++e) {
           int64_t i = e / op.cols, j = e % op.cols;
           int64_t dr = dst.row + i, dc = dst.col + j, sr = src.row + i, sc = src.col + j;
@@ -1208,11 +1329,27 @@ class Interpreter {
   const LaunchArgs& args_;
   std::vector<Tensor> tensors_;
   Storages storage_;
+  const int ranks_;    // groups in a cluster (1: no clusters)
+  const int workers_;  // every rank's workers: rank q's worker w is q * p_.workers + w
+  GroupProgram view_;  // the program as the detector sees a cluster (cluster_view)
   RaceDetector detector_;
   std::mt19937_64 rng_;
   using Scope = std::vector<std::pair<std::string, int64_t>>;  // innermost last
   std::vector<int> all_workers_;
-  Scope main_scope_;
+  Scope main_scope_;   // the size parameters
+  // Per rank of the running cluster: its workers, and its scope (sizes, then the
+  // group's coordinates).
+  std::vector<std::vector<int>> rank_workers_;
+  std::vector<Scope> rank_scopes_;
+  int rank_ = 0;       // the rank whose ops run (its shared memory, its mbarriers)
+  // An arrival on another rank's mbarrier: `worker`'s own clock component then.
+  struct RemoteArrival {
+    const GroupOp* op;
+    int worker, to, mbar;
+    int64_t slot;
+    uint32_t clock;
+  };
+  std::vector<RemoteArrival> remote_;
   // The workers that run the current op (all, or a role's) and the symbols in
   // scope: each role of a roles op has its own.
   std::vector<int>* order_ = &all_workers_;
