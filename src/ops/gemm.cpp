@@ -347,6 +347,29 @@ const WgmmaTile& choose_wgmma_tile(int64_t m, int64_t n, int64_t k) {
   return *best;
 }
 
+// Clusters of two blocks along the tile rows sharing B's boxes (Plan::cluster), a
+// call's choice for the default 16-bit plan (resolve_plan; as split-K's, the
+// default plan itself stays plain), where, on the 94 bf16 shapes with every dimension >= 1024
+// (docs/results/gpu-h200-2026-12-04e/cluster-class), they paid: K longer than
+// kWgmmaClusterMinK (a long main loop, where the halved B traffic tells), a B box
+// no smaller than A's (the one shared along the rows), more tiles than split-K
+// takes, and rows rounded up to whole pairs that add no wave. There, 43 shapes:
+// 0.92-1.25x the plain tile (mean 1.06x); everywhere else clusters lost (an added
+// wave: 0.57-0.87x).
+constexpr int64_t kWgmmaClusterMinK = 2048;
+
+bool wgmma_cluster_pays(const Plan& p, int64_t m, int64_t n, int64_t k, const GemmOptions& o) {
+  const bool sixteen_bit = o.precision == GemmPrecision::BF16 || o.precision == GemmPrecision::F16;
+  if (p.target != TargetKind::Cuda || p.atom != AtomKind::Wgmma || !sixteen_bit || !p.tma || p.producers == 0 ||
+      p.persistent > 0 || o.split_k > 1 || o.stream_k)
+    return false;
+  const int64_t bm = p.tile("BM"), bn = p.tile("BN");
+  if (k <= kWgmmaClusterMinK || bn < bm) return false;
+  const int64_t sms = cuda_multiprocessors(), rows = (m + bm - 1) / bm, cols = (n + bn - 1) / bn;
+  const int64_t tiles = rows * cols, paired = (rows + 1) / 2 * 2 * cols;
+  return tiles * 2 > sms && (paired + sms - 1) / sms == (tiles + sms - 1) / sms;
+}
+
 // The groups of a cpu GEMM read in place in k blocks: the fewest, a multiple of the
 // threads, whose tiles stay within kCpuDirectTallElems; equal groups of rows, else of
 // columns, else with AVX-512 groups of rows with the last one short (as
@@ -629,6 +652,7 @@ Plan resolve_plan(int64_t m, int64_t n, int64_t k, const GemmOptions& options, s
     plan = *tuned;
   } else {
     plan = default_gemm_plan(options.target, m, n, k, options.precision, options.arch, options.threads);
+    if (wgmma_cluster_pays(plan, m, n, k, options)) plan.cluster = 2;
     *source = "default rules";
   }
   plan.target = options.target;

@@ -14,6 +14,7 @@
 #include <map>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "compiler/compile.h"
@@ -310,6 +311,43 @@ TEST(CudaCompile, ExplainShowsSourceAndPtxWithoutGpu) {
   EXPECT_NE(text.find("---- ptx ----"), std::string::npos);
   EXPECT_NE(text.find("mma.sync"), std::string::npos);
   EXPECT_NE(text.find("Used "), std::string::npos);  // ptxas report
+}
+
+// Clusters (Plan::cluster): the default 16-bit plan takes them where they pay
+// (K past 2048, no wave added by the rows rounded up to pairs: wgmma_cluster_pays),
+// and their kernels compile for sm_90a with the cluster's dimensions, multicast
+// copies, remote arrivals and cluster barriers.
+TEST(CudaCompile, ClusterPlansCompileAndTheDefaultTakesThemWhereTheyPay) {
+  GemmOptions o;
+  o.target = TargetKind::Cuda;
+  o.precision = GemmPrecision::BF16;
+  o.arch = "sm_90a";
+  struct Want {
+    int64_t m, n, k;
+    bool cluster;
+  };
+  // 1376x2944x2352: 11 x 12 tiles of 128x256 fill one wave; 12 x 12 would not.
+  for (Want w : {Want{1184, 3304, 2504, true}, {2048, 2048, 2048, false}, {1376, 2944, 2352, false}}) {
+    std::string text = explain_gemm(w.m, w.n, w.k, o);
+    const std::string what = std::to_string(w.m) + "x" + std::to_string(w.n) + "x" + std::to_string(w.k);
+    EXPECT_EQ(text.find("cluster=2") != std::string::npos, w.cluster) << what;
+    EXPECT_EQ(text.find("multicast::cluster") != std::string::npos, w.cluster) << what;
+    EXPECT_EQ(text.find("barrier.cluster") != std::string::npos, w.cluster) << what;
+  }
+  // Along the tile rows (B shared; a 192-wide B box split by rows), and along the
+  // columns (192 x 128: A's box is the larger).
+  for (auto [bm, bn, dims] : {std::tuple<int64_t, int64_t, const char*>{128, 192, "1, 2, 1"}, {192, 128, "2, 1, 1"}}) {
+    Plan plan = default_gemm_plan(TargetKind::Cuda, 4096, 4096, 4096, GemmPrecision::BF16);
+    plan.tiles["BM"] = bm, plan.tiles["BN"] = bn;
+    plan.workers = plan.worker_rows = static_cast<int>(bm / 64), plan.worker_cols = 1;
+    plan.cluster = 2;
+    CompiledGroup g = compile_to_group(gemm_kernel(DType::BF16), plan, CompileOptions{});
+    auto kernel = compile_cuda(g.program, "sm_90a");
+    expect_fits(kernel->info(), plan.to_string());
+    EXPECT_NE(kernel->info().nvrtc.ptx.find(std::string(".reqnctapercluster ") + dims), std::string::npos)
+        << plan.to_string();
+    EXPECT_NE(kernel->info().nvrtc.ptx.find("multicast::cluster"), std::string::npos) << plan.to_string();
+  }
 }
 
 TEST(CudaCompile, CliExplainWorksWithoutGpu) {
