@@ -162,8 +162,6 @@ Args parse_args(int argc, char** argv) {
     if (!p.tma) p.producers = 0;  // producers issue tma copies: a thread-copy plan has none
     if (producers >= 0) p.producers = static_cast<int>(producers);
     if (cluster >= 0) p.cluster = static_cast<int>(cluster);
-    // A plan that cannot share copies has no clusters, unless asked for (then validate_plan says why).
-    if (cluster < 0 && (!p.tma || p.producers == 0 || p.persistent > 0)) p.cluster = 1;
     if (persistent >= 0) p.persistent = static_cast<int>(persistent);
     if (tile_band >= 0) p.tile_band = static_cast<int>(tile_band);
     if (frag_buffers >= 0) p.frag_buffers = static_cast<int>(frag_buffers);

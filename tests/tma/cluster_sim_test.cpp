@@ -11,14 +11,13 @@
 #include <gtest/gtest.h>
 
 #include <array>
-#include <cmath>
 #include <fstream>
-#include <random>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "../sim/race_assertions.h"
+#include "../sim/small_int_gemm.h"
 #include "compiler/compile.h"
 #include "ir/group_text.h"
 #include "ir/group_verify.h"
@@ -35,6 +34,7 @@ using test::edit;
 using test::has;
 using test::names_race;
 using test::races_text;
+using Gemm = test::SmallIntGemm;
 
 std::string data(const std::string& name) {
   std::ifstream in(std::string(TESSEL_SOURCE_DIR) + "/tests/tma/data/" + name);
@@ -43,49 +43,6 @@ std::string data(const std::string& name) {
   s << in.rdbuf();
   return s.str();
 }
-
-// One launch on random small integers (every fp32 sum exact), C poisoned with NaN
-// where beta is 0; error() is the largest difference from the FP64 product.
-struct GemmRun {
-  int64_t m, n, k;
-  double beta;
-  std::vector<float> a, b, c, c0;
-
-  GemmRun(int64_t m_, int64_t n_, int64_t k_, double beta_ = 0)
-      : m(m_), n(n_), k(k_), beta(beta_), a(m * k), b(k * n), c(m * n, NAN) {
-    std::mt19937_64 rng(static_cast<uint64_t>(m * 131 + n * 17 + k));
-    std::uniform_int_distribution<int> small(-3, 3);
-    for (float& x : a) x = static_cast<float>(small(rng));
-    for (float& x : b) x = static_cast<float>(small(rng));
-    if (beta != 0)
-      for (float& x : c) x = static_cast<float>(small(rng));
-    c0 = c;
-  }
-
-  SimResult sim(const std::string& text) {
-    GroupProgram p = parse_group_program(text);
-    verify_group_program(p);
-    LaunchArgs args;
-    args.sizes = {{"M", m}, {"N", n}, {"K", k}, {"lda", k}, {"ldb", n}, {"ldc", n}};
-    args.scalars = {{"alpha", 1.0}, {"beta", beta}};
-    args.tensors = {{"A", a.data()}, {"B", b.data()}, {"C", c.data()}};
-    SimOptions options;
-    options.max_races_recorded = 1 << 20;
-    return run_sim(p, args, options);
-  }
-
-  double error() const {
-    double worst = 0;
-    for (int64_t i = 0; i < m; ++i)
-      for (int64_t j = 0; j < n; ++j) {
-        double s = beta * c0[i * n + j];
-        for (int64_t kk = 0; kk < k; ++kk) s += double(a[i * k + kk]) * b[kk * n + j];
-        const float got = c[i * n + j];
-        worst = std::max(worst, std::isnan(got) ? INFINITY : std::fabs(got - s));
-      }
-    return worst;
-  }
-};
 
 const char* kFma = "gemm_fma_16x16x8.ws3c2.gir";        // 16 x 16 tiles, fma atom
 const char* kWgmma = "gemm_wgmma_128x128x64.ws3c2.gir";  // 128 x 128 tiles, wgmma atom
@@ -104,7 +61,7 @@ TEST(ClusterSim, MulticastGemmsRunWithoutRacesAndExact) {
       for (double beta : {0.0, 0.5}) {
         SCOPED_TRACE(std::string(c.file) + " " + std::to_string(m) + "x" + std::to_string(n) + "x" +
                      std::to_string(k) + " beta " + std::to_string(beta));
-        GemmRun run(m, n, k, beta);
+        Gemm run(m, n, k, beta);
         SimResult r = run.sim(text);
         EXPECT_EQ(r.race_count, 0) << races_text(r).substr(0, 3000);
         EXPECT_EQ(run.error(), 0.0);
@@ -130,7 +87,7 @@ TEST(ClusterSim, OtherClusterSizesAndDimensionsRunWithoutRaces) {
       for (auto [m, n, k] : {std::array<int64_t, 3>{50, 70, 33}, {16, 200, 8}}) {
         SCOPED_TRACE("cluster " + std::to_string(cluster) + " BN " + std::to_string(bn) + " " + std::to_string(m) +
                      "x" + std::to_string(n) + "x" + std::to_string(k));
-        GemmRun run(m, n, k);
+        Gemm run(m, n, k);
         SimResult r = run.sim(text);
         EXPECT_EQ(r.race_count, 0) << races_text(r).substr(0, 3000);
         EXPECT_EQ(run.error(), 0.0);
@@ -142,7 +99,7 @@ TEST(ClusterSim, OtherClusterSizesAndDimensionsRunWithoutRaces) {
 // No cluster.sync between the init and the roles: a producer multicasts onto, and
 // a consumer arrives on, the peer's mbarriers, whose init it has not seen.
 TEST(ClusterSim, PeerMbarrierUsedBeforeItsInitIsARace) {
-  GemmRun run(40, 47, 29);
+  Gemm run(40, 47, 29);
   SimResult r = run.sim(edit(data(kFma), "  cluster.sync #27\n", ""));
   EXPECT_TRUE(names_race(r, 24, 22, "no cluster.sync between") || names_race(r, 25, 17, "no cluster.sync between"))
       << races_text(r).substr(0, 3000);
@@ -151,7 +108,7 @@ TEST(ClusterSim, PeerMbarrierUsedBeforeItsInitIsARace) {
 // No cluster.sync at the end: the last releases arrive on the peer's mbarriers,
 // and nothing keeps the peer from leaving first.
 TEST(ClusterSim, LeavingBeforeThePeersLastArrivalIsARace) {
-  GemmRun run(40, 47, 29);
+  Gemm run(40, 47, 29);
   SimResult r = run.sim(edit(data(kFma), "  cluster.sync #29\n", ""));
   ASSERT_GT(r.race_count, 0);
   bool named = false;
@@ -165,7 +122,7 @@ TEST(ClusterSim, LeavingBeforeThePeersLastArrivalIsARace) {
 TEST(ClusterSim, ReleaseOfOneGroupOnlyLetsThePeerOverwriteAStage) {
   std::string text = edit(data(kFma), "mbar.init #25 empty count 8", "mbar.init #25 empty count 4");
   text = edit(text, "mbar.arrive #17 empty@(k2 % 3) cluster", "mbar.arrive #17 empty@(k2 % 3)");
-  GemmRun run(40, 47, 100);
+  Gemm run(40, 47, 100);
   SimResult r = run.sim(text);
   ASSERT_GT(r.race_count, 0);
   // The refill lands over the peer's reads, or over its copy still in flight.
@@ -176,7 +133,7 @@ TEST(ClusterSim, ReleaseOfOneGroupOnlyLetsThePeerOverwriteAStage) {
 // A half of B that lands in its own group only: the peer's phase never gets its
 // bytes, and nothing else can complete it.
 TEST(ClusterSim, ABoxNoLongerMulticastIsADeadlock) {
-  GemmRun run(40, 47, 29);
+  Gemm run(40, 47, 29);
   try {
     run.sim(edit(data(kFma), " multicast guard", " guard"));
     FAIL() << "no deadlock";
