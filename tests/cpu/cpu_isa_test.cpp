@@ -249,7 +249,11 @@ TEST_P(CpuIsaPath, GemmInCacheBlocksOnRaggedShapes) {
     SCOPED_TRACE(std::to_string(b.bm) + "x" + std::to_string(b.bn) + "x" + std::to_string(b.bk) + " parts " +
                  std::to_string(b.rows) + "x" + std::to_string(b.cols));
     GroupProgram program = blocked_program(b);
-    EXPECT_EQ(emit_cpu(program).find("tsl_r0") != std::string::npos, b.loop);
+    const std::string unit = emit_cpu(program);
+    EXPECT_EQ(unit.find("tsl_r0") != std::string::npos, b.loop);
+    // A's block is copied part by part, before each part's mma, where the parts are
+    // whole rows (cpu_emit.cpp, find_part_copies).
+    EXPECT_EQ(unit.find("this part's rows") != std::string::npos, b.cols == 1);
     auto kernel = compile_cpu(program);
     for (const GemmCase& g : shapes) check_gemm(*kernel, g, seed++);
   }

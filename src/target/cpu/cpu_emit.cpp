@@ -4,7 +4,9 @@
 #include <cstdio>
 #include <functional>
 #include <map>
+#include <set>
 
+#include "ir/group_effects.h"
 #include "target/cpu/cpu_isa.h"
 #include "target/cpu/cpu_microkernel.h"
 #include "target/cpu/cpu_support.h"
@@ -169,6 +171,7 @@ const char* const kBounce = R"(static void tsl_bounce(void (*ukr)(int64_t, const
 }
 )";
 
+constexpr int64_t kCacheLineFloats = 16;  // 64 bytes
 int64_t round_up(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
 int64_t ceil_div(int64_t x, int64_t a) { return (x + a - 1) / a; }
 // Block rows from which an mma reading B in place copies B panel by panel (emit_mma).
@@ -281,6 +284,7 @@ class Emitter {
     layout_scratch();
     find_first_writes(p_.body);
     find_homes(p_.body);
+    find_part_copies(p_.body);
     depth_ = 1;
     for (const GroupOp& op : p_.body) emit_op(op);
     // int64_t and the vector types of the ISA (the micro-kernel's registers).
@@ -734,6 +738,10 @@ class Emitter {
   void emit_op(const GroupOp& op) {
     switch (op.kind) {
       case GroupOpKind::Copy: {
+        if (moved_copies_.count(op.id)) {
+          line("// copy #" + num(op.id) + ": part by part in its mma's worker loop");
+          return;
+        }
         // One thread runs every worker, and the workers' elements are disjoint, so
         // the whole window copied at once is the same as each worker's share in turn.
         line("// copy #" + num(op.id));
@@ -1419,6 +1427,70 @@ class Emitter {
   // micro-kernel where the layouts allow it, and the part's leftover rows and
   // columns through edge micro-kernels (smaller MR or NR: cpu_microkernel.h); a
   // scalar loop only where the layouts do not fit the micro-kernel at all.
+  // A copy into a shared buffer that one mma alone reads, as its A operand from
+  // row 0, runs part by part inside that mma's worker loop, each part's rows just
+  // before the part's sweep over B: the rows come into L1 with the copy and the
+  // kernel reads them there, where a copy of the whole A block first (1 MiB for
+  // 1032 x 256 floats) pushed them, and part of B's block, out of L2 before the
+  // kernel came to them (docs/cpu_microkernel.md, "Large shapes"). One thread runs a
+  // group's workers in order, so the copy only has to precede its part's mma. The
+  // ops between the two may only copy other buffers (or be fences); the worker grid
+  // is one column, so the parts are disjoint row ranges of A.
+  void find_part_copies(const std::vector<GroupOp>& ops) {
+    for (size_t i = 0; i < ops.size(); ++i) {
+      for (const auto& body : ops[i].bodies) find_part_copies(body);
+      const GroupOp& copy = ops[i];
+      if (copy.kind != GroupOpKind::Copy || p_.worker_cols != 1) continue;
+      const Buffer& d = p_.buffer(copy.dst.buffer);
+      int64_t r = -1, c = -1;
+      if (d.space != Space::Shared || d.versions != 1 || d.layout != Layout::RowMajor ||
+          p_.buffer(copy.src.buffer).space != Space::Global || copy.rows != d.rows || copy.cols != d.cols ||
+          !expr_is_const(copy.dst.row, &r) || r != 0 || !expr_is_const(copy.dst.col, &c) || c != 0)
+        continue;
+      for (size_t j = i + 1; j < ops.size(); ++j) {
+        const GroupOp& op = ops[j];
+        if (op.kind == GroupOpKind::Mma && op.a.buffer == copy.dst.buffer && op.b.buffer != copy.dst.buffer &&
+            expr_is_const(op.a.row, &r) && r == 0 && op.m == d.rows && references(p_.body, copy.dst.buffer) == 2) {
+          part_copy_[op.id] = &copy;
+          moved_copies_.insert(copy.id);
+        }
+        const bool other_copy = op.kind == GroupOpKind::Copy && op.dst.buffer != copy.dst.buffer &&
+                                op.src.buffer != copy.dst.buffer;
+        if (!other_copy && op.kind != GroupOpKind::Fence && op.kind != GroupOpKind::Barrier) break;
+      }
+    }
+  }
+  // The ops, nested ones included, that read or write the buffer.
+  int references(const std::vector<GroupOp>& ops, int buffer) const {
+    int n = 0;
+    for (const GroupOp& op : ops) {
+      for (const MemEffect& e : op_effects(p_, op)) n += e.buffer == buffer;
+      for (const auto& body : op.bodies) n += references(body, buffer);
+    }
+    return n;
+  }
+  // The rows [row0, row0 + rows) of a copy that find_part_copies moved.
+  void emit_part_copy(const GroupOp& copy, const Expr& row0, int64_t rows) {
+    line("// copy #" + num(copy.id) + ", this part's rows");
+    open("");
+    Side src = side_at(copy.src, row0, expr_const(0), copy), dst = side_at(copy.dst, row0, expr_const(0), copy);
+    src.row_bound = copy.src_row_bound, src.col_bound = copy.src_col_bound;
+    dst.row_bound = copy.dst_row_bound, dst.col_bound = copy.dst_col_bound;
+    emit_transfer(src, dst, rows, copy.cols, copy.constant);
+    // The next part's rows, prefetched into L2 while this part's kernel runs: they
+    // come from a tensor row apart each, which the hardware's prefetchers do not
+    // run ahead of. (Written with line(), not open(): loops of calls only, which
+    // leave a unit of calls at -Og.)
+    if (src.layout == Layout::RowMajor && src.unit_cols()) {
+      const std::string rb = src.row_bound ? " && " + ex(src.row0) + " + r < " + ex(src.row_bound) : "",
+                        cb = src.col_bound ? " && " + ex(src.col0) + " + c < " + ex(src.col_bound) : "";
+      line("for (int64_t r = " + num(rows) + "; r < " + num(2 * rows) + rb + "; ++r)");
+      line("  for (int64_t c = 0; c < " + num(copy.cols) + cb + "; c += " + num(kCacheLineFloats) +
+           ") __builtin_prefetch(&" + src.at("r", "c") + ", 0, 2);");
+    }
+    close();
+  }
+
   void emit_mma(const GroupOp& op) {
     const Buffer& acc = frag(op.frag, op);
     const Buffer& A = p_.buffer(op.a.buffer);
@@ -1504,8 +1576,11 @@ class Emitter {
                       sym(kWorker) + ")");
       line("const int64_t tsl_r0 = " + ex(row0(acc, lw)) + ", tsl_c0 = " + ex(col0(acc, lw)) + ";");
     }
+    const auto moved = part_copy_.find(op.id);
     for (int w = 0; w < (loop ? 1 : p_.workers); ++w) {
       FragPart part = frag_part(p_, acc, w);
+      if (moved != part_copy_.end())
+        emit_part_copy(*moved->second, loop ? row0(acc, Worker{true, 0}) : expr_const(part.row0), part.rows);
       if (part.rows * part.cols == 0) continue;
       std::string c = loop ? base(acc, Worker{true, 0}) : part_base(acc, w);
       // The part's row stride: its width, or, for an accumulator that may live in its
@@ -1775,6 +1850,9 @@ class Emitter {
   };
   std::map<int, Home> home_;
   std::map<int, int> homed_frag_, homed_store_;
+  // find_part_copies: mma id -> the copy it runs part by part; those copies' ids.
+  std::map<int, const GroupOp*> part_copy_;
+  std::set<int> moved_copies_;
   std::string body_;
   int depth_ = 1;
   bool element_loops_ = false;  // the group function loops over elements itself (open)
