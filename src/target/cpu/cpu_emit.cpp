@@ -1423,10 +1423,6 @@ class Emitter {
     }
   }
 
-  // Each worker: its part of acc += a * b, in MR x NR blocks through the
-  // micro-kernel where the layouts allow it, and the part's leftover rows and
-  // columns through edge micro-kernels (smaller MR or NR: cpu_microkernel.h); a
-  // scalar loop only where the layouts do not fit the micro-kernel at all.
   // A copy into a shared buffer that one mma alone reads, as its A operand from
   // row 0, runs part by part inside that mma's worker loop, each part's rows just
   // before the part's sweep over B: the rows come into L1 with the copy and the
@@ -1491,6 +1487,10 @@ class Emitter {
     close();
   }
 
+  // Each worker: its part of acc += a * b, in MR x NR blocks through the
+  // micro-kernel where the layouts allow it, and the part's leftover rows and
+  // columns through edge micro-kernels (smaller MR or NR: cpu_microkernel.h); a
+  // scalar loop only where the layouts do not fit the micro-kernel at all.
   void emit_mma(const GroupOp& op) {
     const Buffer& acc = frag(op.frag, op);
     const Buffer& A = p_.buffer(op.a.buffer);
