@@ -95,6 +95,7 @@ std::string emit_microkernel_function(int64_t mr, int64_t nr, int64_t lda, int64
   // clear B's other lanes with an AND, since they may hold anything (a denormal
   // there would cost a microcode assist per FMA).
   const bool masked = tail < L && isa.isa == CpuIsa::Avx512;
+  const bool embedded_broadcast = isa.isa == CpuIsa::Avx512 && !f64 && L == 16;
   const std::string mask = num((int64_t{1} << tail) - 1);
   const std::string mask_type = f64 ? "(unsigned char)" : "(unsigned short)";
   const std::string load_mask = f64 ? "__builtin_ia32_loadupd512_mask" : "__builtin_ia32_loadups512_mask";
@@ -193,9 +194,19 @@ std::string emit_microkernel_function(int64_t mr, int64_t nr, int64_t lda, int64
             s += "      const " + V + " " + bv + " = *(const " + VU + "*)(" + at + ");\n";
         }
         for (int64_t r = r0; r < r1; ++r) {
-          // Scalar times vector broadcasts; GCC folds it into the FMA's memory operand.
-          for (int64_t v = v0; v < v1; ++v)
-            s += "      " + acc(r, v) + sfx + " += " + a_at(r, u) + " * b" + num(v) + bsfx + ";\n";
+          // Scalar times vector broadcasts. GCC folds it into the FMA's memory operand
+          // only where one FMA uses the element; where more do, it loads the broadcast
+          // into a register first, and on AVX-512 that costs (Zen 4, 11x32 with A in L1:
+          // 108 GFLOP/s against 115 with every FMA's own embedded broadcast, peak 119).
+          // So on AVX-512 each fp32 FMA is written out with its {1to16} operand.
+          for (int64_t v = v0; v < v1; ++v) {
+            const std::string bv = "b" + num(v) + bsfx, c = acc(r, v) + sfx;
+            if (embedded_broadcast)
+              s += "      __asm__(\"vfmadd231ps %2%{1to16%}, %1, %0\" : \"+v\"(" + c + ") : \"v\"(" + bv +
+                   "), \"m\"(" + a_at(r, u) + "));\n";
+            else
+              s += "      " + c + " += " + a_at(r, u) + " * " + bv + ";\n";
+          }
         }
       };
       if (rt_lda) {
