@@ -47,16 +47,20 @@ constexpr int64_t kCpuExact = 128, kCpuExactN = 256;
 // meets every panel of a group's packed B block (BK x BN, at most cpu_max_bn() wide);
 // a group is as tall as kCpuMaxBM (its fragment, BM x BN floats, within the plan's
 // tile limit) so that each packed B block serves many parts.
-// The B block is at most half of the core's L2 (kCpuMaxBK x 1024 floats on the
-// Xeon's 2 MB, x 512 on a Zen 5's 1 MiB). On the Zen 5, against 1024, two threads
-// (as many column groups each): 2000^3 1.01-1.06x, 1536^3 1.13x, 4096x1024x2048
-// 1.10x, 2500x1800x1200 0.96x, 1200x3000x900 1.00x; one thread, 2000^3 1.06x, the
-// others within 1% (docs/results/cpu-gemm-2026-12-02-session18). kCpuL2Bytes below
-// stays the Xeon's: the one-k-block rule that uses it was not measured again.
+// The B block's depth and size are the machine's (plan/machine.h: cpu_packed_b_block):
+// on most cores half of L2, 256 x 1024 floats on the Xeon's 2 MB, 256 x 512 on a Zen
+// 5's 1 MiB. On the Zen 5, against 1024, two threads (as many column groups each):
+// 2000^3 1.01-1.06x, 1536^3 1.13x, 4096x1024x2048 1.10x, 2500x1800x1200 0.96x,
+// 1200x3000x900 1.00x; one thread, 2000^3 1.06x, the others within 1%
+// (docs/results/cpu-gemm-2026-12-02-session18). On a Zen 4, 512 x 1536 from L3.
+// kCpuMaxBK is the depth of the one-k-block rule below and kCpuL2Bytes the Xeon's L2:
+// that rule was not measured again.
 constexpr int64_t kCpuPartM = 24, kCpuMaxBM = 4032, kCpuMaxBK = 256;
+constexpr int64_t kCpuMaxFragmentElems = int64_t{1} << 22;  // a buffer's limit (lower.cpp)
 int64_t cpu_max_bn() {
-  const int64_t bn = cpu_l2_bytes() / 2 / (4 * kCpuMaxBK) / kCpuAtomN * kCpuAtomN;
-  return std::clamp<int64_t>(bn, 4 * kCpuAtomN, 1024);
+  const CpuPackedBBlock blocking = cpu_packed_b_block();
+  const int64_t bn = blocking.b_block_bytes / (4 * blocking.max_bk) / kCpuAtomN * kCpuAtomN;
+  return std::clamp<int64_t>(bn, 4 * kCpuAtomN, 2048);
 }
 constexpr int64_t kCpuL2Bytes = int64_t{2} << 20;
 // A group whose B block (K x BN) is at most this takes all of K in one k block: the
@@ -409,12 +413,14 @@ void set_cpu_blocked_tiles(Plan& p, int64_t m, int64_t n, int64_t k, int64_t thr
                                                             ceil_div(m, rows) + ceil_div(n, cols)))
       rows = r, cols = c;
   }
-  rows = std::max(rows, ceil_div(m, kCpuMaxBM));
   // More columns than threads: a multiple of the thread split's, so that every
   // thread gets as many B blocks.
   const int64_t thread_cols = cols;
   cols = std::max(cols, ceil_div(n, cpu_max_bn()));
   cols = ceil_div(cols, thread_cols) * thread_cols;
+  // Groups no taller than kCpuMaxBM, and their fragments within the tile limit.
+  const int64_t max_bm = std::min(kCpuMaxBM, kCpuMaxFragmentElems / ceil_div(n, cols) / kCpuPartM * kCpuPartM);
+  rows = std::max(rows, ceil_div(m, max_bm));
   // One k block (K <= kCpuMaxBK): a group's A block, B block and fragment should fit
   // in half of L2 together, for re-packing the other operand for one more group
   // costs little there. Halve the longer side up to twice. (1024x128x256, one thread:
@@ -431,7 +437,7 @@ void set_cpu_blocked_tiles(Plan& p, int64_t m, int64_t n, int64_t k, int64_t thr
     else break;
   }
   const int64_t bm = ceil_div(m, rows), bn = ceil_div(n, cols);
-  const int64_t bk = 4 * k * bn <= kCpuOneKBlockBytes ? k : ceil_div(k, ceil_div(k, kCpuMaxBK));
+  const int64_t bk = 4 * k * bn <= kCpuOneKBlockBytes ? k : ceil_div(k, ceil_div(k, cpu_packed_b_block().max_bk));
   // Up to kCpuExact rows: one part of exactly those rows; else parts of kCpuPartM.
   const int64_t parts = bm <= kCpuExact ? 1 : ceil_div(bm, kCpuPartM);
   set_gemm_tile(p, parts == 1 ? bm : parts * kCpuPartM, bn, bk);

@@ -278,8 +278,21 @@ TEST_P(CpuIsaPath, GemmInCacheBlocksOnRaggedShapes) {
   Plan one_k = default_gemm_plan(TargetKind::Cpu, tall.m, tall.n, tall.k, GemmPrecision::F32, "", 2);
   EXPECT_FALSE(one_k.direct) << one_k.to_string();
   EXPECT_EQ(one_k.tile("BK"), 300) << one_k.to_string();
-  EXPECT_EQ(default_gemm_plan(TargetKind::Cpu, 2048, 2048, 2048, GemmPrecision::F32, "", 1).tile("BK"), 256);
+  EXPECT_EQ(default_gemm_plan(TargetKind::Cpu, 2048, 2048, 2048, GemmPrecision::F32, "", 1).tile("BK"),
+            cpu_packed_b_block().max_bk);
   check_gemm(*compile_cpu(compile_to_group(gemm_kernel(DType::F32), one_k, CompileOptions{}).program), tall, seed++);
+  // Past it, the machine's B block (plan/machine.h): as deep as it allows, in near-equal
+  // k blocks (the last one ragged here on every machine), and as wide as its bytes allow.
+  const GemmCase wide{100, 1536, 1025, 1.0, 0.0};
+  Plan blocks = default_gemm_plan(TargetKind::Cpu, wide.m, wide.n, wide.k, GemmPrecision::F32, "", 1);
+  SCOPED_TRACE(blocks.to_string());
+  const CpuPackedBBlock machine = cpu_packed_b_block();
+  EXPECT_FALSE(blocks.direct);
+  auto k_blocks = [](int64_t bk) { return (1025 + bk - 1) / bk; };
+  EXPECT_LE(blocks.tile("BK"), machine.max_bk);
+  EXPECT_EQ(k_blocks(blocks.tile("BK")), k_blocks(machine.max_bk));
+  EXPECT_LE(4 * blocks.tile("BK") * blocks.tile("BN"), machine.b_block_bytes);
+  check_gemm(*compile_cpu(compile_to_group(gemm_kernel(DType::F32), blocks, CompileOptions{}).program), wide, seed++);
 }
 
 // One thread reads A and B in place beyond the exact sizes while B, the fragment and
@@ -520,10 +533,11 @@ TEST(CpuBlockedGemm, ProgramsRunOnTheSimWithoutRaces) {
     }
 }
 
-// Packed plans: a group's B block (BK x BN floats) within half of the core's L2, and
-// every thread as many groups. 1200x1100x300 on two threads against the oracle and
-// on the sim (its B block cut in columns: three groups on 1 MiB, made four).
-TEST(CpuBlockedGemm, BBlockWithinHalfOfL2AndAsManyGroupsPerThread) {
+// Packed plans: a group's B block (BK x BN floats) within the machine's bounds
+// (plan/machine.h: half of L2 on most cores), and every thread as many groups.
+// 1200x1100x300 on two threads against the oracle and on the sim (its B block cut
+// in columns where the bound is half of a 1 MiB L2: three groups, made four).
+TEST(CpuBlockedGemm, BBlockWithinTheMachinesBoundsAndAsManyGroupsPerThread) {
   auto ceil_div = [](int64_t a, int64_t b) { return (a + b - 1) / b; };
   for (int64_t threads : {1, 2})
     for (auto [m, n, k] : {std::array<int64_t, 3>{1536, 1536, 1536}, {2000, 2000, 2000}, {1200, 3000, 900},
@@ -531,7 +545,9 @@ TEST(CpuBlockedGemm, BBlockWithinHalfOfL2AndAsManyGroupsPerThread) {
       const Plan p = default_gemm_plan(TargetKind::Cpu, m, n, k, GemmPrecision::F32, "", threads);
       SCOPED_TRACE(p.to_string());
       if (p.direct) continue;  // read in place: no B block
-      EXPECT_LE(4 * p.tile("BK") * p.tile("BN"), std::max<int64_t>(cpu_l2_bytes() / 2, 4 * p.tile("BK") * 128));
+      const CpuPackedBBlock machine = cpu_packed_b_block();
+      EXPECT_LE(4 * p.tile("BK") * p.tile("BN"), std::max<int64_t>(machine.b_block_bytes, 4 * p.tile("BK") * 128));
+      EXPECT_LE(p.tile("BK"), std::max<int64_t>(machine.max_bk, 300));  // 300: one k block (K <= 300)
       EXPECT_EQ(ceil_div(m, p.tile("BM")) * ceil_div(n, p.tile("BN")) % threads, 0);
     }
   const Plan p = default_gemm_plan(TargetKind::Cpu, 1200, 1100, 300, GemmPrecision::F32, "", 2);

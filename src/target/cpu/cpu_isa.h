@@ -31,6 +31,11 @@ CpuIsa detected_cpu_isa();
 // Read on every call, so a test may switch it between compiles.
 CpuIsa cpu_isa();
 
+// Whether this CPU runs a 512-bit FMA as two 256-bit halves, at half the rate of its
+// 256-bit ones in lanes a cycle: AMD family 19h with AVX-512 (Zen 4). Zen 5 (family
+// 1Ah) and Intel's AVX-512 cores run whole 512-bit FMAs. Computed once.
+bool cpu_avx512_half_rate();
+
 // Identifies this CPU for the kernel cache (vendor, family/model/stepping and
 // feature words: what -march and -mtune=native decide by), read with three cpuid
 // instructions (each a VM exit under a hypervisor, several microseconds) and no
