@@ -47,7 +47,7 @@ constexpr int64_t kCpuExact = 128, kCpuExactN = 256;
 // meets every panel of a group's packed B block (BK x BN, at most cpu_max_bn() wide);
 // a group is as tall as kCpuMaxBM (its fragment, BM x BN floats, within the plan's
 // tile limit) so that each packed B block serves many parts.
-// The B block's depth and size are the machine's (plan/machine.h: cpu_packed_b_block):
+// The B block's depth and size are the machine's (plan/machine.h: cpu_blocking):
 // on most cores half of L2, 256 x 1024 floats on the Xeon's 2 MB, 256 x 512 on a Zen
 // 5's 1 MiB. On the Zen 5, against 1024, two threads (as many column groups each):
 // 2000^3 1.01-1.06x, 1536^3 1.13x, 4096x1024x2048 1.10x, 2500x1800x1200 0.96x,
@@ -58,7 +58,7 @@ constexpr int64_t kCpuExact = 128, kCpuExactN = 256;
 constexpr int64_t kCpuPartM = 24, kCpuMaxBM = 4032, kCpuMaxBK = 256;
 constexpr int64_t kCpuMaxFragmentElems = int64_t{1} << 22;  // a buffer's limit (lower.cpp)
 int64_t cpu_max_bn() {
-  const CpuPackedBBlock blocking = cpu_packed_b_block();
+  const CpuBlocking blocking = cpu_blocking();
   const int64_t bn = blocking.b_block_bytes / (4 * blocking.max_bk) / kCpuAtomN * kCpuAtomN;
   return std::clamp<int64_t>(bn, 4 * kCpuAtomN, 2048);
 }
@@ -112,7 +112,8 @@ constexpr int64_t kCpuDirectTallElems = int64_t{1} << 22, kCpuDirectWideElems = 
 // 4001x1500x800 1.16x, 4000x3000x1000 1.05x. Strides of 1024, 1536 and 1600 floats ran
 // 0.74-0.97x in place: those stay packed. K blocks of 384 to 1000 ran alike at 2000^3;
 // 128 read C too often and 2000 lost L1. (Shorter K keeps the bounds above:
-// 4000x1000x200 ran 0.94x in place.)
+// 4000x1000x200 ran 0.94x in place.) Where the machine packs all past L2
+// (plan/machine.h: cpu_blocking, a Zen 4), no product is read in place so.
 constexpr int64_t kCpuDirectBK = 500;
 // Measured on two cores only: with more, every group would read all of B from L3,
 // where the packed plans share it; more threads keep the packed plan.
@@ -437,7 +438,7 @@ void set_cpu_blocked_tiles(Plan& p, int64_t m, int64_t n, int64_t k, int64_t thr
     else break;
   }
   const int64_t bm = ceil_div(m, rows), bn = ceil_div(n, cols);
-  const int64_t bk = 4 * k * bn <= kCpuOneKBlockBytes ? k : ceil_div(k, ceil_div(k, cpu_packed_b_block().max_bk));
+  const int64_t bk = 4 * k * bn <= kCpuOneKBlockBytes ? k : ceil_div(k, ceil_div(k, cpu_blocking().max_bk));
   // Up to kCpuExact rows: one part of exactly those rows; else parts of kCpuPartM.
   const int64_t parts = bm <= kCpuExact ? 1 : ceil_div(bm, kCpuPartM);
   set_gemm_tile(p, parts == 1 ? bm : parts * kCpuPartM, bn, bk);
@@ -1159,7 +1160,8 @@ Plan default_gemm_plan(TargetKind target, int64_t m, int64_t n, int64_t k, GemmP
     const int64_t threads = cpu_threads > 0 ? cpu_threads : cores;
     // Read in place in k blocks, where B is too large to read whole and the rows of A
     // and B spread over the cache sets: groups as cpu_k_block_groups finds them.
-    const bool k_block_candidate = !p.direct && threads <= kCpuDirectMaxThreads && k >= kCpuDirectBK &&
+    const bool k_block_candidate = !p.direct && cpu_blocking().in_place_past_l2 &&
+                                   threads <= kCpuDirectMaxThreads && k >= kCpuDirectBK &&
                                    4 * k * n > kCpuDirectBBytes && cpu_row_stride_spreads(n) &&
                                    cpu_row_stride_spreads(k);
     const auto [group_bm, group_bn] = k_block_candidate ? cpu_k_block_groups(m, n, threads)

@@ -35,9 +35,9 @@ int64_t cpu_l2_bytes() {
   return bytes;
 }
 
-CpuPackedBBlock cpu_packed_b_block() {
-  if (cpu_isa() == CpuIsa::Avx512 && cpu_avx512_half_rate()) return {512, int64_t{3} << 20};
-  return {256, cpu_l2_bytes() / 2};
+CpuBlocking cpu_blocking() {
+  if (cpu_isa() == CpuIsa::Avx512 && cpu_avx512_half_rate()) return {512, int64_t{3} << 20, false};
+  return {256, cpu_l2_bytes() / 2, true};
 }
 
 int cpu_vector_lanes() { return cpu_isa_info(cpu_isa()).lanes; }

@@ -29,22 +29,30 @@ int64_t cpu_l1d_bytes();
 // does not say.
 int64_t cpu_l2_bytes();
 
-// The packed B block of the cpu matrix product's cache blocking (BLIS's KC x NC;
-// set_cpu_blocked_tiles in src/ops): at most max_bk deep and b_block_bytes in all. Each k block
-// reads and writes the fragment (C) once more, and each B block wide copies A's block
-// once more; the micro-kernel streams B at 2 vectors a k step.
+// The cache blocking of the cpu matrix product past L2 (set_cpu_blocked_tiles and
+// the default cpu plans' rules in src/ops). A packed B block (BLIS's KC x NC) is at
+// most max_bk deep and b_block_bytes in all: each k block reads and writes the
+// fragment (C) once more, and each B block's width copies A's block once more; the
+// micro-kernel streams B at 2 vectors a k step. in_place_past_l2: one or two threads
+// read A and B in place in k blocks, unpacked, where their rows spread over the cache
+// sets (kCpuDirectBK there).
 // - A core whose 512-bit FMAs run at half rate (cpu_avx512_half_rate: Zen 4) needs B
 //   half as fast, and streams it from L3 as fast as from L2: 512 deep and 3 MiB (A's
 //   block copied once per 1536 columns, not 512). One thread on the Zen 4 of the
 //   thirty-third session, GFLOP/s against 256 deep and half of L2: 1024^3 100 -> 106,
 //   1536^3 96 -> 107, 2048^3 (1024 wide) 95 -> 104; two threads 2048^3 192 -> 207,
-//   1536^3 196 -> 212.
+//   1536^3 196 -> 212. Packed so, B past L2 ran faster than in place, one thread:
+//   1200x3000x900 1.14x, 4001x1500x800 1.07x, 800x2500x1000 1.06x, 1700x1000x2300
+//   1.03x, 2500x1800x1200 1.02x, 1200x1800x900 1.00x, 2000^3 0.96x; so nothing past
+//   L2 is read in place there.
 // - Elsewhere 256 deep and half of L2 (the Xeon's 2 MiB, a Zen 5's 1 MiB; on the Zen 5,
-//   512 wide ran up to 1.13x faster than 1024 wide: cpu_max_bn in src/ops).
-struct CpuPackedBBlock {
+//   512 wide ran up to 1.13x faster than 1024 wide: cpu_max_bn in src/ops), and in
+//   place past L2 (1.0-1.34x faster than packed on a Zen 5: kCpuDirectBK in src/ops).
+struct CpuBlocking {
   int64_t max_bk, b_block_bytes;
+  bool in_place_past_l2;
 };
-CpuPackedBBlock cpu_packed_b_block();
+CpuBlocking cpu_blocking();
 
 // fp32 lanes of one vector register of the ISA the cpu emitter writes for
 // (target/cpu/cpu_isa.h: detected, or forced by TESSEL_CPU_ISA): 16, 8 or 4.
