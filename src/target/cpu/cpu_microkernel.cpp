@@ -196,9 +196,9 @@ std::string emit_microkernel_function(int64_t mr, int64_t nr, int64_t lda, int64
         for (int64_t r = r0; r < r1; ++r) {
           // Scalar times vector broadcasts. GCC folds it into the FMA's memory operand
           // only where one FMA uses the element; where more do, it loads the broadcast
-          // into a register first, and on AVX-512 that costs (Zen 4, 11x32 with A in L1:
-          // 108 GFLOP/s against 115 with every FMA's own embedded broadcast, peak 119).
-          // So on AVX-512 each fp32 FMA is written out with its {1to16} operand.
+          // into a register first, which cost up to 6% of a kernel alone, depending on
+          // how the loop came out (Zen 4; docs/cpu_microkernel.md). So on AVX-512 each
+          // fp32 FMA is written out with its {1to16} operand.
           for (int64_t v = v0; v < v1; ++v) {
             const std::string bv = "b" + num(v) + bsfx, c = acc(r, v) + sfx;
             if (embedded_broadcast)
