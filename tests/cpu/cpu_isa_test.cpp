@@ -38,6 +38,7 @@
 #include "target/cpu/cpu_emit.h"
 #include "target/cpu/cpu_isa.h"
 #include "target/cpu/cpu_jit.h"
+#include "target/cpu/cpu_support.h"
 #include "target/cpu/cpu_microkernel.h"
 #include "target/sim/sim.h"
 #include "tessel/error.h"
@@ -527,6 +528,31 @@ TEST(CpuSmallShapes, SplitAmongThreadsInEqualRowsOrColumns) {
     int64_t races = -1;
     check_gemm_run([&](const LaunchArgs& args) { races = run_sim(program, args).race_count; },
                    GemmCase{c.m, c.n, c.k, 1.0, 0.0}, seed++);
+    EXPECT_EQ(races, 0);
+  }
+}
+
+// A small product 1 to 4 columns wider than 32: with AVX-512, where the edge takes
+// those columns as dot products (cpu_edge_dot_columns), the 32-wide atom and that
+// rest; elsewhere, or where k is too short, one wider atom (8x48). Each plan against
+// the oracle (alpha and beta too) and on the sim.
+TEST(CpuSmallShapes, ColumnsJustPast32TakeTheWideAtomOrADotProductRest) {
+  const bool dot = cpu_vector_lanes() == 16;
+  for (auto [m, n, k] : {std::array<int64_t, 3>{33, 33, 33}, {40, 36, 70}, {20, 34, 12}, {9, 35, 200}}) {
+    Plan p = default_gemm_plan(TargetKind::Cpu, m, n, k, GemmPrecision::F32, "", 1);
+    SCOPED_TRACE(p.to_string());
+    ASSERT_TRUE(p.direct);
+    const bool rest = dot && cpu_edge_dot_columns(n, k);
+    EXPECT_EQ(rest, dot && k != 12);
+    EXPECT_EQ(p.atom_n, rest ? 32 : 48);
+    GroupProgram program = compile_to_group(gemm_kernel(DType::F32), p, CompileOptions{}).program;
+    auto kernel = compile_cpu(program);
+    uint32_t seed = static_cast<uint32_t>(m * n + k);
+    check_gemm(*kernel, GemmCase{m, n, k, 1.0, 0.0}, seed++);
+    check_gemm(*kernel, GemmCase{m, n, k, -0.5, 1.25}, seed++);
+    int64_t races = -1;
+    check_gemm_run([&](const LaunchArgs& args) { races = run_sim(program, args).race_count; },
+                   GemmCase{m, n, k, 1.0, 0.0}, seed++);
     EXPECT_EQ(races, 0);
   }
 }

@@ -178,6 +178,57 @@ TEST(CpuSupport, MmaEdgeMatchesTheReferenceInsideItsBlock) {
   }
 }
 
+// With AVX-512, a block whose columns end 1 to 4 lanes into a vector takes those
+// columns as dot products along k where that is cheaper (cpu_support.cpp,
+// mma_edge_avx512): against an FP64 oracle, with C poisoned where it is overwritten
+// and NaN around the block (a read or a write past it shows). The cases straddle the
+// choice: k too short for dot products (the masked vector), k past the gathered
+// buffer, rows past a multiple of 4, columns 1 to 4 past whole vectors and alone.
+TEST(CpuSupport, MmaEdgeNarrowColumnTailsMatchFp64) {
+  std::mt19937 rng(29);
+  std::uniform_real_distribution<float> u(-1, 1);
+  const int64_t cases[][3] = {{33, 33, 33}, {7, 1, 40},  {5, 18, 64},  {9, 36, 100}, {13, 4, 17},
+                              {6, 3, 50},   {65, 65, 65}, {3, 2, 1030}, {1, 49, 23},  {100, 100, 100},
+                              {4, 20, 10}};
+  int dot = 0, masked = 0;
+  for (const auto& [rows, cols, kc] : cases) {
+    (cpu_edge_dot_columns(cols, kc) ? dot : masked) += 1;
+    const int64_t lda = kc + 3, ldb = cols + 5, ldc = cols + 2;
+    std::vector<float> a((rows + 1) * lda, NAN), b((kc + 1) * ldb, NAN), c((rows + 1) * ldc, NAN);
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t k = 0; k < kc; ++k) a[r * lda + k] = u(rng);
+    for (int64_t k = 0; k < kc; ++k)
+      for (int64_t j = 0; j < cols; ++j) b[k * ldb + j] = u(rng);
+    for (int overwrite : {1, 0}) {
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t j = 0; j < cols; ++j) c[r * ldc + j] = overwrite ? NAN : u(rng);
+      const std::vector<float> before = c;
+      cpu_mma_edge(kc, a.data(), b.data(), c.data(), ldc, lda, ldb, rows, cols, overwrite);
+      int bad = 0;
+      for (int64_t r = 0; r <= rows; ++r)
+        for (int64_t j = 0; j < ldc; ++j) {
+          const float got = c[r * ldc + j];
+          if (r == rows || j >= cols) {
+            if (!std::isnan(got) && bad++ < 5) ADD_FAILURE() << "wrote C[" << r << ", " << j << "] past the block";
+            continue;
+          }
+          double want = overwrite ? 0.0 : before[r * ldc + j], mag = std::abs(want);
+          for (int64_t k = 0; k < kc; ++k) {
+            want += double(a[r * lda + k]) * b[k * ldb + j];
+            mag += std::abs(double(a[r * lda + k]) * b[k * ldb + j]);
+          }
+          // fp32 sums of kc + 1 terms in any order: within (kc + 2) units of 2^-24 of
+          // the sum of their magnitudes.
+          if (!(std::abs(got - want) <= (kc + 2) * 0x1p-24 * mag) && bad++ < 5)
+            ADD_FAILURE() << rows << "x" << cols << " kc " << kc << " (overwrite " << overwrite << "): C[" << r
+                          << ", " << j << "] = " << got << ", want " << want;
+        }
+    }
+  }
+  EXPECT_GE(dot, 6);  // both sides of the choice
+  EXPECT_GE(masked, 3);
+}
+
 // The element offset of (r, c) of a window, as cpu_support.h defines the layouts.
 int64_t window_offset(const CpuWindow& w, int64_t r, int64_t c) {
   r += w.r0;
