@@ -1181,7 +1181,7 @@ Plan default_gemm_plan(TargetKind target, int64_t m, int64_t n, int64_t k, GemmP
     p.workers = 1;
     // A rest of 1 to 4 columns past 32 that the edge takes as dot products (AVX-512)
     // costs less than a wider atom's masked vector (33^3: 0.93 -> 0.80 us, Zen 4).
-    const bool dot_rest = cpu_vector_lanes() == 16 && n % kCpuAtomN == n % 16 && cpu_edge_dot_columns(n, bk);
+    const bool dot_rest = cpu_vector_lanes() == 16 && n % kCpuAtomN == n % 16 && cpu_edge_dot_columns(m, n, bk);
     for (const auto& [atom_m, atom_n] : kCpuNarrowAtoms)
       if (n > kCpuAtomN && n <= atom_n && !dot_rest) {
         // One block of columns, not a 32-wide one and a thin rest (docs/cpu_microkernel.md).

@@ -538,12 +538,14 @@ TEST(CpuSmallShapes, SplitAmongThreadsInEqualRowsOrColumns) {
 // the oracle (alpha and beta too) and on the sim.
 TEST(CpuSmallShapes, ColumnsJustPast32TakeTheWideAtomOrADotProductRest) {
   const bool dot = cpu_vector_lanes() == 16;
-  for (auto [m, n, k] : {std::array<int64_t, 3>{33, 33, 33}, {40, 36, 70}, {20, 34, 12}, {9, 35, 200}}) {
+  // {m, n, k, whether dot products pay}
+  for (auto [m, n, k, pays] : {std::array<int64_t, 4>{33, 33, 33, 1}, {40, 34, 70, 1}, {20, 34, 12, 0},
+                               {60, 35, 200, 1}, {8, 36, 40, 0}}) {
     Plan p = default_gemm_plan(TargetKind::Cpu, m, n, k, GemmPrecision::F32, "", 1);
     SCOPED_TRACE(p.to_string());
     ASSERT_TRUE(p.direct);
-    const bool rest = dot && cpu_edge_dot_columns(n, k);
-    EXPECT_EQ(rest, dot && k != 12);
+    const bool rest = dot && cpu_edge_dot_columns(m, n, k);
+    EXPECT_EQ(rest, dot && pays);
     EXPECT_EQ(p.atom_n, rest ? 32 : 48);
     GroupProgram program = compile_to_group(gemm_kernel(DType::F32), p, CompileOptions{}).program;
     auto kernel = compile_cpu(program);

@@ -187,12 +187,12 @@ TEST(CpuSupport, MmaEdgeMatchesTheReferenceInsideItsBlock) {
 TEST(CpuSupport, MmaEdgeNarrowColumnTailsMatchFp64) {
   std::mt19937 rng(29);
   std::uniform_real_distribution<float> u(-1, 1);
-  const int64_t cases[][3] = {{33, 33, 33}, {7, 1, 40},  {5, 18, 64},  {9, 36, 100}, {13, 4, 17},
-                              {6, 3, 50},   {65, 65, 65}, {3, 2, 1030}, {1, 49, 23},  {100, 100, 100},
-                              {4, 20, 10}};
+  const int64_t cases[][3] = {{33, 33, 33}, {7, 1, 40},   {40, 18, 64}, {50, 36, 100}, {13, 4, 17},
+                              {30, 3, 90},  {65, 65, 65}, {3, 2, 1030}, {1, 49, 23},   {100, 100, 100},
+                              {4, 20, 10},  {9, 36, 100}};
   int dot = 0, masked = 0;
   for (const auto& [rows, cols, kc] : cases) {
-    (cpu_edge_dot_columns(cols, kc) ? dot : masked) += 1;
+    (cpu_edge_dot_columns(rows, cols, kc) ? dot : masked) += 1;
     const int64_t lda = kc + 3, ldb = cols + 5, ldc = cols + 2;
     std::vector<float> a((rows + 1) * lda, NAN), b((kc + 1) * ldb, NAN), c((rows + 1) * ldc, NAN);
     for (int64_t r = 0; r < rows; ++r)
@@ -226,7 +226,7 @@ TEST(CpuSupport, MmaEdgeNarrowColumnTailsMatchFp64) {
     }
   }
   EXPECT_GE(dot, 6);  // both sides of the choice
-  EXPECT_GE(masked, 3);
+  EXPECT_GE(masked, 4);
 }
 
 // The element offset of (r, c) of a window, as cpu_support.h defines the layouts.

@@ -181,7 +181,7 @@ TEST(GemmCpu, DefaultPlansOfRaggedShapesOnCpuAndSim) {
     // Read in place with N past 32 but within 64: one column block, 8 x 48 or 6 x 64,
     // unless the edge takes the 1 to 4 columns past 32 as dot products (AVX-512;
     // CpuSmallShapes.ColumnsJustPast32TakeTheWideAtomOrADotProductRest).
-    const bool dot_rest = cpu_vector_lanes() == 16 && c.n <= 36 && cpu_edge_dot_columns(c.n, c.k);
+    const bool dot_rest = cpu_vector_lanes() == 16 && c.n <= 36 && cpu_edge_dot_columns(c.m, c.n, c.k);
     if (p.direct && c.n > 32 && c.n <= 64) {
       EXPECT_EQ(p.atom_m, dot_rest ? 12 : c.n <= 48 ? 8 : 6) << describe(c);
       EXPECT_EQ(p.atom_n, dot_rest ? 32 : c.n <= 48 ? 48 : 64) << describe(c);

@@ -260,7 +260,7 @@ bool mma_edge_avx512(int64_t kc, const float* a, const float* b, float* c, int64
   static const bool has = cpu_features().avx512;
   if (!has) return false;
   // The whole vectors as below, the last few columns as dot products.
-  if (cpu_edge_dot_columns(cols, kc)) {
+  if (cpu_edge_dot_columns(rows, cols, kc)) {
     const int64_t tail_cols = cols % 16, whole = cols - tail_cols;
     if (whole > 0) mma_edge_avx512(kc, a, b, c, ldc, lda, ldb, rows, whole, overwrite);
     edge_avx512::kDotColumns[tail_cols](kc, a, b + whole, c + whole, ldc, lda, ldb, rows, overwrite);
@@ -292,11 +292,13 @@ bool mma_edge_avx512(int64_t, const float*, const float*, float*, int64_t, int64
 
 }  // namespace
 
-bool cpu_edge_dot_columns(int64_t cols, int64_t kc) {
+bool cpu_edge_dot_columns(int64_t rows, int64_t cols, int64_t kc) {
   const int64_t tail_cols = cols % 16;
-  // 11: the lane sum's 8 operations and the rest of a dot product's fixed cost, as
-  // measured (with 8, 40x36x50 ran 2% slower than in the masked vector).
-  return tail_cols >= 1 && tail_cols <= 4 && kc <= kDotMaxK && tail_cols * ((kc + 15) / 16 + 11) < kc;
+  if (tail_cols < 1 || tail_cols > 4 || kc > kDotMaxK || rows < 1) return false;
+  // Per row: 11 for the lane sum's 8 operations and the rest of a dot product's fixed
+  // cost, as measured (with 8, 40x36x50 ran 2% slower than in the masked vector), and
+  // the gathered B columns (a load and a store an element) shared among the rows.
+  return tail_cols * ((kc + 15) / 16 + 11) + 2 * tail_cols * kc / rows < kc;
 }
 
 void cpu_mma_edge(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, int64_t lda, int64_t ldb,
@@ -315,6 +317,15 @@ void cpu_mma_blocks(const void* ukr, int64_t kc, const float* a, int64_t a_step,
                     int64_t blocks_c, int64_t rows_valid, int64_t cols_valid, int in_place, int overwrite) {
   using Ukr = void (*)(int64_t, const float*, const float*, float*, int64_t, int64_t, int64_t, int);
   const Ukr kernel = reinterpret_cast<Ukr>(const_cast<void*>(ukr));  // null: every block by cpu_mma_edge
+  if (!kernel && (blocks_r == 1 || a_step == br * lda)) {
+    // cpu_mma_edge blocks the rows itself: one call a column block, over every valid
+    // row (what it sets up once, such as dot_columns's gathered B, serves them all).
+    const int64_t rows = std::min(blocks_r * br, rows_valid);
+    for (int64_t j = 0; j < blocks_c && j * bc < cols_valid; ++j)
+      cpu_mma_edge(kc, a, b + j * b_step, c + j * bc, ldc, lda, ldb, rows, std::min(bc, cols_valid - j * bc),
+                   overwrite);
+    return;
+  }
   for (int64_t j = 0; j < blocks_c && j * bc < cols_valid; ++j)
     for (int64_t i = 0; i < blocks_r && i * br < rows_valid; ++i) {
       const float* ai = a + i * a_step;

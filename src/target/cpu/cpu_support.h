@@ -45,16 +45,17 @@ void cpu_copy_guarded(const CpuWindow* src, const CpuWindow* dst, int64_t rows, 
 // rows and columns is read or written; kc, rows or cols 0 leave C as it was (rows or
 // cols) or zero its block (kc with overwrite). On a CPU with AVX-512 it runs in
 // vectors, the last one of a row masked (cpu_support.cpp); elsewhere in scalar loops.
-// With AVX-512, where cpu_edge_dot_columns(cols, kc), the last cols % 16 columns are
+// With AVX-512, where cpu_edge_dot_columns(rows, cols, kc), the last cols % 16 columns are
 // dot products along k instead: 16 partial sums in k order, then added together.
 void cpu_mma_edge(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, int64_t lda, int64_t ldb,
                   int64_t rows, int64_t cols, int overwrite);
 
 // Whether cpu_mma_edge, on a CPU with AVX-512, takes a block's last cols % 16 columns
 // as dot products: 1 to 4 of them, with kc long enough that an FMA a row, a column
-// and 16 k plus a lane sum (about 11 operations, measured) cost less than the masked
-// vector's FMA a row and a k. The planner asks it too (a 32-wide atom and such a rest).
-bool cpu_edge_dot_columns(int64_t cols, int64_t kc);
+// and 16 k plus a lane sum (about 11 operations, measured), and the gathered columns'
+// share, cost less than the masked vector's FMA a row and a k. The planner asks it
+// too (a 32-wide atom and such a rest).
+bool cpu_edge_dot_columns(int64_t rows, int64_t cols, int64_t kc);
 
 // Entry 2. A worker part's run of micro-kernel blocks (the loops the emitter writes
 // around a built-in micro-kernel, cpu_microkernel.h): blocks_r x blocks_c blocks of
