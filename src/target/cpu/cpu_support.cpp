@@ -125,35 +125,50 @@ namespace edge_avx512 {
 typedef float Vf __attribute__((vector_size(64)));
 typedef float Vfu __attribute__((vector_size(64), aligned(4)));
 
+typedef float Vh __attribute__((vector_size(32)));
+typedef float Vhu __attribute__((vector_size(32), aligned(4)));
+
 // cpu_mma_edge's operation on R rows and V vectors of columns whose last vector
 // holds the lanes in `tail` (a mask: B's and C's other lanes are not touched, so
 // nothing past the block is read or written). Registers: R x V accumulators, V B
 // vectors, A broadcast from memory (R x V + V <= 32). A's rows from one pointer per
 // 4 rows at 0, lda, 2 lda, 3 lda (a pointer a row runs out of registers).
-template <int R, int V>
+// Half: the last vector is 8 lanes (256 bits; tail within its first 8): no more
+// instructions than a 16-lane one, and twice as many a cycle where a 512-bit FMA
+// takes both 256-bit pipes (Zen 4).
+template <int R, int V, bool Half>
 __attribute__((noinline)) void block(int64_t kc, const float* a, const float* b, float* c, int64_t ldc,
                                      int64_t lda, int64_t ldb, unsigned short tail, int overwrite) {
-  constexpr int G = (R + 3) / 4;
+  constexpr int G = (R + 3) / 4, W = Half ? V - 1 : V;  // W: the 16-lane vectors
   const float* ap[G];
 #pragma GCC unroll 4
   for (int g = 0; g < G; ++g) ap[g] = a + 4 * g * lda;
   const int64_t lda2 = 2 * lda, lda3 = 3 * lda;
+  const auto tail_half = static_cast<unsigned char>(tail);
   Vf acc[R][V];
+  Vh acc_half[R];
 #pragma GCC unroll 16
-  for (int r = 0; r < R; ++r)
+  for (int r = 0; r < R; ++r) {
+    acc_half[r] = Vh{};
 #pragma GCC unroll 4
     for (int v = 0; v < V; ++v) acc[r][v] = Vf{};
+  }
   for (int64_t k = 0; k < kc; ++k, b += ldb) {
     Vf bv[V];
+    Vh bh = {};
 #pragma GCC unroll 4
     for (int v = 0; v + 1 < V; ++v) bv[v] = *(const Vfu*)(b + 16 * v);
-    bv[V - 1] = __builtin_ia32_loadups512_mask(b + 16 * (V - 1), Vf{}, tail);
+    if (Half)
+      bh = __builtin_ia32_loadups256_mask(b + 16 * (V - 1), Vh{}, tail_half);
+    else
+      bv[V - 1] = __builtin_ia32_loadups512_mask(b + 16 * (V - 1), Vf{}, tail);
 #pragma GCC unroll 16
     for (int r = 0; r < R; ++r) {
       const float* p = ap[r / 4] + k;
       const float s = r % 4 == 0 ? p[0] : r % 4 == 1 ? p[lda] : r % 4 == 2 ? p[lda2] : p[lda3];
 #pragma GCC unroll 4
-      for (int v = 0; v < V; ++v) acc[r][v] += s * bv[v];
+      for (int v = 0; v < W; ++v) acc[r][v] += s * bv[v];
+      if (Half) acc_half[r] += s * bh;
     }
   }
 #pragma GCC unroll 16
@@ -164,8 +179,13 @@ __attribute__((noinline)) void block(int64_t kc, const float* a, const float* b,
       if (!overwrite) acc[r][v] += *(const Vfu*)(cr + 16 * v);
       *(Vfu*)(cr + 16 * v) = acc[r][v];
     }
-    if (!overwrite) acc[r][V - 1] += __builtin_ia32_loadups512_mask(cr + 16 * (V - 1), Vf{}, tail);
-    __builtin_ia32_storeups512_mask(cr + 16 * (V - 1), acc[r][V - 1], tail);
+    if (Half) {
+      if (!overwrite) acc_half[r] += __builtin_ia32_loadups256_mask(cr + 16 * (V - 1), Vh{}, tail_half);
+      __builtin_ia32_storeups256_mask(cr + 16 * (V - 1), acc_half[r], tail_half);
+    } else {
+      if (!overwrite) acc[r][V - 1] += __builtin_ia32_loadups512_mask(cr + 16 * (V - 1), Vf{}, tail);
+      __builtin_ia32_storeups512_mask(cr + 16 * (V - 1), acc[r][V - 1], tail);
+    }
   }
 }
 
@@ -173,15 +193,20 @@ using Block = void (*)(int64_t, const float*, const float*, float*, int64_t, int
 // The most rows a block of V vectors holds: 16 (the largest atom's), 14, 9, 6.
 constexpr int kMaxRows[5] = {0, 16, 14, 9, 6};
 
-template <int V, int... I>
+template <int V, bool Half, int... I>
 constexpr std::array<Block, sizeof...(I)> blocks_of(std::integer_sequence<int, I...>) {
-  return {&block<I + 1, V>...};
+  return {&block<I + 1, V, Half>...};
 }
-const std::array<Block, 16> kBlocks1 = blocks_of<1>(std::make_integer_sequence<int, 16>());
-const std::array<Block, 14> kBlocks2 = blocks_of<2>(std::make_integer_sequence<int, 14>());
-const std::array<Block, 9> kBlocks3 = blocks_of<3>(std::make_integer_sequence<int, 9>());
-const std::array<Block, 6> kBlocks4 = blocks_of<4>(std::make_integer_sequence<int, 6>());
-const Block* const kBlocks[5] = {nullptr, kBlocks1.data(), kBlocks2.data(), kBlocks3.data(), kBlocks4.data()};
+template <bool Half>
+struct BlockTable {
+  static constexpr std::array<Block, 16> k1 = blocks_of<1, Half>(std::make_integer_sequence<int, 16>());
+  static constexpr std::array<Block, 14> k2 = blocks_of<2, Half>(std::make_integer_sequence<int, 14>());
+  static constexpr std::array<Block, 9> k3 = blocks_of<3, Half>(std::make_integer_sequence<int, 9>());
+  static constexpr std::array<Block, 6> k4 = blocks_of<4, Half>(std::make_integer_sequence<int, 6>());
+  static constexpr const Block* of[5] = {nullptr, k1.data(), k2.data(), k3.data(), k4.data()};
+};
+// kBlocks[half][V][R - 1]: half where the last vector's lanes are within its first 8.
+const Block* const* const kBlocks[2] = {BlockTable<false>::of, BlockTable<true>::of};
 
 // The sum of x's lanes: halves added, 16 -> 8 -> 4 -> 2 -> 1.
 inline float lane_sum(Vf x) {
@@ -268,18 +293,19 @@ bool mma_edge_avx512(int64_t kc, const float* a, const float* b, float* c, int64
   }
   const int64_t v = (std::min<int64_t>(cols, 64) + 15) >> 4;
   if (cols <= 64 && rows <= edge_avx512::kMaxRows[v]) {  // one block (a unit's edge blocks): no divisions
-    const auto tail = static_cast<unsigned short>((1u << (cols - 16 * (v - 1))) - 1);
-    edge_avx512::kBlocks[v][rows - 1](kc, a, b, c, ldc, lda, ldb, tail, overwrite);
+    const int64_t lanes = cols - 16 * (v - 1);
+    const auto tail = static_cast<unsigned short>((1u << lanes) - 1);
+    edge_avx512::kBlocks[lanes <= 8][v][rows - 1](kc, a, b, c, ldc, lda, ldb, tail, overwrite);
     return true;
   }
   for (int64_t j0 = 0; j0 < cols; j0 += 64) {
-    const int64_t w = std::min<int64_t>(64, cols - j0), v = (w + 15) / 16;
-    const auto tail = static_cast<unsigned short>((1u << (w - 16 * (v - 1))) - 1);
+    const int64_t w = std::min<int64_t>(64, cols - j0), v = (w + 15) / 16, lanes = w - 16 * (v - 1);
+    const auto tail = static_cast<unsigned short>((1u << lanes) - 1);
     const int64_t chunks = (rows + edge_avx512::kMaxRows[v] - 1) / edge_avx512::kMaxRows[v];
     for (int64_t i = 0; i < chunks; ++i) {
       const int64_t r0 = rows * i / chunks, r1 = rows * (i + 1) / chunks;
-      edge_avx512::kBlocks[v][r1 - r0 - 1](kc, a + r0 * lda, b + j0, c + r0 * ldc + j0, ldc, lda, ldb, tail,
-                                           overwrite);
+      edge_avx512::kBlocks[lanes <= 8][v][r1 - r0 - 1](kc, a + r0 * lda, b + j0, c + r0 * ldc + j0, ldc, lda, ldb,
+                                                       tail, overwrite);
     }
   }
   return true;
