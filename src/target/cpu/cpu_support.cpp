@@ -125,8 +125,7 @@ namespace edge_avx512 {
 typedef float Vf __attribute__((vector_size(64)));
 typedef float Vfu __attribute__((vector_size(64), aligned(4)));
 
-typedef float Vh __attribute__((vector_size(32)));
-typedef float Vhu __attribute__((vector_size(32), aligned(4)));
+typedef float Vh __attribute__((vector_size(32)));  // half a vector: 8 lanes
 
 // cpu_mma_edge's operation on R rows and V vectors of columns whose last vector
 // holds the lanes in `tail` (a mask: B's and C's other lanes are not touched, so
@@ -210,9 +209,8 @@ const Block* const* const kBlocks[2] = {BlockTable<false>::of, BlockTable<true>:
 
 // The sum of x's lanes: halves added, 16 -> 8 -> 4 -> 2 -> 1.
 inline float lane_sum(Vf x) {
-  typedef float V8 __attribute__((vector_size(32)));
   typedef float V4 __attribute__((vector_size(16)));
-  const V8 h = __builtin_shufflevector(x, x, 0, 1, 2, 3, 4, 5, 6, 7) +
+  const Vh h = __builtin_shufflevector(x, x, 0, 1, 2, 3, 4, 5, 6, 7) +
                __builtin_shufflevector(x, x, 8, 9, 10, 11, 12, 13, 14, 15);
   const V4 q = __builtin_shufflevector(h, h, 0, 1, 2, 3) + __builtin_shufflevector(h, h, 4, 5, 6, 7);
   return (q[0] + q[2]) + (q[1] + q[3]);
