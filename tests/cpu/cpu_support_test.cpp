@@ -136,12 +136,34 @@ TEST(CpuPrebuilt, TheUnitCallsTheBuiltInKernels) {
   EXPECT_NE(short_k.find("static void tsl_ukr_10x32_"), std::string::npos) << short_k;
 }
 
+// An edge block's operands for cpu_mma_edge: A (rows x kc) and B (kc x cols) random
+// in [-1, 1), with row strides past them and everything else NaN (a read of it would
+// show in C); C's block set by fill_c, its surroundings NaN (a write would show).
+struct EdgeOperands {
+  int64_t rows, cols, kc, lda, ldb, ldc;
+  std::vector<float> a, b, c;
+  EdgeOperands(int64_t rows_, int64_t cols_, int64_t kc_, std::mt19937& rng)
+      : rows(rows_), cols(cols_), kc(kc_), lda(kc_ + 3), ldb(cols_ + 5), ldc(cols_ + 2),
+        a((rows_ + 1) * lda, NAN), b((kc_ + 1) * ldb, NAN), c((rows_ + 1) * ldc, NAN) {
+    std::uniform_real_distribution<float> u(-1, 1);
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t k = 0; k < kc; ++k) a[r * lda + k] = u(rng);
+    for (int64_t k = 0; k < kc; ++k)
+      for (int64_t j = 0; j < cols; ++j) b[k * ldb + j] = u(rng);
+  }
+  // C's block NaN where the product overwrites it, else random.
+  void fill_c(int overwrite, std::mt19937& rng) {
+    std::uniform_real_distribution<float> u(-1, 1);
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t j = 0; j < cols; ++j) c[r * ldc + j] = overwrite ? NAN : u(rng);
+  }
+};
+
 // The edge block of an in-place product: only rows x cols of A's rows, B's columns
 // and C are touched (everything else NaN: a read of it would show in C, a write
 // outside would change it), accumulating and overwriting, against the reference.
 TEST(CpuSupport, MmaEdgeMatchesTheReferenceInsideItsBlock) {
   std::mt19937 rng(11);
-  std::uniform_real_distribution<float> u(-1, 1);
   auto edge = reinterpret_cast<void (*)(int64_t, const float*, const float*, float*, int64_t, int64_t, int64_t,
                                         int64_t, int64_t, int)>(cpu_support_table()[1]);
   ASSERT_EQ(edge, &cpu_mma_edge);
@@ -151,15 +173,12 @@ TEST(CpuSupport, MmaEdgeMatchesTheReferenceInsideItsBlock) {
                               {4, 0, 3},   {16, 64, 29}, {17, 45, 30}, {13, 130, 7}, {30, 16, 5},
                               {9, 48, 64}, {6, 63, 1}};
   for (const auto& [rows, cols, kc] : cases) {
-    const int64_t lda = kc + 3, ldb = cols + 5, ldc = cols + 2;
-    std::vector<float> a((rows + 1) * lda, NAN), b((kc + 1) * ldb, NAN), c((rows + 1) * ldc, NAN);
-    for (int64_t r = 0; r < rows; ++r)
-      for (int64_t k = 0; k < kc; ++k) a[r * lda + k] = u(rng);
-    for (int64_t k = 0; k < kc; ++k)
-      for (int64_t j = 0; j < cols; ++j) b[k * ldb + j] = u(rng);
+    EdgeOperands e(rows, cols, kc, rng);
+    const auto &a = e.a, &b = e.b;
+    auto& c = e.c;
+    const int64_t lda = e.lda, ldb = e.ldb, ldc = e.ldc;
     for (int overwrite : {0, 1}) {
-      for (int64_t r = 0; r < rows; ++r)
-        for (int64_t j = 0; j < cols; ++j) c[r * ldc + j] = overwrite ? NAN : u(rng);
+      e.fill_c(overwrite, rng);
       std::vector<float> want = c;
       if (rows > 0 && cols > 0)
         cpu_microkernel_reference(rows, cols, kc, a.data(), lda, b.data(), ldb, want.data(), ldc, overwrite);
@@ -179,29 +198,25 @@ TEST(CpuSupport, MmaEdgeMatchesTheReferenceInsideItsBlock) {
 }
 
 // With AVX-512, a block whose columns end 1 to 4 lanes into a vector takes those
-// columns as dot products along k where that is cheaper (cpu_support.cpp,
-// mma_edge_avx512): against an FP64 oracle, with C poisoned where it is overwritten
+// columns as dot products along k where that is cheaper (cpu_edge_dot_columns):
+// against an FP64 oracle, with C poisoned where it is overwritten
 // and NaN around the block (a read or a write past it shows). The cases straddle the
 // choice: k too short for dot products (the masked vector), k past the gathered
 // buffer, rows past a multiple of 4, columns 1 to 4 past whole vectors and alone.
 TEST(CpuSupport, MmaEdgeNarrowColumnTailsMatchFp64) {
   std::mt19937 rng(29);
-  std::uniform_real_distribution<float> u(-1, 1);
   const int64_t cases[][3] = {{33, 33, 33}, {7, 1, 40},   {40, 18, 64}, {50, 36, 100}, {13, 4, 17},
                               {30, 3, 90},  {65, 65, 65}, {3, 2, 1030}, {1, 49, 23},   {100, 100, 100},
                               {4, 20, 10},  {9, 36, 100}};
   int dot = 0, masked = 0;
   for (const auto& [rows, cols, kc] : cases) {
     (cpu_edge_dot_columns(rows, cols, kc) ? dot : masked) += 1;
-    const int64_t lda = kc + 3, ldb = cols + 5, ldc = cols + 2;
-    std::vector<float> a((rows + 1) * lda, NAN), b((kc + 1) * ldb, NAN), c((rows + 1) * ldc, NAN);
-    for (int64_t r = 0; r < rows; ++r)
-      for (int64_t k = 0; k < kc; ++k) a[r * lda + k] = u(rng);
-    for (int64_t k = 0; k < kc; ++k)
-      for (int64_t j = 0; j < cols; ++j) b[k * ldb + j] = u(rng);
+    EdgeOperands e(rows, cols, kc, rng);
+    const auto &a = e.a, &b = e.b;
+    auto& c = e.c;
+    const int64_t lda = e.lda, ldb = e.ldb, ldc = e.ldc;
     for (int overwrite : {1, 0}) {
-      for (int64_t r = 0; r < rows; ++r)
-        for (int64_t j = 0; j < cols; ++j) c[r * ldc + j] = overwrite ? NAN : u(rng);
+      e.fill_c(overwrite, rng);
       const std::vector<float> before = c;
       cpu_mma_edge(kc, a.data(), b.data(), c.data(), ldc, lda, ldb, rows, cols, overwrite);
       int bad = 0;
