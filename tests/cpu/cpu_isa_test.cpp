@@ -559,6 +559,35 @@ TEST(CpuSmallShapes, ColumnsJustPast32TakeTheWideAtomOrADotProductRest) {
   }
 }
 
+// A small product whose columns end inside a vector: with AVX-512 the unit calls
+// cpu_mma_edge's blocks itself (cpu_edge_block) while its blocks are whole and k is
+// the tile's, and goes through cpu_mma_blocks otherwise. Each plan against the oracle
+// on its own shape (alpha and beta too), on rows or columns short of the tile, and
+// on a k past it (a second, short k block), and on the sim.
+TEST(CpuSmallShapes, WholeEdgeBlocksAreCalledFromTheUnit) {
+  const bool avx512 = detected_cpu_isa() == CpuIsa::Avx512 && cpu_prebuilt_count > 0;
+  for (auto [m, n, k] : {std::array<int64_t, 3>{8, 8, 8}, {5, 7, 9}, {13, 40, 7}, {20, 20, 20}, {3, 50, 5},
+                         {30, 12, 17}}) {
+    Plan p = default_gemm_plan(TargetKind::Cpu, m, n, k, GemmPrecision::F32, "", 1);
+    SCOPED_TRACE(p.to_string());
+    ASSERT_TRUE(p.direct);
+    GroupProgram program = compile_to_group(gemm_kernel(DType::F32), p, CompileOptions{}).program;
+    const std::string unit = emit_cpu(program, detected_cpu_isa());
+    EXPECT_EQ(unit.find("((tsl_edge_lookup_t)table[3])") != std::string::npos, avx512) << unit;
+    auto kernel = compile_cpu(program);
+    uint32_t seed = static_cast<uint32_t>(m * n + k);
+    check_gemm(*kernel, GemmCase{m, n, k, 1.0, 0.0}, seed++);
+    check_gemm(*kernel, GemmCase{m, n, k, -0.5, 1.25}, seed++);
+    check_gemm(*kernel, GemmCase{m - 1, n, k, 1.0, 0.0}, seed++);
+    check_gemm(*kernel, GemmCase{m, n - 1, k, 1.0, 0.0}, seed++);
+    check_gemm(*kernel, GemmCase{m, n, k + 3, 0.75, 0.5}, seed++);
+    int64_t races = -1;
+    check_gemm_run([&](const LaunchArgs& args) { races = run_sim(program, args).race_count; },
+                   GemmCase{m, n, k, 1.0, 0.0}, seed++);
+    EXPECT_EQ(races, 0);
+  }
+}
+
 // The same programs on the simulator: the same answers, and no races between the
 // parts (or between the groups' stores).
 TEST(CpuBlockedGemm, ProgramsRunOnTheSimWithoutRaces) {

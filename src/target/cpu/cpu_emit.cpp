@@ -318,6 +318,17 @@ class Emitter {
       s += "static " + type + " " + name + ";\n";
       bind += "  " + name + " = (" + type + ")table[" + num(kCpuSupportPrebuiltBase + index) + "];\n";
     }
+    // cpu_mma_edge's blocks that the unit calls itself (emit_mma), looked up once.
+    if (!edge_blocks_.empty())
+      s += "// cpu_mma_edge's AVX-512 blocks (cpu_support.h: cpu_edge_block, entry 3)\n"
+           "typedef void (*tsl_edge_block_t)(int64_t, const float*, const float*, float*, int64_t, int64_t, int64_t,\n"
+           "                                 unsigned short, int);\n"
+           "typedef tsl_edge_block_t (*tsl_edge_lookup_t)(int64_t, int64_t);\n";
+    for (const auto& [rows, cols] : edge_blocks_) {
+      const std::string name = edge_block_name(rows, cols);
+      s += "static tsl_edge_block_t " + name + ";\n";
+      bind += "  " + name + " = ((tsl_edge_lookup_t)table[3])(" + num(rows) + ", " + num(cols) + ");\n";
+    }
     s += "extern \"C\" void tessel_bind(void* const* table) {\n" + bind + "}\n";
     s += "\nextern \"C\" int64_t tessel_scratch_floats(void) { return " + num(scratch_floats_) +
          "; }\n\n";
@@ -1671,11 +1682,36 @@ class Emitter {
           const int64_t blocks_r = (r1 - r0) / br, blocks_c = (c1 - c0) / bc;
           // A few blocks, all inside the valid part: each kernel called here, without
           // cpu_mma_blocks's loops (a small product's call path; 32^3 is three blocks).
-          const bool inline_calls = !masked_edge && blocks_r * blocks_c <= kCpuInlineBlocks;
+          // Masked-edge blocks likewise, where cpu_mma_edge would run them as whole
+          // blocks of its own (cpu_edge_block): at 8^3 or 13x40x7 its dispatch and
+          // cpu_mma_blocks's cost about as much as the blocks.
+          std::vector<std::string> edge_calls;
+          if (masked_edge && (blocks_r == 1 || a_global)) {
+            // cpu_mma_blocks hands cpu_mma_edge every row of a column block at once
+            // (rows of A a row stride apart), which splits them into near-equal chunks.
+            const int64_t rows = r1 - r0, most = cpu_edge_block_rows(bc), chunks = ceil_div(rows, most);
+            const int64_t v = ceil_div(bc, isa_.lanes), tail = (int64_t{1} << (bc - isa_.lanes * (v - 1))) - 1;
+            if (bc <= 64 && blocks_c * chunks <= kCpuInlineBlocks && !cpu_edge_dot_columns(rows, bc, op.k))
+              for (int64_t j = 0; j < blocks_c; ++j)
+                for (int64_t i = 0; i < chunks; ++i) {
+                  const int64_t ra = r0 + rows * i / chunks, rb = r0 + rows * (i + 1) / chunks;
+                  edge_blocks_.insert({rb - ra, bc});
+                  edge_calls.push_back(edge_block_name(rb - ra, bc) + "(kv, &" + a.at(r0s + " + " + num(ra), "0") +
+                                       ", &" + b.at("0", c0s + " + " + num(c0 + j * bc)) + ", " + c + " + " + num(ra) +
+                                       " * " + ldc + " + " + num(c0 + j * bc) + ", " + ldc + ", " + lda_arg + ", " +
+                                       ldb_arg + ", " + num(tail) + ", overwrite);");
+                }
+          }
+          const bool inline_calls = !edge_calls.empty() || (!masked_edge && blocks_r * blocks_c <= kCpuInlineBlocks);
           if (inline_calls) {
-            open("if (mv - (" + r0s + " + " + num(r0) + ") >= " + num(r1 - r0) + " && nv - (" + c0s + " + " + num(c0) +
-                 ") >= " + num(c1 - c0) + ")");
-            for (int64_t j = 0; j < blocks_c; ++j)
+            // (An edge block is null without AVX-512, and runs whole k blocks only: its
+            // choice against dot products was made for the tile's k.)
+            const std::string edge_ok =
+                edge_calls.empty() ? "" : edge_calls[0].substr(0, edge_calls[0].find('(')) + " && kv == " + num(op.k) + " && ";
+            open("if (" + edge_ok + "mv - (" + r0s + " + " + num(r0) + ") >= " + num(r1 - r0) + " && nv - (" + c0s +
+                 " + " + num(c0) + ") >= " + num(c1 - c0) + ")");
+            for (const std::string& call : edge_calls) line(call);
+            for (int64_t j = 0; edge_calls.empty() && j < blocks_c; ++j)
               for (int64_t i = 0; i < blocks_r; ++i)
                 line(name + "(kv, &" + a.at(r0s + " + " + num(r0 + i * br), "0") + ", &" +
                      b.at("0", c0s + " + " + num(c0 + j * bc)) + ", " + c + " + " + num(r0 + i * br) + " * " + ldc +
@@ -1839,6 +1875,11 @@ class Emitter {
   std::map<std::string, std::string> microkernels_;
   // Built-in functions the unit calls: its pointer's name -> cpu_prebuilt_microkernels index.
   std::map<std::string, int> prebuilt_;
+  std::set<std::pair<int64_t, int64_t>> edge_blocks_;
+  static std::string edge_block_name(int64_t rows, int64_t cols) {
+    return "tsl_edge_" + std::to_string(rows) + "x" + std::to_string(cols);
+  }
+  static std::string edge_block_name(const std::pair<int64_t, int64_t>& b) { return edge_block_name(b.first, b.second); }  // rows x cols of cpu_edge_block the unit calls
   // find_first_writes: fill id -> the condition under which it is skipped; mma id ->
   // its overwrite flag.
   std::map<int, std::string> skip_fill_, overwrite_;

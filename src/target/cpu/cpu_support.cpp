@@ -117,6 +117,10 @@ namespace {
 // into a buffer on the stack.
 constexpr int64_t kDotMaxK = 1024;
 
+// The most rows of one edge block of V vectors (index V): 16 (the largest atom's), 14,
+// 9, 6: R x V accumulators and V B vectors within 32 registers.
+constexpr int kEdgeMaxRows[5] = {0, 16, 14, 9, 6};
+
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #pragma GCC push_options
 #pragma GCC target("arch=x86-64-v4,prefer-vector-width=512")
@@ -188,9 +192,7 @@ __attribute__((noinline)) void block(int64_t kc, const float* a, const float* b,
   }
 }
 
-using Block = void (*)(int64_t, const float*, const float*, float*, int64_t, int64_t, int64_t, unsigned short, int);
-// The most rows a block of V vectors holds: 16 (the largest atom's), 14, 9, 6.
-constexpr int kMaxRows[5] = {0, 16, 14, 9, 6};
+using Block = CpuEdgeBlock;
 
 template <int V, bool Half, int... I>
 constexpr std::array<Block, sizeof...(I)> blocks_of(std::integer_sequence<int, I...>) {
@@ -277,7 +279,7 @@ const DotColumns kDotColumns[5] = {nullptr, &dot_columns<1>, &dot_columns<2>, &d
 #pragma GCC pop_options
 
 // cpu_mma_edge in AVX-512 blocks of up to 4 vectors of columns, rows in near-equal
-// chunks of at most kMaxRows; false where the CPU has no AVX-512.
+// chunks of at most kEdgeMaxRows; false where the CPU has no AVX-512.
 bool mma_edge_avx512(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, int64_t lda,
                      int64_t ldb, int64_t rows, int64_t cols, int overwrite) {
   static const bool has = cpu_features().avx512;
@@ -290,7 +292,7 @@ bool mma_edge_avx512(int64_t kc, const float* a, const float* b, float* c, int64
     return true;
   }
   const int64_t v = (std::min<int64_t>(cols, 64) + 15) >> 4;
-  if (cols <= 64 && rows <= edge_avx512::kMaxRows[v]) {  // one block (a unit's edge blocks): no divisions
+  if (cols <= 64 && rows <= kEdgeMaxRows[v]) {  // one block (a unit's edge blocks): no divisions
     const int64_t lanes = cols - 16 * (v - 1);
     const auto tail = static_cast<unsigned short>((1u << lanes) - 1);
     edge_avx512::kBlocks[lanes <= 8][v][rows - 1](kc, a, b, c, ldc, lda, ldb, tail, overwrite);
@@ -299,7 +301,7 @@ bool mma_edge_avx512(int64_t kc, const float* a, const float* b, float* c, int64
   for (int64_t j0 = 0; j0 < cols; j0 += 64) {
     const int64_t w = std::min<int64_t>(64, cols - j0), v = (w + 15) / 16, lanes = w - 16 * (v - 1);
     const auto tail = static_cast<unsigned short>((1u << lanes) - 1);
-    const int64_t chunks = (rows + edge_avx512::kMaxRows[v] - 1) / edge_avx512::kMaxRows[v];
+    const int64_t chunks = (rows + kEdgeMaxRows[v] - 1) / kEdgeMaxRows[v];
     for (int64_t i = 0; i < chunks; ++i) {
       const int64_t r0 = rows * i / chunks, r1 = rows * (i + 1) / chunks;
       edge_avx512::kBlocks[lanes <= 8][v][r1 - r0 - 1](kc, a + r0 * lda, b + j0, c + r0 * ldc + j0, ldc, lda, ldb,
@@ -308,13 +310,28 @@ bool mma_edge_avx512(int64_t kc, const float* a, const float* b, float* c, int64
   }
   return true;
 }
+
+// The block of rows x cols (within cpu_edge_block's bounds); null without AVX-512.
+CpuEdgeBlock edge_block_avx512(int64_t rows, int64_t cols) {
+  static const bool has = cpu_features().avx512;
+  const int64_t v = (cols + 15) >> 4, lanes = cols - 16 * (v - 1);
+  return has ? edge_avx512::kBlocks[lanes <= 8][v][rows - 1] : nullptr;
+}
 #else
 bool mma_edge_avx512(int64_t, const float*, const float*, float*, int64_t, int64_t, int64_t, int64_t, int64_t, int) {
   return false;
 }
+CpuEdgeBlock edge_block_avx512(int64_t, int64_t) { return nullptr; }
 #endif
 
 }  // namespace
+
+int64_t cpu_edge_block_rows(int64_t cols) { return kEdgeMaxRows[(std::clamp<int64_t>(cols, 1, 64) + 15) >> 4]; }
+
+CpuEdgeBlock cpu_edge_block(int64_t rows, int64_t cols) {
+  if (cols < 1 || cols > 64 || rows < 1 || rows > cpu_edge_block_rows(cols)) return nullptr;
+  return edge_block_avx512(rows, cols);
+}
 
 bool cpu_edge_dot_columns(int64_t rows, int64_t cols, int64_t kc) {
   const int64_t tail_cols = cols % 16;
@@ -378,6 +395,7 @@ void* const* cpu_support_table() {
   static const std::vector<void*> table = [] {
     std::vector<void*> t = {reinterpret_cast<void*>(&cpu_copy_guarded), reinterpret_cast<void*>(&cpu_mma_edge),
                             reinterpret_cast<void*>(&cpu_mma_blocks)};
+    t.push_back(reinterpret_cast<void*>(&cpu_edge_block));
     t.insert(t.end(), cpu_prebuilt_microkernels, cpu_prebuilt_microkernels + cpu_prebuilt_count);
     return t;
   }();

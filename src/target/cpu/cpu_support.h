@@ -14,7 +14,8 @@
 //   entry 0       cpu_copy_guarded (below)
 //   entry 1       cpu_mma_edge (below)
 //   entry 2       cpu_mma_blocks (below)
-//   entry 3 + i   cpu_prebuilt_microkernels[i], 0 <= i < cpu_prebuilt_count: the fp32
+//   entry 3       cpu_edge_block (below)
+//   entry 4 + i   cpu_prebuilt_microkernels[i], 0 <= i < cpu_prebuilt_count: the fp32
 //                 micro-kernels built into tessel (cpu_microkernel.h), in the index
 //                 order of cpu_prebuilt_microkernel(mr, nr, isa)
 #pragma once
@@ -56,6 +57,19 @@ void cpu_mma_edge(int64_t kc, const float* a, const float* b, float* c, int64_t 
 // share, cost less than the masked vector's FMA a row and a k. The planner asks it
 // too (a 32-wide atom and such a rest).
 bool cpu_edge_dot_columns(int64_t rows, int64_t cols, int64_t kc);
+// One of cpu_mma_edge's AVX-512 blocks, for a unit that calls it itself (a small
+// product's few whole blocks, where cpu_mma_blocks's and cpu_mma_edge's dispatch
+// cost as much as the block): cpu_mma_edge's operation on `rows` x `cols` with
+//   block(kc, a, b, c, ldc, lda, ldb, tail, overwrite),  tail = the last vector's
+// lanes as a mask ((1 << (cols - 16 * (ceil(cols / 16) - 1))) - 1),
+// where cpu_mma_edge itself would run that one block: cols <= 64, rows at most
+// cpu_edge_block_rows(cols), and not cpu_edge_dot_columns(rows, cols, kc).
+using CpuEdgeBlock = void (*)(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, int64_t lda,
+                              int64_t ldb, unsigned short tail, int overwrite);
+// Entry 3. The block of rows x cols; null without AVX-512 or where there is none.
+CpuEdgeBlock cpu_edge_block(int64_t rows, int64_t cols);
+// The most rows of one block `cols` wide (1 to 64): 16, 14, 9 or 6 for 1 to 4 vectors.
+int64_t cpu_edge_block_rows(int64_t cols);
 
 // Entry 2. A worker part's run of micro-kernel blocks (the loops the emitter writes
 // around a built-in micro-kernel, cpu_microkernel.h): blocks_r x blocks_c blocks of
@@ -84,7 +98,7 @@ struct CpuFeatures {
 CpuFeatures cpu_features();
 
 // The table index of cpu_prebuilt_microkernels[0].
-constexpr int kCpuSupportPrebuiltBase = 3;
+constexpr int kCpuSupportPrebuiltBase = 4;
 
 // The table handed to tessel_bind.
 void* const* cpu_support_table();
