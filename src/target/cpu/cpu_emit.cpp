@@ -1686,6 +1686,7 @@ class Emitter {
           // blocks of its own (cpu_edge_block): at 8^3 or 13x40x7 its dispatch and
           // cpu_mma_blocks's cost about as much as the blocks.
           std::vector<std::string> edge_calls;
+          std::string first_edge;  // the first block's pointer (null without AVX-512)
           if (masked_edge && (blocks_r == 1 || a_global)) {
             // cpu_mma_blocks hands cpu_mma_edge every row of a column block at once
             // (rows of A a row stride apart), which splits them into near-equal chunks.
@@ -1696,6 +1697,7 @@ class Emitter {
                 for (int64_t i = 0; i < chunks; ++i) {
                   const int64_t ra = r0 + rows * i / chunks, rb = r0 + rows * (i + 1) / chunks;
                   edge_blocks_.insert({rb - ra, bc});
+                  if (first_edge.empty()) first_edge = edge_block_name(rb - ra, bc);
                   edge_calls.push_back(edge_block_name(rb - ra, bc) + "(kv, &" + a.at(r0s + " + " + num(ra), "0") +
                                        ", &" + b.at("0", c0s + " + " + num(c0 + j * bc)) + ", " + c + " + " + num(ra) +
                                        " * " + ldc + " + " + num(c0 + j * bc) + ", " + ldc + ", " + lda_arg + ", " +
@@ -1706,8 +1708,7 @@ class Emitter {
           if (inline_calls) {
             // (An edge block is null without AVX-512, and runs whole k blocks only: its
             // choice against dot products was made for the tile's k.)
-            const std::string edge_ok =
-                edge_calls.empty() ? "" : edge_calls[0].substr(0, edge_calls[0].find('(')) + " && kv == " + num(op.k) + " && ";
+            const std::string edge_ok = first_edge.empty() ? "" : first_edge + " && kv == " + num(op.k) + " && ";
             open("if (" + edge_ok + "mv - (" + r0s + " + " + num(r0) + ") >= " + num(r1 - r0) + " && nv - (" + c0s +
                  " + " + num(c0) + ") >= " + num(c1 - c0) + ")");
             for (const std::string& call : edge_calls) line(call);
@@ -1875,11 +1876,11 @@ class Emitter {
   std::map<std::string, std::string> microkernels_;
   // Built-in functions the unit calls: its pointer's name -> cpu_prebuilt_microkernels index.
   std::map<std::string, int> prebuilt_;
-  std::set<std::pair<int64_t, int64_t>> edge_blocks_;
+  std::set<std::pair<int64_t, int64_t>> edge_blocks_;  // rows x cols of cpu_edge_block the unit calls
+  // The unit's pointer to cpu_edge_block(rows, cols).
   static std::string edge_block_name(int64_t rows, int64_t cols) {
     return "tsl_edge_" + std::to_string(rows) + "x" + std::to_string(cols);
   }
-  static std::string edge_block_name(const std::pair<int64_t, int64_t>& b) { return edge_block_name(b.first, b.second); }  // rows x cols of cpu_edge_block the unit calls
   // find_first_writes: fill id -> the condition under which it is skipped; mma id ->
   // its overwrite flag.
   std::map<int, std::string> skip_fill_, overwrite_;
