@@ -24,6 +24,7 @@
 #include "plan/default_plan.h"
 #include "plan/dispatch.h"
 #include "passes/plan_barriers.h"
+#include "passes/specialize_sizes.h"
 #include "passes/tma_pipeline.h"
 #include "ir/group_verify.h"
 #include "runtime/tensor_check.h"
@@ -72,6 +73,7 @@ struct Options {
   TargetKind target = TargetKind::Cpu;
   int workers = -1, threads = 0, window = 1, repeat = 0, producers = 0, cluster = 1, persistent = 0, tile_band = 8;
   bool async_copy = false, tma = false, check = false, json = false;
+  bool fix_sizes = false;  // --fix-sizes: the plan fixes the --size values (Plan::sizes)
   bool plan_options = false;  // some option above names part of a plan
   uint64_t seed = 42;
   std::vector<std::string> passes;
@@ -127,6 +129,8 @@ Options parse(int argc, char** argv, int first) {
       o.repeat = static_cast<int>(n);
     } else if (s == "--pass") {
       o.passes.push_back(value());
+    } else if (s == "--fix-sizes") {
+      o.fix_sizes = true;
     } else if (s == "--check") {
       o.check = true;
     } else if (s == "--json") {
@@ -147,7 +151,7 @@ TileKernel load_kernel(const Options& o) { return parse_tile_kernel(read_file(o.
 
 // With no plan options, the dispatcher's plan (tuning cache, calibrated model, else
 // the default); else the default plan with the user's options over it.
-PlanChoice plan_for(const TileKernel& k, const Options& o) {
+PlanChoice plan_options_applied(const TileKernel& k, const Options& o) {
   if (!o.plan_options) {
     const int threads = o.threads > 0 ? o.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     return dispatch_plan(k, o.target, o.sizes, threads);  // counted as `tessel tune` counts them
@@ -166,6 +170,14 @@ PlanChoice plan_for(const TileKernel& k, const Options& o) {
   p.tile_band = o.tile_band;
   if (o.workers > 0) p.workers = o.workers;
   if (!o.tiles.empty() || o.workers > 0) fit_worker_grid(k, p);
+  return choice;
+}
+
+// That plan; with --fix-sizes, the --size values fixed in it (Plan::sizes).
+PlanChoice plan_for(const TileKernel& k, const Options& o) {
+  PlanChoice choice = plan_options_applied(k, o);
+  if (o.fix_sizes)
+    for (const auto& [name, value] : o.sizes) choice.plan.sizes.push_back({name, value});
   return choice;
 }
 
@@ -317,6 +329,8 @@ int opt_command(int argc, char** argv) {
   for (const std::string& pass : o.passes) {
     if (pass == "plan-barriers") {
       plan_barriers(p, BarrierPlanOptions{});
+    } else if (pass == "specialize") {  // the --size values
+      specialize_sizes(p, {o.sizes.begin(), o.sizes.end()});
     } else if (pass.rfind("pipeline=", 0) == 0 || pass.rfind("pipeline-async=", 0) == 0) {
       PipelineOptions po;
       po.async = pass.rfind("pipeline-async=", 0) == 0;
@@ -341,7 +355,7 @@ int opt_command(int argc, char** argv) {
       verify_group_program(p);
     } else {
       bad("unknown pass '" + pass +
-          "' (expected plan-barriers, pipeline=W, pipeline-async=W, tma=W, tma-ws=W or tma-ws=W,C)");
+          "' (expected plan-barriers, specialize, pipeline=W, pipeline-async=W, tma=W, tma-ws=W or tma-ws=W,C)");
     }
   }
   std::cout << print_group_program(p);

@@ -44,8 +44,9 @@ std::vector<Plan> shipped_plans() {
       // A shipped kernel serves every shape near its own, where an exact tile (one
       // shape's M or N) or operands read in place (tiles inside the tensors) would run
       // the scalar edge loops: M and N tiles round up to the register block, and A
-      // and B are packed.
+      // and B are packed; and no size is fixed.
       p.direct = false;
+      p.sizes.clear();
       p.tiles["BM"] = (p.tile("BM") + p.atom_m - 1) / p.atom_m * p.atom_m;
       p.tiles["BN"] = (p.tile("BN") + p.atom_n - 1) / p.atom_n * p.atom_n;
       if (std::find(plans.begin(), plans.end(), p) == plans.end()) plans.push_back(p);

@@ -48,6 +48,11 @@ CompiledGroup compile_to_group(const TileKernel& kernel, const Plan& plan,
     out.program = lower_to_group(kernel, plan);
     if (options.keep_stages) keep("lower", print_group_program(out.program));
   }
+  if (!plan.sizes.empty()) {
+    StepTimer t("specialize");
+    specialize_sizes(out.program, plan.sizes);
+    if (options.keep_stages) keep("specialize", print_group_program(out.program));
+  }
   if (plan.persistent > 0) {
     // Before the pipeline passes, which then see the tile loop around theirs.
     StepTimer t("persistent");

@@ -2,7 +2,8 @@
 // Each step names itself; `explain` keeps the IR after every step.
 //   1. verify the TileIR
 //   2. lower (TileIR + Plan -> GroupIR)            src/lower/lower.h
-//   3. persistent, with Plan::persistent (a loop over tiles)  src/passes/persistent_tiles.h
+//   3. specialize, with Plan::sizes (sizes become constants)  src/passes/specialize_sizes.h
+//      persistent, with Plan::persistent (a loop over tiles)  src/passes/persistent_tiles.h
 //      pipeline (window W, sync or async copies)       src/passes/pipeline.h
 //   4. tma-pipeline, with Plan::tma (stages by the copy engine, mbarriers, roles)
 //                                                       src/passes/tma_pipeline.h
@@ -19,6 +20,7 @@
 #include "passes/persistent_tiles.h"
 #include "passes/pipeline.h"
 #include "passes/plan_barriers.h"
+#include "passes/specialize_sizes.h"
 #include "passes/tma_pipeline.h"
 #include "plan/plan.h"
 

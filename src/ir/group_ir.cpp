@@ -157,4 +157,24 @@ int64_t layout_offset(const Buffer& b, int64_t r, int64_t c) {
   return 0;
 }
 
+namespace {
+void substitute_in(Expr& e, const std::function<Expr(const std::string&)>& lookup) {
+  if (e) e = expr_substitute(e, lookup);
+}
+}  // namespace
+
+void substitute_symbols(std::vector<GroupOp>& ops, const std::function<Expr(const std::string&)>& lookup) {
+  for (GroupOp& op : ops) {
+    for (BufferRef* r : {&op.src, &op.dst, &op.a, &op.b})
+      for (Expr* e : {&r->version, &r->row, &r->col, &r->offset, &r->row_stride, &r->col_stride})
+        substitute_in(*e, lookup);
+    for (Expr* e : {&op.src_row_bound, &op.src_col_bound, &op.dst_row_bound, &op.dst_col_bound, &op.m_valid,
+                    &op.n_valid, &op.k_valid, &op.mbar_slot, &op.parity, &op.lo, &op.hi, &op.stage_base, &op.cond.lhs,
+                    &op.cond.rhs})
+      substitute_in(*e, lookup);
+    for (EwOperand& o : op.operands) substitute_in(o.index, lookup);
+    for (auto& body : op.bodies) substitute_symbols(body, lookup);
+  }
+}
+
 }  // namespace tessel

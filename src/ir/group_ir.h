@@ -11,6 +11,7 @@
 #pragma once
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -329,5 +330,9 @@ std::pair<int, int> worker_position(const GroupProgram& p, int worker);
 
 // Offset of element (r, c) in a shared or private buffer of one version, by layout.
 int64_t layout_offset(const Buffer& b, int64_t r, int64_t c);
+
+// Replaces every symbol for which `lookup` returns an expression, in every
+// expression of `ops` and of the ops nested in them (expr_substitute: constants fold).
+void substitute_symbols(std::vector<GroupOp>& ops, const std::function<Expr(const std::string&)>& lookup);
 
 }  // namespace tessel

@@ -1208,6 +1208,10 @@ Plan default_gemm_plan(TargetKind target, int64_t m, int64_t n, int64_t k, GemmP
         break;
       }
     }
+    // One block is the whole problem: a kernel for this M, N and K (Plan::sizes),
+    // whose bounds, guards and the edge blocks' tests are constants. Such a plan
+    // is one shape's already (its tiles are the shape).
+    if (p.tile("BM") == m && p.tile("BN") == n && p.tile("BK") == k) p.sizes = {{"M", m}, {"N", n}, {"K", k}};
   } else {
     set_gemm_tile(p, pick(kSimBlockM, m), pick(kSimBlockN, n), pick(kSimBlockK, k));
     p.workers = 4;

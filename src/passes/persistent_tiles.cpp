@@ -9,29 +9,6 @@
 namespace tessel {
 namespace {
 
-using Lookup = std::function<Expr(const std::string&)>;
-
-void substitute(Expr& e, const Lookup& lookup) {
-  if (e) e = expr_substitute(e, lookup);
-}
-
-void substitute(BufferRef& r, const Lookup& lookup) {
-  for (Expr* e : {&r.version, &r.row, &r.col, &r.offset, &r.row_stride, &r.col_stride}) substitute(*e, lookup);
-}
-
-// Every expression of an op and of the ops nested in it.
-void substitute(std::vector<GroupOp>& ops, const Lookup& lookup) {
-  for (GroupOp& op : ops) {
-    for (BufferRef* r : {&op.src, &op.dst, &op.a, &op.b}) substitute(*r, lookup);
-    for (Expr* e : {&op.src_row_bound, &op.src_col_bound, &op.dst_row_bound, &op.dst_col_bound, &op.m_valid,
-                    &op.n_valid, &op.k_valid, &op.mbar_slot, &op.parity, &op.lo, &op.hi, &op.stage_base, &op.cond.lhs,
-                    &op.cond.rhs})
-      substitute(*e, lookup);
-    for (EwOperand& o : op.operands) substitute(o.index, lookup);
-    for (auto& body : op.bodies) substitute(body, lookup);
-  }
-}
-
 bool name_taken(const GroupProgram& p, const std::string& name) {
   return std::count(p.size_params.begin(), p.size_params.end(), name) || p.find_buffer(name) >= 0 ||
          p.find_mbarrier(name) >= 0;
@@ -74,7 +51,7 @@ PersistentStats persistent_tiles(GroupProgram& p, const PersistentOptions& o) {
       outer = floor_div(outer, p.grid[d].extent);
     }
   }
-  substitute(p.body, [&](const std::string& s) -> Expr {
+  substitute_symbols(p.body, [&](const std::string& s) -> Expr {
     auto it = coordinate.find(s);
     return it == coordinate.end() ? nullptr : it->second;
   });

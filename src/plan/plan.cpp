@@ -39,6 +39,8 @@ int atom_lanes(AtomKind a) {
 }
 
 std::string Plan::to_string() const {
+  std::string fixed;
+  for (const auto& [name, value] : sizes) fixed += (fixed.empty() ? "" : " ") + name + "=" + std::to_string(value);
   std::string s;
   for (const auto& [name, value] : tiles) s += name + "=" + std::to_string(value) + " ";
   return s + "workers=" + std::to_string(workers) + "(" + std::to_string(worker_rows) + "x" +
@@ -51,7 +53,7 @@ std::string Plan::to_string() const {
          (cluster == 1 ? "" : " cluster=" + std::to_string(cluster)) +
          (persistent == 0 ? ""
                           : " persistent=" + std::to_string(persistent) + " band=" + std::to_string(tile_band)) +
-         (direct ? " direct" : "");
+         (direct ? " direct" : "") + (fixed.empty() ? "" : " sizes(" + fixed + ")");
 }
 
 int64_t Plan::tile(const std::string& name) const {
@@ -82,6 +84,12 @@ void validate_plan(const Plan& p) {
     if (!(value > 0 && value <= kMaxTileElems))
       bad_plan("tile parameter " + name + " = " + std::to_string(value) + " out of range [1, " +
                std::to_string(kMaxTileElems) + "]");
+  for (size_t i = 0; i < p.sizes.size(); ++i) {
+    const auto& [name, value] = p.sizes[i];
+    if (value < 0) bad_plan("size " + name + " = " + std::to_string(value) + " is negative");
+    for (size_t j = 0; j < i; ++j)
+      if (p.sizes[j].first == name) bad_plan("the plan fixes size " + name + " twice");
+  }
   if (!(p.workers >= 1 && p.workers <= kMaxWorkers))
     bad_plan("workers " + std::to_string(p.workers) + " out of range [1, " +
             std::to_string(kMaxWorkers) + "]");

@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace tessel {
 
@@ -65,10 +67,17 @@ struct Plan {
   // read in place, inside the tensor's extents, instead of staged (packed) in shared
   // memory (cpu and sim; for small problems, where packing does not pay).
   bool direct = false;
+  // Size parameters fixed to these values (passes/specialize_sizes.h), each named
+  // once: the kernel runs only with them, and its bounds and addresses are
+  // constants. Empty: every size is a launch argument. For small problems, where
+  // the kernel's own arithmetic is a large part of a call. (A vector, not a map: a
+  // call's report may copy its plan, and a map allocates a node per entry.)
+  std::vector<std::pair<std::string, int64_t>> sizes;
 
   auto operator<=>(const Plan&) const = default;  // a key for compiled-kernel caches
   // "BK=32 BM=64 BN=64 workers=4(2x2) copy_batch=4 window=1 copy=sync atom=1x1"
-  // (copy=tma, and " producers=P" when there are producers, " cluster=C", " persistent=G band=B", " direct")
+  // (copy=tma, and " producers=P" when there are producers, " cluster=C", " persistent=G band=B", " direct",
+  // " sizes(M=64 N=64 K=64)")
   std::string to_string() const;
   // The value bound to tile parameter `name`; a Plan error naming it when unbound.
   int64_t tile(const std::string& name) const;

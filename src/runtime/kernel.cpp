@@ -1,5 +1,6 @@
 // The public API (include/tessel/tessel.h): compile any TileIR kernel for a target,
 // cache it, bind launch arguments by name, and run it on sim, cpu or cuda.
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <mutex>
@@ -389,6 +390,10 @@ BoundLaunch Kernel::bind(const KernelArgs& args) const {
   b->compiled = impl_;
   b->args = args;
   b->bound = bind_args(c.kernel, args);
+  for (const auto& [name, value] : c.plan.sizes)
+    if (int64_t given = b->bound.args.sizes.at(name); given != value)
+      bad_argument("kernel " + c.kernel.name + " was compiled for " + name + " = " + std::to_string(value) +
+                   " (its plan fixes the size), the launch gives " + std::to_string(given));
   b->plan_overlap_checks();
   b->target = c.plan.target;
   b->flat = c.plan.target == TargetKind::Cpu;
@@ -574,6 +579,10 @@ Kernel compile(const TileKernel& kernel, const Plan& plan, const CompileSettings
       return out;
     }
   }
+  for (const auto& [name, value] : plan.sizes)
+    if (!std::count(kernel.size_params.begin(), kernel.size_params.end(), name))
+      user_error(ErrorKind::Plan, "the plan fixes size " + name + ", which kernel " + kernel.name +
+                                      " does not have");
   auto start = std::chrono::steady_clock::now();
   auto c = std::make_shared<CompiledKernelImpl>();
   c->kernel = kernel;

@@ -46,6 +46,13 @@
 namespace tessel::testing {
 namespace {
 
+// The plan with no size fixed (Plan::sizes): its kernel also serves other shapes,
+// which the tests below run it on.
+Plan any_size(Plan p) {
+  p.sizes.clear();
+  return p;
+}
+
 class CpuIsaPath : public ::testing::TestWithParam<CpuIsa> {
  protected:
   static void SetUpTestSuite() {
@@ -220,7 +227,7 @@ TEST_P(CpuIsaPath, GemmReadInPlaceOnRaggedShapes) {
     SCOPED_TRACE(std::to_string(g.m) + "x" + std::to_string(g.n) + "x" + std::to_string(g.k));
     check_gemm(*compile_plan(default_gemm_plan(TargetKind::Cpu, g.m, g.n, g.k)), g, seed++);
   }
-  auto ragged = compile_plan(default_gemm_plan(TargetKind::Cpu, 24, 40, 16));
+  auto ragged = compile_plan(any_size(default_gemm_plan(TargetKind::Cpu, 24, 40, 16)));
   for (const GemmCase& g : kRagged) check_gemm(*ragged, g, seed++);
 }
 
@@ -316,7 +323,8 @@ TEST_P(CpuIsaPath, OneThreadReadsMidShapesInPlace) {
   // wide (A 1.2 MiB, B within the bound).
   for (const GemmCase& g : {GemmCase{1500, 40, 200, 1.0, 0.0}, GemmCase{3000, 40, 100, 1.0, 0.0},
                             GemmCase{640, 320, 480, 1.0, 0.0}}) {
-    Plan p = default_gemm_plan(TargetKind::Cpu, g.m, g.n, g.k, GemmPrecision::F32, "", 1);
+    Plan p = any_size(default_gemm_plan(TargetKind::Cpu, g.m, g.n, g.k, GemmPrecision::F32, "", 1));
+    SCOPED_TRACE(p.to_string());
     ASSERT_TRUE(p.direct) << p.to_string();
     GroupProgram program = compile_to_group(gemm_kernel(DType::F32), p, CompileOptions{}).program;
     const std::string unit = emit_cpu(program, GetParam());
@@ -335,8 +343,9 @@ TEST_P(CpuIsaPath, OneThreadReadsMidShapesInPlace) {
   // B of 937 KiB (more than kCpuPackBBytes) over a long k loop: B's panels are copied
   // before the built-in kernels meet them (tsl_bp, cpu_mma_blocks). Its own shape,
   // and ragged shapes (blocks across the edge read the copy in cpu_mma_edge).
-  {
-    Plan p = default_gemm_plan(TargetKind::Cpu, 200, 600, 400, GemmPrecision::F32, "", 1);
+  // The default plan fixes the sizes (Plan::sizes); without them, it runs the rest.
+  const Plan wide_b = default_gemm_plan(TargetKind::Cpu, 200, 600, 400, GemmPrecision::F32, "", 1);
+  for (const Plan& p : {wide_b, any_size(wide_b)}) {
     ASSERT_TRUE(p.direct) << p.to_string();
     GroupProgram program = compile_to_group(gemm_kernel(DType::F32), p, CompileOptions{}).program;
     if (GetParam() != CpuIsa::Sse) {  // SSE units emit their kernels
@@ -345,6 +354,7 @@ TEST_P(CpuIsaPath, OneThreadReadsMidShapesInPlace) {
     }
     auto kernel = compile_cpu(program);
     check_gemm(*kernel, GemmCase{200, 600, 400, 1.0, 0.0}, seed++);
+    if (!p.sizes.empty()) continue;
     check_gemm(*kernel, GemmCase{190, 590, 390, -0.5, 1.25}, seed++);
     for (const GemmCase& g : kRagged) check_gemm(*kernel, g, seed++);
   }
@@ -353,8 +363,8 @@ TEST_P(CpuIsaPath, OneThreadReadsMidShapesInPlace) {
   // place; built-in kernels read this small B in place. Its own shape with alpha and
   // beta, and shapes that leave the tile ragged (blocks across the edge read the copy
   // in tsl_mma_edge; a partial last panel).
-  {
-    Plan p = default_gemm_plan(TargetKind::Cpu, 150, 40, 60, GemmPrecision::F32, "", 1);
+  const Plan tall = default_gemm_plan(TargetKind::Cpu, 150, 40, 60, GemmPrecision::F32, "", 1);
+  for (const Plan& p : {tall, any_size(tall)}) {
     ASSERT_TRUE(p.direct) << p.to_string();
     GroupProgram program = compile_to_group(gemm_kernel(DType::F32), p, CompileOptions{}).program;
     const bool emitted = GetParam() == CpuIsa::Sse || cpu_prebuilt_count == 0;
@@ -362,7 +372,8 @@ TEST_P(CpuIsaPath, OneThreadReadsMidShapesInPlace) {
     auto kernel = compile_cpu(program);
     check_gemm(*kernel, GemmCase{150, 40, 60, 1.0, 0.0}, seed++);
     check_gemm(*kernel, GemmCase{150, 40, 60, -0.5, 1.25}, seed++);
-    for (const GemmCase& g : kRagged) check_gemm(*kernel, g, seed++);
+    if (p.sizes.empty())
+      for (const GemmCase& g : kRagged) check_gemm(*kernel, g, seed++);
   }
   // Such a plan's GroupIR on the simulator (M past the exact sizes): no races.
   const GemmCase small{150, 40, 60, 1.0, 0.0};
@@ -459,11 +470,13 @@ TEST_P(CpuIsaPath, OneThreadReadsLargeShapesInPlaceInKBlocks) {
 
 // A unit whose work is all calls of tessel's built-in functions (built-in kernels
 // over whole vectors of columns, on AVX-512 cpu_mma_edge for columns that end in
-// part of a vector, the built-in copy and elementwise loop) compiles at -Og; one
-// that emits a micro-kernel (such an edge on AVX2) or loops over elements itself (a
-// softmax) at -O2. Both checked against the oracle on their own and ragged shapes.
+// part of a vector, the built-in copy and elementwise loop) compiles at -Og, or at
+// -O1 where its sizes are fixed (Plan::sizes: a grid of constant extents); one that
+// emits a micro-kernel (such an edge on AVX2) or loops over elements itself (a
+// softmax) at -O2. Each checked against the oracle on its own shape, the kernel
+// with no size fixed on a ragged one too.
 TEST_P(CpuIsaPath, UnitsOfCallsOnlyCompileAtOg) {
-  const std::string og = "#pragma GCC optimize (\"Og\")";
+  const std::string og = "#pragma GCC optimize (\"Og\")", o1 = "#pragma GCC optimize (\"O1\")";
   uint32_t seed = 900 + 10 * static_cast<uint32_t>(GetParam());
   struct Case {
     GemmCase g;
@@ -473,14 +486,19 @@ TEST_P(CpuIsaPath, UnitsOfCallsOnlyCompileAtOg) {
   const bool built_in = GetParam() != CpuIsa::Sse && cpu_prebuilt_count > 0;
   for (const Case& c : {Case{GemmCase{64, 64, 64, 1.0, 0.0}, built_in}, Case{GemmCase{32, 32, 32, 1.0, 0.0}, built_in},
                         Case{GemmCase{32, 20, 32, 1.0, 0.0}, built_in && GetParam() == CpuIsa::Avx512}}) {
-    Plan p = default_gemm_plan(TargetKind::Cpu, c.g.m, c.g.n, c.g.k, GemmPrecision::F32, "", 1);
-    SCOPED_TRACE(p.to_string());
-    GroupProgram program = compile_to_group(gemm_kernel(DType::F32), p, CompileOptions{}).program;
-    const std::string unit = emit_cpu(program, GetParam());
-    EXPECT_EQ(unit.find(og) != std::string::npos, c.calls_only) << unit;
-    auto kernel = compile_cpu(program);
-    check_gemm(*kernel, c.g, seed++);
-    check_gemm(*kernel, GemmCase{c.g.m - 5, c.g.n - 3, c.g.k - 7, -0.5, 1.25}, seed++);
+    const Plan fixed = default_gemm_plan(TargetKind::Cpu, c.g.m, c.g.n, c.g.k, GemmPrecision::F32, "", 1);
+    SCOPED_TRACE(fixed.to_string());
+    ASSERT_EQ(fixed.sizes.size(), 3u);
+    for (const Plan& p : {fixed, any_size(fixed)}) {
+      GroupProgram program = compile_to_group(gemm_kernel(DType::F32), p, CompileOptions{}).program;
+      const std::string unit = emit_cpu(program, GetParam());
+      EXPECT_EQ(unit.find(p.sizes.empty() ? og : o1) != std::string::npos, c.calls_only) << unit;
+      EXPECT_EQ(unit.find(p.sizes.empty() ? o1 : og), std::string::npos) << unit;
+      auto kernel = compile_cpu(program);
+      check_gemm(*kernel, c.g, seed++);
+      check_gemm(*kernel, GemmCase{c.g.m, c.g.n, c.g.k, -0.5, 1.25}, seed++);
+      if (p.sizes.empty()) check_gemm(*kernel, GemmCase{c.g.m - 5, c.g.n - 3, c.g.k - 7, -0.5, 1.25}, seed++);
+    }
   }
   // Larger plans, emitted only (their numbers: the GEMM tests on each ISA): B's panels
   // copied from the tensor (512^3 in place) and packed blocks with a 20-column edge
@@ -492,7 +510,9 @@ TEST_P(CpuIsaPath, UnitsOfCallsOnlyCompileAtOg) {
     EXPECT_EQ(p.direct, m == 512);
     const GroupProgram program = compile_to_group(gemm_kernel(DType::F32), p, CompileOptions{}).program;
     const std::string unit = emit_cpu(program, GetParam());
-    EXPECT_EQ(unit.find(og) != std::string::npos, built_in && (GetParam() == CpuIsa::Avx512 || m == 512))
+    // 512^3 is one block (its sizes fixed: -O1).
+    EXPECT_EQ(unit.find(m == 512 ? o1 : og) != std::string::npos,
+              built_in && (GetParam() == CpuIsa::Avx512 || m == 512))
         << unit.substr(0, 4000);
   }
   const TileKernel k = softmax_kernel();
@@ -568,23 +588,29 @@ TEST(CpuSmallShapes, WholeEdgeBlocksAreCalledFromTheUnit) {
   const bool avx512 = detected_cpu_isa() == CpuIsa::Avx512 && cpu_prebuilt_count > 0;
   for (auto [m, n, k] : {std::array<int64_t, 3>{8, 8, 8}, {5, 7, 9}, {13, 40, 7}, {20, 20, 20}, {3, 50, 5},
                          {30, 12, 17}}) {
-    Plan p = default_gemm_plan(TargetKind::Cpu, m, n, k, GemmPrecision::F32, "", 1);
-    SCOPED_TRACE(p.to_string());
-    ASSERT_TRUE(p.direct);
-    GroupProgram program = compile_to_group(gemm_kernel(DType::F32), p, CompileOptions{}).program;
-    const std::string unit = emit_cpu(program, detected_cpu_isa());
-    EXPECT_EQ(unit.find("((tsl_edge_lookup_t)table[3])") != std::string::npos, avx512) << unit;
-    auto kernel = compile_cpu(program);
+    const Plan fixed = default_gemm_plan(TargetKind::Cpu, m, n, k, GemmPrecision::F32, "", 1);
+    SCOPED_TRACE(fixed.to_string());
+    ASSERT_TRUE(fixed.direct);
+    ASSERT_EQ(fixed.sizes.size(), 3u);
     uint32_t seed = static_cast<uint32_t>(m * n + k);
-    check_gemm(*kernel, GemmCase{m, n, k, 1.0, 0.0}, seed++);
-    check_gemm(*kernel, GemmCase{m, n, k, -0.5, 1.25}, seed++);
-    check_gemm(*kernel, GemmCase{m - 1, n, k, 1.0, 0.0}, seed++);
-    check_gemm(*kernel, GemmCase{m, n - 1, k, 1.0, 0.0}, seed++);
-    check_gemm(*kernel, GemmCase{m, n, k + 3, 0.75, 0.5}, seed++);
-    int64_t races = -1;
-    check_gemm_run([&](const LaunchArgs& args) { races = run_sim(program, args).race_count; },
-                   GemmCase{m, n, k, 1.0, 0.0}, seed++);
-    EXPECT_EQ(races, 0);
+    // The default plan fixes the sizes; the same plan without runs other shapes too.
+    for (const Plan& p : {fixed, any_size(fixed)}) {
+      GroupProgram program = compile_to_group(gemm_kernel(DType::F32), p, CompileOptions{}).program;
+      const std::string unit = emit_cpu(program, detected_cpu_isa());
+      EXPECT_EQ(unit.find("((tsl_edge_lookup_t)table[3])") != std::string::npos, avx512) << unit;
+      auto kernel = compile_cpu(program);
+      check_gemm(*kernel, GemmCase{m, n, k, 1.0, 0.0}, seed++);
+      check_gemm(*kernel, GemmCase{m, n, k, -0.5, 1.25}, seed++);
+      if (p.sizes.empty()) {
+        check_gemm(*kernel, GemmCase{m - 1, n, k, 1.0, 0.0}, seed++);
+        check_gemm(*kernel, GemmCase{m, n - 1, k, 1.0, 0.0}, seed++);
+        check_gemm(*kernel, GemmCase{m, n, k + 3, 0.75, 0.5}, seed++);
+      }
+      int64_t races = -1;
+      check_gemm_run([&](const LaunchArgs& args) { races = run_sim(program, args).race_count; },
+                     GemmCase{m, n, k, 1.0, 0.0}, seed++);
+      EXPECT_EQ(races, 0);
+    }
   }
 }
 

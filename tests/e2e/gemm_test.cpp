@@ -207,6 +207,7 @@ TEST(GemmCpu, ReadInPlaceOnRaggedTiles) {
   uint64_t seed = 950;
   Plan p = default_gemm_plan(TargetKind::Cpu, 24, 40, 16);
   ASSERT_TRUE(p.direct);
+  p.sizes.clear();  // the default fixes 24 x 40 x 16 (Plan::sizes)
   for (const Case& c : {packed(13, 29, 7, -0.75f, 0.0f), Case{50, 70, 37, 40, 75, 71, 1.25f, 0.5f},
                         packed(25, 41, 17, 1.0f, 0.0f)}) {
     run_plan_on_cpu_and_sim(c, p, 0, seed++);
@@ -215,6 +216,7 @@ TEST(GemmCpu, ReadInPlaceOnRaggedTiles) {
   // 12 x 32 atom: the default's 6 x 64 for N = 64 leaves no two columns of parts).
   Plan four = default_gemm_plan(TargetKind::Cpu, 48, 64, 37);
   four.workers = 4;
+  four.sizes.clear();
   four.atom_m = 12;
   four.atom_n = 32;
   for (const Case& c :

@@ -39,6 +39,34 @@ TEST(Api, PlanLeavingATileUnboundIsAPlanErrorNamingIt) {
   expect_error(ErrorKind::Plan, "BC", [&] { compile(softmax_kernel(), p); });
 }
 
+// Plan::sizes: a name the kernel lacks, a negative value and a name fixed twice are
+// plan errors; a launch with other values than the fixed ones is refused before
+// anything runs, on every target, and one with those values runs.
+TEST(Api, FixedSizesAreCheckedAtCompileAndLaunch) {
+  const int64_t m = 6, n = 10;
+  for (TargetKind target : {TargetKind::Sim, TargetKind::Cpu}) {
+    Plan p = default_plan(softmax_kernel(), target, {{"M", m}, {"N", n}});
+    p.sizes = {{"Q", 3}};
+    expect_error(ErrorKind::Plan, "size Q", [&] { compile(softmax_kernel(), p); });
+    p.sizes = {{"M", -1}};
+    expect_error(ErrorKind::Plan, "size M = -1", [&] { compile(softmax_kernel(), p); });
+    p.sizes = {{"M", m}, {"M", m}};
+    expect_error(ErrorKind::Plan, "size M twice", [&] { compile(softmax_kernel(), p); });
+    p.sizes = {{"M", m}, {"N", n}};
+    Kernel k = compile(softmax_kernel(), p);
+    std::vector<float> x(m * (n + 1), 0.5f), y(m * (n + 1), NAN);
+    KernelArgs args;
+    args.tensors["X"] = TensorArg::host(x.data(), {m, n + 1});
+    args.tensors["Y"] = TensorArg::host(y.data(), {m, n + 1});
+    expect_error(ErrorKind::InvalidArgument, "compiled for N = 10", [&] { k.launch(args); });
+    EXPECT_TRUE(std::isnan(y[0]));
+    args.tensors["X"] = TensorArg::host(x.data(), {m, n});
+    args.tensors["Y"] = TensorArg::host(y.data(), {m, n});
+    k.launch(args);
+    for (int64_t i = 0; i < m * n; ++i) ASSERT_NEAR(y[i], 1.0 / n, 1e-6) << i;  // equal inputs: uniform rows
+  }
+}
+
 TEST(Api, ArgumentsAreCheckedByName) {
   const int64_t m = 6, n = 10;
   std::vector<float> x(m * n, 0.5f), y(m * n, NAN);

@@ -10,6 +10,7 @@
 #include "eval/evaluate.h"
 #include "kernel_files.h"
 #include "ops/library.h"
+#include "plan/default_plan.h"
 
 namespace tessel {
 namespace {
@@ -78,6 +79,17 @@ TEST_P(DslLibrary, Sim) {
 TEST_P(DslLibrary, Cpu) {
   const Case& c = GetParam();
   expect_checked(compile(c.build(), TargetKind::Cpu, c.sizes), c, 12);
+}
+
+// Every library kernel with its sizes fixed (Plan::sizes: passes/specialize_sizes.h)
+// on its own sizes: on the sim (no races) and on the cpu.
+TEST_P(DslLibrary, FixedSizes) {
+  const Case& c = GetParam();
+  for (TargetKind target : {TargetKind::Sim, TargetKind::Cpu}) {
+    Plan p = default_plan(c.build(), target, c.sizes);
+    for (const auto& [name, value] : c.sizes) p.sizes.push_back({name, value});
+    expect_checked(compile(c.build(), p), c, 13);
+  }
 }
 
 // The DSL kernel and its text twin, evaluated on the same inputs with the same tile

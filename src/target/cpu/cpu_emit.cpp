@@ -294,7 +294,14 @@ class Emitter {
     // and no element loop of its own: calls, their arguments and the loops around
     // them) compiles at -Og: GCC's -O2 passes cost such a group function about 30 ms
     // for nothing to speed up, -Og about 15 (64^3: a cold compile of 55 -> 38 ms).
-    if (!element_loops_ && microkernels_.empty()) s += "#pragma GCC optimize (\"Og\")  // calls only\n";
+    // With a grid of constant extents (sizes fixed by the plan) the bounds and
+    // guards are constants: -O1 then costs no more to compile than -Og (8^3 33 vs
+    // 34 ms, 64x68x64 42 vs 42) and folds the loops and spills -Og leaves.
+    bool constant_grid = true;
+    for (const LoopDim& d : p_.grid) constant_grid &= expr_is_const(d.extent);
+    if (!element_loops_ && microkernels_.empty())
+      s += constant_grid ? "#pragma GCC optimize (\"O1\")  // calls only, constant bounds\n"
+                         : "#pragma GCC optimize (\"Og\")  // calls only\n";
     s += cpu_vector_types(isa_) + kPrelude;
     for (auto& [name, text] : microkernels_) s += "\n" + text;
     // The micro-kernels built into tessel that the unit calls (cpu_microkernel.h),
