@@ -69,6 +69,9 @@ std::string gemm_tile_string(const Plan& plan);
 // The plan used when none is given: tiles clamped to the problem so that small
 // shapes do not compute mostly padding, rounded to a few sizes so that the number
 // of distinct kernels stays small.
+// On the cpu, a plan whose one block is the whole product fixes M, N and K
+// (Plan::sizes): its kernel runs that shape only, so clear them to run the plan on
+// other shapes.
 // cuda_arch ("sm_90"; "" = the device's, sm_90 without one) decides whether the
 // wgmma atom is available. cpu_threads: the threads a cpu call runs on (0: all
 // cores); the cpu plan makes at most that many groups.
