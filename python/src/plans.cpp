@@ -19,6 +19,11 @@ using namespace nb::literals;
 namespace tessel_py {
 namespace {
 
+// Plan::sizes from a dict (in name order).
+std::vector<std::pair<std::string, int64_t>> sizes_from(const std::map<std::string, int64_t>& d) {
+  return {d.begin(), d.end()};
+}
+
 void set_plan_field(tessel::Plan& p, const std::string& key, nb::handle v) {
   if (key == "target") p.target = tessel::parse_target(nb::cast<std::string>(v));
   else if (key == "tiles") p.tiles = nb::cast<std::map<std::string, int64_t>>(v);
@@ -32,10 +37,11 @@ void set_plan_field(tessel::Plan& p, const std::string& key, nb::handle v) {
   else if (key == "atom_n") p.atom_n = nb::cast<int64_t>(v);
   else if (key == "atom") p.atom = parse_atom(nb::cast<std::string>(v));
   else if (key == "frag_buffers") p.frag_buffers = nb::cast<int>(v);
+  else if (key == "sizes") p.sizes = sizes_from(nb::cast<std::map<std::string, int64_t>>(v));
   else
     tessel::user_error(tessel::ErrorKind::InvalidArgument,
                        "Plan has no field '" + key + "' (target, tiles, workers, worker_rows, worker_cols, "
-                       "copy_batch, window, async_copy, atom_m, atom_n, atom, frag_buffers)");
+                       "copy_batch, window, async_copy, atom_m, atom_n, atom, frag_buffers, sizes)");
 }
 
 }  // namespace
@@ -63,6 +69,10 @@ void bind_plans(nb::module_& m) {
       .def_prop_rw("atom", [](const Plan& p) { return std::string(tessel::atom_name(p.atom)); },
                    [](Plan& p, const std::string& a) { p.atom = parse_atom(a); })
       .def_rw("frag_buffers", &Plan::frag_buffers)
+      // The sizes the plan fixes (Plan::sizes), as a dict; {} to run other shapes.
+      .def_prop_rw("sizes",
+                   [](const Plan& p) { return std::map<std::string, int64_t>(p.sizes.begin(), p.sizes.end()); },
+                   [](Plan& p, const std::map<std::string, int64_t>& d) { p.sizes = sizes_from(d); })
       .def("validate", &tessel::validate_plan)
       .def("__eq__", [](const Plan& a, const Plan& b) { return a == b; })
       .def("__str__", &Plan::to_string)

@@ -94,6 +94,22 @@ def test_explicit_plan(rng):
     assert_close(out, a.astype(np.float64) @ b.astype(np.float64))
 
 
+def test_one_block_plan_fixes_its_sizes(rng):
+    plan = tessel.default_gemm_plan("cpu", 7, 9, 5)  # one block: M, N and K fixed
+    assert plan.sizes == {"M": 7, "N": 9, "K": 5} and "sizes(" in str(plan)
+    a, b = rand(rng, 7, 5), rand(rng, 5, 9)
+    out = nans(7, 9)
+    tessel.gemm(a, b, out=out, plan=plan)
+    assert_close(out, a.astype(np.float64) @ b.astype(np.float64))
+    a, out = rand(rng, 6, 5), nans(6, 9)  # another M: refused, then run with no size fixed
+    with pytest.raises(tessel.Error) as e:
+        tessel.gemm(a, b, out=out, plan=plan)
+    assert e.value.kind == "InvalidArgument" and "compiled for M = 7" in str(e.value)
+    plan.sizes = {}
+    tessel.gemm(a, b, out=out, plan=plan)
+    assert_close(out, a.astype(np.float64) @ b.astype(np.float64))
+
+
 # ---- errors ----------------------------------------------------------------------------
 
 def test_dtype_errors(rng):
