@@ -14,6 +14,7 @@
 #include "ops/gemm_kernel.h"
 #include "ops/gemm_reference.h"
 #include "passes/plan_barriers.h"
+#include "gemm_sim.h"
 #include "sim_check.h"
 
 namespace tessel {
@@ -44,32 +45,6 @@ void expect_same_lines(const std::string& want, const std::string& got, const st
     std::string wl = i < w.size() ? w[i] : "<end>", gl = i < g.size() ? g[i] : "<end>";
     ASSERT_EQ(wl, gl) << what << ", line " << i + 1;
   }
-}
-
-Plan sim_plan(int64_t bm, int64_t bn, int64_t bk, int workers, int rows, int cols, int batch) {
-  Plan p;
-  p.target = TargetKind::Sim;
-  p.tiles = {{"BM", bm}, {"BN", bn}, {"BK", bk}};
-  p.workers = workers, p.worker_rows = rows, p.worker_cols = cols;
-  p.copy_batch = batch;
-  return p;
-}
-
-// Runs a GEMM program on sim: zero races and the complete output within the
-// FP64 oracle's bound, C poisoned with NaN (beta = 0).
-void check_on_sim(const GroupProgram& p, int64_t m, int64_t n, int64_t k) {
-  std::mt19937_64 rng(m * 131 + n * 7 + k);
-  std::vector<float> a(m * k), b(k * n), c(m * n, NAN);
-  fill_random(a, rng);
-  fill_random(b, rng);
-  LaunchArgs args;
-  args.sizes = {{"M", m}, {"N", n}, {"K", k}, {"lda", k}, {"ldb", n}, {"ldc", n}};
-  args.scalars = {{"alpha", 1.5}, {"beta", 0.0}};
-  args.tensors = {{"A", a.data()}, {"B", b.data()}, {"C", c.data()}};
-  std::vector<double> want = gemm_oracle(m, n, k, 1.5, a.data(), k, b.data(), n, 0.0, c.data(), n);
-  SimResult r = run_sim(p, args);
-  EXPECT_EQ(r.race_count, 0) << (r.races.empty() ? "" : r.races[0].message);
-  EXPECT_LE(gemm_relative_error(m, n, c.data(), n, want), gemm_error_bound(k));
 }
 
 struct Golden {

@@ -4,17 +4,14 @@
 // on the sim race checker against the FP64 oracle with C poisoned.
 #include <gtest/gtest.h>
 
-#include <cmath>
-#include <random>
 #include <set>
 
 #include "build.h"
+#include "gemm_sim.h"
 #include "compiler/compile.h"
 #include "ir/group_text.h"
 #include "ops/gemm_kernel.h"
-#include "ops/gemm_reference.h"
 #include "passes/specialize_sizes.h"
-#include "target/sim/sim.h"
 
 namespace tessel {
 namespace {
@@ -31,31 +28,6 @@ std::set<std::string> symbols(const GroupProgram& p) {
   return names;
 }
 
-Plan sim_plan(int64_t bm, int64_t bn, int64_t bk) {
-  Plan p;
-  p.target = TargetKind::Sim;
-  p.tiles = {{"BM", bm}, {"BN", bn}, {"BK", bk}};
-  p.workers = 4, p.worker_rows = 2, p.worker_cols = 2;
-  return p;
-}
-
-// The program on sim for M x N x K (alpha 1.5, beta 0, C poisoned): no races, and
-// the whole of C within the oracle's bound.
-void expect_gemm_on_sim(const GroupProgram& p, int64_t m, int64_t n, int64_t k) {
-  std::mt19937_64 rng(m * 131 + n * 7 + k);
-  std::vector<float> a(m * k), b(k * n), c(m * n, NAN);
-  fill_random(a, rng);
-  fill_random(b, rng);
-  LaunchArgs args;
-  args.sizes = {{"M", m}, {"N", n}, {"K", k}, {"lda", k}, {"ldb", n}, {"ldc", n}};
-  args.scalars = {{"alpha", 1.5}, {"beta", 0.0}};
-  args.tensors = {{"A", a.data()}, {"B", b.data()}, {"C", c.data()}};
-  std::vector<double> want = gemm_oracle(m, n, k, 1.5, a.data(), k, b.data(), n, 0.0, c.data(), n);
-  SimResult r = run_sim(p, args);
-  EXPECT_EQ(r.race_count, 0) << (r.races.empty() ? "" : r.races[0].message);
-  EXPECT_LE(gemm_relative_error(m, n, c.data(), n, want), gemm_error_bound(k));
-}
-
 // One group (16 x 16 tiles cover 13 x 16): M, N, K and both coordinates are gone;
 // the k loop (K = 20 in 8s: a ragged last step) and the strides stay. Three groups
 // along the rows (M = 40): that coordinate stays, the column one is 0.
@@ -66,7 +38,7 @@ TEST(SpecializeSizes, GemmBoundsAndOnePointCoordinatesBecomeConstants) {
   };
   for (const Case& c : {Case{13, 16, 20, true}, Case{40, 16, 20, false}}) {
     SCOPED_TRACE(std::to_string(c.m) + "x" + std::to_string(c.n) + "x" + std::to_string(c.k));
-    Plan plan = sim_plan(16, 16, 8);
+    Plan plan = sim_plan(16, 16, 8, 4, 2, 2, 4);
     const GroupProgram general = compile_to_group(gemm_kernel(DType::F32), plan, CompileOptions{}).program;
     plan.sizes = {{"M", c.m}, {"N", c.n}, {"K", c.k}};
     const GroupProgram fixed = compile_to_group(gemm_kernel(DType::F32), plan, CompileOptions{}).program;
@@ -84,7 +56,7 @@ TEST(SpecializeSizes, GemmBoundsAndOnePointCoordinatesBecomeConstants) {
     }
     for (const std::string& s : kept) EXPECT_TRUE(after.count(s)) << s;
     EXPECT_EQ(fixed.size_params, general.size_params);  // a launch still passes them
-    expect_gemm_on_sim(fixed, c.m, c.n, c.k);
+    check_on_sim(fixed, c.m, c.n, c.k);
   }
 }
 
