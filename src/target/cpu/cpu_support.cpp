@@ -228,9 +228,45 @@ inline float lane_sum(Vf x) {
   return (q[0] + q[2]) + (q[1] + q[3]);
 }
 
+// Two vectors' halves added side by side, at four widths: a's sums in the low
+// half of each wider unit, b's in the high.
+__attribute__((always_inline)) inline Vf fold256(Vf a, Vf b) {
+  return __builtin_shufflevector(a, b, 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23) +
+         __builtin_shufflevector(a, b, 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31);
+}
+__attribute__((always_inline)) inline Vf fold128(Vf a, Vf b) {
+  return __builtin_shufflevector(a, b, 0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27) +
+         __builtin_shufflevector(a, b, 4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31);
+}
+__attribute__((always_inline)) inline Vf fold64(Vf a, Vf b) {
+  return __builtin_shufflevector(a, b, 0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28, 29) +
+         __builtin_shufflevector(a, b, 2, 3, 18, 19, 6, 7, 22, 23, 10, 11, 26, 27, 14, 15, 30, 31);
+}
+__attribute__((always_inline)) inline Vf fold32(Vf a, Vf b) {
+  return __builtin_shufflevector(a, b, 0, 2, 16, 18, 4, 6, 20, 22, 8, 10, 24, 26, 12, 14, 28, 30) +
+         __builtin_shufflevector(a, b, 1, 3, 17, 19, 5, 7, 21, 23, 9, 11, 25, 27, 13, 15, 29, 31);
+}
+
+// Column J's 4 row sums, row r's in 128-bit unit r (zeros past T columns): rows 0
+// and 1, 2 and 3 side by side, then the pairs.
+template <int T, int J>
+__attribute__((always_inline)) inline Vf column_partials(const Vf (&acc)[4][T]) {
+  if constexpr (J < T) return fold128(fold256(acc[0][J], acc[1][J]), fold256(acc[2][J], acc[3][J]));
+  return Vf{};
+}
+
+// Lane 4 r + j of the result: the sum of acc[r][j]'s lanes (zero past T). A tree of
+// folds: for 16 sums, 30 shuffles and 15 adds, where a lane sum costs 8 operations
+// each.
+template <int T>
+__attribute__((always_inline)) inline Vf lane_sums_4xT(const Vf (&acc)[4][T]) {
+  return fold32(fold64(column_partials<T, 0>(acc), column_partials<T, 1>(acc)),
+                fold64(column_partials<T, 2>(acc), column_partials<T, 3>(acc)));
+}
+
 // R rows of A against the T columns of B gathered in bt (column j's k-th element at
-// bt[j * 16 * kv + k], zero past kc): R x T accumulators along k, each summed across
-// its lanes at the end. A is read in vectors of 16 k, the last one masked (nothing
+// bt[j * 16 * kv + k], zero past kc): R x T accumulators along k, whose lanes are
+// summed at the end. A is read in vectors of 16 k, the last one masked (nothing
 // past kc is read: it may be another row's, or NaN).
 template <int R, int T>
 __attribute__((always_inline)) inline void dot_rows(int64_t kc, int64_t kv, const float* a, int64_t lda,
@@ -253,6 +289,14 @@ __attribute__((always_inline)) inline void dot_rows(int64_t kc, int64_t kv, cons
 #pragma GCC unroll 4
       for (int r = 0; r < R; ++r) acc[r][j] += av[r] * bv;
     }
+  }
+  if constexpr (R == 4) {  // the 4 x T sums in one tree (the last 1 to 3 rows: lane sums)
+    const Vf sums = lane_sums_4xT<T>(acc);
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+      for (int j = 0; j < T; ++j) c[r * ldc + j] = overwrite ? sums[4 * r + j] : c[r * ldc + j] + sums[4 * r + j];
+    return;
   }
 #pragma GCC unroll 4
   for (int r = 0; r < R; ++r)
