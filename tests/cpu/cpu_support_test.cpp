@@ -142,8 +142,9 @@ TEST(CpuPrebuilt, TheUnitCallsTheBuiltInKernels) {
 struct EdgeOperands {
   int64_t rows, cols, kc, lda, ldb, ldc;
   std::vector<float> a, b, c;
-  EdgeOperands(int64_t rows_, int64_t cols_, int64_t kc_, std::mt19937& rng)
-      : rows(rows_), cols(cols_), kc(kc_), lda(kc_ + 3), ldb(cols_ + 5), ldc(cols_ + 2),
+  // ldb_: B's row stride, 0 for cols + 5 (a gap NaN-filled)
+  EdgeOperands(int64_t rows_, int64_t cols_, int64_t kc_, std::mt19937& rng, int64_t ldb_ = 0)
+      : rows(rows_), cols(cols_), kc(kc_), lda(kc_ + 3), ldb(ldb_ > 0 ? ldb_ : cols_ + 5), ldc(cols_ + 2),
         a((rows_ + 1) * lda, NAN), b((kc_ + 1) * ldb, NAN), c((rows_ + 1) * ldc, NAN) {
     std::uniform_real_distribution<float> u(-1, 1);
     for (int64_t r = 0; r < rows; ++r)
@@ -203,16 +204,17 @@ TEST(CpuSupport, MmaEdgeMatchesTheReferenceInsideItsBlock) {
 // against an FP64 oracle, with C poisoned where it is overwritten
 // and NaN around the block (a read or a write past it shows). The cases straddle the
 // choice: k too short for dot products (the masked vector), k past the gathered
-// buffer, rows past a multiple of 4, columns 1 to 4 past whole vectors and alone.
+// buffer, rows past a multiple of 4, columns 1 to 4 past whole vectors and alone,
+// and one column of unit row stride (N = 1, copied whole; the last column says so).
 TEST(CpuSupport, MmaEdgeNarrowColumnTailsMatchFp64) {
   std::mt19937 rng(29);
-  const int64_t cases[][3] = {{33, 33, 33}, {7, 1, 40},   {40, 18, 64}, {50, 36, 100}, {13, 4, 17},
-                              {30, 3, 90},  {65, 65, 65}, {3, 2, 1030}, {1, 49, 23},   {100, 100, 100},
-                              {4, 20, 10},  {9, 36, 100}};
+  const int64_t cases[][4] = {{33, 33, 33, 0}, {7, 1, 40, 0},   {40, 18, 64, 0}, {50, 36, 100, 0}, {13, 4, 17, 0},
+                              {30, 3, 90, 0},  {65, 65, 65, 0}, {3, 2, 1030, 0}, {1, 49, 23, 0},   {100, 100, 100, 0},
+                              {4, 20, 10, 0},  {9, 36, 100, 0}, {50, 1, 200, 1}, {7, 1, 41, 1}};
   int dot = 0, masked = 0;
-  for (const auto& [rows, cols, kc] : cases) {
+  for (const auto& [rows, cols, kc, unit_ldb] : cases) {
     (cpu_edge_dot_columns(rows, cols, kc) ? dot : masked) += 1;
-    EdgeOperands e(rows, cols, kc, rng);
+    EdgeOperands e(rows, cols, kc, rng, unit_ldb ? 1 : 0);
     const auto &a = e.a, &b = e.b;
     auto& c = e.c;
     const int64_t lda = e.lda, ldb = e.ldb, ldc = e.ldc;

@@ -318,7 +318,10 @@ __attribute__((noinline)) void dot_columns(int64_t kc, const float* a, const flo
   alignas(64) float bt[T * kDotMaxK];
   for (int j = 0; j < T; ++j) {
     float* col = bt + j * 16 * kv;
-    for (int64_t k = 0; k < kc; ++k) col[k] = b[k * ldb + j];
+    if (ldb == 1 && T == 1)  // one column of unit row stride (N = 1): already k-contiguous
+      std::memcpy(col, b, kc * sizeof(float));
+    else
+      for (int64_t k = 0; k < kc; ++k) col[k] = b[k * ldb + j];
     for (int64_t k = kc; k < 16 * kv; ++k) col[k] = 0.0f;
   }
   int64_t r = 0;
