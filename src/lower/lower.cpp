@@ -251,8 +251,11 @@ class Lowering {
   // A shared buffer for an mma's b operand: column panels of the atom's width, in
   // whole panels (a tile narrower than a multiple of the panel leaves columns past
   // its edge that nothing writes; the mma reads only its n columns of them).
-  int new_b_panels(const TileOp& op, const std::string& base, int64_t rows, int64_t cols) {
-    const int64_t panel = plan_.atom_n;
+  int new_b_panels(const TileOp& op, const std::string& base, int64_t rows, int64_t cols, DType dtype) {
+    // The copy engine fills 128-byte lines (a 128-byte-swizzled box per panel), so
+    // an fma atom's B staged by tma comes in panels of one line.
+    const int64_t line = 128 / dtype_bytes(dtype);
+    const int64_t panel = plan_.tma && plan_.atom == AtomKind::Fma ? line : plan_.atom_n;
     int s = new_buffer(op, base, Space::Shared, rows, (cols + panel - 1) / panel * panel);
     p_.buffers[s].layout = Layout::ColPanels;
     p_.buffers[s].panel = panel;
@@ -619,7 +622,7 @@ class Lowering {
     }
     int s = !c.mma_b                         ? new_buffer(op, tensor.name + "s", Space::Shared, rows, cols)
             : wants_b_row_panels(w.ref, rows, tensor.dtype) ? new_b_row_panels(op, tensor.name + "s", rows, cols)
-                                              : new_b_panels(op, tensor.name + "s", rows, cols);
+                                              : new_b_panels(op, tensor.name + "s", rows, cols, tensor.dtype);
     p_.buffers[s].dtype = tensor.dtype;  // staged as stored: the atom reads it
     GroupOp g = new_op(GroupOpKind::Copy);
     g.src = w.ref;
@@ -695,7 +698,7 @@ class Lowering {
     const Buffer& frag = p_.buffer(f);
     if (!is_b && f != acc && a_in_registers(frag, type.dtype) && type.dtype == staged_dtype(op, op.operands[1]))
       return f;
-    int s = is_b ? new_b_panels(op, "Bs", frag.rows, frag.cols)
+    int s = is_b ? new_b_panels(op, "Bs", frag.rows, frag.cols, type.dtype)
                  : new_buffer(op, "As", Space::Shared, frag.rows, frag.cols);
     // A tile cast to a 16-bit dtype is stored as one: the atom reads it like a
     // staged 16-bit operand (the store rounds, as the cast did).

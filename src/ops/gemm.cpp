@@ -1133,6 +1133,17 @@ Plan default_gemm_plan(TargetKind target, int64_t m, int64_t n, int64_t k, GemmP
         p.workers = tile.warpgroups;
       }
     }
+    // The deep fp32 (fma) tiles stage through tensor maps: the leader thread issues
+    // two boxes a stage where every thread computed its cp.async addresses (H200,
+    // thirty-seventh session, against cuBLAS: 4096^3 0.80 -> 0.85, 8192^3 0.81 ->
+    // 0.86, 5000x3000x2500 0.82 -> 0.90, 3000x2000x1500 0.83 -> 0.90; 2048^3 0.80
+    // unchanged). Two stages for 256-row tiles, three for 128 (four leave one
+    // 128x128 block a multiprocessor: 0.81 at 3000x2000x1500).
+    if (!mma && deep_fma && sm90 && ((n % 4 == 0 && k % 4 == 0) || big)) {
+      p.async_copy = false;
+      p.tma = true;
+      p.window = p.tile("BM") == kFmaWideBM ? 2 : 3;
+    }
     // tf32 on wgmma reads B K-major: gemm() transposes it first (transposes_b), which
     // pays for itself from the same size on. 32-element k tiles fill the 128-byte
     // swizzled lines, as 64 do for 16-bit operands.

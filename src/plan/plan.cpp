@@ -139,10 +139,11 @@ void validate_plan(const Plan& p) {
   if (p.producers > 0 && !p.tma)
     bad_plan("producers " + std::to_string(p.producers) +
              ": producer workers issue tma copies; plan copy=tma");
-  // The cuda copy engine fills the 128-byte-swizzled operand layouts of wgmma only.
-  if (p.tma && p.target == TargetKind::Cuda && p.atom != AtomKind::Wgmma)
-    bad_plan(std::string("copy=tma on the cuda target stages operands for the wgmma atom; this plan has the ") +
-             atom_name(p.atom) + " atom");
+  // The cuda copy engine fills 128-byte-swizzled lines, which the wgmma and fma
+  // atoms read; mma.sync's ldmatrix reads take the padded lines of thread copies.
+  if (p.tma && p.target == TargetKind::Cuda && p.atom == AtomKind::MmaSync)
+    bad_plan("copy=tma on the cuda target stages operands for the wgmma and fma atoms; this plan has the "
+             "mma.sync atom (plan copy=async)");
   if (p.tma && p.target == TargetKind::Cpu)
     bad_plan("copy=tma is a copy engine's protocol: the sim and cuda targets, not cpu");
   // A cuda worker is atom_lanes threads (a warp for mma.sync, a warpgroup for wgmma).

@@ -47,7 +47,8 @@ struct Plan {
   // Copies of the staged tiles in `pipeline` loops by the copy engine (TMA): per
   // stage (window W) a "full" mbarrier slot that the copies complete on and an
   // "empty" one the consumers release it on (src/passes/tma_pipeline.h). Replaces
-  // async_copy for those loops. cuda: the wgmma atom's staged layouts only.
+  // async_copy for those loops. cuda: the wgmma and fma atoms (128-byte-swizzled
+  // lines; the fma atom with k tiles of 32 fp32), not mma.sync.
   bool tma = false;
   // With tma: workers that only issue the copies (a producer role), beside the
   // `workers` that compute (the consumer role). 0: every worker computes and one

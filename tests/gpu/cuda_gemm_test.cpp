@@ -477,6 +477,61 @@ TEST(CudaGemm, DeepFp32TilesMatchTheOracle) {
   EXPECT_TRUE(wide) << "no case took 256-row tiles on this GPU (" << cuda_multiprocessors() << " multiprocessors)";
 }
 
+// The fma atom's operands staged by tensor maps (Plan::tma): 128-byte-swizzled
+// lines, B in panels of 32 columns, the leader thread refilling each stage once
+// every worker released it. Same FMAs in the same order as the thread copies: the
+// same bits, and within the oracle's bound. Both deep tiles, two to four stages.
+void check_fma_through_tensor_maps(const Case& c, uint64_t seed) {
+  Prepared in = prepare(c, seed);
+  for (int64_t bm : {256, 128})
+    for (int window : {2, 3, 4}) {
+      Plan plan = default_gemm_plan(TargetKind::Cuda, 4096, 4096, 4096, c.p);
+      ASSERT_EQ(plan.atom, AtomKind::Fma);
+      plan.tiles["BM"] = bm;
+      plan.tma = false;
+      plan.async_copy = true;
+      const std::vector<float> copied = run_prepared(c, in, &plan);
+      plan.tma = true;
+      plan.window = window;
+      const std::vector<float> out = run_prepared(c, in, &plan);
+      const double err = gemm_relative_error(c.m, c.n, out.data(), c.n + c.pad, in.oracle);
+      EXPECT_LE(err, precision_error_bound(c.p, c.k)) << name(c) << " " << plan.to_string();
+      EXPECT_EQ(std::memcmp(out.data(), copied.data(), out.size() * 4), 0)
+          << name(c) << " " << plan.to_string() << ": bits differ from the thread copies";
+    }
+}
+
+// Ragged M, N and K, rows off 16 bytes (gemm() copies such operands for the tensor
+// maps), beta read and C NaN-poisoned.
+TEST(CudaGemm, FmaAtomThroughTensorMapsMatchesThreadCopies) {
+  REQUIRE_GPU();
+  check_fma_through_tensor_maps({1031, 1029, 531, GemmPrecision::F32, 0.5, 2, 3}, 9300);
+  check_fma_through_tensor_maps({2800, 1530, 520, GemmPrecision::F32, 1, 0, 0}, 9301);
+}
+
+// Small ones, quick enough for compute-sanitizer: one stage partial, K below one
+// k tile, rows on 16 bytes and off them.
+TEST(CudaGemm, FmaAtomThroughTensorMapsSmallShapes) {
+  REQUIRE_GPU();
+  check_fma_through_tensor_maps({300, 200, 100, GemmPrecision::F32, -1, 0.25, 8}, 9302);
+  check_fma_through_tensor_maps({37, 45, 5, GemmPrecision::F32, 1, 0, 0}, 9303);
+  check_fma_through_tensor_maps({130, 70, 77, GemmPrecision::F32, 1, 0, 3}, 9304);
+}
+
+// The default fp32 plans of the deep tiles take tensor maps on sm_90 where the rows
+// allow it or the work pays for copying the operands (as 16-bit ones do).
+TEST(CudaGemm, DeepFp32DefaultsStageThroughTensorMaps) {
+  auto plan = [](int64_t m, int64_t n, int64_t k) {
+    return default_gemm_plan(TargetKind::Cuda, m, n, k, GemmPrecision::F32, "sm_90a");
+  };
+  EXPECT_TRUE(plan(4096, 4096, 4096).tma);
+  EXPECT_EQ(plan(4096, 4096, 4096).window, plan(4096, 4096, 4096).tile("BM") == 256 ? 2 : 3);
+  EXPECT_TRUE(plan(3000, 2000, 1500).tma);
+  EXPECT_TRUE(plan(1031, 1029, 531).tma);  // off 16 bytes, but past 2^27 multiply-adds
+  EXPECT_FALSE(plan(2048, 2048, 300).tma);  // 8-deep tiles: cp.async
+  EXPECT_FALSE(default_gemm_plan(TargetKind::Cuda, 4096, 4096, 4096, GemmPrecision::F32, "sm_80").tma);
+}
+
 // Register-level double buffering of the fragments (Plan::frag_buffers 2) changes
 // when operands reach registers, not the arithmetic: the same bits as one set, and
 // within the oracle's bound, for the fma and mma.sync atoms.

@@ -246,9 +246,10 @@ TEST(TmaPipelineSim, PlansThatCannotTakeTmaAreTypedErrors) {
   p = sim_plan(2, 0);
   p.target = TargetKind::Cpu;
   plan_error(p, "not cpu");
-  Plan fma = default_gemm_plan(TargetKind::Cuda, 4096, 4096, 4096, GemmPrecision::F32, "sm_90");
-  fma.tma = true;
-  plan_error(fma, "wgmma atom");
+  Plan sync = default_gemm_plan(TargetKind::Cuda, 1500, 1100, 64, GemmPrecision::TF32, "sm_90");
+  ASSERT_EQ(sync.atom, AtomKind::MmaSync) << sync.to_string();
+  sync.tma = true;
+  plan_error(sync, "this plan has the mma.sync atom");
   Plan big = wgmma_plan(128, 128, 2, 3, 7);  // 9 warpgroups = 1152 threads
   plan_error(big, "1152 threads per block");
   EXPECT_EQ(sim_plan(3, 1).to_string(), "BK=8 BM=16 BN=16 workers=4(2x2) copy_batch=4 window=3 copy=tma atom=1x1 producers=1");

@@ -399,6 +399,7 @@ class Emitter {
       if (b.dtype == DType::F64)
         user_error(ErrorKind::Unsupported, "cuda target: buffer " + b.name + " is f64 (the sim and cpu targets take f64)");
     check_ops(p_.body);
+    mark_warp_releases();
     mark_tma_destinations(p_.body);
     for (const Buffer& b : p_.buffers)
       if (b.space == Space::Private) check_frag(b);
@@ -463,6 +464,8 @@ class Emitter {
         while (j > 0 && (ops[j - 1].kind == GroupOpKind::Tma || ops[j - 1].kind == GroupOpKind::MbarExpectTx)) --j;
         if (j > 0 && j < i && ops[j - 1].kind == GroupOpKind::MbarWait) leader_thread_arrivals_.insert(op.id);
       }
+      if (op.kind == GroupOpKind::MbarInit) init_counts_[op.mbar].push_back(op.mbar_count);
+      if (op.kind == GroupOpKind::Roles) has_roles_ = true;
       if (op.kind == GroupOpKind::Roles)
         for (const WorkerRole& r : op.roles) {
           // setmaxnreg is per warpgroup; named barriers number the workers from 1.
@@ -949,6 +952,18 @@ class Emitter {
   }
 
   void emit_op(const GroupOp& op) {
+    // A loop or branch of the leader thread's copies alone (a refill: wait for the
+    // stage's release, expect its bytes, issue the tma): the other threads skip it
+    // rather than wait for a release that only the leader acts on.
+    if ((op.kind == GroupOpKind::For || op.kind == GroupOpKind::If) && !in_leader_block_ &&
+        leader_thread_body({op})) {
+      open("if (" + leader_thread() + ")");
+      in_leader_block_ = true;
+      emit_op(op);
+      in_leader_block_ = false;
+      close();
+      return;
+    }
     switch (op.kind) {
       case GroupOpKind::Copy: emit_copy(op); return;
       case GroupOpKind::AsyncCommit: line("asm volatile(\"cp.async.commit_group;\\n\" ::);  // #" + num(op.id)); return;
@@ -1012,7 +1027,7 @@ class Emitter {
         // follow (GroupIR's rule) makes it visible to the other threads.
         line("if (" + leader_thread() + ") {  // mbar.init #" + num(op.id));
         line("  for (int s = 0; s < " + num(b.slots) + "; ++s) tsl_mbar_init(mb" + num(b.id) + " + 8 * s, " +
-             num(op.mbar_count * warp_arrivals(b.id)) + ");");
+             num(warp_released_.count(b.id) ? op.mbar_count / 32 : op.mbar_count * warp_arrivals(b.id)) + ");");
         line("  asm volatile(\"fence.mbarrier_init.release.cluster;\\n\" ::: \"memory\");");
         line("}");
         return;
@@ -1032,7 +1047,10 @@ class Emitter {
         // The worker's lanes first: what each did is then the arrival's to release.
         // A warpgroup worker arrives once per warp where every arrival on the
         // mbarrier is a whole worker's (its count scaled at init), else once.
-        if (p_.lanes == 32 || warp_arrivals(op.mbar) > 1) {
+        if (warp_released_.count(op.mbar)) {
+          line("__syncwarp();");
+          line("if (tid % 32 == 0) " + arrive_call(op) + ";");
+        } else if (p_.lanes == 32 || warp_arrivals(op.mbar) > 1) {
           line("__syncwarp();");
           line("if (lane % 32 == 0) " + arrive_call(op) + ";");
         } else {
@@ -1135,6 +1153,9 @@ class Emitter {
   bool leader_thread_body(const std::vector<GroupOp>& ops) const {
     for (const GroupOp& op : ops) {
       if (op.kind == GroupOpKind::For && leader_thread_body(op.bodies.at(0))) continue;
+      if (op.kind == GroupOpKind::If && leader_thread_body(op.bodies.at(0)) &&
+          (op.bodies.size() < 2 || leader_thread_body(op.bodies[1])))
+        continue;
       if (op.kind == GroupOpKind::MbarWait || op.kind == GroupOpKind::Tma || op.kind == GroupOpKind::MbarExpectTx)
         continue;
       if (op.kind == GroupOpKind::MbarArrive && leader_thread_arrivals_.count(op.id)) continue;
@@ -2861,6 +2882,7 @@ class Emitter {
   mutable std::vector<LoopScope> loops_;
   std::map<int, int> tma_map_;           // tma op id -> its map
   int leader_worker_ = 0;                // the first worker of the workers running (in a role: its first)
+  bool in_leader_block_ = false;         // emitting a block only the leader thread runs
   std::set<int> leader_arrived_;         // mbarriers some leader arrival names
   std::set<int> leader_thread_arrivals_;  // leader arrivals the leader thread makes alone (op ids)
   // Arrivals per worker arrival on mbarrier `id`: one per warp of a warpgroup
@@ -2868,6 +2890,21 @@ class Emitter {
   int64_t warp_arrivals(int id) const {
     return p_.lanes == 128 && !leader_arrived_.count(id) ? p_.lanes / 32 : 1;
   }
+  // Workers of one thread (the fma atom) arrive once per warp on an mbarrier that
+  // every worker arrives on (no roles split a warp, no leader's arrival, counts of
+  // whole warps): 32 times fewer arrivals on one shared word (the stage releases of
+  // a tma pipeline, 256 a stage at 256 workers).
+  void mark_warp_releases() {
+    if (p_.lanes != 1 || has_roles_ || p_.cluster > 1 || p_.workers % 32 != 0) return;
+    for (const auto& [id, counts] : init_counts_) {
+      bool whole = !leader_arrived_.count(id);
+      for (int64_t c : counts) whole = whole && c == p_.workers;
+      if (whole) warp_released_.insert(id);
+    }
+  }
+  std::map<int, std::vector<int64_t>> init_counts_;  // mbarrier id -> the counts its inits give
+  std::set<int> warp_released_;                      // mbarriers arrived on once per warp
+  bool has_roles_ = false;
   bool has_setmaxnreg_ = false;          // some role asks for registers (sm_90a)
   int64_t shared_bytes_ = 0;
   int threads_ = 0;
