@@ -465,7 +465,7 @@ class Emitter {
         if (j > 0 && j < i && ops[j - 1].kind == GroupOpKind::MbarWait) leader_thread_arrivals_.insert(op.id);
       }
       if (op.kind == GroupOpKind::MbarInit) init_counts_[op.mbar].push_back(op.mbar_count);
-      if (op.kind == GroupOpKind::Roles) has_roles_ = true;
+      has_roles_ |= op.kind == GroupOpKind::Roles;
       if (op.kind == GroupOpKind::Roles)
         for (const WorkerRole& r : op.roles) {
           // setmaxnreg is per warpgroup; named barriers number the workers from 1.
