@@ -107,7 +107,8 @@ GemmReport gemm(int64_t m, int64_t n, int64_t k, float alpha, const float* a, in
 // One GEMM shape prepared for many calls, as a JIT library's dispatched kernel:
 // construction checks the sizes and options, chooses the plan and compiles (or
 // finds) the kernel; the first run() binds it, and every later run() only checks
-// the pointers (non-null, and not overlapping C) and launches: no lookup, no
+// the pointers (non-null, and not overlapping C; not again where they are the last
+// run's) and launches: no lookup, no
 // allocation, no lock, no clock read (cpu, and cuda on device arrays; elsewhere,
 // host arrays on cuda or the sim, run() is a gemm() call). Cheap to copy (the
 // copies share one binding); not for use from two threads at once.
@@ -122,6 +123,7 @@ class PreparedGemm {
   double compile_ms() const;  // construction's cold compile (0 when the kernel was cached)
 
  private:
+  __attribute__((noinline)) void run_other(float alpha, const float* a, const float* b, float beta, float* c);
   struct State;
   std::shared_ptr<State> state_;
 };
