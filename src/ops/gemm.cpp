@@ -1048,8 +1048,7 @@ struct CompiledGemm {
   std::optional<Kernel> sum, transpose;
 };
 
-CompiledGemm compile_gemm_call(int64_t m, int64_t n, int64_t k, int64_t lda, int64_t ldb, int64_t ldc,
-                               const GemmOptions& options);
+CompiledGemm compile_gemm_call(int64_t m, int64_t n, int64_t k, int64_t ldc, const GemmOptions& options);
 
 // Binds the compiled call to these operands and runs it; keeps the binding in
 // *keep when given (cpu, and cuda on device arrays).
@@ -1235,25 +1234,10 @@ Plan default_gemm_plan(TargetKind target, int64_t m, int64_t n, int64_t k, GemmP
 
 namespace {
 
-// A default cpu plan that is one block of the whole product (its M, N and K fixed)
-// with K up to kCpuFixedStridesMaxK fixes the row strides too, so that the unit's
-// kernels take them as constants with k unrolled (cpu_emit.cpp: emit_mma's exact
-// kernels): 4x16x16 ran its kernel in 24 ns with the strides as arguments, 18 with
-// them constant. One kernel per shape and strides.
-constexpr int64_t kCpuFixedStridesMaxK = 32;
-
-void fix_cpu_strides(Plan& p, int64_t k, int64_t lda, int64_t ldb, int64_t ldc) {
-  const bool one_block = std::any_of(p.sizes.begin(), p.sizes.end(), [](const auto& s) { return s.first == "K"; });
-  if (p.target == TargetKind::Cpu && one_block && k <= kCpuFixedStridesMaxK)
-    p.sizes.insert(p.sizes.end(), {{"lda", lda}, {"ldb", ldb}, {"ldc", ldc}});
-}
-
-CompiledGemm compile_gemm_call(int64_t m, int64_t n, int64_t k, int64_t lda, int64_t ldb, int64_t ldc,
-                               const GemmOptions& options) {
+CompiledGemm compile_gemm_call(int64_t m, int64_t n, int64_t k, int64_t ldc, const GemmOptions& options) {
   CompiledGemm cg;
   GemmReport& report = cg.report;
   report.plan = resolve_plan(m, n, k, options, &report.plan_source);
-  if (report.plan_source == "default rules") fix_cpu_strides(report.plan, k, lda, ldb, ldc);
   // A tuned winner was measured unsplit: split-K as for a requested plan.
   GemmOptions chosen = options;
   if (report.plan_source != "default rules") chosen.plan = report.plan;
@@ -1353,7 +1337,7 @@ GemmReport gemm(int64_t m, int64_t n, int64_t k, float alpha, const float* a, in
     return report;
   }
 
-  CompiledGemm cg = compile_gemm_call(m, n, k, lda, ldb, ldc, options);
+  CompiledGemm cg = compile_gemm_call(m, n, k, ldc, options);
   GemmReport& report = cg.report;
   if (options.count_fences) {
     // Fences one group executes for this shape (group 0; the count is the same for all).
@@ -1414,7 +1398,7 @@ PreparedGemm::PreparedGemm(int64_t m, int64_t n, int64_t k, int64_t lda, int64_t
   s->launch = launch_options(s->options);
   s->fast = (options.target == TargetKind::Cpu || (options.target == TargetKind::Cuda && options.device_pointers)) &&
             m > 0 && n > 0;
-  if (s->fast) s->compiled = compile_gemm_call(m, n, k, lda, ldb, ldc, s->options);
+  if (s->fast) s->compiled = compile_gemm_call(m, n, k, ldc, s->options);
   state_ = std::move(s);
 }
 
@@ -1422,7 +1406,8 @@ void PreparedGemm::run(float alpha, const float* a, const float* b, float beta, 
   State& s = *state_;
   // The warm path of a one-group cpu launch: A, B and C are those of the last run,
   // which checked them. Everything else is in run_other, out of line, so that this
-  // path keeps a small frame (4x16x16: 29 -> 2x ns a call).
+  // path saves no registers and sets up no frame: calls of 8^3 to 16^3 ran 1.08-1.2x
+  // faster (docs/results/cpu-gemm-2026-12-05-session38).
   if (s.group && a == s.a && b == s.b && c == s.c) {
     const BoundCpuGroup& g = *s.group;
     float* const tensors[] = {const_cast<float*>(a), const_cast<float*>(b), c};  // gemm_kernel's order

@@ -177,69 +177,6 @@ TEST_P(CpuIsaPath, InPlaceMicroKernelMatchesItsReference) {
   }
 }
 
-// The kernels for one product's exact extents and strides (k unrolled, LDA and LDB
-// constants, A and B read in place): whole vectors and partial last ones, one row
-// to 16, k of 1 to 32, B's allocation ending right after row kc - 1's NR columns.
-TEST_P(CpuIsaPath, ExactMicroKernelMatchesItsReference) {
-  const CpuIsaInfo& isa = cpu_isa_info(GetParam());
-  const std::string dir = std::getenv("TESSEL_CACHE_DIR");
-  const int64_t shapes[][3] = {{4, 16, 16}, {2, 32, 32}, {16, 16, 17}, {1, 16, 1}, {3, 48, 5}, {7, 13, 9}, {6, 64, 3}};
-  std::mt19937 rng(GetParam() == CpuIsa::Avx512 ? 5 : 6);
-  std::uniform_real_distribution<float> u(-1, 1);
-  for (const auto& [mr, nr, kc] : shapes) {
-    const int64_t lda = kc + 3, ldb = nr + 5, ldc = nr + 2;
-    const std::string name = cpu_exact_microkernel_name(mr, nr, kc, lda, ldb);
-    const std::string src = dir + "/" + name + "_" + isa.name + ".cpp", so = dir + "/" + name + "_" + isa.name + ".so";
-    std::ofstream(src) << cpu_vector_types(isa) << emit_cpu_exact_microkernel(mr, nr, kc, lda, ldb, isa)
-                       << "extern \"C\" void entry(int64_t kc, const float* a, const float* b, float* c, "
-                          "int64_t ldc, int64_t lda, int64_t ldb, int overwrite) { "
-                       << name << "(kc, a, b, c, ldc, lda, ldb, overwrite); }\n";
-    const std::string command = std::string("c++ ") + isa.flags + " -O2 -ffp-contract=fast -fPIC -shared -o " + so +
-                                " " + src;
-    ASSERT_EQ(std::system(command.c_str()), 0) << command;
-    void* h = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
-    ASSERT_NE(h, nullptr) << dlerror();
-    auto f = reinterpret_cast<UkrInPlaceFn>(dlsym(h, "entry"));
-    std::vector<float> a(mr * lda), b((kc - 1) * ldb + nr), c(mr * ldc);
-    for (float& x : a) x = u(rng);
-    for (int64_t k = 0; k < kc; ++k)
-      for (int64_t j = 0; j < ldb && k * ldb + j < int64_t(b.size()); ++j) b[k * ldb + j] = j < nr ? u(rng) : NAN;
-    for (float& x : c) x = u(rng);
-    test::expect_microkernel_matches(f, mr, nr, kc, a, lda, b, ldb, c, ldc, std::string(isa.name) + " " + name);
-  }
-}
-
-// A product that is one block with a short k and its strides fixed (as gemm() fixes
-// them, ops/gemm.cpp: fix_cpu_strides) runs kernels for them where its columns are
-// whole vectors, and tessel's built-in ones otherwise; with alpha and beta, and its
-// GroupIR on the simulator without races.
-TEST_P(CpuIsaPath, ShortProductsRunKernelsForTheirStrides) {
-  const CpuIsaInfo& isa = cpu_isa_info(GetParam());
-  uint32_t seed = 700 + 10 * static_cast<uint32_t>(GetParam());
-  const int64_t shapes[][3] = {{4, 16, 16}, {2, 32, 32}, {16, 16, 32}, {1, 16, 1}, {3, 48, 5},
-                               {8, 8, 8},   {13, 32, 20}, {14, 13, 7}, {6, 64, 9}};
-  for (const auto& [m, n, k] : shapes) {
-    Plan p = default_gemm_plan(TargetKind::Cpu, m, n, k, GemmPrecision::F32, "", 1);
-    ASSERT_EQ(p.sizes.size(), 3u) << p.to_string();  // one block: M, N and K fixed
-    // check_gemm_run's strides.
-    p.sizes.insert(p.sizes.end(), {{"lda", k + 3}, {"ldb", n + 5}, {"ldc", n + 2}});
-    SCOPED_TRACE(p.to_string());
-    GroupProgram program = compile_to_group(gemm_kernel(DType::F32), p, CompileOptions{}).program;
-    const std::string call = "x" + std::to_string(k) + "_" + std::to_string(k + 3) + "_" + std::to_string(n + 5) + "(kv, ";
-    const bool exact = emit_cpu(program, GetParam()).find(call) != std::string::npos;
-    if (n % isa.lanes != 0) EXPECT_FALSE(exact) << call;  // a partial last vector: tessel's edge kernels
-    const bool one_pass = (m == 4 && n == 16) || (m == 2 && n == 32);  // on AVX2 and AVX-512
-    if (one_pass && GetParam() != CpuIsa::Sse) EXPECT_TRUE(exact) << call;
-    auto kernel = compile_cpu(program);
-    check_gemm(*kernel, GemmCase{m, n, k, 1.0, 0.0}, seed++);
-    check_gemm(*kernel, GemmCase{m, n, k, -0.5, 1.25}, seed++);
-    int64_t races = -1;
-    check_gemm_run([&](const LaunchArgs& args) { races = run_sim(program, args).race_count; },
-                   GemmCase{m, n, k, 2.0, 0.0}, seed++);
-    EXPECT_EQ(races, 0);
-  }
-}
-
 const GemmCase kRagged[] = {
     {1, 1, 1, 1.0, 0.0},       {13, 29, 7, -0.75, 0.0}, {13, 29, 7, 1.25, -0.5}, {127, 193, 61, 0.5, 0.0},
     {127, 193, 61, 2.0, 1.5},  {100, 70, 300, 1.0, 1.0}, {33, 97, 17, 1.0, 0.0},

@@ -148,43 +148,6 @@ TEST(GemmCall, MemoizedCallsAreCheckedLikeTheFirst) {
   }
 }
 
-// A product that is one block with K up to 32 fixes its row strides in the plan
-// (fix_cpu_strides, for the unit's kernels with constant strides): each padding gets
-// a plan of its own and the right output, called alternately through gemm() and a
-// PreparedGemm. Longer K keeps the strides as arguments.
-TEST(GemmCall, ShortProductsFixTheirStrides) {
-  auto fixed = [](const Plan& p, const std::string& name) {
-    for (const auto& [size, value] : p.sizes)
-      if (size == name) return value;
-    return int64_t{-1};
-  };
-  uint64_t seed = 300;
-  for (auto [m, n, k] : {std::array<int64_t, 3>{4, 16, 16}, {2, 32, 32}, {13, 40, 9}}) {
-    for (int round = 0; round < 2; ++round)
-      for (int64_t pad : {0, 3}) {
-        GemmOptions o;
-        o.threads = 1;
-        Operands x(m, n, k, pad, 0.0f, ++seed);
-        GemmReport r = checked_call(x, 1.0f, 0.0f, o);
-        EXPECT_EQ(fixed(r.plan, "lda"), k + pad) << r.plan.to_string();
-        EXPECT_EQ(fixed(r.plan, "ldb"), n + pad) << r.plan.to_string();
-        EXPECT_EQ(fixed(r.plan, "ldc"), n + pad) << r.plan.to_string();
-        Operands y(m, n, k, pad, 0.5f, ++seed);
-        PreparedGemm g(m, n, k, y.lda, y.ldb, y.ldc, o);
-        std::vector<double> want =
-            gemm_oracle(m, n, k, -1.5, y.a.data(), y.lda, y.b.data(), y.ldb, 0.5, y.c.data(), y.ldc);
-        g.run(-1.5f, y.a.data(), y.b.data(), 0.5f, y.c.data());
-        EXPECT_LE(gemm_relative_error(m, n, y.c.data(), y.ldc, want), gemm_error_bound(k));
-      }
-  }
-  GemmOptions o;
-  o.threads = 1;
-  Operands x(13, 40, 33, 1, 0.0f, ++seed);
-  GemmReport r = checked_call(x, 1.0f, 0.0f, o);
-  EXPECT_EQ(fixed(r.plan, "K"), 33) << r.plan.to_string();
-  EXPECT_EQ(fixed(r.plan, "lda"), -1) << r.plan.to_string();
-}
-
 // PreparedGemm (the header's example): one shape prepared, then runs on new
 // buffers and scalars, padded leading dimensions, beta 0 (C NaN) and not; the
 // sim target and an empty output take the front door and are right too.

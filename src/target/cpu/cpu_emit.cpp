@@ -184,9 +184,6 @@ constexpr int64_t kCpuNarrowBlockRows = 16;
 // The most blocks of one call site that the unit calls one by one (when all are
 // inside the valid part) instead of through cpu_mma_blocks.
 constexpr int64_t kCpuInlineBlocks = 4;
-// The longest constant k of an mma reading both operands in place at constant row
-// strides that the unit runs on kernels of its own, k unrolled (emit_mma).
-constexpr int64_t kCpuExactMaxK = 32;
 // A's bytes (the mma's m x k, read in place) from which its block rows run outside.
 constexpr int64_t kCpuRowsOuterABytes = 1 << 20;
 std::string num(int64_t v) { return std::to_string(v); }
@@ -1564,15 +1561,6 @@ class Emitter {
                         cpu_microkernel_fits(nr, isa_) &&
                         (op.k < kCpuPrebuiltMinK || cpu_prebuilt_microkernel(mr, nr, isa_.isa) < 0 ||
                          op.k * op.n * 4 > kCpuPackBBytes);
-    // Both operands in place at constant row strides with a short constant k (a plan
-    // for one product's exact extents and strides, Plan::sizes): kernels of the unit's
-    // own for them, k unrolled (cpu_microkernel.h: emit_cpu_exact_microkernel). A
-    // built-in kernel's loop and its strides' address arithmetic cost as much as the
-    // FMAs there (4x16x16: 24 ns for 64 FMAs, 18 ns with the constants).
-    // (They run where the k block is whole; the built-in ones run the rest.)
-    int64_t lda_c = 0, ldb_c = 0;
-    const bool exact = fast && a_global && b_global && !f64 && !rows_outer && !pack_b && op.k <= kCpuExactMaxK &&
-                       expr_is_const(op.a.row_stride, &lda_c) && expr_is_const(op.b.row_stride, &ldb_c);
     const int64_t panel_floats = op.k * nr;  // one panel of tsl_bp
     const std::string ld_args =
         in_place ? ", " + (a_global ? a.ld : "0") + ", " + (pack_b ? num(nr) : b_global ? b.ld : "0") : "";
@@ -1663,7 +1651,7 @@ class Emitter {
         open_control_loop("for (int64_t jr = " + num(c0) + "; jr < " + num(c1) + " && " + c0s +
                           " + jr < nv; jr += " + num(bc) + ")");
       };
-      auto any_blocks = [&](int64_t r0, int64_t r1, int64_t br, int64_t c0, int64_t c1, int64_t bc) {
+      auto blocks = [&](int64_t r0, int64_t r1, int64_t br, int64_t c0, int64_t c1, int64_t bc) {
         if (r0 >= r1 || c0 >= c1) return;
         // Over a long k loop a kernel built into tessel is called through the table
         // with its leading dimensions as arguments (cpu_microkernel.h); any other is
@@ -1803,33 +1791,6 @@ class Emitter {
         }
         close();
         if (!pack_b && !rows_outer) close();
-      };
-      // Exact kernels (above) where the blocks are a few and whole and the k block is
-      // the mma's whole k; any other call takes the kernels above.
-      auto blocks = [&](int64_t r0, int64_t r1, int64_t br, int64_t c0, int64_t c1, int64_t bc) {
-        const int64_t blocks_r = r0 < r1 ? (r1 - r0) / br : 0, blocks_c = c0 < c1 ? (c1 - c0) / bc : 0;
-        // Whole vectors only: columns that end in part of one keep tessel's edge
-        // kernels, which run a tail of up to half a vector in half-width vectors
-        // (24^3 as two 12 x 24 blocks: 263 ns, 337 with masked 16-lane tails). And
-        // one pass over k: a block whose accumulators do not all fit the registers
-        // keeps the built-in kernels.
-        const CpuRegisterBlock pass = cpu_microkernel_blocking(br, bc, isa_);
-        if (!exact || blocks_r * blocks_c == 0 || blocks_r * blocks_c > kCpuInlineBlocks || bc % isa_.lanes != 0 ||
-            pass.rows < br || pass.vecs < bc / isa_.lanes)
-          return any_blocks(r0, r1, br, c0, c1, bc);
-        const std::string name = cpu_exact_microkernel_name(br, bc, op.k, lda_c, ldb_c);
-        if (!microkernels_.count(name)) microkernels_[name] = emit_cpu_exact_microkernel(br, bc, op.k, lda_c, ldb_c, isa_);
-        open("if (kv == " + num(op.k) + " && mv - (" + r0s + " + " + num(r0) + ") >= " + num(r1 - r0) + " && nv - (" +
-             c0s + " + " + num(c0) + ") >= " + num(c1 - c0) + ")");
-        for (int64_t j = 0; j < blocks_c; ++j)
-          for (int64_t i = 0; i < blocks_r; ++i)
-            line(name + "(kv, &" + a.at(r0s + " + " + num(r0 + i * br), "0") + ", &" +
-                 b.at("0", c0s + " + " + num(c0 + j * bc)) + ", " + c + " + " + num(r0 + i * br) + " * " + ldc + " + " +
-                 num(c0 + j * bc) + ", " + ldc + ", " + lda_arg + ", " + ldb_arg + ", overwrite);");
-        --depth_;
-        open("} else");
-        any_blocks(r0, r1, br, c0, c1, bc);
-        close();
       };
       if (pack_b) {
         // Each panel of B (kv rows of its valid columns) copied once, then met by

@@ -67,18 +67,12 @@ CpuRegisterBlock cpu_microkernel_blocking(int64_t mr, int64_t nr, const CpuIsaIn
 namespace {
 
 // The kernel as a function called `name` (emit_cpu_microkernel).
-// kc_fixed > 0: k is that constant (the caller's kc is ignored) and its loops are
-// unrolled whole; b_in_place: B's rows are a tensor's (nothing past NR is read) even
-// where LDB is a constant.
 std::string emit_microkernel_function(int64_t mr, int64_t nr, int64_t lda, int64_t ldb, const CpuIsaInfo& isa,
-                                      bool f64, bool built_in, const std::string& name, int64_t kc_fixed = 0,
-                                      bool b_in_place = false) {
-  const bool b_rows = ldb == kCpuRuntimeLd || b_in_place;  // B read in place: rows of a tensor
+                                      bool f64, bool built_in, const std::string& name) {
+  const bool b_rows = ldb == kCpuRuntimeLd;  // B read in place: rows of a tensor
   TESSEL_ASSERT(mr >= 1 && nr >= 1 && (b_rows || (nr <= ldb && cpu_microkernel_fits(ldb, isa, f64))),
                 "micro-kernel " + num(mr) + "x" + num(nr) + " on a B panel of width " + num(ldb));
-  const std::string ldb_s = ldb == kCpuRuntimeLd ? "ldb" : num(ldb);
-  const std::string kc_s = kc_fixed > 0 ? num(kc_fixed) : "kc";
-  const std::string unroll = kc_fixed > 0 ? "    #pragma GCC unroll " + num(kc_fixed) + "\n" : "";
+  const std::string ldb_s = b_rows ? "ldb" : num(ldb);
   const int64_t L = lanes_of(isa, f64), nv = ceil_div(nr, L);
   const int64_t tail = nr - (nv - 1) * L;  // elements of the last vector of a row
   const int64_t esize = f64 ? 8 : 4;
@@ -114,7 +108,6 @@ std::string emit_microkernel_function(int64_t mr, int64_t nr, int64_t lda, int64
   s += "__attribute__((noinline)) static void " + name + "(int64_t kc, const " +
        T + "* __restrict a, const " + T + "* __restrict b,\n    " + T + "* __restrict c, int64_t ldc" +
        (lda == kCpuRuntimeLd || b_rows ? ", int64_t lda, int64_t ldb" : "") + ", int overwrite) {\n";
-  if (kc_fixed > 0) s += "  (void)kc; (void)lda; (void)ldb;\n";  // the constants stand in for them
   if (f64)
     s += "  typedef double tsl_vd __attribute__((vector_size(" + num(isa.lanes * 4) +
          ")));\n  typedef double tsl_vdu __attribute__((vector_size(" + num(isa.lanes * 4) + "), aligned(8)));\n";
@@ -154,7 +147,7 @@ std::string emit_microkernel_function(int64_t mr, int64_t nr, int64_t lda, int64
         s += "    if (kc >= " + num(kCpuPrefetchCMinK) + ") {\n";
         declare_c_ptrs("      ");
       }
-      for (int64_t r = r0; r < r1 && (kc_fixed == 0 || kc_fixed >= kCpuPrefetchCMinK); ++r)
+      for (int64_t r = r0; r < r1; ++r)
         for (int64_t e = v0 * L; e < std::min(nr, v1 * L); e += line)
           s += std::string(built_in ? "      " : "    ") + "__builtin_prefetch(" + c_row(r) + " + " + num(e) +
                ", 1);\n";
@@ -232,11 +225,11 @@ std::string emit_microkernel_function(int64_t mr, int64_t nr, int64_t lda, int64
       }
       s += "    const " + T + "* bk = b;\n    int64_t k = 0;\n";
       if (U > 1) {
-        s += unroll + "    for (; k + " + num(U) + " <= " + kc_s + "; k += " + num(U) + advance(U) + ") {\n";
+        s += "    for (; k + " + num(U) + " <= kc; k += " + num(U) + advance(U) + ") {\n";
         for (int64_t u = 0; u < U; ++u) step(u, u);
         s += "    }\n";
       }
-      s += unroll + "    for (; k < " + kc_s + "; ++k" + advance(1) + ") {\n";
+      s += "    for (; k < kc; ++k" + advance(1) + ") {\n";
       step(0, 0);
       s += "    }\n";
       for (int64_t u = 1; u < U; ++u)
@@ -280,18 +273,6 @@ std::string emit_microkernel_function(int64_t mr, int64_t nr, int64_t lda, int64
 std::string emit_cpu_microkernel(int64_t mr, int64_t nr, int64_t lda, int64_t ldb, const CpuIsaInfo& isa,
                                  bool f64, bool built_in) {
   return emit_microkernel_function(mr, nr, lda, ldb, isa, f64, built_in, cpu_microkernel_name(mr, nr, lda, ldb, f64));
-}
-
-std::string cpu_exact_microkernel_name(int64_t mr, int64_t nr, int64_t kc, int64_t lda, int64_t ldb) {
-  return "tsl_ukr_" + num(mr) + "x" + num(nr) + "x" + num(kc) + "_" + num(lda) + "_" + num(ldb);
-}
-
-std::string emit_cpu_exact_microkernel(int64_t mr, int64_t nr, int64_t kc, int64_t lda, int64_t ldb,
-                                       const CpuIsaInfo& isa) {
-  TESSEL_ASSERT(kc > 0 && lda >= kc && ldb >= nr, "exact micro-kernel " + num(mr) + "x" + num(nr) + "x" + num(kc) +
-                                                     " with row strides " + num(lda) + " and " + num(ldb));
-  return emit_microkernel_function(mr, nr, lda, ldb, isa, false, false,
-                                   cpu_exact_microkernel_name(mr, nr, kc, lda, ldb), kc, true);
 }
 
 namespace {

@@ -69,17 +69,6 @@ constexpr int64_t kCpuRuntimeLd = -1;
 std::string emit_cpu_microkernel(int64_t mr, int64_t nr, int64_t lda, int64_t ldb, const CpuIsaInfo& isa,
                                  bool f64 = false, bool built_in = false);
 
-// A kernel for one product's exact extents (fp32): k is the constant KC, unrolled
-// whole, and A's and B's row strides are the constants LDA and LDB; both read in
-// place from tensors (columns >= NR of B are not read). It has the `_s_s` form's
-// signature, kc, lda and ldb ignored:
-//   tsl_ukr_<MR>x<NR>x<KC>_<LDA>_<LDB>(kc, a, b, c, ldc, lda, ldb, overwrite).
-// Over a short k a kernel's fixed costs (its loop, the address arithmetic of run-time
-// strides, the stack) are as large as its FMAs.
-std::string cpu_exact_microkernel_name(int64_t mr, int64_t nr, int64_t kc, int64_t lda, int64_t ldb);
-std::string emit_cpu_exact_microkernel(int64_t mr, int64_t nr, int64_t kc, int64_t lda, int64_t ldb,
-                                       const CpuIsaInfo& isa);
-
 // The fp32 micro-kernels built into tessel instead of into each unit (a cold compile
 // spent about 18 ms of the compiler's time on each kernel it emitted): the `_s_s`
 // form (LDA and LDB run-time arguments) for MR x NR with NR a multiple of 16, which
