@@ -110,8 +110,8 @@ GemmReport gemm(int64_t m, int64_t n, int64_t k, float alpha, const float* a, in
 // the pointers (non-null, and not overlapping C; not again where they are the last
 // run's) and launches: no lookup, no allocation, no lock, no clock read (cpu, and
 // cuda on device arrays; elsewhere, host arrays on cuda or the sim, run() is a
-// gemm() call). Cheap to copy (the
-// copies share one binding); not for use from two threads at once.
+// gemm() call). Cheap to copy (the copies share one binding); not for use from two
+// threads at once.
 //   PreparedGemm g(m, n, k, k, n, n);   // row-major, packed
 //   for (...) g.run(1.0f, a, b, 0.0f, c);
 class PreparedGemm {
