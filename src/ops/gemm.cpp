@@ -81,10 +81,14 @@ constexpr int64_t kCpuOneKBlockBytes = 1 << 20;
 // group's ragged row block runs in cpu_mma_edge's masked vectors; elsewhere it takes
 // the scalar edge loop (127x193x61 on two 64-row groups ran 2.7x slower).
 constexpr int64_t kCpuSplitMinWork = 150000;
-// One thread reads A and B in place (Plan::direct, no packing, one group) beyond the
-// exact sizes while B (K x N) stays well inside L2: there packing cost more than it
-// saved (one thread,
-// 2026-12-01: 1024x64x64 1.23x, 256x128x256 1.17x, 200x300x160 1.17x, 160x160x512
+// A and B are read in place (Plan::direct, no packing) beyond the exact sizes while B
+// (K x N) stays well inside L2: there packing cost more than it saved. With more than
+// one thread, each reads B whole into its own core's L2 and its group's rows of A
+// (until the thirty-ninth session only one thread did; against that packed plan, two
+// threads: 300x4x500 3.5x, 100x3x300 2.5x, 1000x1x1000 5.0x, 3000x128x800 1.19x,
+// 150x100x600 1.15x, 1500x500x500 1.09x, 2000x256x512 and 422x165x946 1.05x faster,
+// docs/results/cpu-gemm-2026-12-05-session39). One thread
+// (2026-12-01): 1024x64x64 1.23x, 256x128x256 1.17x, 200x300x160 1.17x, 160x160x512
 // 1.03x faster; 256^3, 300^3, 384^3, 128x1024x128 within 2%). B from 384 KiB to 1 MiB
 // read in place was slower (256x512x256 4%, 512^3 20%) until the emitter copied B's
 // panels there (cpu_emit.cpp, kCpuPackBBytes): then 1.04-1.14x faster than packed
@@ -117,7 +121,8 @@ constexpr int64_t kCpuDirectTallElems = int64_t{1} << 22, kCpuDirectWideElems = 
 // (plan/machine.h: cpu_blocking, a Zen 4), no product is read in place so.
 constexpr int64_t kCpuDirectBK = 500;
 // Measured on two cores only: with more, every group would read all of B from L3,
-// where the packed plans share it; more threads keep the packed plan.
+// where the packed plans share it; more threads keep the packed plan (for B within
+// kCpuDirectBBytes too).
 constexpr int64_t kCpuDirectMaxThreads = 2;
 
 // Whether rows `floats` apart spread over L1's 64 sets of 64-byte lines: not a whole
@@ -1164,12 +1169,12 @@ Plan default_gemm_plan(TargetKind target, int64_t m, int64_t n, int64_t k, GemmP
     // micro-kernel runs leftover rows and columns with edge kernels). One kernel per
     // such extent. When all three are, A and B are read in place, not packed.
     p.direct = m <= kCpuExact && n <= kCpuExactN && k <= kCpuExact;
-    if (cpu_threads == 1 && 4 * k * n <= kCpuDirectBBytes &&
-        m * n <= (n <= kCpuExactN ? kCpuDirectTallElems : kCpuDirectWideElems))
-      p.direct = true;
     // One group per core by default: the thread pool's, std::thread::hardware_concurrency().
     static const int64_t cores = std::max(1u, std::thread::hardware_concurrency());
     const int64_t threads = cpu_threads > 0 ? cpu_threads : cores;
+    if (threads <= kCpuDirectMaxThreads && 4 * k * n <= kCpuDirectBBytes &&
+        m * n <= (n <= kCpuExactN ? kCpuDirectTallElems : kCpuDirectWideElems))
+      p.direct = true;
     // Read in place in k blocks, where B is too large to read whole and the rows of A
     // and B spread over the cache sets: groups as cpu_k_block_groups finds them.
     const bool k_block_candidate = !p.direct && cpu_blocking().in_place_past_l2 &&

@@ -243,7 +243,8 @@ struct Blocking {
 };
 const Blocking kBlockings[] = {{72, 70, 50, 3, 1, true}, {48, 128, 32, 2, 2, true}, {48, 80, 24, 2, 2, false}};
 GroupProgram blocked_program(const Blocking& b) {
-  Plan p = default_gemm_plan(TargetKind::Cpu, 300, 300, 300);
+  // Four threads: a packed plan on any machine (up to two read this product in place).
+  Plan p = default_gemm_plan(TargetKind::Cpu, 300, 300, 300, GemmPrecision::F32, "", 4);
   set_gemm_tile(p, b.bm, b.bn, b.bk);
   p.workers = b.rows * b.cols, p.worker_rows = b.rows, p.worker_cols = b.cols;
   return compile_to_group(gemm_kernel(DType::F32), p, CompileOptions{}).program;
@@ -267,23 +268,23 @@ TEST_P(CpuIsaPath, GemmInCacheBlocksOnRaggedShapes) {
   }
   const GemmCase defaults[] = {{257, 300, 513, 1.0, 0.0}, {301, 40, 300, 0.5, 1.5}, {260, 40, 20, 1.0, 0.0}};
   for (const GemmCase& g : defaults) {
-    Plan p = default_gemm_plan(TargetKind::Cpu, g.m, g.n, g.k);
+    Plan p = default_gemm_plan(TargetKind::Cpu, g.m, g.n, g.k, GemmPrecision::F32, "", 4);
     SCOPED_TRACE(p.to_string());
     EXPECT_FALSE(p.direct);
     check_gemm(*compile_cpu(compile_to_group(gemm_kernel(DType::F32), p, CompileOptions{}).program), g, seed++);
   }
-  // Two threads, one k block too large for half of L2 in one group: two row groups
-  // of 700 rows, parts of 24 (one thread reads this tall, narrow product in place).
+  // Four threads, one k block too large for half of L2 in one group: four row groups
+  // of 350 rows, parts of 24 (up to two threads read this tall, narrow product in place).
   const GemmCase one_block{1400, 100, 200, 1.0, 0.0};
-  Plan p = default_gemm_plan(TargetKind::Cpu, one_block.m, one_block.n, one_block.k, GemmPrecision::F32, "", 2);
+  Plan p = default_gemm_plan(TargetKind::Cpu, one_block.m, one_block.n, one_block.k, GemmPrecision::F32, "", 4);
   EXPECT_FALSE(p.direct) << p.to_string();
-  EXPECT_EQ(p.tile("BM"), 720) << p.to_string();
+  EXPECT_EQ(p.tile("BM"), 360) << p.to_string();
   check_gemm(*compile_cpu(compile_to_group(gemm_kernel(DType::F32), p, CompileOptions{}).program), one_block, seed++);
   // A group's B block within 1 MiB takes all of K in one k block (the fragment, in
-  // C, is written once); past it, k blocks of at most 256. (Two threads: one reads
-  // this product in place.)
+  // C, is written once); past it, k blocks of at most 256. (Four threads: up to two
+  // read this product in place.)
   const GemmCase tall{1400, 300, 300, 1.0, 0.0};
-  Plan one_k = default_gemm_plan(TargetKind::Cpu, tall.m, tall.n, tall.k, GemmPrecision::F32, "", 2);
+  Plan one_k = default_gemm_plan(TargetKind::Cpu, tall.m, tall.n, tall.k, GemmPrecision::F32, "", 4);
   EXPECT_FALSE(one_k.direct) << one_k.to_string();
   EXPECT_EQ(one_k.tile("BK"), 300) << one_k.to_string();
   EXPECT_EQ(default_gemm_plan(TargetKind::Cpu, 2048, 2048, 2048, GemmPrecision::F32, "", 1).tile("BK"),
@@ -303,19 +304,26 @@ TEST_P(CpuIsaPath, GemmInCacheBlocksOnRaggedShapes) {
   check_gemm(*compile_cpu(compile_to_group(gemm_kernel(DType::F32), blocks, CompileOptions{}).program), wide, seed++);
 }
 
-// One thread reads A and B in place beyond the exact sizes while B, the fragment and
-// A stay inside their cache bounds (gemm.cpp, kCpuDirectBBytes): tall and skinny,
-// mid-size and wide ragged shapes; two threads keep the packed, parallel plan.
-TEST_P(CpuIsaPath, OneThreadReadsMidShapesInPlace) {
+// One or two threads read A and B in place beyond the exact sizes while B and the
+// fragment stay inside their cache bounds (gemm.cpp, kCpuDirectBBytes): tall and
+// skinny, mid-size and wide ragged shapes, two threads in groups of whole rows; four
+// threads keep the packed plan.
+TEST_P(CpuIsaPath, OneOrTwoThreadsReadMidShapesInPlace) {
   uint32_t seed = 500 + 10 * static_cast<uint32_t>(GetParam());
   for (const GemmCase& g : {GemmCase{1030, 70, 50, 1.0, 0.0}, GemmCase{203, 131, 257, -0.5, 1.25},
                             GemmCase{77, 601, 40, 1.0, 0.0}}) {
     Plan one = default_gemm_plan(TargetKind::Cpu, g.m, g.n, g.k, GemmPrecision::F32, "", 1);
     Plan two = default_gemm_plan(TargetKind::Cpu, g.m, g.n, g.k, GemmPrecision::F32, "", 2);
+    Plan four = default_gemm_plan(TargetKind::Cpu, g.m, g.n, g.k, GemmPrecision::F32, "", 4);
     SCOPED_TRACE(one.to_string());
     EXPECT_TRUE(one.direct);
-    EXPECT_FALSE(two.direct) << two.to_string();
+    EXPECT_TRUE(two.direct) << two.to_string();
+    if (cpu_vector_lanes() == 16) {  // unequal row groups only with AVX-512 (gemm.cpp)
+      EXPECT_LT(two.tile("BM"), g.m) << two.to_string();
+    }
+    EXPECT_FALSE(four.direct) << four.to_string();
     check_gemm(*compile_cpu(compile_to_group(gemm_kernel(DType::F32), one, CompileOptions{}).program), g, seed++);
+    check_gemm(*compile_cpu(compile_to_group(gemm_kernel(DType::F32), two, CompileOptions{}).program), g, seed++);
   }
   // A past 1 MiB: read in place with A's block rows outside and B's panels inside
   // (cpu_emit.cpp, rows_outer). Tall and narrow (N within the exact sizes) over a
@@ -620,8 +628,8 @@ TEST(CpuBlockedGemm, ProgramsRunOnTheSimWithoutRaces) {
   uint32_t seed = 400;
   std::vector<GroupProgram> programs;
   for (const Blocking& b : kBlockings) programs.push_back(blocked_program(b));
-  Plan p = default_gemm_plan(TargetKind::Cpu, 2100, 40, 20);
-  EXPECT_GT(p.workers, 1) << p.to_string();  // 2100 rows: parts of 24 rows with up to 16 cores
+  Plan p = default_gemm_plan(TargetKind::Cpu, 2100, 40, 20, GemmPrecision::F32, "", 4);
+  EXPECT_GT(p.workers, 1) << p.to_string();  // 2100 rows: parts of 24 rows, packed on four threads
   programs.push_back(compile_to_group(gemm_kernel(DType::F32), p, CompileOptions{}).program);
   for (const GroupProgram& program : programs)
     for (const GemmCase& g : {GemmCase{100, 90, 60, 1.0, 0.0}, GemmCase{260, 40, 20, 0.5, 1.5},
@@ -717,7 +725,7 @@ TEST(CpuInPlace, AccumulatorLivesInItsStoreWindowOnlyWhenNothingElseUsesIt) {
   // part a block of the window; blocks across a ragged tile's edge go through a
   // local tile, emitted (tsl_bounce) or in tessel (cpu_mma_blocks' mode 2). On
   // AVX-512 the 8 edge columns run in cpu_mma_edge (no kernel: cpu_mma_blocks).
-  Plan packed = default_gemm_plan(TargetKind::Cpu, 2100, 40, 20);
+  Plan packed = default_gemm_plan(TargetKind::Cpu, 2100, 40, 20, GemmPrecision::F32, "", 4);
   ASSERT_GT(packed.workers, 1) << packed.to_string();
   const std::string parts = emit_cpu(program_of(packed), CpuIsa::Avx2);
   EXPECT_NE(home_line(parts).find("s_alpha == 1"), std::string::npos) << parts;
@@ -727,7 +735,7 @@ TEST(CpuInPlace, AccumulatorLivesInItsStoreWindowOnlyWhenNothingElseUsesIt) {
     EXPECT_EQ(masked.find("tsl_bounce("), std::string::npos) << masked;
     EXPECT_NE(masked.find("tsl_mma_blocks((const void*)0, "), std::string::npos) << masked;
   }
-  Plan long_k = default_gemm_plan(TargetKind::Cpu, 1400, 100, 200, GemmPrecision::F32, "", 2);
+  Plan long_k = default_gemm_plan(TargetKind::Cpu, 1400, 100, 200, GemmPrecision::F32, "", 4);
   ASSERT_GT(long_k.workers, 1) << long_k.to_string();
   const std::string built_in = emit_cpu(program_of(long_k));
   EXPECT_NE(built_in.find("(tsl_home_0 ? 2 : 0), overwrite);"), std::string::npos) << built_in;

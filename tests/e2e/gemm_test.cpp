@@ -119,14 +119,14 @@ TEST(GemmCpu, RandomShapesAlphaBetaLeadingDims) {
 }
 
 // One plan run by one thread or two: the same bits. (The default plans differ by
-// thread count: one thread reads A and B in place up to larger shapes, so the plan
-// is pinned to the two-thread default.)
+// thread count: up to two threads read A and B in place up to larger shapes, so the
+// plan is pinned to the four-thread default, packed.)
 TEST(GemmCpu, MultiThreadedMatchesSingleThreadedBitForBit) {
   Case c = packed(300, 290, 280, 1.0f, 0.5f);
   GemmOptions one, two;
   one.threads = 1;
   two.threads = 2;
-  one.plan = two.plan = default_gemm_plan(TargetKind::Cpu, c.m, c.n, c.k, GemmPrecision::F32, "", 2);
+  one.plan = two.plan = default_gemm_plan(TargetKind::Cpu, c.m, c.n, c.k, GemmPrecision::F32, "", 4);
   ASSERT_FALSE(one.plan->direct) << one.plan->to_string();
   ASSERT_GT(one.plan->workers, 1) << one.plan->to_string();
   std::vector<float> x = run_case(c, one, 3), y = run_case(c, two, 3);
@@ -176,8 +176,11 @@ TEST(GemmCpu, DefaultPlansOfRaggedShapesOnCpuAndSim) {
                         packed(96, 33, 17, 1.0f, 0.0f), Case{31, 17, 9, 40, 19, 18, 0.75f, -0.5f},
                         packed(1, 1, 1, 2.0f, 0.0f), Case{5, 130, 3, 7, 133, 131, 1.0f, 0.0f},
                         packed(3, 300, 5, 1.0f, 0.0f), packed(48, 48, 48, 1.0f, 0.0f),
-                        Case{60, 64, 70, 73, 70, 64, -0.5f, 0.0f}}) {
-    Plan p = default_gemm_plan(TargetKind::Cpu, c.m, c.n, c.k, GemmPrecision::F32, "", 2);
+                        Case{60, 64, 70, 73, 70, 64, -0.5f, 0.0f}})
+  for (int threads : {2, 4}) {
+    // B within 1 MiB: read in place on up to two threads; on four, only within the
+    // exact sizes (packed plans otherwise).
+    Plan p = default_gemm_plan(TargetKind::Cpu, c.m, c.n, c.k, GemmPrecision::F32, "", threads);
     // Read in place with N past 32 but within 64: one column block, 8 x 48 or 6 x 64,
     // unless the edge takes the 1 to 4 columns past 32 as dot products (AVX-512;
     // CpuSmallShapes.ColumnsJustPast32TakeTheWideAtomOrADotProductRest).
@@ -189,7 +192,7 @@ TEST(GemmCpu, DefaultPlansOfRaggedShapesOnCpuAndSim) {
     if (c.k <= 128) { EXPECT_EQ(p.tile("BK"), c.k) << describe(c); }
     if (c.m <= 128) { EXPECT_EQ(p.tile("BM"), c.m) << describe(c); }
     if (c.n <= 256) { EXPECT_EQ(p.tile("BN"), c.n) << describe(c); }
-    EXPECT_EQ(p.direct, c.m <= 128 && c.n <= 256 && c.k <= 128) << describe(c);
+    EXPECT_EQ(p.direct, threads == 2 || (c.m <= 128 && c.n <= 256 && c.k <= 128)) << describe(c) << threads;
     GemmOptions cpu, sim;
     cpu.threads = 1;
     sim.target = TargetKind::Sim;

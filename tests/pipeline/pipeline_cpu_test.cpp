@@ -1,6 +1,8 @@
-// The larger seed shapes on the cpu target: every window and protocol gives the
-// bits of W = 1 sync (the cpu runs async copies synchronously, and the window only
-// reorders copies), and W = 1 sync meets the FP64 oracle on the complete output.
+// The larger seed shapes on the cpu target, in packed plans (four threads'; up to
+// two read these shapes in place, with no copies to pipeline): every window and
+// protocol gives the bits of W = 1 sync (the cpu runs async copies synchronously,
+// and the window only reorders copies), and W = 1 sync meets the FP64 oracle on the
+// complete output.
 #include <gtest/gtest.h>
 
 #include <regex>
@@ -13,7 +15,7 @@ namespace {
 
 void expect_windows_agree_on_cpu(const Shape& s) {
   GemmInputs in(s, 23);
-  Plan base = default_gemm_plan(TargetKind::Cpu, s.m, s.n, s.k);
+  Plan base = default_gemm_plan(TargetKind::Cpu, s.m, s.n, s.k, GemmPrecision::F32, "", 4);
   GemmRun ref = run_gemm(in, with_window(base, 1, false));
   EXPECT_LE(gemm_relative_error(s.m, s.n, ref.c.data(), s.n, in.oracle()), gemm_error_bound(s.k))
       << describe(s);
@@ -34,7 +36,7 @@ TEST(PipelineCpu, Ragged513x257x129) { expect_windows_agree_on_cpu({513, 257, 12
 TEST(PipelineCpu, LongLoopSmallTile) {
   Shape s{100, 70, 333, 1.0f, 0.0f};
   GemmInputs in(s, 29);
-  Plan base = default_gemm_plan(TargetKind::Cpu, s.m, s.n, s.k);
+  Plan base = default_gemm_plan(TargetKind::Cpu, s.m, s.n, s.k, GemmPrecision::F32, "", 4);
   base.tiles["BK"] = 16;
   GemmRun ref = run_gemm(in, with_window(base, 1, false));
   EXPECT_LE(gemm_relative_error(s.m, s.n, ref.c.data(), s.n, in.oracle()), gemm_error_bound(s.k));
