@@ -205,10 +205,14 @@ std::string emit_microkernel_function(int64_t mr, int64_t nr, int64_t lda, int64
           // only where one FMA uses the element; where more do, it loads the broadcast
           // into a register first, which cost up to 6% of a kernel alone, depending on
           // how the loop came out (Zen 4; docs/cpu_microkernel.md). So on AVX-512 each
-          // fp32 FMA is written out with its {1to16} operand.
+          // fp32 FMA is written out with its {1to16} operand, but in a pass of one row:
+          // there every B vector serves one FMA, and the loads bound the loop (Zen 4
+          // loads one 512-bit vector a cycle, and each embedded broadcast is a load
+          // more), so the element is broadcast once (1x64x32 1.28x, 1x48x40 1.20x,
+          // 1x200x50 1.18x faster, docs/results/cpu-gemm-2026-12-05-session39).
           for (int64_t v = v0; v < v1; ++v) {
             const std::string bv = "b" + num(v) + bsfx, c = acc(r, v) + sfx;
-            if (embedded_broadcast)
+            if (embedded_broadcast && r1 - r0 > 1)
               s += "      __asm__(\"vfmadd231ps %2%{1to16%}, %1, %0\" : \"+v\"(" + c + ") : \"v\"(" + bv +
                    "), \"m\"(" + a_at(r, u) + "));\n";
             else

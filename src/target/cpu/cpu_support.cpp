@@ -143,28 +143,35 @@ template <int R, int V, bool Half>
 __attribute__((noinline)) void block(int64_t kc, const float* a, const float* b, float* c, int64_t ldc,
                                      int64_t lda, int64_t ldb, unsigned short tail, int overwrite) {
   constexpr int G = (R + 3) / 4, W = Half ? V - 1 : V;  // W: the 16-lane vectors
+  // Fewer than 8 accumulators leave the FMA pipes waiting on the FMA latency (3x2x117,
+  // three chains 117 deep): then k is split over U copies of them (k, k + 1, ... in
+  // turn; as the built-in kernels do), summed at the end.
+  constexpr int U = std::min({4, (8 + R * V - 1) / (R * V), (32 - V) / (R * V)});
   const float* ap[G];
 #pragma GCC unroll 4
   for (int g = 0; g < G; ++g) ap[g] = a + 4 * g * lda;
   const int64_t lda2 = 2 * lda, lda3 = 3 * lda;
   const auto tail_half = static_cast<unsigned char>(tail);
-  Vf acc[R][V];
-  Vh acc_half[R];
-#pragma GCC unroll 16
-  for (int r = 0; r < R; ++r) {
-    acc_half[r] = Vh{};
+  Vf acc[U][R][V];
+  Vh acc_half[U][R];
 #pragma GCC unroll 4
-    for (int v = 0; v < V; ++v) acc[r][v] = Vf{};
-  }
-  for (int64_t k = 0; k < kc; ++k, b += ldb) {
+  for (int u = 0; u < U; ++u)
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) {
+      acc_half[u][r] = Vh{};
+#pragma GCC unroll 4
+      for (int v = 0; v < V; ++v) acc[u][r][v] = Vf{};
+    }
+  // k's step into copy u of the accumulators, B's row at bk.
+  auto step = [&](int64_t k, const float* bk, int u) __attribute__((always_inline)) {
     Vf bv[V];
     Vh bh = {};
 #pragma GCC unroll 4
-    for (int v = 0; v + 1 < V; ++v) bv[v] = *(const Vfu*)(b + 16 * v);
+    for (int v = 0; v + 1 < V; ++v) bv[v] = *(const Vfu*)(bk + 16 * v);
     if (Half)
-      bh = __builtin_ia32_loadups256_mask(b + 16 * (V - 1), Vh{}, tail_half);
+      bh = __builtin_ia32_loadups256_mask(bk + 16 * (V - 1), Vh{}, tail_half);
     else
-      bv[V - 1] = __builtin_ia32_loadups512_mask(b + 16 * (V - 1), Vf{}, tail);
+      bv[V - 1] = __builtin_ia32_loadups512_mask(bk + 16 * (V - 1), Vf{}, tail);
     // B's vectors in registers, loaded once a k: in blocks of 2 and 3 rows GCC 12
     // folds them into each row's FMA as a memory operand, a load a row, and Zen 4
     // loads one 512-bit vector a cycle (3x50x5: 1.24x). Taller blocks keep them in
@@ -180,24 +187,38 @@ __attribute__((noinline)) void block(int64_t kc, const float* a, const float* b,
       const float* p = ap[r / 4] + k;
       const float s = r % 4 == 0 ? p[0] : r % 4 == 1 ? p[lda] : r % 4 == 2 ? p[lda2] : p[lda3];
 #pragma GCC unroll 4
-      for (int v = 0; v < W; ++v) acc[r][v] += s * bv[v];
-      if (Half) acc_half[r] += s * bh;
+      for (int v = 0; v < W; ++v) acc[u][r][v] += s * bv[v];
+      if (Half) acc_half[u][r] += s * bh;
     }
-  }
+  };
+  int64_t k = 0;
+  if constexpr (U > 1)
+    for (; k + U <= kc; k += U, b += U * ldb)
+#pragma GCC unroll 4
+      for (int u = 0; u < U; ++u) step(k + u, b + u * ldb, u);
+  for (; k < kc; ++k, b += ldb) step(k, b, 0);
+#pragma GCC unroll 4
+  for (int u = 1; u < U; ++u)
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) {
+      acc_half[0][r] += acc_half[u][r];
+#pragma GCC unroll 4
+      for (int v = 0; v < V; ++v) acc[0][r][v] += acc[u][r][v];
+    }
 #pragma GCC unroll 16
   for (int r = 0; r < R; ++r) {
     float* cr = c + r * ldc;
 #pragma GCC unroll 4
     for (int v = 0; v + 1 < V; ++v) {
-      if (!overwrite) acc[r][v] += *(const Vfu*)(cr + 16 * v);
-      *(Vfu*)(cr + 16 * v) = acc[r][v];
+      if (!overwrite) acc[0][r][v] += *(const Vfu*)(cr + 16 * v);
+      *(Vfu*)(cr + 16 * v) = acc[0][r][v];
     }
     if (Half) {
-      if (!overwrite) acc_half[r] += __builtin_ia32_loadups256_mask(cr + 16 * (V - 1), Vh{}, tail_half);
-      __builtin_ia32_storeups256_mask(cr + 16 * (V - 1), acc_half[r], tail_half);
+      if (!overwrite) acc_half[0][r] += __builtin_ia32_loadups256_mask(cr + 16 * (V - 1), Vh{}, tail_half);
+      __builtin_ia32_storeups256_mask(cr + 16 * (V - 1), acc_half[0][r], tail_half);
     } else {
-      if (!overwrite) acc[r][V - 1] += __builtin_ia32_loadups512_mask(cr + 16 * (V - 1), Vf{}, tail);
-      __builtin_ia32_storeups512_mask(cr + 16 * (V - 1), acc[r][V - 1], tail);
+      if (!overwrite) acc[0][r][V - 1] += __builtin_ia32_loadups512_mask(cr + 16 * (V - 1), Vf{}, tail);
+      __builtin_ia32_storeups512_mask(cr + 16 * (V - 1), acc[0][r][V - 1], tail);
     }
   }
 }
@@ -307,6 +328,43 @@ __attribute__((always_inline)) inline void dot_rows(int64_t kc, int64_t kv, cons
     }
 }
 
+// B's columns 2P and 2P + 1 over 16 k, out of z (k = 4q + i's row of 4 columns at
+// lanes 4i .. 4i + 3 of z[q]): two permutes of two vectors each, then the halves.
+template <int P>
+__attribute__((always_inline)) inline void column_pair(const Vf (&z)[4], float* even, float* odd) {
+  constexpr int a = 2 * P, b = 2 * P + 1;
+  const Vf lo = __builtin_shufflevector(z[0], z[1], a, a + 4, a + 8, a + 12, a + 16, a + 20, a + 24, a + 28, b,
+                                        b + 4, b + 8, b + 12, b + 16, b + 20, b + 24, b + 28);
+  const Vf hi = __builtin_shufflevector(z[2], z[3], a, a + 4, a + 8, a + 12, a + 16, a + 20, a + 24, a + 28, b,
+                                        b + 4, b + 8, b + 12, b + 16, b + 20, b + 24, b + 28);
+  *(Vf*)even = __builtin_shufflevector(lo, hi, 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23);
+  if (odd) *(Vf*)odd = __builtin_shufflevector(lo, hi, 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31);
+}
+
+// B's T columns (T <= 4) over `rows` <= 16 k from b (row stride ldb) into col[j * stride]
+// for column j, lanes past `rows` zero: a masked load of T elements a row (nothing
+// past column T is read), the rows four to a vector, then a transpose. Element by
+// element, the copies took a tenth of 300x4x500's time and half of 3x2x117's.
+template <int T>
+__attribute__((always_inline)) inline void gather_columns_16(const float* b, int64_t ldb, int64_t rows, float* col,
+                                                             int64_t stride) {
+  typedef float V4 __attribute__((vector_size(16)));
+  typedef float V8 __attribute__((vector_size(32)));
+  V4 r[16];
+#pragma GCC unroll 16
+  for (int i = 0; i < 16; ++i)
+    r[i] = i < rows ? __builtin_ia32_loadups128_mask(b + i * ldb, V4{}, (1u << T) - 1) : V4{};
+  Vf z[4];
+#pragma GCC unroll 4
+  for (int q = 0; q < 4; ++q) {
+    const V8 lo = __builtin_shufflevector(r[4 * q], r[4 * q + 1], 0, 1, 2, 3, 4, 5, 6, 7);
+    const V8 hi = __builtin_shufflevector(r[4 * q + 2], r[4 * q + 3], 0, 1, 2, 3, 4, 5, 6, 7);
+    z[q] = __builtin_shufflevector(lo, hi, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  }
+  column_pair<0>(z, col, T > 1 ? col + stride : nullptr);
+  if constexpr (T > 2) column_pair<1>(z, col + 2 * stride, T > 3 ? col + 3 * stride : nullptr);
+}
+
 // C's T columns (T <= 4) as dot products along k: where a block's columns end a few
 // lanes into a vector, the masked vector costs an FMA a row and a k for those few
 // columns; here it is an FMA a row, a column and 16 k, and a lane sum a row and a
@@ -316,13 +374,12 @@ __attribute__((noinline)) void dot_columns(int64_t kc, const float* a, const flo
                                            int64_t lda, int64_t ldb, int64_t rows, int overwrite) {
   const int64_t kv = (kc + 15) / 16;
   alignas(64) float bt[T * kDotMaxK];
-  for (int j = 0; j < T; ++j) {
-    float* col = bt + j * 16 * kv;
-    if (ldb == 1 && T == 1)  // one column of unit row stride (N = 1): already k-contiguous
-      std::memcpy(col, b, kc * sizeof(float));
-    else
-      for (int64_t k = 0; k < kc; ++k) col[k] = b[k * ldb + j];
-    for (int64_t k = kc; k < 16 * kv; ++k) col[k] = 0.0f;
+  if (ldb == 1 && T == 1) {  // one column of unit row stride (N = 1): already k-contiguous
+    std::memcpy(bt, b, kc * sizeof(float));
+    for (int64_t k = kc; k < 16 * kv; ++k) bt[k] = 0.0f;
+  } else {
+    for (int64_t v = 0; v < kv; ++v)
+      gather_columns_16<T>(b + 16 * v * ldb, ldb, std::min<int64_t>(16, kc - 16 * v), bt + 16 * v, 16 * kv);
   }
   int64_t r = 0;
   for (; r + 4 <= rows; r += 4) dot_rows<4, T>(kc, kv, a + r * lda, lda, bt, c + r * ldc, ldc, overwrite);
