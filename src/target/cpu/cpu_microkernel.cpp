@@ -209,7 +209,7 @@ std::string emit_microkernel_function(int64_t mr, int64_t nr, int64_t lda, int64
           // there every B vector serves one FMA, and the loads bound the loop (Zen 4
           // loads one 512-bit vector a cycle, and each embedded broadcast is a load
           // more), so the element is broadcast once (1x64x32 1.28x, 1x48x40 1.20x,
-          // 1x200x50 1.18x faster, docs/results/cpu-gemm-2026-12-05-session39).
+          // 1x200x50 1.18x faster; docs/cpu_microkernel.md).
           for (int64_t v = v0; v < v1; ++v) {
             const std::string bv = "b" + num(v) + bsfx, c = acc(r, v) + sfx;
             if (embedded_broadcast && r1 - r0 > 1)
