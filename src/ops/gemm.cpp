@@ -88,7 +88,7 @@ constexpr int64_t kCpuSplitMinWork = 150000;
 // threads: 300x4x500 3.5x, 100x3x300 2.5x, 1000x1x1000 5.0x, 3000x128x800 1.19x,
 // 150x100x600 1.15x, 1500x500x500 1.09x, 2000x256x512 and 422x165x946 1.05x faster,
 // docs/results/cpu-gemm-2026-12-05-session39). One thread
-// (2026-12-01): 1024x64x64 1.23x, 256x128x256 1.17x, 200x300x160 1.17x, 160x160x512
+// (2026-12-01, against packing: 1024x64x64 1.23x, 256x128x256 1.17x, 200x300x160 1.17x, 160x160x512
 // 1.03x faster; 256^3, 300^3, 384^3, 128x1024x128 within 2%). B from 384 KiB to 1 MiB
 // read in place was slower (256x512x256 4%, 512^3 20%) until the emitter copied B's
 // panels there (cpu_emit.cpp, kCpuPackBBytes): then 1.04-1.14x faster than packed
