@@ -39,6 +39,7 @@
 #include "target/cpu/cpu_isa.h"
 #include "target/cpu/cpu_jit.h"
 #include "target/cpu/cpu_support.h"
+#include "target/cpu/cpu_tiny_kernel.h"
 #include "target/cpu/cpu_microkernel.h"
 #include "target/sim/sim.h"
 #include "tessel/error.h"
@@ -622,6 +623,90 @@ TEST(CpuSmallShapes, WholeEdgeBlocksAreCalledFromTheUnit) {
   }
 }
 
+// The tiny kernels (cpu_tiny_kernel.h), all in one unit, against the reference:
+// B's columns past N are NaN and its allocation ends right after row K - 1's N
+// columns; C's columns past N must come back untouched.
+TEST(CpuTinyKernel, MatchesItsReference) {
+  if (detected_cpu_isa() != CpuIsa::Avx512) GTEST_SKIP() << "the tiny kernels need AVX-512; this CPU has none";
+  const CpuIsaInfo& isa = cpu_isa_info(CpuIsa::Avx512);
+  struct Shape {
+    int64_t r, n, k;
+  };
+  const std::vector<Shape> shapes = {{1, 1, 1},  {1, 7, 1},   {4, 4, 4},  {3, 3, 3},  {2, 16, 8},  {2, 15, 11},
+                                     {5, 8, 9},  {1, 9, 64},  {16, 16, 16}, {14, 13, 7}, {2, 64, 32}, {3, 33, 5},
+                                     {4, 48, 3}, {8, 17, 2}, {6, 31, 13}, {1, 64, 4}};
+  char dir[] = "/tmp/tessel-test-tiny-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string src = std::string(dir) + "/tiny_kernels.cpp", so = std::string(dir) + "/tiny_kernels.so";
+  {
+    std::ofstream out(src);
+    out << "typedef long int64_t;\n";
+    for (const Shape& s : shapes) {
+      ASSERT_TRUE(cpu_tiny_kernel_fits(s.r, s.n, s.k, isa)) << s.r << "x" << s.n << "x" << s.k;
+      const std::string name = cpu_tiny_kernel_name(s.r, s.n, s.k);
+      out << emit_cpu_tiny_kernel(s.r, s.n, s.k) << "extern \"C\" void " << name
+          << "_entry(int64_t, const float* a, const float* b, float* c, int64_t ldc, int64_t lda, int64_t ldb, "
+             "int overwrite) { "
+          << name << "(a, b, c, ldc, lda, ldb, overwrite); }\n";
+    }
+  }
+  const std::string command =
+      std::string("c++ ") + isa.flags + " -O2 -ffp-contract=fast -fPIC -shared -o " + so + " " + src;
+  ASSERT_EQ(std::system(command.c_str()), 0) << command;
+  void* h = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(h, nullptr) << dlerror();
+  std::mt19937 rng(17);
+  std::uniform_real_distribution<float> u(-1, 1);
+  for (const Shape& s : shapes) {
+    const std::string name = cpu_tiny_kernel_name(s.r, s.n, s.k);
+    auto f = reinterpret_cast<UkrInPlaceFn>(dlsym(h, (name + "_entry").c_str()));
+    ASSERT_NE(f, nullptr) << name;
+    const int64_t lda = s.k + 3, ldb = s.n + 5, ldc = s.n + 2;
+    std::vector<float> a(s.r * lda), b((s.k - 1) * ldb + s.n), c(s.r * ldc);
+    for (float& x : a) x = u(rng);
+    for (int64_t i = 0; i < int64_t(b.size()); ++i) b[i] = i % ldb < s.n ? u(rng) : NAN;
+    for (float& x : c) x = u(rng);
+    test::expect_microkernel_matches(f, s.r, s.n, s.k, a, lda, b, ldb, c, ldc, name);
+  }
+  EXPECT_FALSE(cpu_tiny_kernel_fits(17, 16, 1, isa));   // 17 accumulators
+  EXPECT_FALSE(cpu_tiny_kernel_fits(2, 64, 33, isa));   // 264 FMAs
+  EXPECT_FALSE(cpu_tiny_kernel_fits(4, 4, 4, cpu_isa_info(CpuIsa::Avx2)));
+}
+
+// A small product of one tile read in place: its unit runs alpha 1 and beta 0 in a
+// leaf with the tiny kernel inlined, anything else in the general function (tessel's
+// kernels); both against the oracle (C NaN-poisoned where beta is 0), the plan
+// without fixed sizes on other shapes too, and on the sim.
+TEST(CpuSmallShapes, WholeSmallProductsRunInOneTinyKernel) {
+  const bool avx512 = detected_cpu_isa() == CpuIsa::Avx512;
+  for (auto [m, n, k] : {std::array<int64_t, 3>{1, 7, 1}, {4, 4, 4}, {2, 16, 8}, {14, 13, 7}, {2, 64, 32},
+                         {16, 16, 16}, {5, 33, 3}, {40, 8, 8}}) {
+    const Plan fixed = default_gemm_plan(TargetKind::Cpu, m, n, k, GemmPrecision::F32, "", 1);
+    SCOPED_TRACE(fixed.to_string());
+    ASSERT_TRUE(fixed.direct);
+    const bool tiny = avx512 && cpu_tiny_kernel_fits(m, n, k, cpu_isa_info(CpuIsa::Avx512));
+    EXPECT_EQ(tiny, m != 40);  // 40 rows: 40 accumulators
+    uint32_t seed = static_cast<uint32_t>(7 * m + n + k);
+    for (const Plan& p : {fixed, any_size(fixed)}) {
+      GroupProgram program = compile_to_group(gemm_kernel(DType::F32), p, CompileOptions{}).program;
+      const std::string unit = emit_cpu(program, detected_cpu_isa());
+      EXPECT_EQ(unit.find(cpu_tiny_kernel_name(m, n, k) + "(&") != std::string::npos, tiny) << unit;
+      EXPECT_EQ(unit.find("tsl_group_general(sizes,") != std::string::npos, tiny) << unit;
+      auto kernel = compile_cpu(program);
+      for (auto [alpha, beta] : {std::array<double, 2>{1.0, 0.0}, {-0.5, 1.25}, {1.0, 1.0}, {2.0, 0.0}})
+        check_gemm(*kernel, GemmCase{m, n, k, alpha, beta}, seed++);
+      if (p.sizes.empty()) {
+        check_gemm(*kernel, GemmCase{m, n - 1, k, 1.0, 0.0}, seed++);
+        check_gemm(*kernel, GemmCase{m + 2, n, k + 3, 1.0, 0.0}, seed++);
+      }
+      int64_t races = -1;
+      check_gemm_run([&](const LaunchArgs& args) { races = run_sim(program, args).race_count; },
+                     GemmCase{m, n, k, 1.0, 0.0}, seed++);
+      EXPECT_EQ(races, 0);
+    }
+  }
+}
+
 // The same programs on the simulator: the same answers, and no races between the
 // parts (or between the groups' stores).
 TEST(CpuBlockedGemm, ProgramsRunOnTheSimWithoutRaces) {
@@ -719,7 +804,7 @@ TEST(CpuInPlace, AccumulatorLivesInItsStoreWindowOnlyWhenNothingElseUsesIt) {
   };
   GroupProgram direct = program_of(default_gemm_plan(TargetKind::Cpu, 32, 32, 32));
   const std::string unit = emit_cpu(direct);
-  EXPECT_NE(home_line(unit).find("s_alpha == 1 && scalars[1] == 0"), std::string::npos) << unit;
+  EXPECT_NE(home_line(unit).find("s_alpha == 1 && sd_beta == 0"), std::string::npos) << unit;
   EXPECT_NE(unit.find("if (!tsl_home_0)"), std::string::npos) << unit;
   // Several workers hold row parts of the fragment (the packed plans): homed, each
   // part a block of the window; blocks across a ragged tile's edge go through a

@@ -1,0 +1,116 @@
+#include "target/cpu/cpu_tiny_kernel.h"
+
+#include <algorithm>
+#include <vector>
+
+namespace tessel {
+namespace {
+
+std::string num(int64_t v) { return std::to_string(v); }
+
+// The vectors of one B row, from column 0: whole 16-lane ones, then one of 4, 8 or
+// 16 lanes for the rest (the narrowest that holds it: on Zen 4 a 256-bit FMA takes
+// half the cycles of a 512-bit one, and elsewhere no more), masked where the rest
+// does not fill it.
+struct TinyVector {
+  int64_t col, lanes, used;
+};
+
+std::vector<TinyVector> tiny_vectors(int64_t n) {
+  std::vector<TinyVector> v;
+  int64_t col = 0;
+  for (; n - col > 16; col += 16) v.push_back({col, 16, 16});
+  const int64_t rest = n - col;
+  v.push_back({col, rest <= 4 ? 4 : rest <= 8 ? 8 : 16, rest});
+  return v;
+}
+
+}  // namespace
+
+bool cpu_tiny_kernel_fits(int64_t r, int64_t n, int64_t k, const CpuIsaInfo& isa) {
+  if (isa.isa != CpuIsa::Avx512 || r < 1 || n < 1 || k < 1) return false;
+  const int64_t accumulators = r * int64_t(tiny_vectors(n).size());
+  return accumulators <= kCpuTinyAccumulators && accumulators * k <= kCpuTinyFmas;
+}
+
+std::string cpu_tiny_kernel_name(int64_t r, int64_t n, int64_t k) {
+  return "tsl_tiny_" + num(r) + "x" + num(n) + "x" + num(k);
+}
+
+std::string emit_cpu_tiny_kernel(int64_t r, int64_t n, int64_t k) {
+  const std::vector<TinyVector> vecs = tiny_vectors(n);
+  const int64_t nv = vecs.size(), accumulators = r * nv;
+  // Copies of the accumulators over k: 8 chains cover the FMA latency; the B row and
+  // the copies stay within the 32 registers.
+  const int64_t copies =
+      std::max<int64_t>(1, std::min({int64_t{4}, (8 + accumulators - 1) / accumulators, (32 - nv) / accumulators}));
+  auto type = [](const TinyVector& v) { return "v" + num(v.lanes); };
+  // Vector j of the row at p: a whole one, or a masked one.
+  auto load = [&](const std::string& p, int64_t j) {
+    const TinyVector& v = vecs[j];
+    const std::string at = p + " + " + num(v.col);
+    if (v.used == v.lanes) return "*(const " + type(v) + "u*)(" + at + ")";
+    return "__builtin_ia32_loadups" + num(v.lanes * 32) + "_mask(" + at + ", (" + type(v) + "){}, " +
+           num((int64_t{1} << v.used) - 1) + ")";
+  };
+  // Accumulator (u, i, j): copy u, row i, vector j.
+  auto acc = [](int64_t u, int64_t i, int64_t j) { return "c" + num(u) + "_" + num(i) + "_" + num(j); };
+  // A(i, kk): from a pointer per 4 rows and three offsets (a pointer a row ran out of
+  // registers at 16 rows).
+  auto a_at = [](int64_t i, const std::string& kk) {
+    static const char* const offset[] = {"", " + lda", " + l2", " + l3"};
+    return "a" + num(i / 4) + "[" + kk + offset[i % 4] + "]";
+  };
+  // One k step into copy u: B's row, then a broadcast FMA per accumulator.
+  auto step = [&](const std::string& kk, int64_t u) {
+    std::string s = "    {\n      const float* const bk = b + (" + kk + ") * ldb;\n";
+    for (int64_t j = 0; j < nv; ++j) {
+      s += "      " + type(vecs[j]) + " b" + num(j) + " = " + load("bk", j) + ";\n";
+      // In registers, loaded once: GCC folds B's loads into each row's FMA as memory
+      // operands (4x32x32: 12 loads to 8 FMAs a k, 0.67x the built-in kernel).
+      if (r > 1) s += "      __asm__(\"\" : \"+v\"(b" + num(j) + "));\n";
+    }
+    for (int64_t i = 0; i < r; ++i) {
+      s += "      { const float s = " + a_at(i, kk) + ";";
+      for (int64_t j = 0; j < nv; ++j) s += " " + acc(u, i, j) + " += s * b" + num(j) + ";";
+      s += " }\n";
+    }
+    return s + "    }\n";
+  };
+  // Written out row by row, accumulators as named variables: the registers do not
+  // depend on GCC unrolling and scalarizing loops over arrays, which -O1 does not.
+  const std::string name = cpu_tiny_kernel_name(r, n, k);
+  std::string s = "// " + name + ": cpu_tiny_kernel.h's contract.\n";
+  s += "static inline __attribute__((always_inline)) void " + name +
+       "(const float* a, const float* b, float* c, int64_t ldc, int64_t lda, int64_t ldb, int overwrite) {\n";
+  for (int64_t lanes : {4, 8, 16}) {
+    const std::string bytes = num(lanes * 4);
+    s += "  typedef float v" + num(lanes) + " __attribute__((vector_size(" + bytes + ")));\n";
+    s += "  typedef float v" + num(lanes) + "u __attribute__((vector_size(" + bytes + "), aligned(4)));\n";
+  }
+  s += "  const int64_t l2 = 2 * lda, l3 = 3 * lda;\n  (void)l2, (void)l3;\n";
+  for (int64_t i = 0; i < r; i += 4) s += "  const float* const a" + num(i / 4) + " = a + " + num(i) + " * lda;\n";
+  for (int64_t u = 0; u < copies; ++u)
+    for (int64_t i = 0; i < r; ++i)
+      for (int64_t j = 0; j < nv; ++j) s += "  " + type(vecs[j]) + " " + acc(u, i, j) + " = {};\n";
+  // k stays a loop: unrolling it (#pragma GCC unroll) made GCC's RTL passes take
+  // 0.1 s on 14x13x7.
+  s += "  int64_t k = 0;\n  for (; k + " + num(copies) + " <= " + num(k) + "; k += " + num(copies) + ") {\n";
+  for (int64_t u = 0; u < copies; ++u) s += step("k + " + num(u), u);
+  s += "  }\n";
+  if (k % copies != 0) s += "  for (; k < " + num(k) + "; ++k) {\n" + step("k", 0) + "  }\n";
+  for (int64_t i = 0; i < r; ++i)
+    for (int64_t j = 0; j < nv; ++j) {
+      const TinyVector& v = vecs[j];
+      const std::string x = acc(0, i, j), row = "c + " + num(i) + " * ldc", at = row + " + " + num(v.col);
+      for (int64_t u = 1; u < copies; ++u) s += "  " + x + " += " + acc(u, i, j) + ";\n";
+      s += "  if (!overwrite) " + x + " += " + load(row, j) + ";\n";
+      s += v.used == v.lanes ? "  *(" + type(v) + "u*)(" + at + ") = " + x + ";\n"
+                             : "  __builtin_ia32_storeups" + num(v.lanes * 32) + "_mask(" + at + ", " + x + ", " +
+                                   num((int64_t{1} << v.used) - 1) + ");\n";
+    }
+  s += "}\n";
+  return s;
+}
+
+}  // namespace tessel

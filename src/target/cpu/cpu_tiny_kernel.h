@@ -1,0 +1,40 @@
+// The `cpu` mma atom for a whole small product read in place (Plan::direct, one
+// worker), emitted into the unit and inlined into its group function, so that the
+// call of a few hundred FMAs is one function without a call inside it. A built-in
+// kernel (cpu_microkernel.h) or edge block (cpu_support.h) costs a call, a frame,
+// its stack arguments and its run-time lane mask; at 4x4x4 the edge block was 41% of
+// a prepared call and the group function around it 15% (docs/cpu_microkernel.md).
+//
+// Contract of  tsl_tiny_<R>x<N>x<K>(a, b, c, ldc, lda, ldb, overwrite):
+//   operation   C[0:R, 0:N] += A[0:R, 0:K] * B[0:K, 0:N]   (fp32, FMA)
+//               overwrite != 0: C = A * B, C not read
+//   A           A(r, k) = a[r * lda + k], each element broadcast
+//   B           B(k, j) = b[k * ldb + j], read by rows in vectors of 4, 8 or 16 lanes
+//               (the narrowest that holds N, else V of 16); the last vector is an
+//               AVX-512 masked load, so nothing past column N - 1 is read
+//   C           C(r, j) = c[r * ldc + j]; nothing past column N - 1 is read or written
+//   registers   R x V accumulators, in U copies that split k (k % U) where fewer
+//               than 8 would leave the FMA latency uncovered, summed before the store
+//   extents     R, N and K are the exact extents (compile-time constants); the caller
+//               checks that the valid part is the whole block.
+// AVX-512 (F and VL) only: the masks need it. cpu_microkernel_reference
+// (cpu_microkernel.h) is the same operation as plain loops; the tests compare them.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "target/cpu/cpu_isa.h"
+
+namespace tessel {
+
+// Whether an R x N x K product takes the tiny kernel on this ISA: AVX-512, at most
+// kCpuTinyAccumulators accumulators (R x V) and kCpuTinyFmas vector FMAs (R x V x K).
+constexpr int64_t kCpuTinyAccumulators = 16;
+constexpr int64_t kCpuTinyFmas = 256;
+bool cpu_tiny_kernel_fits(int64_t r, int64_t n, int64_t k, const CpuIsaInfo& isa);
+
+std::string cpu_tiny_kernel_name(int64_t r, int64_t n, int64_t k);
+// The static inline function (uses only the unit's int64_t).
+std::string emit_cpu_tiny_kernel(int64_t r, int64_t n, int64_t k);
+
+}  // namespace tessel
