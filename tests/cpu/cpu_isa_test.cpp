@@ -684,8 +684,8 @@ TEST(CpuSmallShapes, WholeSmallProductsRunInOneTinyKernel) {
     const Plan fixed = default_gemm_plan(TargetKind::Cpu, m, n, k, GemmPrecision::F32, "", 1);
     SCOPED_TRACE(fixed.to_string());
     ASSERT_TRUE(fixed.direct);
-    const bool tiny = avx512 && cpu_tiny_kernel_fits(m, n, k, cpu_isa_info(CpuIsa::Avx512));
-    EXPECT_EQ(tiny, m != 40);  // 40 rows: 40 accumulators
+    const bool fits = cpu_tiny_kernel_fits(m, n, k, cpu_isa_info(CpuIsa::Avx512)), tiny = avx512 && fits;
+    EXPECT_EQ(fits, m != 40);  // 40 rows: 40 accumulators
     uint32_t seed = static_cast<uint32_t>(7 * m + n + k);
     for (const Plan& p : {fixed, any_size(fixed)}) {
       GroupProgram program = compile_to_group(gemm_kernel(DType::F32), p, CompileOptions{}).program;

@@ -410,7 +410,7 @@ class Emitter {
   // folds away (alpha 1 and beta 0 for a matrix product) and no call is left. Else
   // empty (and no tiny kernel: the general body calls tessel's kernels, as before).
   std::string fast_group_body(int64_t body_scratch) {
-    if (home_.empty()) return "";
+    if (home_.empty() || p_.workers != 1 || isa_.isa != CpuIsa::Avx512) return "";  // no tiny kernel (emit_mma)
     std::string when;
     for (const auto& [fill, home] : home_) {
       bool top = false;
@@ -865,7 +865,8 @@ class Emitter {
           auto home = home_.find(op.id);
           if (home != home_.end()) {
             const std::string id = num(op.id);
-            line("const bool tsl_home_" + id + " = " + (homes_hold_ ? std::string("true") : home->second.when) + ";");
+            const std::string when = homes_hold_ ? "true" : home->second.when;
+            line("const bool tsl_home_" + id + " = " + when + ";");
             if (p_.workers == 1) {  // one part: the mma's pointer and row stride, chosen here
               line("float* const tsl_acc_" + id + " = tsl_home_" + id + " ? " + home->second.base + " : " +
                    part_base(f, 0) + ";");

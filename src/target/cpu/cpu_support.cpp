@@ -146,7 +146,7 @@ __attribute__((noinline)) void block(int64_t kc, const float* a, const float* b,
   // Fewer than 8 accumulators leave the FMA pipes waiting on the FMA latency (3x2x117,
   // three chains 117 deep): then k is split over U copies of them (k, k + 1, ... in
   // turn; as the built-in kernels do), summed at the end.
-  constexpr int U = std::min({4, (8 + R * V - 1) / (R * V), (32 - V) / (R * V)});
+  constexpr int U = int(cpu_accumulator_copies(R * V, V));
   const float* ap[G];
 #pragma GCC unroll 4
   for (int g = 0; g < G; ++g) ap[g] = a + 4 * g * lda;

@@ -19,6 +19,7 @@
 //                 micro-kernels built into tessel (cpu_microkernel.h), in the index
 //                 order of cpu_prebuilt_microkernel(mr, nr, isa)
 #pragma once
+#include <algorithm>
 #include <cstdint>
 
 namespace tessel {
@@ -70,6 +71,14 @@ using CpuEdgeBlock = void (*)(int64_t kc, const float* a, const float* b, float*
 CpuEdgeBlock cpu_edge_block(int64_t rows, int64_t cols);
 // The most rows of one block `cols` wide (1 to 64): 16, 14, 9 or 6 for 1 to 4 vectors.
 int64_t cpu_edge_block_rows(int64_t cols);
+// Copies of a block's `accumulators` registers that split k (k, k + 1, ... in turn,
+// summed at the end), so that about 8 FMA chains cover the FMA latency, the copies and
+// the `vectors` of a B row staying within AVX-512's 32 registers: the edge blocks'
+// and the tiny kernels' (cpu_tiny_kernel.h) rule.
+constexpr int64_t cpu_accumulator_copies(int64_t accumulators, int64_t vectors) {
+  return std::max<int64_t>(
+      1, std::min<int64_t>({4, (8 + accumulators - 1) / accumulators, (32 - vectors) / accumulators}));
+}
 
 // Entry 2. A worker part's run of micro-kernel blocks (the loops the emitter writes
 // around a built-in micro-kernel, cpu_microkernel.h): blocks_r x blocks_c blocks of

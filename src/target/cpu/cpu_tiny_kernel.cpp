@@ -1,7 +1,8 @@
 #include "target/cpu/cpu_tiny_kernel.h"
 
-#include <algorithm>
 #include <vector>
+
+#include "target/cpu/cpu_support.h"
 
 namespace tessel {
 namespace {
@@ -40,10 +41,7 @@ std::string cpu_tiny_kernel_name(int64_t r, int64_t n, int64_t k) {
 std::string emit_cpu_tiny_kernel(int64_t r, int64_t n, int64_t k) {
   const std::vector<TinyVector> vecs = tiny_vectors(n);
   const int64_t nv = vecs.size(), accumulators = r * nv;
-  // Copies of the accumulators over k: 8 chains cover the FMA latency; the B row and
-  // the copies stay within the 32 registers.
-  const int64_t copies =
-      std::max<int64_t>(1, std::min({int64_t{4}, (8 + accumulators - 1) / accumulators, (32 - nv) / accumulators}));
+  const int64_t copies = cpu_accumulator_copies(accumulators, nv);
   auto type = [](const TinyVector& v) { return "v" + num(v.lanes); };
   // Vector j of the row at p: a whole one, or a masked one.
   auto load = [&](const std::string& p, int64_t j) {

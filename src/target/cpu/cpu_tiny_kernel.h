@@ -9,12 +9,13 @@
 //   operation   C[0:R, 0:N] += A[0:R, 0:K] * B[0:K, 0:N]   (fp32, FMA)
 //               overwrite != 0: C = A * B, C not read
 //   A           A(r, k) = a[r * lda + k], each element broadcast
-//   B           B(k, j) = b[k * ldb + j], read by rows in vectors of 4, 8 or 16 lanes
-//               (the narrowest that holds N, else V of 16); the last vector is an
-//               AVX-512 masked load, so nothing past column N - 1 is read
+//   B           B(k, j) = b[k * ldb + j], read by rows: whole 16-lane vectors, then
+//               the narrowest of 4, 8 or 16 lanes that holds the rest (V vectors in
+//               all), an AVX-512 masked load where the rest does not fill it, so
+//               nothing past column N - 1 is read
 //   C           C(r, j) = c[r * ldc + j]; nothing past column N - 1 is read or written
-//   registers   R x V accumulators, in U copies that split k (k % U) where fewer
-//               than 8 would leave the FMA latency uncovered, summed before the store
+//   registers   R x V accumulators, in cpu_accumulator_copies (cpu_support.h) copies
+//               that split k, summed before the store
 //   extents     R, N and K are the exact extents (compile-time constants); the caller
 //               checks that the valid part is the whole block.
 // AVX-512 (F and VL) only: the masks need it. cpu_microkernel_reference
