@@ -191,10 +191,6 @@ struct Signature {
   std::vector<TensorParam> tensors;
 };
 
-std::atomic<bool>& poison_scratch() {
-  static std::atomic<bool> on{false};
-  return on;
-}
 
 // A thread's scratch, reused across launches (64-byte aligned, grown on demand).
 float* thread_scratch(int64_t floats) {
@@ -288,7 +284,7 @@ class LoadedKernel : public CpuKernel {
         g /= extents[d];
       }
       float* scratch = thread_scratch(lib.scratch_floats);
-      if (poison_scratch().load(std::memory_order_relaxed))
+      if (cpu_scratch_poisoned())
         std::fill(scratch, scratch + lib.scratch_floats, std::numeric_limits<float>::quiet_NaN());
       lib.group(launch.sizes.data(), launch.scalars.data(), launch.tensors.data(), coord, scratch);
     };
@@ -617,7 +613,7 @@ void clear_cpu_memory_cache() {
   memory_cache().clear();
 }
 
-void set_cpu_scratch_poison(bool on) { poison_scratch().store(on); }
-bool cpu_scratch_poisoned() { return poison_scratch().load(std::memory_order_relaxed); }
+std::atomic<bool> cpu_scratch_poison_on{false};
+void set_cpu_scratch_poison(bool on) { cpu_scratch_poison_on.store(on); }
 
 }  // namespace tessel

@@ -4,6 +4,7 @@
 // on disk, a record per compile request finds them before anything is lowered
 // (find_cpu_kernel).
 #pragma once
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -83,5 +84,7 @@ void clear_cpu_memory_cache();
 // When on, every group's scratch is filled with NaN before it runs, so a kernel
 // that reads staging or fragments it did not write shows it. For tests.
 void set_cpu_scratch_poison(bool on);
-bool cpu_scratch_poisoned();
+// Read on every prepared call, so inline (a call of its own was about 1% of 4x4x4).
+extern std::atomic<bool> cpu_scratch_poison_on;
+inline bool cpu_scratch_poisoned() { return cpu_scratch_poison_on.load(std::memory_order_relaxed); }
 }  // namespace tessel

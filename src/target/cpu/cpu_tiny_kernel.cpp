@@ -1,5 +1,6 @@
 #include "target/cpu/cpu_tiny_kernel.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "target/cpu/cpu_support.h"
@@ -41,7 +42,8 @@ std::string cpu_tiny_kernel_name(int64_t r, int64_t n, int64_t k) {
 std::string emit_cpu_tiny_kernel(int64_t r, int64_t n, int64_t k) {
   const std::vector<TinyVector> vecs = tiny_vectors(n);
   const int64_t nv = vecs.size(), accumulators = r * nv;
-  const int64_t copies = cpu_accumulator_copies(accumulators, nv);
+  // Copies split k, so never more than K of them.
+  const int64_t copies = std::min(cpu_accumulator_copies(accumulators, nv), k);
   auto type = [](const TinyVector& v) { return "v" + num(v.lanes); };
   // Vector j of the row at p: a whole one, or a masked one.
   auto load = [&](const std::string& p, int64_t j) {
@@ -59,8 +61,9 @@ std::string emit_cpu_tiny_kernel(int64_t r, int64_t n, int64_t k) {
     static const char* const offset[] = {"", " + lda", " + l2", " + l3"};
     return "a" + num(i / 4) + "[" + kk + offset[i % 4] + "]";
   };
-  // One k step into copy u: B's row, then a broadcast FMA per accumulator.
-  auto step = [&](const std::string& kk, int64_t u) {
+  // One k step into copy u: B's row, then a broadcast FMA per accumulator; the first
+  // step of a copy sets its accumulators (no zeros to set first and add to).
+  auto step = [&](const std::string& kk, int64_t u, bool first) {
     std::string s = "    {\n      const float* const bk = b + (" + kk + ") * ldb;\n";
     for (int64_t j = 0; j < nv; ++j) {
       s += "      " + type(vecs[j]) + " b" + num(j) + " = " + load("bk", j) + ";\n";
@@ -70,7 +73,7 @@ std::string emit_cpu_tiny_kernel(int64_t r, int64_t n, int64_t k) {
     }
     for (int64_t i = 0; i < r; ++i) {
       s += "      { const float s = " + a_at(i, kk) + ";";
-      for (int64_t j = 0; j < nv; ++j) s += " " + acc(u, i, j) + " += s * b" + num(j) + ";";
+      for (int64_t j = 0; j < nv; ++j) s += " " + acc(u, i, j) + (first ? " = s * b" : " += s * b") + num(j) + ";";
       s += " }\n";
     }
     return s + "    }\n";
@@ -90,13 +93,20 @@ std::string emit_cpu_tiny_kernel(int64_t r, int64_t n, int64_t k) {
   for (int64_t i = 0; i < r; i += 4) s += "  const float* const a" + num(i / 4) + " = a + " + num(i) + " * lda;\n";
   for (int64_t u = 0; u < copies; ++u)
     for (int64_t i = 0; i < r; ++i)
-      for (int64_t j = 0; j < nv; ++j) s += "  " + type(vecs[j]) + " " + acc(u, i, j) + " = {};\n";
-  // k stays a loop: unrolling it (#pragma GCC unroll) made GCC's RTL passes take
-  // 0.1 s on 14x13x7.
-  s += "  int64_t k = 0;\n  for (; k + " + num(copies) + " <= " + num(k) + "; k += " + num(copies) + ") {\n";
-  for (int64_t u = 0; u < copies; ++u) s += step("k + " + num(u), u);
-  s += "  }\n";
-  if (k % copies != 0) s += "  for (; k < " + num(k) + "; ++k) {\n" + step("k", 0) + "  }\n";
+      for (int64_t j = 0; j < nv; ++j) s += "  " + type(vecs[j]) + " " + acc(u, i, j) + ";\n";
+  // Each copy's first step sets it; the rest of k is written out where the product
+  // is at most kCpuTinyUnrolledFmas FMAs, else a loop (#pragma GCC unroll over every
+  // size made GCC's RTL passes take 0.1 s on 14x13x7).
+  for (int64_t u = 0; u < copies; ++u) s += step(num(u), u, true);
+  if (accumulators * k <= kCpuTinyUnrolledFmas) {
+    for (int64_t kk = copies; kk < k; ++kk) s += step(num(kk), kk % copies, false);
+  } else {
+    s += "  int64_t k = " + num(copies) + ";\n  for (; k + " + num(copies) + " <= " + num(k) + "; k += " +
+         num(copies) + ") {\n";
+    for (int64_t u = 0; u < copies; ++u) s += step("k + " + num(u), u, false);
+    s += "  }\n";
+    if (k % copies != 0) s += "  for (; k < " + num(k) + "; ++k) {\n" + step("k", 0, false) + "  }\n";
+  }
   for (int64_t i = 0; i < r; ++i)
     for (int64_t j = 0; j < nv; ++j) {
       const TinyVector& v = vecs[j];

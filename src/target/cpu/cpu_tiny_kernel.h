@@ -15,7 +15,8 @@
 //               nothing past column N - 1 is read
 //   C           C(r, j) = c[r * ldc + j]; nothing past column N - 1 is read or written
 //   registers   R x V accumulators, in cpu_accumulator_copies (cpu_support.h) copies
-//               that split k, summed before the store
+//               (at most K) that split k, summed before the store; k written out up
+//               to kCpuTinyUnrolledFmas vector FMAs
 //   extents     R, N and K are the exact extents (compile-time constants); the caller
 //               checks that the valid part is the whole block.
 // AVX-512 (F and VL) only: the masks need it. cpu_microkernel_reference
@@ -32,6 +33,8 @@ namespace tessel {
 // kCpuTinyAccumulators accumulators (R x V) and kCpuTinyFmas vector FMAs (R x V x K).
 constexpr int64_t kCpuTinyAccumulators = 16;
 constexpr int64_t kCpuTinyFmas = 256;
+// Up to this many vector FMAs the k steps are written out, not looped.
+constexpr int64_t kCpuTinyUnrolledFmas = 32;
 bool cpu_tiny_kernel_fits(int64_t r, int64_t n, int64_t k, const CpuIsaInfo& isa);
 
 std::string cpu_tiny_kernel_name(int64_t r, int64_t n, int64_t k);
