@@ -191,7 +191,6 @@ struct Signature {
   std::vector<TensorParam> tensors;
 };
 
-
 // A thread's scratch, reused across launches (64-byte aligned, grown on demand).
 float* thread_scratch(int64_t floats) {
   struct Scratch {
