@@ -636,7 +636,7 @@ TEST(CpuTinyKernel, MatchesItsReference) {
                                      {5, 8, 9},  {1, 9, 64},  {16, 16, 16}, {14, 13, 7}, {2, 64, 32}, {3, 33, 5},
                                      {4, 48, 3}, {8, 17, 2}, {6, 31, 13}, {1, 64, 4}, {1, 16, 70}, {2, 20, 37}};
   // k written out ({4, 4, 4}, {2, 16, 8}: kCpuTinyUnrolledFmas), looped ({16, 16, 16}),
-  // looped over copies with a rest ({1, 16, 70}: 8 copies, {2, 20, 37}: 2), fewer
+  // looped over copies with a rest ({1, 16, 70}: 4 copies, {2, 20, 37}: 2), fewer
   // k steps than copies ({1, 7, 1}).
   char dir[] = "/tmp/tessel-test-tiny-XXXXXX";
   ASSERT_NE(mkdtemp(dir), nullptr);
