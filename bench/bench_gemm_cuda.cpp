@@ -1,5 +1,5 @@
 // tessel's cuda GEMM vs cuBLAS, in one process, on device pointers.
-//   bench_gemm_cuda [--quick] [--json FILE] [--shapes MxNxK,...] [--dtypes ...] [--plan SPEC]...
+//   bench_gemm_cuda [--quick] [--json FILE] [--shapes MxNxK,...] [--dtypes ...] [--plan SPEC]... [--beta B]
 // For each precision and shape: host-wall (calls issued back to back, then one
 // synchronize; total / calls, launch included: the seed's method) and device time
 // (CUDA events around each call), medians of 5 rounds with tessel and cuBLAS
@@ -11,7 +11,8 @@
 // that plan beside cuBLAS; without one, the default plan runs. An item `split=S` in a
 // SPEC runs K in S slices (GemmOptions::split_k; 1: none): alone, on the default plan;
 // beside plan items (`tile=192x128x64,workers=3,split=2`), on that plan. An item
-// `stream_k` runs stream-K (GemmOptions::stream_k) the same way.
+// `stream_k` runs stream-K (GemmOptions::stream_k) the same way. --beta B (default 0)
+// runs C = A B + B C on both sides, from one random C (with 0, tessel's C starts as NaN).
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
@@ -96,6 +97,7 @@ int main(int argc, char** argv) {
   bool quick = false;
   std::string json_path, shape_list, dtype_list;
   std::vector<std::string> plan_specs;
+  float beta = 0;
   for (int i = 1; i < argc; ++i) {
     std::string s = argv[i];
     if (s == "--quick") quick = true;
@@ -103,9 +105,17 @@ int main(int argc, char** argv) {
     else if (s == "--shapes" && i + 1 < argc) shape_list = argv[++i];
     else if (s == "--dtypes" && i + 1 < argc) dtype_list = argv[++i];
     else if (s == "--plan" && i + 1 < argc) plan_specs.push_back(argv[++i]);
+    else if (s == "--beta" && i + 1 < argc) {
+      char* end = nullptr;
+      beta = std::strtof(argv[++i], &end);
+      if (*argv[i] == 0 || *end != 0 || !std::isfinite(beta)) {
+        std::fprintf(stderr, "bench_gemm_cuda: --beta %s: want a finite number\n", argv[i]);
+        return 2;
+      }
+    }
     else {
       std::fprintf(stderr,
-                   "usage: bench_gemm_cuda [--quick] [--json FILE] [--shapes MxNxK,...]\n"
+                   "usage: bench_gemm_cuda [--quick] [--json FILE] [--shapes MxNxK,...] [--beta B]\n"
                    "                       [--dtypes fp32,tf32,bf16,fp16] [--plan SPEC]... (SPEC: tessel bench --plan's form)\n");
       return 2;
     }
@@ -163,7 +173,14 @@ int main(int argc, char** argv) {
         ck(cudaMalloc(&dc_c, m * n * 4), "malloc");
         ck(cudaMemcpy(da, a.data(), a.size(), cudaMemcpyHostToDevice), "copy");
         ck(cudaMemcpy(db, b.data(), b.size(), cudaMemcpyHostToDevice), "copy");
-        ck(cudaMemset(dc_t, 0xff, m * n * 4), "poison");  // NaN: tessel must write all of C
+        if (beta == 0) {
+          ck(cudaMemset(dc_t, 0xff, m * n * 4), "poison");  // NaN: tessel must write all of C
+        } else {
+          std::vector<float> C(m * n);
+          fill_random(C, rng);
+          ck(cudaMemcpy(dc_t, C.data(), m * n * 4, cudaMemcpyHostToDevice), "copy");
+          ck(cudaMemcpy(dc_c, C.data(), m * n * 4, cudaMemcpyHostToDevice), "copy");
+        }
         GemmOptions o;
         o.target = TargetKind::Cuda;
         o.precision = p;
@@ -174,7 +191,7 @@ int main(int argc, char** argv) {
           o.plan = default_gemm_plan(TargetKind::Cuda, m, n, k, p);
           bench::apply_plan_spec(plan_items, *o.plan);
         }
-        const float alpha = 1, beta = 0;
+        const float alpha = 1;
         auto tessel_call = [&] {
           gemm(m, n, k, alpha, static_cast<const float*>(da), k, static_cast<const float*>(db), n, beta, dc_t, n, o);
         };

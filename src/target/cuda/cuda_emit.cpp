@@ -1859,13 +1859,22 @@ class Emitter {
             "((" + i + " / 4) % " + nt + " * 8 + (lane % 4) * 2 + " + i + " % 2)"};
   }
 
+  // Register i of fragment `frag` in the form frag_form_ says (rolled runs).
+  std::string frag_reg(int frag, const std::string& i) const {
+    switch (frag_form_) {
+      case FragForm::Scalar: return "v" + num(frag);
+      case FragForm::Local: return "l" + num(frag) + "[" + i + "]";
+      case FragForm::Registers: break;
+    }
+    return "f" + num(frag) + "[" + i + "]";
+  }
   // Register of operand fragment x that serves register `i` of fragment d
   // (broadcast by identity: x's extent of 1 stretches over d's; check_ops keeps
   // that to the fma atom, whose registers are row-major over the part, and the
   // mma.sync atom, whose vectors hold what the accumulator's registers need: see
   // part and reg_rc).
   std::string operand_reg(const Buffer& x, const Buffer& d, const std::string& i) const {
-    if (x.rows == d.rows && x.cols == d.cols) return "f" + num(x.id) + "[" + i + "]";
+    if (x.rows == d.rows && x.cols == d.cols) return frag_reg(x.id, i);
     Part pd = part(d), px = part(x);
     if (p_.lanes == 32) {
       const std::string f = "f" + num(x.id), j = "(" + i + ")";
@@ -1918,7 +1927,7 @@ class Emitter {
         return to_f32(op.dtype, from_f32(op.dtype, x[0]));
       }
       case EwOp::Index: {
-        auto [r, c] = reg_rc(dst, i);
+        auto [r, c] = frag_form_ == FragForm::Scalar ? std::pair<std::string, std::string>("ri", "ci") : reg_rc(dst, i);
         return op.axis == 0 ? "(float)(" + row0(dst) + " + " + r + ")" : "(float)(" + col0(dst) + " + " + c + ")";
       }
       case EwOp::Copy: return x[0];
@@ -2127,15 +2136,11 @@ class Emitter {
   // are formed once, so that the chunks add constants (the consumers of a
   // warp-specialized kernel hold 128 accumulators in 168 registers).
   void emit_staged_store(const GroupOp& op, const Part& q) {
-    const std::string o = num(op.id), fr = "f" + num(op.frag);
-    const int64_t cols = std::gcd(stage_cols_, q.pc), h = q.pc / 2, vecs = cols / 4, step = 128 / vecs;
+    const std::string o = num(op.id);
+    const int64_t cols = std::gcd(stage_cols_, q.pc), vecs = cols / 4, step = 128 / vecs;
     const int64_t pitch = stage_pitch();
-    const std::string bar = "asm volatile(\"bar.sync %0, 128;\\n\" :: \"r\"(1 + worker) : \"memory\");";
-    line("float* const stg = (float*)(smem + " + num(stage_offset_) + ") + worker * " + num(kStageRows * pitch) + ";");
-    // Register pair (j, j + 1) of an m tile sits at row 16 (lane / 32) + (lane % 32) / 4 + 8 (j / 2 % 2),
-    // column 8 (j / 4) + 2 (lane % 4) (reg_rc); thread `lane` then moves 16-byte piece lane % vecs of
-    // row lane / vecs, and of every `step` rows after it.
-    line("float* const stw = stg + ((lane / 32) * 16 + (lane % 32) / 4) * " + num(pitch) + " + (lane % 4) * 2;");
+    emit_stage_pointers();
+    // Thread `lane` moves 16-byte piece lane % vecs of row lane / vecs, and of every `step` rows after it.
     line("const float* const str = stg + (lane / " + num(vecs) + ") * " + num(pitch) + " + (lane % " + num(vecs) +
          ") * 4;");
     line("float* const gp = &" + base(op.dst) + "[" +
@@ -2143,21 +2148,145 @@ class Emitter {
     line("const int64_t gstep = (int64_t)" + num(step) + " * (" + ex(op.dst.row_stride) + ");");
     for (int64_t t = 0; t < q.pr / kStageRows; ++t)
       for (int64_t c0 = 0; c0 < q.pc; c0 += cols) {
-        // Registers t * h + j, j in [c0 / 2, (c0 + cols) / 2), hold columns [c0, c0 + cols) of m tile t.
-        line("#pragma unroll");
-        open("for (int j = " + num(c0 / 2) + "; j < " + num((c0 + cols) / 2) + "; j += 2)");
-        line("*(float2*)(stw + (j / 2 % 2) * " + num(8 * pitch) + " + (j / 4) * 8 - " + num(c0) + ") = make_float2(" +
-             fr + "[" + num(t * h) + " + j], " + fr + "[" + num(t * h) + " + j + 1]);");
-        close();
-        line(bar);
+        emit_stage_write(op.frag, q, t, c0, cols);
         line("#pragma unroll");
         open("for (int v = 0; v < " + num(kStageRows / step) + "; ++v)");
         line("*(float4*)(gp + " + (t ? "(int64_t)" + num(t * kStageRows / step) + " * gstep + " : std::string()) +
              "v * gstep + " + num(c0) + ") = *(const float4*)(str + v * " + num(step * pitch) + ");");
         close();
-        line(bar);
+        line(stage_barrier());
       }
   }
+  static std::string stage_barrier() {
+    return "asm volatile(\"bar.sync %0, 128;\\n\" :: \"r\"(1 + worker) : \"memory\");";
+  }
+  // The worker's stage (stg) and where this thread writes its registers (stw).
+  void emit_stage_pointers() {
+    const std::string pitch = num(stage_pitch());
+    line("float* const stg = (float*)(smem + " + num(stage_offset_) + ") + worker * " + num(kStageRows) + " * " + pitch +
+         ";");
+    // Register pair (j, j + 1) of an m tile sits at row 16 (lane / 32) + (lane % 32) / 4 + 8 (j / 2 % 2),
+    // column 8 (j / 4) + 2 (lane % 4) (reg_rc).
+    line("float* const stw = stg + ((lane / 32) * 16 + (lane % 32) / 4) * " + pitch + " + (lane % 4) * 2;");
+  }
+  // Columns [c0, c0 + cols) of m tile t of fragment `frag` into the stage, then the
+  // warpgroup meets: registers t * h + j, j in [c0 / 2, (c0 + cols) / 2), hold them.
+  void emit_stage_write(int frag, const Part& q, int64_t t, int64_t c0, int64_t cols) {
+    const std::string fr = "f" + num(frag);
+    const int64_t h = q.pc / 2;
+    line("#pragma unroll");
+    open("for (int j = " + num(c0 / 2) + "; j < " + num((c0 + cols) / 2) + "; j += 2)");
+    line("*(float2*)(stw + (j / 2 % 2) * " + num(8 * stage_pitch()) + " + (j / 4) * 8 - " + num(c0) +
+         ") = make_float2(" + fr + "[" + num(t * h) + " + j], " + fr + "[" + num(t * h) + " + j + 1]);");
+    close();
+    line(stage_barrier());
+  }
+
+  // --- rolled runs (emit_staged_loop, emit_local_loop) -------------------------
+  // Unrolled over a thread's registers (128 of them in the default GEMM plans), a
+  // run's guarded form, and the float2 form of a wgmma store, were half of a GEMM
+  // kernel's code, and of the time NVVM and ptxas took on it (bf16 128x256 tiles:
+  // 750 -> 380 ms; fp32 256x128 ones: see docs/cuda.md). They serve edge tiles and
+  // unaligned rows only. So a run that stores but loads nothing, whose every
+  // fragment operand has the run's shape, and whose written fragments no op outside
+  // it mentions, goes through a rolled loop over its elements there: the registers
+  // of each fragment it reads before writing (its inputs) are first copied out of
+  // line, into the worker's stage in shared memory (wgmma parts: a warp then writes
+  // whole rows) or else into a local array of the thread's own. A run that loads
+  // keeps its unrolled forms: there each thread has all its loads in flight at
+  // once, where a rolled loop would wait on each in turn.
+  bool rollable(const std::vector<const GroupOp*>& run, std::vector<int>* inputs) const {
+    const Buffer& f0 = p_.buffer(run.front()->frag);
+    std::set<int> written, ids;
+    bool stores = false;
+    auto read = [&](int f) {
+      if (!written.count(f) && std::find(inputs->begin(), inputs->end(), f) == inputs->end()) inputs->push_back(f);
+    };
+    for (const GroupOp* op : run) {
+      ids.insert(op->id);
+      if (op->kind == GroupOpKind::FragLoad) return false;
+      for (const EwOperand& o : op->operands) {
+        if (o.kind != EwOperand::Kind::Frag) continue;
+        const Buffer& b = p_.buffer(o.frag);
+        if (b.rows != f0.rows || b.cols != f0.cols) return false;  // a broadcast: registers by index
+        read(o.frag);
+      }
+      if (op->kind == GroupOpKind::FragStore) read(op->frag), stores = true;
+      else written.insert(op->frag);
+    }
+    for (int f : written)
+      if (mentioned_outside(p_.body, f, ids)) return false;
+    return stores;
+  }
+  static bool mentioned_outside(const std::vector<GroupOp>& ops, int buffer, const std::set<int>& ids) {
+    for (const GroupOp& op : ops) {
+      for (const auto& body : op.bodies)
+        if (mentioned_outside(body, buffer, ids)) return true;
+      if (ids.count(op.id)) continue;
+      if (op.frag == buffer || op.a.buffer == buffer || op.b.buffer == buffer || op.src.buffer == buffer ||
+          op.dst.buffer == buffer)
+        return true;
+      for (const EwOperand& o : op.operands)
+        if (o.kind == EwOperand::Kind::Frag && o.frag == buffer) return true;
+    }
+    return false;
+  }
+  bool stageable(const Part& q, const std::vector<int>& inputs) const {
+    return p_.lanes == 128 && stage_cols_ > 0 && q.pr % kStageRows == 0 && q.pc % 16 == 0 && inputs.size() <= 1;
+  }
+  static std::set<int> written_frags(const std::vector<const GroupOp*>& run) {
+    std::set<int> written;
+    for (const GroupOp* op : run)
+      if (op->kind != GroupOpKind::FragStore) written.insert(op->frag);
+    return written;
+  }
+  // Per 64-row piece of `cols` columns: the input into the stage, then each
+  // thread takes every 128th element of the piece.
+  void emit_staged_loop(const std::vector<const GroupOp*>& run, const Part& q, const std::vector<int>& inputs) {
+    const int64_t cols = std::gcd(stage_cols_, q.pc);
+    if (!inputs.empty()) emit_stage_pointers();
+    for (int64_t t = 0; t < q.pr / kStageRows; ++t)
+      for (int64_t c0 = 0; c0 < q.pc; c0 += cols) {
+        if (!inputs.empty()) emit_stage_write(inputs[0], q, t, c0, cols);
+        line("#pragma unroll 1");
+        open("for (int e = lane; e < " + num(kStageRows * cols) + "; e += 128)");
+        line("const int64_t ri = " + num(t * kStageRows) + " + e / " + num(cols) + ", ci = " + num(c0) + " + e % " +
+             num(cols) + ";");
+        if (!inputs.empty())
+          line("const float v" + num(inputs[0]) + " = stg[(e / " + num(cols) + ") * " + num(stage_pitch()) + " + e % " +
+               num(cols) + "];");
+        for (int f : written_frags(run)) line("float v" + num(f) + ";");
+        frag_form_ = FragForm::Scalar;
+        for (const GroupOp* op : run) emit_run_step(*op, 1, true, false);
+        frag_form_ = FragForm::Registers;
+        close();
+        if (!inputs.empty()) line(stage_barrier());
+      }
+  }
+  // The run's inputs copied into local arrays, and local arrays for what it writes.
+  void emit_local_copies(const std::vector<const GroupOp*>& run, const std::vector<int>& inputs) {
+    const int64_t n = regs(p_.buffer(run.front()->frag));
+    for (int f : inputs) {
+      line("float l" + num(f) + "[" + num(n) + "];");
+      line("#pragma unroll");
+      line("for (int i = 0; i < " + num(n) + "; ++i) l" + num(f) + "[i] = f" + num(f) + "[i];");
+    }
+    for (int f : written_frags(run)) line("float l" + num(f) + "[" + num(n) + "];");
+  }
+  void emit_local_loop(const std::vector<const GroupOp*>& run, const std::vector<int>& inputs, bool replicas) {
+    const Buffer& f0 = p_.buffer(run.front()->frag);
+    emit_local_copies(run, inputs);
+    line("#pragma unroll 1");
+    open("for (int i = 0; i < " + num(regs(f0)) + "; ++i)");
+    auto [rr, cc] = reg_rc(f0, "i");
+    line("const int64_t ri = " + rr + ", ci = " + cc + ";");
+    line("(void)ri; (void)ci;");
+    frag_form_ = FragForm::Local;
+    for (const GroupOp* op : run) emit_run_step(*op, 1, true, replicas);
+    frag_form_ = FragForm::Registers;
+    close();
+  }
+
 
   void emit_run(const std::vector<const GroupOp*>& run) {
     const Buffer& f0 = p_.buffer(run.front()->frag);
@@ -2212,6 +2341,14 @@ class Emitter {
       --depth_;
       open("} else");
     }
+    std::vector<int> inputs;
+    const bool rolled = rollable(run, &inputs), staged_loop = rolled && own.empty() && stageable(q, inputs);
+    if (staged_loop) {  // every form but the staged store's
+      emit_staged_loop(run, q, inputs);
+      if (staged) close();
+      close();
+      return;
+    }
     std::string fast = fits;
     if (vw > 1 && !vec_all.empty()) fast += (fast.empty() ? "" : " && ") + join(vec_all);
     auto body = [&](int64_t width, bool guarded) {
@@ -2245,7 +2382,8 @@ class Emitter {
       if (!realign || !fits.empty()) {
         --depth_;
         open("} else");
-        body(1, true);
+        if (rolled) emit_local_loop(run, inputs, !own.empty());
+        else body(1, true);
       }
       close();
     }
@@ -2268,12 +2406,13 @@ class Emitter {
   // first aligned vector one by one, then whole vectors, then the rest. The shift
   // is the row's misalignment, known at run time: one case per value.
   void realigned_row(const GroupOp& op, const Part& q, bool replicas) {
-    const std::string pc = num(q.pc), f = "f" + num(op.frag);
+    const std::string pc = num(q.pc);
     if (!transfer(op)) {
       line("#pragma unroll");
       open("for (int c = 0; c < " + pc + "; ++c)");
       line("const int i = rr * " + pc + " + c;");
-      line(f + "[i] = " + (op.kind == GroupOpKind::FragFill ? float_literal(op.constant) : ew_value(op, "i")) + ";");
+      line(frag_reg(op.frag, "i") + " = " +
+           (op.kind == GroupOpKind::FragFill ? float_literal(op.constant) : ew_value(op, "i")) + ";");
       close();
       return;
     }
@@ -2285,8 +2424,9 @@ class Emitter {
     if (b.space != Space::Global) {  // shared: element by element
       line("#pragma unroll");
       open("for (int c = 0; c < " + pc + "; ++c)");
-      if (load) line(f + "[rr * " + pc + " + c] = " + to_f32(b.dtype, at_c) + ";");
-      else line(std::string(replicas ? "if (own) " : "") + at_c + " = " + from_f32(b.dtype, f + "[rr * " + pc + " + c]") + ";");
+      const std::string reg = frag_reg(op.frag, "rr * " + pc + " + c");
+      if (load) line(reg + " = " + to_f32(b.dtype, at_c) + ";");
+      else line(std::string(replicas ? "if (own) " : "") + at_c + " = " + from_f32(b.dtype, reg) + ";");
       close();
       return;
     }
@@ -2296,7 +2436,7 @@ class Emitter {
     line(ct + "* p = &" + base(ref) + "[" + index(ref, "r0_" + o + " + rr", "c0_" + o) + "];");
     line("const int s = (int)(((unsigned long long)p / " + num(eb) + ") % " + num(V) + ");");
     static const char* comp[] = {".x", ".y", ".z", ".w"};
-    auto reg = [&](int64_t c) { return f + "[rr * " + pc + " + " + num(c) + "]"; };
+    auto reg = [&](int64_t c) { return frag_reg(op.frag, "rr * " + pc + " + " + num(c)); };
     if (load) {
       // Aligned 16-byte blocks that lie wholly inside [p, p + pc) are read as
       // vectors; the elements of a block that straddles either end are read one
@@ -2376,8 +2516,7 @@ class Emitter {
 
   // One op of a run for registers i .. i + width - 1 (ri, ci: register i's place).
   void emit_run_step(const GroupOp& op, int64_t width, bool guarded, bool replicas) {
-    std::string f = "f" + num(op.frag);
-    auto reg = [&](int64_t x) { return f + "[i + " + num(x) + "]"; };
+    auto reg = [&](int64_t x) { return frag_reg(op.frag, "i + " + num(x)); };
     switch (op.kind) {
       case GroupOpKind::FragFill:
         for (int64_t x = 0; x < width; ++x) line(reg(x) + " = " + float_literal(op.constant) + ";");
@@ -2415,9 +2554,9 @@ class Emitter {
     std::string x = base(ref) + "[" + index(ref, r, c) + "]";
     if (load) {
       std::string v = to_f32(b.dtype, x);
-      line(f + "[i] = " + (g.empty() ? v : "(" + g + ") ? " + v + " : " + float_literal(op.constant)) + ";");
+      line(reg(0) + " = " + (g.empty() ? v : "(" + g + ") ? " + v + " : " + float_literal(op.constant)) + ";");
     } else {
-      std::string st = x + " = " + from_f32(b.dtype, f + "[i]") + ";";
+      std::string st = x + " = " + from_f32(b.dtype, reg(0)) + ";";
       if (!g.empty()) st = "if (" + g + ") " + st;
       line(store_if + st);
     }
@@ -2859,6 +2998,9 @@ class Emitter {
   std::vector<bool> swizzled_;  // shared buffers in the wgmma operand layout
   bool swizzled_any_ = false;
   int64_t stage_offset_ = 0, stage_cols_ = 0;  // staged stores: scratch offset, columns (0: none)
+  // How fragments are named (frag_reg): their register arrays; in a staged loop one
+  // scalar each for the element at hand; in a local loop the thread's local copies.
+  enum class FragForm { Registers, Scalar, Local } frag_form_ = FragForm::Registers;
   std::set<int> async_accumulators_;  // fragments async wgmmas accumulate into
   std::set<int> redundant_fences_;       // fence op ids left out (find_redundant_fences)
   std::set<WgmmaShape> wgmma_shapes_;  // the wgmma instructions the program uses
