@@ -1927,7 +1927,8 @@ class Emitter {
         return to_f32(op.dtype, from_f32(op.dtype, x[0]));
       }
       case EwOp::Index: {
-        auto [r, c] = frag_form_ == FragForm::Scalar ? std::pair<std::string, std::string>("ri", "ci") : reg_rc(dst, i);
+        using Place = std::pair<std::string, std::string>;
+        auto [r, c] = frag_form_ == FragForm::Scalar ? Place("ri", "ci") : reg_rc(dst, i);
         return op.axis == 0 ? "(float)(" + row0(dst) + " + " + r + ")" : "(float)(" + col0(dst) + " + " + c + ")";
       }
       case EwOp::Copy: return x[0];
@@ -2163,8 +2164,8 @@ class Emitter {
   // The worker's stage (stg) and where this thread writes its registers (stw).
   void emit_stage_pointers() {
     const std::string pitch = num(stage_pitch());
-    line("float* const stg = (float*)(smem + " + num(stage_offset_) + ") + worker * " + num(kStageRows) + " * " + pitch +
-         ";");
+    line("float* const stg = (float*)(smem + " + num(stage_offset_) + ") + worker * " + num(kStageRows) + " * " +
+         pitch + ";");
     // Register pair (j, j + 1) of an m tile sits at row 16 (lane / 32) + (lane % 32) / 4 + 8 (j / 2 % 2),
     // column 8 (j / 4) + 2 (lane % 4) (reg_rc).
     line("float* const stw = stg + ((lane / 32) * 16 + (lane % 32) / 4) * " + pitch + " + (lane % 4) * 2;");
@@ -2184,10 +2185,10 @@ class Emitter {
 
   // --- rolled runs (emit_staged_loop, emit_local_loop) -------------------------
   // Unrolled over a thread's registers (128 of them in the default GEMM plans), a
-  // run's guarded form, and the float2 form of a wgmma store, were half of a GEMM
-  // kernel's code, and of the time NVVM and ptxas took on it (bf16 128x256 tiles:
-  // 750 -> 380 ms; fp32 256x128 ones: see docs/cuda.md). They serve edge tiles and
-  // unaligned rows only. So a run that stores but loads nothing, whose every
+  // run's guarded form, and the float2 form of a wgmma store, were most of a GEMM
+  // kernel's code, and of the time NVVM and ptxas took on it (the bf16 128x256
+  // kernel compiled by hand without them: 200 ms, against 750 with them; numbers in
+  // docs/cuda.md). They serve edge tiles and unaligned rows only. So a run that stores but loads nothing, whose every
   // fragment operand has the run's shape, and whose written fragments no op outside
   // it mentions, goes through a rolled loop over its elements there: the registers
   // of each fragment it reads before writing (its inputs) are first copied out of
@@ -2286,7 +2287,6 @@ class Emitter {
     frag_form_ = FragForm::Registers;
     close();
   }
-
 
   void emit_run(const std::vector<const GroupOp*>& run) {
     const Buffer& f0 = p_.buffer(run.front()->frag);
