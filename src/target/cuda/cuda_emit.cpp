@@ -2164,8 +2164,8 @@ class Emitter {
   // The worker's stage (stg) and where this thread writes its registers (stw).
   void emit_stage_pointers() {
     const std::string pitch = num(stage_pitch());
-    line("float* const stg = (float*)(smem + " + num(stage_offset_) + ") + worker * " + num(kStageRows) + " * " +
-         pitch + ";");
+    line("float* const stg = (float*)(smem + " + num(stage_offset_) + ") + worker * " +
+         num(kStageRows * stage_pitch()) + ";");
     // Register pair (j, j + 1) of an m tile sits at row 16 (lane / 32) + (lane % 32) / 4 + 8 (j / 2 % 2),
     // column 8 (j / 4) + 2 (lane % 4) (reg_rc).
     line("float* const stw = stg + ((lane / 32) * 16 + (lane % 32) / 4) * " + pitch + " + (lane % 4) * 2;");
