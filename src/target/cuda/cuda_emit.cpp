@@ -2184,18 +2184,20 @@ class Emitter {
   }
 
   // --- rolled runs (emit_staged_loop, emit_local_loop) -------------------------
-  // Unrolled over a thread's registers (128 of them in the default GEMM plans), a
-  // run's guarded form, and the float2 form of a wgmma store, were most of a GEMM
-  // kernel's code, and of the time NVVM and ptxas took on it (the bf16 128x256
-  // kernel compiled by hand without them: 200 ms, against 750 with them; numbers in
-  // docs/cuda.md). They serve edge tiles and unaligned rows only. So a run that stores but loads nothing, whose every
-  // fragment operand has the run's shape, and whose written fragments no op outside
-  // it mentions, goes through a rolled loop over its elements there: the registers
-  // of each fragment it reads before writing (its inputs) are first copied out of
-  // line, into the worker's stage in shared memory (wgmma parts: a warp then writes
-  // whole rows) or else into a local array of the thread's own. A run that loads
-  // keeps its unrolled forms: there each thread has all its loads in flight at
-  // once, where a rolled loop would wait on each in turn.
+  // Unrolled over a thread's registers (128 of them in the default matrix-product
+  // plans), a run's guarded form, and the float2 form of a wgmma store, were most of
+  // such a kernel's code, and of the time NVVM and ptxas took on it (the bf16 128x256
+  // one compiled by hand without them: 200 ms, against 750 with them; numbers in
+  // docs/cuda.md). They serve edge tiles and unaligned rows only. So a run that
+  // stores but loads nothing, whose every fragment operand has the run's shape, and
+  // whose written fragments no op outside it mentions, goes through a rolled loop
+  // over its elements there: the registers of each fragment it reads before writing
+  // (its inputs) are first copied out of line, into the worker's stage in shared
+  // memory (wgmma parts: a warp then writes whole rows) or else into a local array
+  // of the thread's own. The loops stay rolled: NVVM's unrolled copies took the
+  // persistent kernel into spills. A run that loads keeps its unrolled forms: there
+  // each thread has all its loads in flight at once, where a rolled loop would wait
+  // on each in turn.
   bool rollable(const std::vector<const GroupOp*>& run, std::vector<int>* inputs) const {
     const Buffer& f0 = p_.buffer(run.front()->frag);
     std::set<int> written, ids;
