@@ -12,7 +12,8 @@
 // SPEC runs K in S slices (GemmOptions::split_k; 1: none): alone, on the default plan;
 // beside plan items (`tile=192x128x64,workers=3,split=2`), on that plan. An item
 // `stream_k` runs stream-K (GemmOptions::stream_k) the same way. --beta B (default 0)
-// runs C = A B + B C on both sides, from one random C (with 0, tessel's C starts as NaN).
+// runs C = A B + beta C with beta = B on both sides, from one random C (with 0,
+// tessel's C starts as NaN).
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 

@@ -2247,6 +2247,7 @@ class Emitter {
   // thread takes every 128th element of the piece.
   void emit_staged_loop(const std::vector<const GroupOp*>& run, const Part& q, const std::vector<int>& inputs) {
     const int64_t cols = std::gcd(stage_cols_, q.pc);
+    const std::set<int> written = written_frags(run);
     if (!inputs.empty()) emit_stage_pointers();
     for (int64_t t = 0; t < q.pr / kStageRows; ++t)
       for (int64_t c0 = 0; c0 < q.pc; c0 += cols) {
@@ -2258,7 +2259,7 @@ class Emitter {
         if (!inputs.empty())
           line("const float v" + num(inputs[0]) + " = stg[(e / " + num(cols) + ") * " + num(stage_pitch()) + " + e % " +
                num(cols) + "];");
-        for (int f : written_frags(run)) line("float v" + num(f) + ";");
+        for (int f : written) line("float v" + num(f) + ";");
         frag_form_ = FragForm::Scalar;
         for (const GroupOp* op : run) emit_run_step(*op, 1, true, false);
         frag_form_ = FragForm::Registers;
