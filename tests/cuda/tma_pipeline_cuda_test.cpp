@@ -76,6 +76,12 @@ TEST(TmaPipelineCompile, ProducedGemmsCompileForSm90aWithoutSpills) {
                                     "wgmma.mma_async", "wgmma.wait_group.sync.aligned 1"})
       EXPECT_TRUE(has(ptx, instruction)) << instruction;
     EXPECT_FALSE(has(ptx, "cp.async.cg")) << "a staging copy was left to cp.async";
+    // C = A B + beta C reads C through the stage's 16-byte row pieces, a piece's
+    // loads before its stores (cuda_emit.cpp, staged_run); edge tiles 4 elements at
+    // a time (emit_staged_loop).
+    EXPECT_TRUE(has(info.source.code, "[v] = *(const float4*)(gp + v * gstep + 0);")) << info.source.code;
+    EXPECT_TRUE(has(info.source.code, "; e0 += 512) {")) << info.source.code;
+    EXPECT_TRUE(has(ptx, "ld.global.v4.f32")) << "16-byte loads of C";
     if (v.producers) {
       EXPECT_TRUE(has(ptx, "setmaxnreg.dec.sync.aligned.u32 40"));
       EXPECT_TRUE(has(ptx, "setmaxnreg.inc.sync.aligned.u32"));

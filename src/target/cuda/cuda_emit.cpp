@@ -2132,14 +2132,33 @@ class Emitter {
     }
     return false;
   }
-  // The store of run op `op` (a staged_store) for a part inside its bounds whose
-  // global rows start on 16 bytes: r0_ID, c0_ID are its window's origin. Pointers
-  // are formed once, so that the chunks add constants (the consumers of a
-  // warp-specialized kernel hold 128 accumulators in 168 registers).
-  void emit_staged_store(const GroupOp& op, const Part& q) {
+  // A run the staging serves whole (emit_staged_store): it ends in a staged_store,
+  // and before it come loads of that store's window (fusable: a global load in a
+  // run that stores globally reads the same window), fills and elementwise ops; a
+  // rolled run (so its ops read at most one fragment from outside, `inputs`).
+  bool staged_run(const std::vector<const GroupOp*>& run, const std::vector<int>& inputs) const {
+    if (!staged_store(*run.back()) || inputs.size() > 1) return false;
+    for (size_t k = 0; k < leading_loads(run); ++k) {
+      const BufferRef& r = run[k]->src;
+      const Buffer& b = p_.buffer(r.buffer);
+      if (b.space != Space::Global || b.dtype != DType::F32 || !unit(r.col_stride) || run[k]->transpose) return false;
+    }
+    return true;
+  }
+  // The run (a staged_run) for a part inside its bounds whose global rows start on
+  // 16 bytes: r0_ID, c0_ID are the store's window origin. Pointers are formed
+  // once, so that the chunks add constants (the consumers of a warp-specialized
+  // kernel hold 128 accumulators in 168 registers). Per piece, once the input is in
+  // the stage, a thread's loads of its 16-byte row pieces go out first, all in
+  // flight at once (a load after a store to the same tensor would wait for it;
+  // before the stage write they spilled the 640-thread kernels), then each element
+  // of a piece goes through the run's ops.
+  void emit_staged_store(const std::vector<const GroupOp*>& run, const Part& q, const std::vector<int>& inputs) {
+    const GroupOp& op = *run.back();
     const std::string o = num(op.id);
     const int64_t cols = std::gcd(stage_cols_, q.pc), vecs = cols / 4, step = 128 / vecs;
     const int64_t pitch = stage_pitch();
+    const size_t leading = leading_loads(run);
     emit_stage_pointers();
     // Thread `lane` moves 16-byte piece lane % vecs of row lane / vecs, and of every `step` rows after it.
     line("const float* const str = stg + (lane / " + num(vecs) + ") * " + num(pitch) + " + (lane % " + num(vecs) +
@@ -2147,16 +2166,55 @@ class Emitter {
     line("float* const gp = &" + base(op.dst) + "[" +
          index(op.dst, "r0_" + o + " + lane / " + num(vecs), "c0_" + o + " + (lane % " + num(vecs) + ") * 4") + "];");
     line("const int64_t gstep = (int64_t)" + num(step) + " * (" + ex(op.dst.row_stride) + ");");
+    const std::string vs = num(kStageRows / step);
+    for (size_t k = 0; k < leading; ++k) line("float4 l" + num(run[k]->frag) + "[" + vs + "];");
     for (int64_t t = 0; t < q.pr / kStageRows; ++t)
       for (int64_t c0 = 0; c0 < q.pc; c0 += cols) {
-        emit_stage_write(op.frag, q, t, c0, cols);
+        const std::string g = "gp + " + (t ? "(int64_t)" + num(t * kStageRows / step) + " * gstep + " : std::string()) +
+                              "v * gstep + " + num(c0);
+        const std::string st = "*(const float4*)(str + v * " + num(step * pitch) + ")";
+        if (!inputs.empty()) emit_stage_write(inputs[0], q, t, c0, cols);
+        if (leading > 0) {
+          line("#pragma unroll");
+          open("for (int v = 0; v < " + vs + "; ++v)");
+          for (size_t k = 0; k < leading; ++k) line("l" + num(run[k]->frag) + "[v] = *(const float4*)(" + g + ");");
+          close();
+        }
         line("#pragma unroll");
-        open("for (int v = 0; v < " + num(kStageRows / step) + "; ++v)");
-        line("*(float4*)(gp + " + (t ? "(int64_t)" + num(t * kStageRows / step) + " * gstep + " : std::string()) +
-             "v * gstep + " + num(c0) + ") = *(const float4*)(str + v * " + num(step * pitch) + ");");
+        open("for (int v = 0; v < " + vs + "; ++v)");
+        if (run.size() == 1) {
+          line("*(float4*)(" + g + ") = " + st + ";");
+        } else {
+          if (!inputs.empty()) line("const float4 s = " + st + ";");
+          line("float4 w;");
+          for (const char* x : {"x", "y", "z", "w"}) {
+            open("");
+            if (!inputs.empty()) line("const float v" + num(inputs[0]) + " = s." + x + ";");
+            for (size_t k = 0; k < leading; ++k)
+              line("float v" + num(run[k]->frag) + " = l" + num(run[k]->frag) + "[v]." + x + ";");
+            emit_scalar_ops(run, inputs, leading, run.size() - 1);
+            line("w." + std::string(x) + " = v" + num(op.frag) + ";");
+            close();
+          }
+          line("*(float4*)(" + g + ") = w;");
+        }
         close();
         line(stage_barrier());
       }
+  }
+  // Ops [from, to) of a run on one element, each fragment a scalar v<id>: the
+  // inputs and what ops before `from` wrote are in scope, the rest is declared here.
+  void emit_scalar_ops(const std::vector<const GroupOp*>& run, const std::vector<int>& inputs, size_t from,
+                       size_t to) {
+    std::set<int> declared(inputs.begin(), inputs.end());
+    for (size_t k = 0; k < from; ++k) declared.insert(run[k]->frag);
+    frag_form_ = FragForm::Scalar;
+    for (size_t k = from; k < to; ++k) {
+      const GroupOp& op = *run[k];
+      if (op.kind != GroupOpKind::FragStore && declared.insert(op.frag).second) line("float v" + num(op.frag) + ";");
+      emit_run_step(op, 1, true, false);
+    }
+    frag_form_ = FragForm::Registers;
   }
   static std::string stage_barrier() {
     return "asm volatile(\"bar.sync %0, 128;\\n\" :: \"r\"(1 + worker) : \"memory\");";
@@ -2195,9 +2253,9 @@ class Emitter {
   // (its inputs) are first copied out of line, into the worker's stage in shared
   // memory (wgmma parts: a warp then writes whole rows) or else into a local array
   // of the thread's own. The loops stay rolled: NVVM's unrolled copies took the
-  // persistent kernel into spills. A run that loads keeps its unrolled forms: there
-  // each thread has all its loads in flight at once, where a rolled loop would wait
-  // on each in turn.
+  // persistent kernel into spills. A run may start with loads (C = A B + beta C);
+  // it goes through the stage only (emit_staged_loop), and there its loads go
+  // out first, a piece at a time: a rolled loop would wait on each in turn.
   bool rollable(const std::vector<const GroupOp*>& run, std::vector<int>* inputs) const {
     const Buffer& f0 = p_.buffer(run.front()->frag);
     std::set<int> written, ids;
@@ -2205,9 +2263,10 @@ class Emitter {
     auto read = [&](int f) {
       if (!written.count(f) && std::find(inputs->begin(), inputs->end(), f) == inputs->end()) inputs->push_back(f);
     };
+    const size_t leading = leading_loads(run);
     for (const GroupOp* op : run) {
       ids.insert(op->id);
-      if (op->kind == GroupOpKind::FragLoad) return false;
+      if (op->kind == GroupOpKind::FragLoad && ids.size() > leading) return false;
       for (const EwOperand& o : op->operands) {
         if (o.kind != EwOperand::Kind::Frag) continue;
         const Buffer& b = p_.buffer(o.frag);
@@ -2244,26 +2303,59 @@ class Emitter {
     return written;
   }
   // Per 64-row piece of `cols` columns: the input into the stage, then each
-  // thread takes every 128th element of the piece.
+  // thread takes every 128th element of the piece. A run's leading loads go first,
+  // kLoadSlots of a thread's elements at a time, in flight together (by fusable's
+  // rule no store reaches another element): more at once took the persistent
+  // kernel's consumers into spills.
+  static constexpr int64_t kLoadSlots = 4;
   void emit_staged_loop(const std::vector<const GroupOp*>& run, const Part& q, const std::vector<int>& inputs) {
-    const int64_t cols = std::gcd(stage_cols_, q.pc);
-    const std::set<int> written = written_frags(run);
+    const int64_t cols = std::gcd(stage_cols_, q.pc), n = kStageRows * cols;
+    const size_t leading = leading_loads(run);
     if (!inputs.empty()) emit_stage_pointers();
     for (int64_t t = 0; t < q.pr / kStageRows; ++t)
       for (int64_t c0 = 0; c0 < q.pc; c0 += cols) {
         if (!inputs.empty()) emit_stage_write(inputs[0], q, t, c0, cols);
         line("#pragma unroll 1");
-        open("for (int e = lane; e < " + num(kStageRows * cols) + "; e += 128)");
-        line("const int64_t ri = " + num(t * kStageRows) + " + e / " + num(cols) + ", ci = " + num(c0) + " + e % " +
-             num(cols) + ";");
-        if (!inputs.empty())
-          line("const float v" + num(inputs[0]) + " = stg[(e / " + num(cols) + ") * " + num(stage_pitch()) + " + e % " +
-               num(cols) + "];");
-        for (int f : written) line("float v" + num(f) + ";");
-        frag_form_ = FragForm::Scalar;
-        for (const GroupOp* op : run) emit_run_step(*op, 1, true, false);
-        frag_form_ = FragForm::Registers;
-        close();
+        // One element e per iteration; with loads, kLoadSlots of them: e0 + 128 i.
+        auto place = [&] {
+          line("const int64_t ri = " + num(t * kStageRows) + " + e / " + num(cols) + ", ci = " + num(c0) +
+               " + e % " + num(cols) + ";");
+        };
+        auto element = [&](const std::string& e) {
+          line("const int e = " + e + ";");
+          place();
+        };
+        auto scalar_ops = [&](size_t from) {
+          if (!inputs.empty())
+            line("const float v" + num(inputs[0]) + " = stg[(e / " + num(cols) + ") * " + num(stage_pitch()) +
+                 " + e % " + num(cols) + "];");
+          for (size_t k = 0; k < leading; ++k)
+            line("float v" + num(run[k]->frag) + " = l" + num(run[k]->frag) + "[i];");
+          emit_scalar_ops(run, inputs, from, run.size());
+        };
+        if (leading == 0) {
+          open("for (int e = lane; e < " + num(n) + "; e += 128)");
+          place();
+          scalar_ops(0);
+          close();
+        } else {
+          const std::string slots = num(kLoadSlots), loop = "for (int i = 0; i < " + slots + "; ++i)";
+          open("for (int e0 = lane; e0 < " + num(n) + "; e0 += " + num(128 * kLoadSlots) + ")");
+          for (size_t k = 0; k < leading; ++k) line("float l" + num(run[k]->frag) + "[" + slots + "];");
+          line("#pragma unroll");
+          open(loop);
+          element("e0 + 128 * i");
+          frag_form_ = FragForm::Local;
+          for (size_t k = 0; k < leading; ++k) emit_run_step(*run[k], 1, true, false);
+          frag_form_ = FragForm::Registers;
+          close();
+          line("#pragma unroll");
+          open(loop);
+          element("e0 + 128 * i");
+          scalar_ops(leading);
+          close();
+          close();
+        }
         if (!inputs.empty()) line(stage_barrier());
       }
   }
@@ -2336,16 +2428,17 @@ class Emitter {
       return s;
     };
     const std::string fits = join(fits_all);
-    const bool staged = run.size() == 1 && stage_cols_ > 0 && staged_store(*run[0]) && own.empty();
+    std::vector<int> inputs;
+    const bool rolled = rollable(run, &inputs), staged_loop = rolled && own.empty() && stageable(q, inputs);
+    const bool staged = run.size() == 1 ? stage_cols_ > 0 && staged_store(*run[0]) && own.empty()
+                                        : staged_loop && staged_run(run, inputs);
     if (staged) {
-      const std::string o = num(run[0]->id), aligned = global_aligned(run[0]->dst, 4, "c0_" + o, 16);
+      const std::string o = num(run.back()->id), aligned = global_aligned(run.back()->dst, 4, "c0_" + o, 16);
       open("if (" + (fits.empty() ? "" : fits + " && ") + aligned + ")");
-      emit_staged_store(*run[0], q);
+      emit_staged_store(run, q, run.size() == 1 ? std::vector<int>{run[0]->frag} : inputs);
       --depth_;
       open("} else");
     }
-    std::vector<int> inputs;
-    const bool rolled = rollable(run, &inputs), staged_loop = rolled && own.empty() && stageable(q, inputs);
     if (staged_loop) {  // every form but the staged store's
       emit_staged_loop(run, q, inputs);
       if (staged) close();
@@ -2385,7 +2478,7 @@ class Emitter {
       if (!realign || !fits.empty()) {
         --depth_;
         open("} else");
-        if (rolled) emit_local_loop(run, inputs, !own.empty());
+        if (rolled && leading_loads(run) == 0) emit_local_loop(run, inputs, !own.empty());
         else body(1, true);
       }
       close();
@@ -2400,6 +2493,13 @@ class Emitter {
     for (const GroupOp* op : run)
       shared_store |= op->kind == GroupOpKind::FragStore && p_.buffer(op->dst.buffer).space == Space::Shared;
     if (shared_store && p_.lanes == 32) line("__syncwarp();");
+  }
+
+  // How many of a run's first ops are loads.
+  static size_t leading_loads(const std::vector<const GroupOp*>& run) {
+    size_t k = 0;
+    while (k < run.size() && run[k]->kind == GroupOpKind::FragLoad) ++k;
+    return k;
   }
 
   // One op of a run on part row rr (all of its pc registers), the part inside its
