@@ -228,7 +228,8 @@ TEST(TmaPipelineGpu, SmallShapesForSanitizers) {
   for (const Variant& v : kVariants)
     for (auto [m, n, k] : {std::tuple<int64_t, int64_t, int64_t>{200, 136, 328}, {70, 8, 1000}})
       for (GemmPrecision p : {GemmPrecision::BF16, GemmPrecision::TF32})
-        expect_gemm(tma_plan(p, v.bm, v.bn, v.warpgroups, v.window, v.producers), p, m, n, k, 0.0f);
+        for (float beta : {0.0f, 0.5f})  // C read through the stage too
+          expect_gemm(tma_plan(p, v.bm, v.bn, v.warpgroups, v.window, v.producers), p, m, n, k, beta);
 }
 
 // 7 groups walk 4x8 .. 8x4 tiles several each; 132 groups: one tile each or none.
