@@ -84,8 +84,10 @@ TEST(TmaCompile, TmaWgmmaGemmCompilesForSm90aWithoutSpills) {
   EXPECT_EQ(info.source.shared_bytes, 3 * 16384 * 2 + 48 + 2 * 64 * 24 * 4 + 1024);
   // C goes out through the scratch, in whole 16-byte row pieces.
   EXPECT_TRUE(has(src, "float* const stg = (float*)(smem + 98352) + worker * 1536;")) << src;
-  // Edge tiles and unaligned rows too, in a rolled loop (cuda_emit.cpp, rolled runs).
-  EXPECT_TRUE(has(src, "#pragma unroll 1\n      for (int e = lane; e < 1024; e += 128) {")) << src;
+  // Edge tiles and unaligned rows too, in rolled loops (cuda_emit.cpp, rolled runs):
+  // 16-byte pieces where rows start on 16 bytes, else elements.
+  EXPECT_TRUE(has(src, "#pragma unroll 1\n        for (int e = lane * 4; e < 1024; e += 512) {")) << src;
+  EXPECT_TRUE(has(src, "#pragma unroll 1\n        for (int e = lane; e < 1024; e += 128) {")) << src;
   EXPECT_TRUE(has(ptx, "st.global.v4.u32")) << "16-byte stores of C";
   for (const char* instruction :
        {"mbarrier.init.shared::cta.b64", "mbarrier.arrive.shared::cta.b64", "mbarrier.expect_tx.relaxed.cta.shared::cta.b64",
