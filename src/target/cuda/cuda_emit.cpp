@@ -2185,17 +2185,10 @@ class Emitter {
         if (run.size() == 1) {
           line("*(float4*)(" + g + ") = " + st + ";");
         } else {
+          line("const int64_t ri = " + num(t * kStageRows) + " + lane / " + num(vecs) + " + v * " + num(step) +
+               ", c4 = " + num(c0) + " + (lane % " + num(vecs) + ") * 4; (void)ri;");
           if (!inputs.empty()) line("const float4 s = " + st + ";");
-          line("float4 w;");
-          for (const char* x : {"x", "y", "z", "w"}) {
-            open("");
-            if (!inputs.empty()) line("const float v" + num(inputs[0]) + " = s." + x + ";");
-            for (size_t k = 0; k < leading; ++k)
-              line("float v" + num(run[k]->frag) + " = l" + num(run[k]->frag) + "[v]." + x + ";");
-            emit_scalar_ops(run, inputs, leading, run.size() - 1);
-            line("w." + std::string(x) + " = v" + num(op.frag) + ";");
-            close();
-          }
+          emit_piece_ops(run, inputs);
           line("*(float4*)(" + g + ") = w;");
         }
         close();
@@ -2215,6 +2208,25 @@ class Emitter {
       emit_run_step(op, 1, true, false);
     }
     frag_form_ = FragForm::Registers;
+  }
+  // A staged_run's ops, all but its store, on the four elements of one 16-byte
+  // row piece, into float4 w: in scope are the piece's row and first column in
+  // the part (ri, c4; an Index op reads ri and ci), its input's four values (s)
+  // and its leading loads' (l<frag>[v]).
+  void emit_piece_ops(const std::vector<const GroupOp*>& run, const std::vector<int>& inputs) {
+    const size_t leading = leading_loads(run);
+    line("float4 w;");
+    for (int e = 0; e < 4; ++e) {
+      const std::string x(1, "xyzw"[e]);
+      open("");
+      line("const int64_t ci = c4 + " + num(e) + "; (void)ci;");
+      if (!inputs.empty()) line("const float v" + num(inputs[0]) + " = s." + x + ";");
+      for (size_t k = 0; k < leading; ++k)
+        line("float v" + num(run[k]->frag) + " = l" + num(run[k]->frag) + "[v]." + x + ";");
+      emit_scalar_ops(run, inputs, leading, run.size() - 1);
+      line("w." + x + " = v" + num(run.back()->frag) + ";");
+      close();
+    }
   }
   static std::string stage_barrier() {
     return "asm volatile(\"bar.sync %0, 128;\\n\" :: \"r\"(1 + worker) : \"memory\");";
@@ -2386,16 +2398,8 @@ class Emitter {
     if (!inputs.empty())
       line("const float4 s = *(const float4*)&stg[(e / " + num(cols) + ") * " + num(stage_pitch()) + " + e % " +
            num(cols) + "];");
-    line("float4 w;");
+    emit_piece_ops(run, inputs);
     const char* xs[] = {"x", "y", "z", "w"};
-    for (int x = 0; x < 4; ++x) {
-      open("");
-      line("const int64_t ci = c4 + " + num(x) + "; (void)ci;");
-      if (!inputs.empty()) line("const float v" + num(inputs[0]) + " = s." + xs[x] + ";");
-      emit_scalar_ops(run, inputs, 0, run.size() - 1);
-      line("w." + std::string(xs[x]) + " = v" + num(st.frag) + ";");
-      close();
-    }
     std::string whole;
     if (st.dst_row_bound) whole += "(r0_" + o + " + ri) < " + ex(st.dst_row_bound);
     if (st.dst_col_bound)
