@@ -37,7 +37,8 @@ const char* kUsage =
     "  gemm:    C = alpha*A*B + beta*C on random fp32 inputs (row-major).\n"
     "           --check compares the complete output with an FP64 oracle.\n"
     "           --split-k S (cuda): K in S slices summed by a second kernel; 0 = the default's choice, 1 = none.\n"
-    "  explain: TileIR, the plan and GroupIR after every compile step.\n"
+    "  explain: TileIR, the plan and GroupIR after every compile step; on cuda, the kernel a call with\n"
+    "           this --beta compiles (one for beta 0, one for the rest).\n"
     "usage: tessel bench --out DIR [options]   (tessel bench --help)\n"
     "usage: tessel run KERNEL.tir --size NAME=V ... [--target sim|cpu|cuda] [--tile NAME=V ...] [--workers W]\n"
     "         [--scalar NAME=V ...] [--seed S] [--threads T] [--check] [--json] [--repeat N] [--fix-sizes]\n"
@@ -284,7 +285,7 @@ int main(int argc, char** argv) {
       return explain_file_command(argc, argv);
     Args a = parse_args(argc, argv);
     if (a.command == "explain") {
-      std::fputs(explain_gemm(a.m, a.n, a.k, a.options).c_str(), stdout);
+      std::fputs(explain_gemm(a.m, a.n, a.k, a.options, float(a.beta)).c_str(), stdout);
       return 0;
     }
     return run_gemm(a);

@@ -476,16 +476,16 @@ void choose_worker_grid(Plan& p) {
 enum class GemmKernelKind { Plain, SplitK, SplitKSum, Transpose, PlainTransposedB, StreamK };
 
 // Everything that changes the compiled kernel; compared, not formatted, on every call.
-using CacheKey = std::tuple<GemmKernelKind, Plan, bool, GemmPrecision, std::string>;
+using CacheKey = std::tuple<GemmKernelKind, GemmBeta, Plan, bool, GemmPrecision, std::string>;
 
 // One compiled kernel per kind, plan and options, for the life of the process. The
 // public compile() caches too, but keys by the kernel's text: this map spares a
 // call the capture and the printing.
 Kernel compiled_gemm(const Plan& plan, const GemmOptions& options, bool* fresh,
-                     GemmKernelKind kind = GemmKernelKind::Plain) {
+                     GemmKernelKind kind = GemmKernelKind::Plain, GemmBeta beta = GemmBeta::Any) {
   static std::mutex mutex;
   static std::map<CacheKey, Kernel> cache;
-  CacheKey key{kind, plan, options.coalesce_barriers, options.precision, options.arch};
+  CacheKey key{kind, beta, plan, options.coalesce_barriers, options.precision, options.arch};
   {
     std::lock_guard<std::mutex> lock(mutex);
     auto it = cache.find(key);
@@ -498,8 +498,8 @@ Kernel compiled_gemm(const Plan& plan, const GemmOptions& options, bool* fresh,
   settings.coalesce_barriers = options.coalesce_barriers;
   settings.cuda_arch = options.arch;
   const DType ab = storage_dtype(options.precision);
-  Kernel kernel = compile(kind == GemmKernelKind::Plain              ? gemm_kernel(ab)
-                          : kind == GemmKernelKind::PlainTransposedB ? gemm_kernel(ab, /*b_transposed=*/true)
+  Kernel kernel = compile(kind == GemmKernelKind::Plain              ? gemm_kernel(ab, false, beta)
+                          : kind == GemmKernelKind::PlainTransposedB ? gemm_kernel(ab, /*b_transposed=*/true, beta)
                           : kind == GemmKernelKind::SplitK           ? gemm_split_k_kernel(ab)
                           : kind == GemmKernelKind::StreamK          ? gemm_stream_k_kernel(ab)
                           : kind == GemmKernelKind::Transpose        ? transpose_kernel()
@@ -976,13 +976,22 @@ struct BoundGemm {
 // The last call's bound launch, per thread (gemm's memo). Calls that ask for fence
 // counts or a cuda arch, and sim calls, always take the full path.
 struct LastCall {
-  // Shape, leading dimensions, options, and whether a plan was requested.
+  // Shape, leading dimensions, options, whether a plan was requested, the kernel's beta form.
   std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, TargetKind, GemmPrecision, bool, bool, bool, int,
-             int, bool>
+             int, bool, GemmBeta>
       key;
   BoundGemm bound;
   std::optional<Plan> requested;  // options.plan of the call that made it
 };
+
+// The GEMM kernel's form for a call's beta (gemm_kernel.h): on cuda the one path
+// the call takes, so that NVRTC compiles one epilogue instead of two. Elsewhere Any:
+// the cpu kernels already run a copy of their body for beta 0 (the homes' leaf,
+// cpu_emit.cpp) and compile in tens of milliseconds; the sim is a checker.
+GemmBeta beta_form(const GemmOptions& o, float beta) {
+  if (o.target != TargetKind::Cuda) return GemmBeta::Any;
+  return beta == 0 ? GemmBeta::Zero : GemmBeta::Nonzero;
+}
 
 bool fast_path_allowed(const GemmOptions& o) {
   return !o.count_fences && o.arch.empty() &&
@@ -1053,7 +1062,10 @@ struct CompiledGemm {
   std::optional<Kernel> sum, transpose;
 };
 
-CompiledGemm compile_gemm_call(int64_t m, int64_t n, int64_t k, int64_t ldc, const GemmOptions& options);
+// beta: the values of beta the GEMM kernel serves (split-K and stream-K kernels
+// serve any).
+CompiledGemm compile_gemm_call(int64_t m, int64_t n, int64_t k, int64_t ldc, const GemmOptions& options,
+                               GemmBeta beta = GemmBeta::Any);
 
 // Binds the compiled call to these operands and runs it; keeps the binding in
 // *keep when given (cpu, and cuda on device arrays).
@@ -1239,7 +1251,8 @@ Plan default_gemm_plan(TargetKind target, int64_t m, int64_t n, int64_t k, GemmP
 
 namespace {
 
-CompiledGemm compile_gemm_call(int64_t m, int64_t n, int64_t k, int64_t ldc, const GemmOptions& options) {
+CompiledGemm compile_gemm_call(int64_t m, int64_t n, int64_t k, int64_t ldc, const GemmOptions& options,
+                               GemmBeta beta) {
   CompiledGemm cg;
   GemmReport& report = cg.report;
   report.plan = resolve_plan(m, n, k, options, &report.plan_source);
@@ -1278,7 +1291,8 @@ CompiledGemm compile_gemm_call(int64_t m, int64_t n, int64_t k, int64_t ldc, con
                             cg.stream.groups > 0 ? GemmKernelKind::StreamK
                             : split.slices > 1   ? GemmKernelKind::SplitK
                             : transposed_b   ? GemmKernelKind::PlainTransposedB
-                                             : GemmKernelKind::Plain);
+                                             : GemmKernelKind::Plain,
+                            beta);
 #ifdef TESSEL_WITH_CUDA
   if (second.valid()) {
     auto [s, second_fresh] = second.get();
@@ -1333,16 +1347,17 @@ GemmReport gemm(int64_t m, int64_t n, int64_t k, float alpha, const float* a, in
   const LaunchOptions lo = launch_options(options);
   thread_local LastCall last;
   const bool fast = fast_path_allowed(options) && m > 0 && n > 0;
+  const GemmBeta form = beta_form(options, beta);
   auto key = std::make_tuple(m, n, k, lda, ldb, ldc, options.target, options.precision, options.coalesce_barriers,
                              options.device_pointers, options.plan.has_value(), options.split_k, options.threads,
-                             options.stream_k);
+                             options.stream_k, form);
   if (fast && last.bound.valid && last.key == key && (!options.plan || *last.requested == *options.plan)) {
     GemmReport report;
     run_bound(last.bound, m, n, k, alpha, a, lda, b, ldb, beta, c, options, lo, &report);
     return report;
   }
 
-  CompiledGemm cg = compile_gemm_call(m, n, k, ldc, options);
+  CompiledGemm cg = compile_gemm_call(m, n, k, ldc, options, form);
   GemmReport& report = cg.report;
   if (options.count_fences) {
     // Fences one group executes for this shape (group 0; the count is the same for all).
@@ -1456,7 +1471,7 @@ const Plan& PreparedGemm::plan() const {
 
 double PreparedGemm::compile_ms() const { return state_->compiled.report.compile_ms; }
 
-std::string explain_gemm(int64_t m, int64_t n, int64_t k, const GemmOptions& options) {
+std::string explain_gemm(int64_t m, int64_t n, int64_t k, const GemmOptions& options, float beta) {
   validate_sizes(m, n, k, std::max<int64_t>(1, k), std::max<int64_t>(1, n), std::max<int64_t>(1, n));
   std::string source;
   Plan plan = resolve_plan(m, n, k, options, &source);
@@ -1464,7 +1479,9 @@ std::string explain_gemm(int64_t m, int64_t n, int64_t k, const GemmOptions& opt
   co.coalesce_barriers = options.coalesce_barriers;
   co.keep_stages = true;
   CompiledGroup g =
-      compile_to_group(gemm_kernel(storage_dtype(options.precision), transposes_b(plan, options.precision)), plan, co);
+      compile_to_group(gemm_kernel(storage_dtype(options.precision), transposes_b(plan, options.precision),
+                                   beta_form(options, beta)),
+                       plan, co);
   std::ostringstream out;
   for (const CompileStage& s : g.stages) {
     out << "// ---- " << s.name << " ----\n" << s.ir;

@@ -5,16 +5,24 @@
 namespace tessel {
 namespace {
 
-// C = alpha * result + beta * C; C is read only when beta != 0.
+// C = alpha * result + beta * C; C is read only when beta != 0 (form: which
+// values of beta the kernel serves, gemm_kernel.h).
 void store_scaled(KernelBuilder& kb, const Tensor& C, Sym row, Sym col, Sym rows, Sym cols, Tile result,
-                  const std::string& alpha, const std::string& beta) {
+                  const std::string& alpha, const std::string& beta, GemmBeta form = GemmBeta::Any) {
+  if (form == GemmBeta::Nonzero) {
+    // C's load first: the cuda emitter's staged epilogue issues a run's leading
+    // loads together (cuda_emit.cpp, staged_run).
+    Tile c = kb.load(C, row, col, rows, cols);
+    kb.store(C, row, col, kb.add(kb.mul(result, kb.scalar_value(alpha)), kb.mul(c, kb.scalar_value(beta))));
+    return;
+  }
   result = kb.mul(result, kb.scalar_value(alpha));
-  kb.if_(
-      ScalarCond{beta, CmpOp::EQ, 0.0}, [&] { kb.store(C, row, col, result); },
-      [&] {
-        Tile c = kb.load(C, row, col, rows, cols);
-        kb.store(C, row, col, kb.add(result, kb.mul(c, kb.scalar_value(beta))));
-      });
+  auto plain = [&] { kb.store(C, row, col, result); };
+  if (form == GemmBeta::Zero) return plain();
+  kb.if_(ScalarCond{beta, CmpOp::EQ, 0.0}, plain, [&] {
+    Tile c = kb.load(C, row, col, rows, cols);
+    kb.store(C, row, col, kb.add(result, kb.mul(c, kb.scalar_value(beta))));
+  });
 }
 
 // Split-K's slice s of output tile (i, j): A[i, slice s] * B[slice s, j] into P[s].
@@ -30,7 +38,7 @@ void store_slice(KernelBuilder& kb, const Tensor& A, const Tensor& B, const Tens
 
 }  // namespace
 
-TileKernel gemm_kernel(DType ab, bool b_transposed) {
+TileKernel gemm_kernel(DType ab, bool b_transposed, GemmBeta beta_form) {
   KernelBuilder kb(b_transposed ? "gemm_bt" : "gemm");
   Sym M = kb.size("M"), N = kb.size("N"), K = kb.size("K");
   Sym lda = kb.size("lda"), ldb = kb.size("ldb"), ldc = kb.size("ldc");
@@ -47,7 +55,7 @@ TileKernel gemm_kernel(DType ab, bool b_transposed) {
       Tile b = kb.load(B, k * BK, j * BN, BK, BN);
       return kb.mma(a, b, partial);
     });
-    store_scaled(kb, C, i * BM, j * BN, BM, BN, acc, alpha, beta);
+    store_scaled(kb, C, i * BM, j * BN, BM, BN, acc, alpha, beta, beta_form);
   });
   TileKernel kernel = kb.finish();
   kernel.tensors[0].dtype = ab;  // A

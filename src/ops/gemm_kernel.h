@@ -7,9 +7,16 @@
 #include "ir/tile_ir.h"
 
 namespace tessel {
+// Which values of beta a kernel serves. Any: the kernel branches on beta == 0.
+// Zero: it stores alpha A B without reading C (beta unused); Nonzero: it always
+// reads C. A caller that knows beta at compile time runs the form for it: one
+// path of the epilogue instead of two, which NVRTC compiles in about three
+// quarters of the time (docs/cuda.md, forty-fourth session).
+enum class GemmBeta { Any, Zero, Nonzero };
+
 // b_transposed: B is stored N x K row-major (element (k, n) at n * ldb + k), the
 // layout tf32 wgmma reads B in (K-major); the kernel is named gemm_bt.
-TileKernel gemm_kernel(DType ab = DType::F32, bool b_transposed = false);
+TileKernel gemm_kernel(DType ab = DType::F32, bool b_transposed = false, GemmBeta beta = GemmBeta::Any);
 
 // Split-K, for shapes with too few output tiles to fill the device: K is cut into
 // S slices of KS (size parameters; KS a multiple of BK, S x KS >= K), and slice s

@@ -23,6 +23,7 @@
 #include "target/sim/sim.h"
 #include "ops/gemm.h"
 #include "ops/gemm_kernel.h"
+#include "ops/gemm_precision.h"
 #include "plan/default_plan.h"
 #include "target/cuda/cuda_driver.h"
 #include "target/cuda/cuda_emit.h"
@@ -311,6 +312,46 @@ TEST(CudaCompile, ExplainShowsSourceAndPtxWithoutGpu) {
   EXPECT_NE(text.find("---- ptx ----"), std::string::npos);
   EXPECT_NE(text.find("mma.sync"), std::string::npos);
   EXPECT_NE(text.find("Used "), std::string::npos);  // ptxas report
+}
+
+// The front door compiles the kernel for its call's beta (gemm_kernel.h, GemmBeta):
+// beta 0 without C's loads, any other beta without the branch on it. Each form's
+// GroupIR under the default wgmma and fma plans runs race-free on the sim within
+// the FP64 bound (C NaN-poisoned for beta 0).
+TEST(CudaCompile, TheFrontDoorCompilesTheEpilogueOfItsCallsBeta) {
+  GemmOptions o;
+  o.target = TargetKind::Cuda;
+  o.precision = GemmPrecision::BF16;
+  o.arch = "sm_90a";
+  const std::string zero = explain_gemm(4096, 4096, 4096, o, 0.0f), scaled = explain_gemm(4096, 4096, 4096, o, 0.5f);
+  EXPECT_EQ(zero.find("param beta"), std::string::npos);
+  EXPECT_EQ(zero.find("ld.global.v4.f32"), std::string::npos);  // C is never read
+  EXPECT_NE(scaled.find("ld.global.v4.f32"), std::string::npos);
+  EXPECT_EQ(scaled.find("param beta =="), std::string::npos);  // no branch on it
+  for (GemmPrecision p : {GemmPrecision::BF16, GemmPrecision::F32}) {
+    const Plan plan = default_gemm_plan(TargetKind::Cuda, 4096, 4096, 4096, p, "sm_90");
+    for (auto [form, beta] : {std::pair{GemmBeta::Zero, 0.0f}, {GemmBeta::Nonzero, 0.5f}, {GemmBeta::Any, 0.5f}}) {
+      CompiledGroup g = compile_to_group(gemm_kernel(storage_dtype(p), false, form), plan, CompileOptions{});
+      const std::string what = std::string(precision_name(p)) + " " + plan.to_string() + " beta " +
+                               std::to_string(beta);
+      const int64_t m = 136, n = 264, k = 72;
+      std::mt19937_64 rng(m + int(beta * 8));
+      std::vector<float> a(m * k), b(k * n), c(m * n);
+      fill_random(a, rng);
+      fill_random(b, rng);
+      fill_random(c, rng);
+      for (float& x : a) x = round_to_storage(p, x);
+      for (float& x : b) x = round_to_storage(p, x);
+      if (beta == 0) std::fill(c.begin(), c.end(), NAN);
+      std::vector<double> oracle = gemm_oracle(m, n, k, 1.5, a.data(), k, b.data(), n, beta, c.data(), n);
+      LaunchArgs args;
+      args.sizes = {{"M", m}, {"N", n}, {"K", k}, {"lda", k}, {"ldb", n}, {"ldc", n}};
+      args.scalars = {{"alpha", 1.5}, {"beta", beta}};
+      args.tensors = {{"A", a.data()}, {"B", b.data()}, {"C", c.data()}};
+      EXPECT_EQ(run_sim(g.program, args).race_count, 0) << what;
+      EXPECT_LE(gemm_relative_error(m, n, c.data(), n, oracle), gemm_error_bound(k)) << what;
+    }
+  }
 }
 
 // Clusters (Plan::cluster): the default 16-bit plan takes them where they pay

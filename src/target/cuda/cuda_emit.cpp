@@ -2220,7 +2220,7 @@ class Emitter {
       const std::string x(1, "xyzw"[e]);
       open("");
       line("const int64_t ci = c4 + " + num(e) + "; (void)ci;");
-      if (!inputs.empty()) line("const float v" + num(inputs[0]) + " = s." + x + ";");
+      if (!inputs.empty()) line("float v" + num(inputs[0]) + " = s." + x + ";");  // the run may write it
       for (size_t k = 0; k < leading; ++k)
         line("float v" + num(run[k]->frag) + " = l" + num(run[k]->frag) + "[v]." + x + ";");
       emit_scalar_ops(run, inputs, leading, run.size() - 1);
@@ -2260,7 +2260,8 @@ class Emitter {
   // one compiled by hand without them: 200 ms, against 750 with them; numbers in
   // docs/cuda.md). They serve edge tiles and unaligned rows only. So a run that
   // stores but loads nothing, whose every fragment operand has the run's shape, and
-  // whose written fragments no op outside it mentions, goes through a rolled loop
+  // whose written fragments nothing reads again (unused_after_run: the loop leaves
+  // their registers as they were) goes through a rolled loop
   // over its elements there: the registers of each fragment it reads before writing
   // (its inputs) are first copied out of line, into the worker's stage in shared
   // memory (wgmma parts: a warp then writes whole rows) or else into a local array
@@ -2289,19 +2290,72 @@ class Emitter {
       else written.insert(op->frag);
     }
     for (int f : written)
-      if (mentioned_outside(p_.body, f, ids)) return false;
+      if (!unused_after_run(run, f)) return false;
     return stores;
   }
-  static bool mentioned_outside(const std::vector<GroupOp>& ops, int buffer, const std::set<int>& ids) {
-    for (const GroupOp& op : ops) {
-      for (const auto& body : op.bodies)
-        if (mentioned_outside(body, buffer, ids)) return true;
-      if (ids.count(op.id)) continue;
-      if (op.frag == buffer || op.a.buffer == buffer || op.b.buffer == buffer || op.src.buffer == buffer ||
-          op.dst.buffer == buffer)
-        return true;
-      for (const EwOperand& o : op.operands)
-        if (o.kind == EwOperand::Kind::Frag && o.frag == buffer) return true;
+
+  // Whether the registers of fragment f, as a run leaves them, are never read:
+  // after the run (in its body, then in each enclosing one) an op that writes all
+  // of f without reading it comes before any op that reads f or the program ends,
+  // and where a loop encloses the run, its next iteration also overwrites f before
+  // reading it (scanned from the loop body's top down to the run). A run that
+  // scales the accumulator in place qualifies: the next tile's fill overwrites it.
+  // Conservative: an op with bodies that mentions f counts as a read (a loop may
+  // run no iteration, a branch may not be taken).
+  enum class Touch { None, Reads, Overwrites };
+  static Touch touch(const GroupOp& op, int f) {
+    bool mentioned = op.frag == f || op.a.buffer == f || op.b.buffer == f || op.src.buffer == f || op.dst.buffer == f;
+    bool operand = false;
+    for (const EwOperand& o : op.operands) operand |= o.kind == EwOperand::Kind::Frag && o.frag == f;
+    for (const auto& body : op.bodies)
+      for (const GroupOp& inner : body) mentioned |= touch(inner, f) != Touch::None;
+    if (!mentioned && !operand) return Touch::None;
+    const bool writes_all = op.bodies.empty() && op.frag == f && !operand &&
+                            (op.kind == GroupOpKind::FragFill || op.kind == GroupOpKind::FragLoad ||
+                             op.kind == GroupOpKind::Elementwise);
+    return writes_all ? Touch::Overwrites : Touch::Reads;
+  }
+  static Touch first_touch(const std::vector<GroupOp>& ops, size_t from, size_t to, int f) {
+    for (size_t i = from; i < to; ++i)
+      if (Touch t = touch(ops[i], f); t != Touch::None) return t;
+    return Touch::None;
+  }
+  // The bodies from the program's down to the one holding op `id`, each with the
+  // index of the op it continues in (the last: op `id`'s own index).
+  using Path = std::vector<std::pair<const std::vector<GroupOp>*, size_t>>;
+  static bool path_to(const std::vector<GroupOp>& ops, int id, Path* path) {
+    for (size_t i = 0; i < ops.size(); ++i) {
+      path->push_back({&ops, i});
+      if (ops[i].id == id) return true;
+      for (const auto& body : ops[i].bodies)
+        if (path_to(body, id, path)) return true;
+      path->pop_back();
+    }
+    return false;
+  }
+  bool unused_after_run(const std::vector<const GroupOp*>& run, int f) const {
+    Path path;
+    if (!path_to(p_.body, run.front()->id, &path)) return false;
+    const size_t first = path.back().second, last = first + run.size() - 1;
+    if (last >= path.back().first->size() || (*path.back().first)[last].id != run.back()->id) return false;
+    for (size_t l = path.size(); l-- > 0;) {
+      const auto& [ops, at] = path[l];
+      const Touch after = first_touch(*ops, (l + 1 == path.size() ? last : at) + 1, ops->size(), f);
+      if (after != Touch::None) return after == Touch::Overwrites;
+      const bool in_loop = l > 0 && (*path[l - 1].first)[path[l - 1].second].kind == GroupOpKind::For;
+      if (in_loop && !overwritten_from_top(path, l, first, f)) return false;
+    }
+    return true;
+  }
+  // From the top of path[l]'s body down to the run (at index `first` of the last
+  // body), the first op that touches f overwrites it. Only roles lie on the way:
+  // a loop or branch there may skip its body.
+  static bool overwritten_from_top(const Path& path, size_t l, size_t first, int f) {
+    for (size_t d = l; d < path.size(); ++d) {
+      const auto& [ops, at] = path[d];
+      const bool last = d + 1 == path.size();
+      if (Touch t = first_touch(*ops, 0, last ? first : at, f); t != Touch::None) return t == Touch::Overwrites;
+      if (last || (*ops)[at].kind != GroupOpKind::Roles) return false;
     }
     return false;
   }
@@ -2338,7 +2392,7 @@ class Emitter {
         };
         auto scalar_ops = [&](size_t from) {
           if (!inputs.empty())
-            line("const float v" + num(inputs[0]) + " = stg[(e / " + num(cols) + ") * " + num(stage_pitch()) +
+            line("float v" + num(inputs[0]) + " = stg[(e / " + num(cols) + ") * " + num(stage_pitch()) +
                  " + e % " + num(cols) + "];");
           for (size_t k = 0; k < leading; ++k)
             line("float v" + num(run[k]->frag) + " = l" + num(run[k]->frag) + "[i];");
@@ -2428,7 +2482,8 @@ class Emitter {
       line("#pragma unroll");
       line("for (int i = 0; i < " + num(n) + "; ++i) l" + num(f) + "[i] = f" + num(f) + "[i];");
     }
-    for (int f : written_frags(run)) line("float l" + num(f) + "[" + num(n) + "];");
+    for (int f : written_frags(run))
+      if (std::find(inputs.begin(), inputs.end(), f) == inputs.end()) line("float l" + num(f) + "[" + num(n) + "];");
   }
   void emit_local_loop(const std::vector<const GroupOp*>& run, const std::vector<int>& inputs, bool replicas) {
     const Buffer& f0 = p_.buffer(run.front()->frag);
