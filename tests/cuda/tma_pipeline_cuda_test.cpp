@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <map>
 #include <random>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <string>
@@ -159,6 +160,75 @@ TEST(TmaPipelineCompile, PositionsInTheStagedEpilogueCompile) {
         wrong += !(c[i * n + j] == want);
       }
     EXPECT_EQ(wrong, 0) << "beta " << beta;
+  }
+}
+
+// A product scaled in place, stored, then read again past a branch: C = alpha A B,
+// D = C (flag 0) or 2 C. The run that scales and stores C leaves the registers D
+// reads, so it keeps the register form; the scaled product of the GEMM's own
+// epilogue, read by nothing after, goes through the stage (unused_after_run).
+TileKernel reread_product_kernel() {
+  KernelBuilder kb("reread_product");
+  Sym M = kb.size("M"), N = kb.size("N"), K = kb.size("K");
+  Sym lda = kb.size("lda"), ldb = kb.size("ldb"), ldc = kb.size("ldc");
+  Sym BM = kb.tile("BM"), BN = kb.tile("BN"), BK = kb.tile("BK");
+  Tensor A = kb.tensor("A", M, K, lda, Access::In);
+  Tensor B = kb.tensor("B", K, N, ldb, Access::In);
+  Tensor C = kb.tensor("C", M, N, ldc, Access::Out);
+  Tensor D = kb.tensor("D", M, N, ldc, Access::Out);
+  std::string alpha = kb.scalar("alpha"), flag = kb.scalar("flag");
+  kb.parallel(ceil_div(M, BM), ceil_div(N, BN), [&](Sym i, Sym j) {
+    Tile acc = kb.pipeline(ceil_div(K, BK), kb.constant(0.0, BM, BN), [&](Sym k, Tile partial) {
+      return kb.mma(kb.load(A, i * BM, k * BK, BM, BK), kb.load(B, k * BK, j * BN, BK, BN), partial);
+    });
+    acc = kb.mul(acc, kb.scalar_value(alpha));
+    kb.store(C, i * BM, j * BN, acc);
+    kb.if_(
+        ScalarCond{flag, CmpOp::EQ, 0.0}, [&] { kb.store(D, i * BM, j * BN, acc); },
+        [&] { kb.store(D, i * BM, j * BN, kb.add(acc, acc)); });
+  });
+  TileKernel kernel = kb.finish();
+  kernel.tensors[0].dtype = DType::BF16;
+  kernel.tensors[1].dtype = DType::BF16;
+  return kernel;
+}
+
+TEST(TmaPipelineCompile, OnlyRunsWhoseResultsAreNotReadAgainGoThroughTheStage) {
+  const Plan plan = tma_plan(GemmPrecision::BF16, 128, 128, 2, 4, 1);
+  const std::regex registers(R"(f(\d+)\[i \+ 0\] = f\1\[i \+ 0\] \* s_alpha;)");
+  const std::regex staged(R"(float v(\d+) = s\.x;[^{}]*v\1 = v\1 \* s_alpha;)");
+  const CompiledGroup g = compile_to_group(reread_product_kernel(), plan, CompileOptions{});
+  const std::string reread = compile_cuda(g.program, "sm_90")->info().source.code;
+  EXPECT_TRUE(std::regex_search(reread, registers)) << reread;
+  EXPECT_FALSE(std::regex_search(reread, staged)) << reread;
+  const std::string product =
+      compile_cuda(compile_to_group(gemm_kernel(DType::BF16, false, GemmBeta::Zero), plan, CompileOptions{}).program,
+                   "sm_90")->info().source.code;
+  EXPECT_TRUE(std::regex_search(product, staged)) << product;
+  EXPECT_FALSE(std::regex_search(product, registers)) << product;
+  // The reread program on the sim: race-free and exact (small integers, C and D
+  // NaN-poisoned).
+  const int64_t m = 136, n = 200, k = 40;
+  for (double flag : {0.0, 1.0}) {
+    std::mt19937_64 rng(static_cast<uint64_t>(flag + 5));
+    std::uniform_int_distribution<int> small(-3, 3);
+    std::vector<float> a(m * k), b(k * n), c(m * n, NAN), d(m * n, NAN);
+    for (std::vector<float>* v : {&a, &b})
+      for (float& x : *v) x = static_cast<float>(small(rng));
+    LaunchArgs args;
+    args.sizes = {{"M", m}, {"N", n}, {"K", k}, {"lda", k}, {"ldb", n}, {"ldc", n}};
+    args.scalars = {{"alpha", 3.0}, {"flag", flag}};
+    args.tensors = {{"A", a.data()}, {"B", b.data()}, {"C", c.data()}, {"D", d.data()}};
+    SimResult r = run_sim(g.program, args);
+    EXPECT_EQ(r.race_count, 0) << (r.races.empty() ? "" : r.races[0].message);
+    int64_t wrong = 0;
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double sum = 0;
+        for (int64_t kk = 0; kk < k; ++kk) sum += double(a[i * k + kk]) * b[kk * n + j];
+        wrong += !(c[i * n + j] == 3 * sum) + !(d[i * n + j] == (flag == 0 ? 3 : 6) * sum);
+      }
+    EXPECT_EQ(wrong, 0) << "flag " << flag;
   }
 }
 
@@ -369,6 +439,18 @@ TEST(TmaPipelineGpu, PositionsInTheStagedEpilogueMatchTheEvaluator) {
                         << r.bound;
     }
   }
+}
+
+// The reread product on the GPU against the FP64 evaluator (C and D NaN-poisoned).
+TEST(TmaPipelineGpu, ARunWhoseResultIsReadAgainMatchesTheEvaluator) {
+  REQUIRE_GPU();
+  Kernel compiled = compile(reread_product_kernel(), tma_plan(GemmPrecision::BF16, 128, 128, 2, 4, 1));
+  for (auto [m, n, k] : {std::tuple<int64_t, int64_t, int64_t>{256, 384, 128}, {200, 136, 328}})
+    for (double flag : {0.0, 1.0}) {
+      CheckedRun r = run_checked(compiled, {{"M", m}, {"N", n}, {"K", k}}, {{"flag", flag}}, uint64_t(m + k), {},
+                                 {"C", "D"});
+      EXPECT_TRUE(r.ok) << m << "x" << n << "x" << k << " flag " << flag << ": worst " << r.worst;
+    }
 }
 
 }  // namespace
