@@ -264,6 +264,12 @@ TEST(TmaPipelineCompile, PersistentWarpSpecializedGemmCompiles) {
       EXPECT_FALSE(has(line, "tsl_floordiv(") || has(line, "tsl_mod(")) << line;
     }
   EXPECT_EQ(coordinate_lines, 2);  // the boxes of A and B
+  // C = alpha A B + beta C (beta != 0) reads C through the stage here too: each
+  // tile's load of C overwrites what the previous tile's left (unused_after_run).
+  const std::string scaled =
+      compile_cuda(compile_to_group(gemm_kernel(DType::BF16, false, GemmBeta::Nonzero), plan, CompileOptions{}).program,
+                   "sm_90")->info().source.code;
+  EXPECT_TRUE(has(scaled, "[v] = *(const float4*)(gp + v * gstep + 0);")) << scaled;
 }
 
 // Split-K's kernel under the warp-specialized tma plan (a ticket in the consumer

@@ -2343,19 +2343,21 @@ class Emitter {
       const Touch after = first_touch(*ops, (l + 1 == path.size() ? last : at) + 1, ops->size(), f);
       if (after != Touch::None) return after == Touch::Overwrites;
       const bool in_loop = l > 0 && (*path[l - 1].first)[path[l - 1].second].kind == GroupOpKind::For;
-      if (in_loop && !overwritten_from_top(path, l, first, f)) return false;
+      if (in_loop && !overwritten_from_top(path, l, last, f)) return false;
     }
     return true;
   }
-  // From the top of path[l]'s body down to the run (at index `first` of the last
-  // body), the first op that touches f overwrites it. Only roles lie on the way:
-  // a loop or branch there may skip its body.
-  static bool overwritten_from_top(const Path& path, size_t l, size_t first, int f) {
+  // From the top of path[l]'s body down to the run and through it (it ends at
+  // index `last` of the last body), the first op that touches f overwrites it (the
+  // run's own load of f counts). Only roles lie on the way: a loop or branch there
+  // may skip its body.
+  static bool overwritten_from_top(const Path& path, size_t l, size_t last, int f) {
     for (size_t d = l; d < path.size(); ++d) {
       const auto& [ops, at] = path[d];
-      const bool last = d + 1 == path.size();
-      if (Touch t = first_touch(*ops, 0, last ? first : at, f); t != Touch::None) return t == Touch::Overwrites;
-      if (last || (*ops)[at].kind != GroupOpKind::Roles) return false;
+      const bool run_body = d + 1 == path.size();
+      if (Touch t = first_touch(*ops, 0, run_body ? last + 1 : at, f); t != Touch::None)
+        return t == Touch::Overwrites;
+      if (run_body || (*ops)[at].kind != GroupOpKind::Roles) return false;
     }
     return false;
   }
