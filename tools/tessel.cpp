@@ -38,7 +38,7 @@ const char* kUsage =
     "           --check compares the complete output with an FP64 oracle.\n"
     "           --split-k S (cuda): K in S slices summed by a second kernel; 0 = the default's choice, 1 = none.\n"
     "  explain: TileIR, the plan and GroupIR after every compile step; on cuda, the kernel a call with\n"
-    "           this --beta compiles (one for beta 0, one for the rest).\n"
+    "           this --beta compiles (for beta 0, one without C's loads).\n"
     "usage: tessel bench --out DIR [options]   (tessel bench --help)\n"
     "usage: tessel run KERNEL.tir --size NAME=V ... [--target sim|cpu|cuda] [--tile NAME=V ...] [--workers W]\n"
     "         [--scalar NAME=V ...] [--seed S] [--threads T] [--check] [--json] [--repeat N] [--fix-sizes]\n"

@@ -984,13 +984,20 @@ struct LastCall {
   std::optional<Plan> requested;  // options.plan of the call that made it
 };
 
-// The GEMM kernel's form for a call's beta (gemm_kernel.h): on cuda the one path
-// the call takes, so that NVRTC compiles one epilogue instead of two. Elsewhere Any:
-// the cpu kernels already run a copy of their body for beta 0 (the homes' leaf,
-// cpu_emit.cpp) and compile in tens of milliseconds; the sim is a checker.
+// The GEMM kernel's form for a call's beta (gemm_kernel.h): on cuda with beta 0, the
+// epilogue without C's loads, so that NVRTC compiles one path instead of two.
+// Elsewhere Any: the cpu kernels already run a copy of their body for beta 0 (the
+// homes' leaf, cpu_emit.cpp) and compile in tens of milliseconds; the sim is a checker.
 GemmBeta beta_form(const GemmOptions& o, float beta) {
-  if (o.target != TargetKind::Cuda) return GemmBeta::Any;
-  return beta == 0 ? GemmBeta::Zero : GemmBeta::Nonzero;
+  return o.target == TargetKind::Cuda && beta == 0 ? GemmBeta::Zero : GemmBeta::Any;
+}
+
+// The form a plan compiles: Zero on the wgmma atom only. The fp32 (fma atom)
+// kernels ran 3-7% slower with it at 128x128 tiles on an H100 (3000x2000x1500 0.87
+// -> 0.82 of cuBLAS, 2000x3000x1200 0.86 -> 0.80; docs/cuda.md, forty-fourth
+// session), not understood; they keep the kernel with both paths.
+GemmBeta wgmma_beta(const Plan& plan, GemmBeta form) {
+  return plan.atom == AtomKind::Wgmma ? form : GemmBeta::Any;
 }
 
 bool fast_path_allowed(const GemmOptions& o) {
@@ -1062,10 +1069,10 @@ struct CompiledGemm {
   std::optional<Kernel> sum, transpose;
 };
 
-// beta: the values of beta the GEMM kernel serves (split-K and stream-K kernels
-// serve any).
+// form: the values of beta the call's GEMM kernel may serve (wgmma_beta; split-K
+// and stream-K kernels serve any).
 CompiledGemm compile_gemm_call(int64_t m, int64_t n, int64_t k, int64_t ldc, const GemmOptions& options,
-                               GemmBeta beta = GemmBeta::Any);
+                               GemmBeta form = GemmBeta::Any);
 
 // Binds the compiled call to these operands and runs it; keeps the binding in
 // *keep when given (cpu, and cuda on device arrays).
@@ -1252,7 +1259,7 @@ Plan default_gemm_plan(TargetKind target, int64_t m, int64_t n, int64_t k, GemmP
 namespace {
 
 CompiledGemm compile_gemm_call(int64_t m, int64_t n, int64_t k, int64_t ldc, const GemmOptions& options,
-                               GemmBeta beta) {
+                               GemmBeta form) {
   CompiledGemm cg;
   GemmReport& report = cg.report;
   report.plan = resolve_plan(m, n, k, options, &report.plan_source);
@@ -1292,7 +1299,7 @@ CompiledGemm compile_gemm_call(int64_t m, int64_t n, int64_t k, int64_t ldc, con
                             : split.slices > 1   ? GemmKernelKind::SplitK
                             : transposed_b   ? GemmKernelKind::PlainTransposedB
                                              : GemmKernelKind::Plain,
-                            beta);
+                            wgmma_beta(report.plan, form));
 #ifdef TESSEL_WITH_CUDA
   if (second.valid()) {
     auto [s, second_fresh] = second.get();
@@ -1480,7 +1487,7 @@ std::string explain_gemm(int64_t m, int64_t n, int64_t k, const GemmOptions& opt
   co.keep_stages = true;
   CompiledGroup g =
       compile_to_group(gemm_kernel(storage_dtype(options.precision), transposes_b(plan, options.precision),
-                                   beta_form(options, beta)),
+                                   wgmma_beta(plan, beta_form(options, beta))),
                        plan, co);
   std::ostringstream out;
   for (const CompileStage& s : g.stages) {

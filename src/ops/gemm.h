@@ -131,7 +131,7 @@ class PreparedGemm {
 // TileIR, plan, and GroupIR after every compile step, with barrier statistics;
 // for the cpu target also the emitted C++, for the cuda target the CUDA source,
 // the PTX and ptxas's report (no GPU needed). beta picks the kernel a call with
-// that beta compiles (on cuda, one form for beta == 0 and one for the rest).
+// that beta compiles (on cuda, one without C's loads for beta == 0).
 std::string explain_gemm(int64_t m, int64_t n, int64_t k, const GemmOptions& options, float beta = 0);
 
 }  // namespace tessel

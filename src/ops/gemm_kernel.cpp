@@ -9,13 +9,6 @@ namespace {
 // values of beta the kernel serves, gemm_kernel.h).
 void store_scaled(KernelBuilder& kb, const Tensor& C, Sym row, Sym col, Sym rows, Sym cols, Tile result,
                   const std::string& alpha, const std::string& beta, GemmBeta form = GemmBeta::Any) {
-  if (form == GemmBeta::Nonzero) {
-    // C's load first: the cuda emitter's staged epilogue issues a run's leading
-    // loads together (cuda_emit.cpp, staged_run).
-    Tile c = kb.load(C, row, col, rows, cols);
-    kb.store(C, row, col, kb.add(kb.mul(result, kb.scalar_value(alpha)), kb.mul(c, kb.scalar_value(beta))));
-    return;
-  }
   result = kb.mul(result, kb.scalar_value(alpha));
   auto plain = [&] { kb.store(C, row, col, result); };
   if (form == GemmBeta::Zero) return plain();

@@ -8,11 +8,12 @@
 
 namespace tessel {
 // Which values of beta a kernel serves. Any: the kernel branches on beta == 0.
-// Zero: it stores alpha A B without reading C (beta unused); Nonzero: it always
-// reads C. A caller that knows beta at compile time runs the form for it: one
-// path of the epilogue instead of two, which NVRTC compiles in about three
-// quarters of the time (docs/cuda.md, forty-fourth session).
-enum class GemmBeta { Any, Zero, Nonzero };
+// Zero: it stores alpha A B without reading C (beta unused): one path of the
+// epilogue instead of two, which NVRTC compiles in about 0.6 of the time
+// (docs/cuda.md, forty-fourth session). (A form for beta != 0 alone put alpha A B
+// and beta C in one basic block, where nvcc fused either product into the sum:
+// results then differed in the last bit from one kernel form to another.)
+enum class GemmBeta { Any, Zero };
 
 // b_transposed: B is stored N x K row-major (element (k, n) at n * ldb + k), the
 // layout tf32 wgmma reads B in (K-major); the kernel is named gemm_bt.

@@ -267,8 +267,7 @@ TEST(TmaPipelineCompile, PersistentWarpSpecializedGemmCompiles) {
   // C = alpha A B + beta C (beta != 0) reads C through the stage here too: each
   // tile's load of C overwrites what the previous tile's left (unused_after_run).
   const std::string scaled =
-      compile_cuda(compile_to_group(gemm_kernel(DType::BF16, false, GemmBeta::Nonzero), plan, CompileOptions{}).program,
-                   "sm_90")->info().source.code;
+      compile_cuda(compile_to_group(gemm_kernel(DType::BF16), plan, CompileOptions{}).program, "sm_90")->info().source.code;
   EXPECT_TRUE(has(scaled, "[v] = *(const float4*)(gp + v * gstep + 0);")) << scaled;
 }
 

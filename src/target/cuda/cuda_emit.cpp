@@ -2349,15 +2349,22 @@ class Emitter {
   }
   // From the top of path[l]'s body down to the run and through it (it ends at
   // index `last` of the last body), the first op that touches f overwrites it (the
-  // run's own load of f counts). Only roles lie on the way: a loop or branch there
-  // may skip its body.
+  // run's own load of f counts). On the way lie roles, or branches whose other
+  // bodies never touch f; a loop there may run no iteration.
   static bool overwritten_from_top(const Path& path, size_t l, size_t last, int f) {
     for (size_t d = l; d < path.size(); ++d) {
       const auto& [ops, at] = path[d];
       const bool run_body = d + 1 == path.size();
       if (Touch t = first_touch(*ops, 0, run_body ? last + 1 : at, f); t != Touch::None)
         return t == Touch::Overwrites;
-      if (run_body || (*ops)[at].kind != GroupOpKind::Roles) return false;
+      if (run_body) return false;
+      const GroupOp& container = (*ops)[at];
+      if (container.kind == GroupOpKind::If) {
+        for (const auto& body : container.bodies)
+          if (&body != path[d + 1].first && first_touch(body, 0, body.size(), f) != Touch::None) return false;
+      } else if (container.kind != GroupOpKind::Roles) {
+        return false;
+      }
     }
     return false;
   }
