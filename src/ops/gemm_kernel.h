@@ -17,7 +17,7 @@ enum class GemmBeta { Any, Zero };
 
 // b_transposed: B is stored N x K row-major (element (k, n) at n * ldb + k), the
 // layout tf32 wgmma reads B in (K-major); the kernel is named gemm_bt.
-TileKernel gemm_kernel(DType ab = DType::F32, bool b_transposed = false, GemmBeta beta = GemmBeta::Any);
+TileKernel gemm_kernel(DType ab = DType::F32, bool b_transposed = false, GemmBeta beta_form = GemmBeta::Any);
 
 // Split-K, for shapes with too few output tiles to fill the device: K is cut into
 // S slices of KS (size parameters; KS a multiple of BK, S x KS >= K), and slice s

@@ -92,10 +92,29 @@ TEST(TmaPipelineCompile, ProducedGemmsCompileForSm90aWithoutSpills) {
   }
 }
 
+// Small random integers for A (m x k) and B (k x n), exact in bf16 and in fp32
+// sums, and their product in fp64: the sim's programs below must match it exactly.
+struct SmallProduct {
+  std::vector<float> a, b;
+  std::vector<double> ab;
+};
+SmallProduct small_product(int64_t m, int64_t n, int64_t k, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<int> small(-3, 3);
+  SmallProduct p{std::vector<float>(m * k), std::vector<float>(k * n), std::vector<double>(m * n)};
+  for (std::vector<float>* v : {&p.a, &p.b})
+    for (float& x : *v) x = static_cast<float>(small(rng));
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j)
+      for (int64_t kk = 0; kk < k; ++kk) p.ab[i * n + j] += double(p.a[i * k + kk]) * p.b[kk * n + j];
+  return p;
+}
+
 // A kernel that reads its output's positions in the staged epilogue (EwOp::Index
 // in a run with C's load): C = alpha A B + beta C on and below the diagonal, C
-// unchanged above it (beta = 0: the plain product). Index ops need each element's row and column in the staged store's
-// per-element blocks (cuda_emit.cpp, emit_piece_ops).
+// unchanged above it (beta = 0: the plain product). Index ops need each element's
+// row and column in the staged store's per-element blocks (cuda_emit.cpp,
+// emit_piece_ops).
 TileKernel masked_product_kernel() {
   KernelBuilder kb("masked_product");
   Sym M = kb.size("M"), N = kb.size("N"), K = kb.size("K");
@@ -138,25 +157,24 @@ TEST(TmaPipelineCompile, PositionsInTheStagedEpilogueCompile) {
   // NaN-poisoned, every element stored by the branch without the mask).
   const int64_t m = 136, n = 200, k = 72;
   for (double beta : {0.0, 0.5}) {
-    std::mt19937_64 rng(static_cast<uint64_t>(beta * 8 + 1));
+    SmallProduct p = small_product(m, n, k, static_cast<uint64_t>(beta * 8 + 1));
+    std::vector<float> c(m * n);
+    std::mt19937_64 rng(static_cast<uint64_t>(beta * 8 + 3));
     std::uniform_int_distribution<int> small(-3, 3);
-    std::vector<float> a(m * k), b(k * n), c(m * n);
-    for (std::vector<float>* v : {&a, &b, &c})
-      for (float& x : *v) x = static_cast<float>(small(rng));
-    const std::vector<float> c0 = c;
+    for (float& x : c) x = static_cast<float>(small(rng));
+    const std::vector<float> c_in = c;
     if (beta == 0) std::fill(c.begin(), c.end(), NAN);
     LaunchArgs args;
     args.sizes = {{"M", m}, {"N", n}, {"K", k}, {"lda", k}, {"ldb", n}, {"ldc", n}};
     args.scalars = {{"alpha", 2.0}, {"beta", beta}};
-    args.tensors = {{"A", a.data()}, {"B", b.data()}, {"C", c.data()}};
+    args.tensors = {{"A", p.a.data()}, {"B", p.b.data()}, {"C", c.data()}};
     SimResult r = run_sim(g.program, args);
     EXPECT_EQ(r.race_count, 0) << (r.races.empty() ? "" : r.races[0].message);
     int64_t wrong = 0;
     for (int64_t i = 0; i < m; ++i)
       for (int64_t j = 0; j < n; ++j) {
-        double s = 0;
-        for (int64_t kk = 0; kk < k; ++kk) s += double(a[i * k + kk]) * b[kk * n + j];
-        const double want = beta == 0 ? 2 * s : i >= j ? 2 * s + beta * c0[i * n + j] : c0[i * n + j];
+        const double s = p.ab[i * n + j], c_ij = c_in[i * n + j];
+        const double want = beta == 0 ? 2 * s : i >= j ? 2 * s + beta * c_ij : c_ij;
         wrong += !(c[i * n + j] == want);
       }
     EXPECT_EQ(wrong, 0) << "beta " << beta;
@@ -210,24 +228,16 @@ TEST(TmaPipelineCompile, OnlyRunsWhoseResultsAreNotReadAgainGoThroughTheStage) {
   // NaN-poisoned).
   const int64_t m = 136, n = 200, k = 40;
   for (double flag : {0.0, 1.0}) {
-    std::mt19937_64 rng(static_cast<uint64_t>(flag + 5));
-    std::uniform_int_distribution<int> small(-3, 3);
-    std::vector<float> a(m * k), b(k * n), c(m * n, NAN), d(m * n, NAN);
-    for (std::vector<float>* v : {&a, &b})
-      for (float& x : *v) x = static_cast<float>(small(rng));
+    SmallProduct p = small_product(m, n, k, static_cast<uint64_t>(flag + 5));
+    std::vector<float> c(m * n, NAN), d(m * n, NAN);
     LaunchArgs args;
     args.sizes = {{"M", m}, {"N", n}, {"K", k}, {"lda", k}, {"ldb", n}, {"ldc", n}};
     args.scalars = {{"alpha", 3.0}, {"flag", flag}};
-    args.tensors = {{"A", a.data()}, {"B", b.data()}, {"C", c.data()}, {"D", d.data()}};
+    args.tensors = {{"A", p.a.data()}, {"B", p.b.data()}, {"C", c.data()}, {"D", d.data()}};
     SimResult r = run_sim(g.program, args);
     EXPECT_EQ(r.race_count, 0) << (r.races.empty() ? "" : r.races[0].message);
     int64_t wrong = 0;
-    for (int64_t i = 0; i < m; ++i)
-      for (int64_t j = 0; j < n; ++j) {
-        double sum = 0;
-        for (int64_t kk = 0; kk < k; ++kk) sum += double(a[i * k + kk]) * b[kk * n + j];
-        wrong += !(c[i * n + j] == 3 * sum) + !(d[i * n + j] == (flag == 0 ? 3 : 6) * sum);
-      }
+    for (int64_t e = 0; e < m * n; ++e) wrong += !(c[e] == 3 * p.ab[e]) + !(d[e] == (flag == 0 ? 3 : 6) * p.ab[e]);
     EXPECT_EQ(wrong, 0) << "flag " << flag;
   }
 }
@@ -266,9 +276,7 @@ TEST(TmaPipelineCompile, PersistentWarpSpecializedGemmCompiles) {
   EXPECT_EQ(coordinate_lines, 2);  // the boxes of A and B
   // C = alpha A B + beta C (beta != 0) reads C through the stage here too: each
   // tile's load of C overwrites what the previous tile's left (unused_after_run).
-  const std::string scaled =
-      compile_cuda(compile_to_group(gemm_kernel(DType::BF16), plan, CompileOptions{}).program, "sm_90")->info().source.code;
-  EXPECT_TRUE(has(scaled, "[v] = *(const float4*)(gp + v * gstep + 0);")) << scaled;
+  EXPECT_TRUE(has(info.source.code, "[v] = *(const float4*)(gp + v * gstep + 0);")) << info.source.code;
 }
 
 // Split-K's kernel under the warp-specialized tma plan (a ticket in the consumer
