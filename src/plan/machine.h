@@ -46,8 +46,11 @@ int64_t cpu_l2_bytes();
 //   1.03x, 2500x1800x1200 1.02x, 1200x1800x900 1.00x, 2000^3 0.96x; so nothing past
 //   L2 is read in place there.
 // - Elsewhere 256 deep and half of L2 (the Xeon's 2 MiB, a Zen 5's 1 MiB; on the Zen 5,
-//   512 wide ran up to 1.13x faster than 1024 wide: cpu_max_bn in src/ops), and in
-//   place past L2 (1.0-1.34x faster than packed on a Zen 5: kCpuDirectBK in src/ops).
+//   512 wide ran up to 1.13x faster than 1024 wide: cpu_max_bn in src/ops).
+// - In place past L2 only on AMD's Zen 5 and later (1.0-1.34x faster than packed
+//   there: kCpuDirectBK in src/ops). On the Xeon of the forty-fifth session (2 MiB
+//   L2, 4 KiB pages under a hypervisor) it ran 0.42-0.55x of packed, one thread:
+//   2000^3, 2500x1800x1200, 1500x1100x900, 777x1234x555, 1200x900x1100.
 struct CpuBlocking {
   int64_t max_bk, b_block_bytes;
   bool in_place_past_l2;

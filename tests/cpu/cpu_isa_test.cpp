@@ -1019,6 +1019,32 @@ TEST(CpuIsa, RegisterBlocksOfTheLargeShapeAtomAsDocumented) {
   }
 }
 
+// How an AVX-512 kernel broadcasts A's element (cpu_microkernel.cpp): once into a
+// register where the row has several B vectors (12 x 32: 12 broadcasts for 24
+// FMAs a k step, not 24 {1to16} loads), as the FMA's {1to16} operand where it has
+// one (16 x 16), and by GCC's own scalar times vector in a pass of one row (1 x 64).
+TEST(CpuIsa, AvxFiveTwelveKernelsBroadcastEachElementOfAOnce) {
+  const CpuIsaInfo& isa = cpu_isa_info(CpuIsa::Avx512);
+  auto count = [](const std::string& text, const std::string& what) {
+    int64_t n = 0;
+    for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+    return n;
+  };
+  for (bool built_in : {false, true}) {
+    SCOPED_TRACE(built_in ? "built in" : "emitted");
+    const int64_t ld = built_in ? kCpuRuntimeLd : 64;
+    const std::string wide = emit_cpu_microkernel(12, 32, ld, ld, isa, false, built_in);
+    EXPECT_EQ(count(wide, "{1to16"), 0) << wide;
+    EXPECT_GT(count(wide, "vbroadcastss"), 0) << wide;
+    EXPECT_EQ(count(wide, " += av"), 2 * count(wide, "vbroadcastss")) << wide;
+    const std::string narrow = emit_cpu_microkernel(16, 16, ld, ld, isa, false, built_in);
+    EXPECT_EQ(count(narrow, "vbroadcastss"), 0) << narrow;
+    EXPECT_GT(count(narrow, "{1to16"), 0) << narrow;
+    const std::string row = emit_cpu_microkernel(1, 64, ld, ld, isa, false, built_in);
+    EXPECT_EQ(count(row, "vbroadcastss") + count(row, "{1to16"), 0) << row;
+  }
+}
+
 TEST(CpuIsa, UnknownOrUnsupportedNameIsAnInvalidArgument) {
   setenv("TESSEL_CPU_ISA", "avx1024", 1);
   try {

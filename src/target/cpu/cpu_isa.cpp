@@ -73,19 +73,24 @@ CpuIsa cpu_isa() {
              std::string("TESSEL_CPU_ISA=") + forced + " is not one of avx512, avx2, sse");
 }
 
-bool cpu_avx512_half_rate() {
-  static const bool half = [] {
+int cpu_amd_family() {
+  static const int family = [] {
 #ifdef TESSEL_X86
     unsigned max_leaf = 0, vendor[3] = {}, a = 0, b = 0, c = 0, d = 0;
     __cpuid(0, max_leaf, vendor[0], vendor[2], vendor[1]);  // ebx, edx, ecx: "AuthenticAMD"
-    if (max_leaf < 1 || std::memcmp(vendor, "AuthenticAMD", 12) != 0 || !supports(CpuIsa::Avx512)) return false;
+    if (max_leaf < 1 || std::memcmp(vendor, "AuthenticAMD", 12) != 0) return 0;
     __cpuid(1, a, b, c, d);
-    const unsigned base = (a >> 8) & 0xf, family = base == 0xf ? base + ((a >> 20) & 0xff) : base;
-    return family == 0x19;
+    const unsigned base = (a >> 8) & 0xf;
+    return static_cast<int>(base == 0xf ? base + ((a >> 20) & 0xff) : base);
 #else
-    return false;
+    return 0;
 #endif
   }();
+  return family;
+}
+
+bool cpu_avx512_half_rate() {
+  static const bool half = cpu_amd_family() == 0x19 && supports(CpuIsa::Avx512);
   return half;
 }
 

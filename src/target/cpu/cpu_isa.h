@@ -31,6 +31,10 @@ CpuIsa detected_cpu_isa();
 // Read on every call, so a test may switch it between compiles.
 CpuIsa cpu_isa();
 
+// AMD's family number (cpuid leaf 1, base plus extended: 0x19 Zen 3 and 4, 0x1A
+// Zen 5) on an AMD CPU, else 0. Computed once.
+int cpu_amd_family();
+
 // Whether this CPU runs a 512-bit FMA as two 256-bit halves, at half the rate of its
 // 256-bit ones in lanes a cycle: AMD family 19h with AVX-512 (Zen 4). Zen 5 (family
 // 1Ah) and Intel's AVX-512 cores run whole 512-bit FMAs. Computed once.

@@ -204,15 +204,26 @@ std::string emit_microkernel_function(int64_t mr, int64_t nr, int64_t lda, int64
           // Scalar times vector broadcasts. GCC folds it into the FMA's memory operand
           // only where one FMA uses the element; where more do, it loads the broadcast
           // into a register first, which cost up to 6% of a kernel alone, depending on
-          // how the loop came out (Zen 4; docs/cpu_microkernel.md). So on AVX-512 each
-          // fp32 FMA is written out with its {1to16} operand, but in a pass of one row:
-          // there every B vector serves one FMA, and the loads bound the loop (Zen 4
-          // loads one 512-bit vector a cycle, and each embedded broadcast is a load
-          // more), so the element is broadcast once (1x64x32 1.28x, 1x48x40 1.20x,
-          // 1x200x50 1.18x faster; docs/cpu_microkernel.md).
+          // how the loop came out (Zen 4; docs/cpu_microkernel.md). So on AVX-512:
+          // - a row of several B vectors broadcasts its element once, by an asm that
+          //   GCC cannot fold into the FMAs: each {1to16} operand is a load, and 12 x 32
+          //   then loaded 26 values for 24 FMAs a k step, more than the Xeon's two
+          //   loads a cycle feed (1.16-1.22x faster GEMMs there, forty-fifth session);
+          // - a row of one B vector is written with its {1to16} operand, one load
+          //   either way;
+          // - in a pass of one row every B vector serves one FMA and the loads bound
+          //   the loop (Zen 4 loads one 512-bit vector a cycle), so the element is
+          //   broadcast once (1x64x32 1.28x, 1x48x40 1.20x, 1x200x50 1.18x faster).
+          const bool register_broadcast = embedded_broadcast && r1 - r0 > 1 && v1 - v0 > 1;
+          const std::string av = "av" + num(r) + bsfx;
+          if (register_broadcast)
+            s += "      " + V + " " + av + "; __asm__(\"vbroadcastss %1, %0\" : \"=v\"(" + av + ") : \"m\"(" +
+                 a_at(r, u) + "));\n";
           for (int64_t v = v0; v < v1; ++v) {
             const std::string bv = "b" + num(v) + bsfx, c = acc(r, v) + sfx;
-            if (embedded_broadcast && r1 - r0 > 1)
+            if (register_broadcast)
+              s += "      " + c + " += " + av + " * " + bv + ";\n";
+            else if (embedded_broadcast && r1 - r0 > 1)
               s += "      __asm__(\"vfmadd231ps %2%{1to16%}, %1, %0\" : \"+v\"(" + c + ") : \"v\"(" + bv +
                    "), \"m\"(" + a_at(r, u) + "));\n";
             else
