@@ -208,7 +208,7 @@ std::string emit_microkernel_function(int64_t mr, int64_t nr, int64_t lda, int64
           // - a row of several B vectors broadcasts its element once, by an asm that
           //   GCC cannot fold into the FMAs: each {1to16} operand is a load, and 12 x 32
           //   then loaded 26 values for 24 FMAs a k step, more than the Xeon's two
-          //   loads a cycle feed (1.16-1.22x faster GEMMs there, forty-fifth session);
+          //   loads a cycle feed (1.12-1.22x faster GEMMs there, forty-fifth session);
           // - a row of one B vector is written with its {1to16} operand, one load
           //   either way;
           // - in a pass of one row every B vector serves one FMA and the loads bound
