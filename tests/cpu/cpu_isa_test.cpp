@@ -326,12 +326,12 @@ TEST_P(CpuIsaPath, OneOrTwoThreadsReadMidShapesInPlace) {
     check_gemm(*compile_cpu(compile_to_group(gemm_kernel(DType::F32), one, CompileOptions{}).program), g, seed++);
     check_gemm(*compile_cpu(compile_to_group(gemm_kernel(DType::F32), two, CompileOptions{}).program), g, seed++);
   }
-  // A past 1 MiB: read in place with A's block rows outside and B's panels inside
-  // (cpu_emit.cpp, rows_outer). Tall and narrow (N within the exact sizes) over a
-  // long k loop (built-in kernels but on SSE) and a short one (emitted kernels), and
-  // wide (A 1.2 MiB, B within the bound).
+  // A past 1 MiB, or B of 512 KiB or more: read in place with A's block rows outside
+  // and B's panels inside (cpu_emit.cpp, rows_outer). Tall and narrow (N within the
+  // exact sizes) over a long k loop (built-in kernels but on SSE) and a short one
+  // (emitted kernels), wide (A 1.2 MiB, B within the bound), and B of 937 KiB.
   for (const GemmCase& g : {GemmCase{1500, 40, 200, 1.0, 0.0}, GemmCase{3000, 40, 100, 1.0, 0.0},
-                            GemmCase{640, 320, 480, 1.0, 0.0}}) {
+                            GemmCase{640, 320, 480, 1.0, 0.0}, GemmCase{200, 600, 400, 1.0, 0.0}}) {
     Plan p = any_size(default_gemm_plan(TargetKind::Cpu, g.m, g.n, g.k, GemmPrecision::F32, "", 1));
     SCOPED_TRACE(p.to_string());
     ASSERT_TRUE(p.direct) << p.to_string();
@@ -349,11 +349,12 @@ TEST_P(CpuIsaPath, OneOrTwoThreadsReadMidShapesInPlace) {
   EXPECT_FALSE(default_gemm_plan(TargetKind::Cpu, 2100, 1000, 100, GemmPrecision::F32, "", 1).direct);
   // B past the bound (1 MiB): packed even on one thread.
   EXPECT_FALSE(default_gemm_plan(TargetKind::Cpu, 256, 1100, 256, GemmPrecision::F32, "", 1).direct);
-  // B of 937 KiB (more than kCpuPackBBytes) over a long k loop: B's panels are copied
-  // before the built-in kernels meet them (tsl_bp, cpu_mma_blocks). Its own shape,
-  // and ragged shapes (blocks across the edge read the copy in cpu_mma_edge).
-  // The default plan fixes the sizes (Plan::sizes); without them, it runs the rest.
-  const Plan wide_b = default_gemm_plan(TargetKind::Cpu, 200, 600, 400, GemmPrecision::F32, "", 1);
+  // B of 469 KiB (more than kCpuPackBBytes, less than kCpuRowsOuterBBytes) over a
+  // long k loop: B's panels are copied before the built-in kernels meet them (tsl_bp,
+  // cpu_mma_blocks). Its own shape, and ragged shapes (blocks across the edge read
+  // the copy in cpu_mma_edge). The default plan fixes the sizes (Plan::sizes);
+  // without them, it runs the rest.
+  const Plan wide_b = default_gemm_plan(TargetKind::Cpu, 200, 300, 400, GemmPrecision::F32, "", 1);
   for (const Plan& p : {wide_b, any_size(wide_b)}) {
     ASSERT_TRUE(p.direct) << p.to_string();
     GroupProgram program = compile_to_group(gemm_kernel(DType::F32), p, CompileOptions{}).program;
@@ -362,9 +363,9 @@ TEST_P(CpuIsaPath, OneOrTwoThreadsReadMidShapesInPlace) {
       EXPECT_NE(unit.find("tsl_bp, 0, "), std::string::npos) << unit;
     }
     auto kernel = compile_cpu(program);
-    check_gemm(*kernel, GemmCase{200, 600, 400, 1.0, 0.0}, seed++);
+    check_gemm(*kernel, GemmCase{200, 300, 400, 1.0, 0.0}, seed++);
     if (!p.sizes.empty()) continue;
-    check_gemm(*kernel, GemmCase{190, 590, 390, -0.5, 1.25}, seed++);
+    check_gemm(*kernel, GemmCase{190, 290, 390, -0.5, 1.25}, seed++);
     for (const GemmCase& g : kRagged) check_gemm(*kernel, g, seed++);
   }
   // 150 rows are 13 block rows: where the unit emits its kernels (SSE) B is copied
@@ -1042,6 +1043,21 @@ TEST(CpuIsa, AvxFiveTwelveKernelsBroadcastEachElementOfAOnce) {
     EXPECT_GT(count(narrow, "{1to16"), 0) << narrow;
     const std::string row = emit_cpu_microkernel(1, 64, ld, ld, isa, false, built_in);
     EXPECT_EQ(count(row, "vbroadcastss") + count(row, "{1to16"), 0) << row;
+  }
+}
+
+// Built-in kernels of one accumulator copy have GCC unroll their k loop by 4
+// (cpu_microkernel.cpp, kBuiltInUnrollK); kernels emitted into units do not (compile
+// time), nor do loops over several accumulator copies (k is split over them already).
+TEST(CpuIsa, BuiltInKernelsUnrollTheirKLoop) {
+  for (CpuIsa path : {CpuIsa::Avx2, CpuIsa::Avx512}) {
+    const CpuIsaInfo& isa = cpu_isa_info(path);
+    const std::string built_in = emit_cpu_microkernel(12, 32, kCpuRuntimeLd, kCpuRuntimeLd, isa, false, true);
+    const size_t pragma = built_in.find("#pragma GCC unroll 4\n    for (; k < kc; ++k");
+    EXPECT_NE(pragma, std::string::npos) << built_in;
+    EXPECT_EQ(emit_cpu_microkernel(12, 32, 64, 64, isa).find("#pragma GCC unroll"), std::string::npos);
+    const std::string one_row = emit_cpu_microkernel(1, 16, kCpuRuntimeLd, kCpuRuntimeLd, isa, false, true);
+    EXPECT_EQ(one_row.find("#pragma GCC unroll"), std::string::npos) << one_row;
   }
 }
 
