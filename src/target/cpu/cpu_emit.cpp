@@ -1606,7 +1606,8 @@ class Emitter {
     // (the direct plans) only. Over a long k loop (the built-in kernels) only where
     // B's window is larger than kCpuPackBBytes: a 64 KiB panel (512 x 32) read in
     // place stayed fast while B and A fit L2 together (160x160x512: the copy 0.95,
-    // 150x64x300 0.95), and 512^3 read in place was 20% slower than packed.
+    // 150x64x300 0.95), and 512^3 read in place was 20% slower than packed (its
+    // block rows inside; from kCpuRowsOuterBBytes they run outside, below).
     const FragPart first_part = frag_part(p_, acc, 0);
     // A read in place and larger than kCpuRowsOuterABytes: block rows outside, B's
     // panels inside, so that each A block row comes from memory once and meets all

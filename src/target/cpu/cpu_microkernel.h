@@ -64,7 +64,7 @@ constexpr int64_t kCpuRuntimeLd = -1;
 // declares its own).
 // built_in: for cpu_microkernel_prebuilt.inc, compiled without the call sites (no
 // constant ldc or LDA propagates into it) and with no compile time to save: A's rows
-// (run-time LDA) and C's from a pointer per 4 rows, one k step an iteration, and C's
+// (run-time LDA) and C's from a pointer per 4 rows, the k loop unrolled by GCC, and C's
 // prefetches only where kc >= kCpuPrefetchCMinK (docs/cpu_microkernel.md).
 std::string emit_cpu_microkernel(int64_t mr, int64_t nr, int64_t lda, int64_t ldb, const CpuIsaInfo& isa,
                                  bool f64 = false, bool built_in = false);
