@@ -68,7 +68,7 @@ namespace {
 
 // k steps an iteration of a built-in kernel's loop over k (one accumulator copy):
 // 6 x 64 and 12 x 32 over 512^3, 384^3 and 1024x128x256 with A's block rows outside
-// and B read in place ran 7-11% faster unrolled by 4 (Xeon, forty-sixth session:
+// and B read in place ran 3-11% faster unrolled by 4 (Xeon, forty-sixth session:
 // the loop's increments and branch are fewer of the uops in flight while B's
 // lines come from L2), alike with A and B in L1.
 constexpr int64_t kBuiltInUnrollK = 4;
@@ -251,9 +251,9 @@ std::string emit_microkernel_function(int64_t mr, int64_t nr, int64_t lda, int64
         for (int64_t u = 0; u < U; ++u) step(u, u);
         s += "    }\n";
       }
-      // Built in, one accumulator copy's loop runs kBuiltInUnrollK steps an iteration
-      // (GCC unrolls it, each step's pointers their own increments: written out here
-      // with offsets, the rows' addresses spilled).
+      // Built in, one accumulator copy's loop runs kBuiltInUnrollK steps an iteration.
+      // GCC unrolls it, each step with its own pointer increments; steps written out
+      // here with offsets instead left GCC short of registers for the rows' addresses.
       if (built_in && U == 1) s += "#pragma GCC unroll " + num(kBuiltInUnrollK) + "\n";
       s += "    for (; k < kc; ++k" + advance(1) + ") {\n";
       step(0, 0);
