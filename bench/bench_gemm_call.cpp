@@ -29,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/line_aligned.h"
 #include "ops/gemm.h"
 #include "ops/gemm_kernel.h"
 #include "ops/gemm_reference.h"
@@ -36,6 +37,8 @@
 #include "tessel/tessel.h"
 
 using namespace tessel;
+using tessel::bench::line_aligned_copy;
+using tessel::bench::LineAlignedFloats;
 
 namespace {
 
@@ -89,9 +92,13 @@ int main(int argc, char** argv) {
 
   for (const Shape& s : shapes) {
     std::mt19937_64 rng(1);
-    std::vector<float> a(s.m * s.k), b(s.k * s.n), c(s.m * s.n);
-    fill_random(a, rng);
-    fill_random(b, rng);
+    std::vector<float> a_random(s.m * s.k), b_random(s.k * s.n);
+    fill_random(a_random, rng);
+    fill_random(b_random, rng);
+    // On cache lines, as `tessel bench` has them: a vector of 1 MiB sat 16 bytes off
+    // one, which cost the plans that read B in place several percent.
+    LineAlignedFloats a = line_aligned_copy(a_random), b = line_aligned_copy(b_random);
+    LineAlignedFloats c(s.m * s.n);
     std::vector<double> want = gemm_oracle(s.m, s.n, s.k, 1.0, a.data(), s.k, b.data(), s.n, 0.0, nullptr, s.n);
 
     GemmOptions options;
