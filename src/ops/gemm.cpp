@@ -118,7 +118,8 @@ constexpr int64_t kCpuDirectTallElems = int64_t{1} << 22, kCpuDirectWideElems = 
 // 0.74-0.97x in place: those stay packed. K blocks of 384 to 1000 ran alike at 2000^3;
 // 128 read C too often and 2000 lost L1. (Shorter K keeps the bounds above:
 // 4000x1000x200 ran 0.94x in place.) Where the machine packs all past L2
-// (plan/machine.h: cpu_blocking, a Zen 4 or a Xeon), no product is read in place so.
+// (plan/machine.h: cpu_blocking: every machine but AMD's Zen 5 and later), no product
+// is read in place so.
 constexpr int64_t kCpuDirectBK = 500;
 // Measured on two cores only: with more, every group would read all of B from L3,
 // where the packed plans share it; more threads keep the packed plan (for B within
