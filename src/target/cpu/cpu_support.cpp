@@ -461,10 +461,14 @@ CpuEdgeBlock cpu_edge_block(int64_t rows, int64_t cols) {
 bool cpu_edge_dot_columns(int64_t rows, int64_t cols, int64_t kc) {
   const int64_t tail_cols = cols % 16;
   if (tail_cols < 1 || tail_cols > 4 || kc > kDotMaxK || rows < 1) return false;
-  // Per row: 11 for the lane sum's 8 operations and the rest of a dot product's fixed
-  // cost, as measured (with 8, 40x36x50 ran 2% slower than in the masked vector), and
-  // the gathered B columns (a load and a store an element) shared among the rows.
-  return tail_cols * ((kc + 15) / 16 + 11) + 2 * tail_cols * kc / rows < kc;
+  // Per row and column: a dot product's fixed cost, and the gathered B columns (a load
+  // and a store an element) shared among the rows. The fixed cost is about 3 where
+  // the columns stand alone: the lane sums of 4 rows are one tree, 45 operations for
+  // 16 (64x4x32 0.68x, 128x4x24 0.77x the masked vector's time). Beside whole vectors
+  // it is 11, as measured: those then run in a block of their own, whose FMAs no
+  // longer share A's broadcast with the masked vector (64x20x32 1.09x with 3).
+  const int64_t fixed = cols < 16 ? 3 : 11;
+  return tail_cols * ((kc + 15) / 16 + fixed) + 2 * tail_cols * kc / rows < kc;
 }
 
 void cpu_mma_edge(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, int64_t lda, int64_t ldb,
