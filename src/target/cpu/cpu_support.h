@@ -55,9 +55,8 @@ void cpu_mma_edge(int64_t kc, const float* a, const float* b, float* c, int64_t 
 // Whether cpu_mma_edge, on a CPU with AVX-512, takes a block's last cols % 16 columns
 // as dot products: 1 to 4 of them, with kc long enough that an FMA a row, a column
 // and 16 k plus a lane sum (about 3 operations alone, 11 beside whole vectors, as
-// measured), and the gathered columns'
-// share, cost less than the masked vector's FMA a row and a k. The planner asks it
-// too (a 32-wide atom and such a rest).
+// measured), and the gathered columns' share, cost less than the masked vector's FMA
+// a row and a k. The planner asks it too (a 32-wide atom and such a rest).
 bool cpu_edge_dot_columns(int64_t rows, int64_t cols, int64_t kc);
 // One of cpu_mma_edge's AVX-512 blocks, for a unit that calls it itself (a small
 // product's few whole blocks, where cpu_mma_blocks's and cpu_mma_edge's dispatch
