@@ -184,19 +184,19 @@ __attribute__((noinline)) void block(int64_t kc, const float* a, const float* b,
     }
 #pragma GCC unroll 16
     for (int r = 0; r < R; ++r) {
-      const float* p = ap[r / 4] + k;
+      const float* const p = ap[r / 4] + k;
+      const float* const ps = r % 4 == 0 ? p : r % 4 == 1 ? p + lda : r % 4 == 2 ? p + lda2 : p + lda3;
       if constexpr (Half) {
         // One broadcast from memory, its low half for the 8-lane vector: left to
         // GCC, A's element came as a scalar load and two broadcasts from a register,
         // which run on the port of Intel's second FMA pipe (40^3 at 0.66x libxsmm).
-        const float* const ps = r % 4 == 0 ? p : r % 4 == 1 ? p + lda : r % 4 == 2 ? p + lda2 : p + lda3;
         Vf sv;
         __asm__("vbroadcastss %1, %0" : "=v"(sv) : "m"(*ps));
 #pragma GCC unroll 4
         for (int v = 0; v < W; ++v) acc[u][r][v] += sv * bv[v];
         acc_half[u][r] += __builtin_shufflevector(sv, sv, 0, 1, 2, 3, 4, 5, 6, 7) * bh;
       } else {
-        const float s = r % 4 == 0 ? p[0] : r % 4 == 1 ? p[lda] : r % 4 == 2 ? p[lda2] : p[lda3];
+        const float s = *ps;
 #pragma GCC unroll 4
         for (int v = 0; v < W; ++v) acc[u][r][v] += s * bv[v];
       }
