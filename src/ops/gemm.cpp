@@ -133,6 +133,23 @@ bool cpu_row_stride_spreads(int64_t floats) {
   return bytes % 64 != 0 || std::gcd(bytes / 64, int64_t{64}) <= 2;
 }
 
+// A product of a few rows (AVX-512) and more columns than the narrow atoms span:
+// the widest of them at least M tall, for as many accumulators as those rows can
+// hold. 12x32's blocks of 1 to 3 rows hold 2 to 6, under the 8 that keep both FMA
+// pipes busy through an FMA's latency, and of 4 to 8 rows they read B in half the
+// lines a k step. One thread, against 12x32 (forty-ninth session,
+// docs/results/cpu-gemm-2026-12-06-session49): 3x327x142 2.15x, 1x256x256 1.16x,
+// 6x364x40 1.14x, 4x1765x141 1.23x, 7x811x79 1.13x, 10-12 rows (still 12x32) alike.
+void cpu_short_product_atom(Plan& p, int64_t m, int64_t n) {
+  if (cpu_vector_lanes() != 16 || n <= std::rbegin(kCpuNarrowAtoms)->second) return;
+  for (auto atom = std::rbegin(kCpuNarrowAtoms); atom != std::rend(kCpuNarrowAtoms); ++atom)
+    if (m <= atom->first) {
+      p.atom_m = atom->first;
+      p.atom_n = atom->second;
+      return;
+    }
+}
+
 // The sim interprets every element: small tiles, a few workers.
 constexpr int64_t kSimBlockM[] = {8, 16};
 constexpr int64_t kSimBlockN[] = {8, 16};
@@ -1192,7 +1209,11 @@ Plan default_gemm_plan(TargetKind target, int64_t m, int64_t n, int64_t k, GemmP
     // One group per core by default: the thread pool's, std::thread::hardware_concurrency().
     static const int64_t cores = std::max(1u, std::thread::hardware_concurrency());
     const int64_t threads = cpu_threads > 0 ? cpu_threads : cores;
-    if (threads <= kCpuDirectMaxThreads && 4 * k * n <= kCpuDirectBBytes &&
+    // So is a product of at most one block row (kCpuAtomM) whatever B's size: packing
+    // would read all of B for that one row of blocks, write it and read it again (with
+    // the atoms above, one thread: 2x1000x1000 1.77x, 5x600x600 3.05x, 7x844x360 2.56x,
+    // 1x2954x1093 1.74x faster; 16 and 24 rows, two block rows, were not faster).
+    if (threads <= kCpuDirectMaxThreads && (4 * k * n <= kCpuDirectBBytes || m <= kCpuAtomM) &&
         m * n <= (n <= kCpuExactN ? kCpuDirectTallElems : kCpuDirectWideElems))
       p.direct = true;
     // Read in place in k blocks, where B is too large to read whole and the rows of A
@@ -1225,6 +1246,7 @@ Plan default_gemm_plan(TargetKind target, int64_t m, int64_t n, int64_t k, GemmP
         p.atom_n = atom_n;
         break;
       }
+    cpu_short_product_atom(p, m, n);
     if (k_blocks) set_gemm_tile(p, group_bm, group_bn, bk);
     for (int64_t g = k_blocks ? 1 : threads; g > 1; --g) {
       if (m * n * k < g * kCpuSplitMinWork) continue;
@@ -1241,6 +1263,12 @@ Plan default_gemm_plan(TargetKind target, int64_t m, int64_t n, int64_t k, GemmP
       // loop (127x193x61 as 64 + 63 rows ran 2.7x slower on AVX2).
       if (cpu_vector_lanes() == 16 && (m + g - 1) / g >= kCpuAtomM) {
         set_gemm_tile(p, (m + g - 1) / g, n, k);
+        break;
+      }
+      // Too few rows: groups of whole vectors of columns, the last one short (two
+      // threads: 3x2001x999 2.07x, 1x2954x1093 2.04x faster than one group).
+      if (cpu_vector_lanes() == 16 && (n + g - 1) / g >= kCpuAtomN) {
+        set_gemm_tile(p, m, (n + 16 * g - 1) / (16 * g) * 16, k);
         break;
       }
     }

@@ -395,6 +395,45 @@ TEST_P(CpuIsaPath, OneOrTwoThreadsReadMidShapesInPlace) {
   EXPECT_EQ(races, 0);
 }
 
+// A product of at most one block row (12) reads A and B in place whatever B's size
+// (packing would copy all of B for that one row of blocks), with AVX-512 on blocks of
+// the widest narrow atom as tall as M (6x64 up to 6 rows, 8x48 up to 8); two threads
+// take groups of whole vectors of columns, the last one short.
+TEST_P(CpuIsaPath, ShortProductsReadInPlaceOnWideBlocks) {
+  uint32_t seed = 900 + 10 * static_cast<uint32_t>(GetParam());
+  const bool avx512 = cpu_vector_lanes() == 16;
+  struct Short {
+    GemmCase g;
+    int64_t atom_m, atom_n;  // with AVX-512
+  };
+  for (const Short& s : {Short{{3, 327, 142, 1.0, 0.0}, 6, 64}, Short{{1, 300, 70, -0.5, 1.25}, 6, 64},
+                         Short{{7, 200, 50, 1.0, 0.0}, 8, 48}, Short{{12, 1100, 300, 1.0, 0.0}, 12, 32}}) {
+    const GemmCase& g = s.g;
+    Plan p = default_gemm_plan(TargetKind::Cpu, g.m, g.n, g.k, GemmPrecision::F32, "", 1);
+    SCOPED_TRACE(p.to_string());
+    EXPECT_TRUE(p.direct);
+    EXPECT_EQ(p.atom_m, avx512 ? s.atom_m : 12);
+    EXPECT_EQ(p.atom_n, avx512 ? s.atom_n : 32);
+    auto kernel = compile_cpu(compile_to_group(gemm_kernel(DType::F32), p, CompileOptions{}).program);
+    check_gemm(*kernel, g, seed++);
+  }
+  const GemmCase odd{2, 1001, 600, 1.0, 0.0, 2};
+  Plan two = default_gemm_plan(TargetKind::Cpu, odd.m, odd.n, odd.k, GemmPrecision::F32, "", 2);
+  SCOPED_TRACE(two.to_string());
+  EXPECT_TRUE(two.direct);
+  if (avx512) {
+    EXPECT_EQ(two.tile("BN"), 512);
+  }
+  GroupProgram program = compile_to_group(gemm_kernel(DType::F32), two, CompileOptions{}).program;
+  check_gemm(*compile_cpu(program), odd, seed++);
+  // The same plan for any size on the simulator, over a short last group: no races.
+  GroupProgram any = compile_to_group(gemm_kernel(DType::F32), any_size(two), CompileOptions{}).program;
+  int64_t races = -1;
+  check_gemm_run([&](const LaunchArgs& args) { races = run_sim(any, args).race_count; }, GemmCase{3, 700, 20, 1, 0},
+                 seed++);
+  EXPECT_EQ(races, 0);
+}
+
 // One or two threads past L2 with K of 500 or more read A and B in place in k blocks
 // of 500 (gemm.cpp, kCpuDirectBK), where both row strides spread over the cache sets;
 // two threads in two equal groups of rows, else of columns, and past 4M outputs in
