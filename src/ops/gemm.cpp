@@ -1212,8 +1212,10 @@ Plan default_gemm_plan(TargetKind target, int64_t m, int64_t n, int64_t k, GemmP
     // So is a product of at most one block row (kCpuAtomM) whatever B's size: packing
     // would read all of B for that one row of blocks, write it and read it again (with
     // the atoms above, one thread: 2x1000x1000 1.77x, 5x600x600 3.05x, 7x844x360 2.56x,
-    // 1x2954x1093 1.74x faster; 16 and 24 rows, two block rows, were not faster).
-    if (threads <= kCpuDirectMaxThreads && (4 * k * n <= kCpuDirectBBytes || m <= kCpuAtomM) &&
+    // 1x2954x1093 1.74x faster; 16 and 24 rows, two block rows, were not faster). Its
+    // one k block stays within the tile limit.
+    const bool one_block_row = m <= kCpuAtomM && k <= kCpuMaxFragmentElems;
+    if (threads <= kCpuDirectMaxThreads && (4 * k * n <= kCpuDirectBBytes || one_block_row) &&
         m * n <= (n <= kCpuExactN ? kCpuDirectTallElems : kCpuDirectWideElems))
       p.direct = true;
     // Read in place in k blocks, where B is too large to read whole and the rows of A

@@ -432,6 +432,10 @@ TEST_P(CpuIsaPath, ShortProductsReadInPlaceOnWideBlocks) {
   check_gemm_run([&](const LaunchArgs& args) { races = run_sim(any, args).race_count; }, GemmCase{3, 700, 20, 1, 0},
                  seed++);
   EXPECT_EQ(races, 0);
+  // K past the tile limit would make the one k block an invalid plan: packed instead.
+  const Plan deep = default_gemm_plan(TargetKind::Cpu, 2, 3, 5'000'000, GemmPrecision::F32, "", 1);
+  EXPECT_FALSE(deep.direct) << deep.to_string();
+  EXPECT_NO_THROW(validate_plan(deep)) << deep.to_string();
 }
 
 // One or two threads past L2 with K of 500 or more read A and B in place in k blocks
