@@ -482,6 +482,10 @@ void cpu_mma_edge(int64_t kc, const float* a, const float* b, float* c, int64_t 
     }
 }
 
+// B's part of a cpu_mma_blocks call up to which its block rows run outside: a third of
+// a 48 KiB L1, which also holds A's block row and C's lines.
+constexpr int64_t kRowsOuterBBytes = 16 << 10;
+
 void cpu_mma_blocks(const void* ukr, int64_t kc, const float* a, int64_t a_step, const float* b, int64_t b_step,
                     float* c, int64_t ldc, int64_t lda, int64_t ldb, int64_t br, int64_t bc, int64_t blocks_r,
                     int64_t blocks_c, int64_t rows_valid, int64_t cols_valid, int in_place, int overwrite) {
@@ -496,8 +500,18 @@ void cpu_mma_blocks(const void* ukr, int64_t kc, const float* a, int64_t a_step,
                    overwrite);
     return;
   }
-  for (int64_t j = 0; j < blocks_c && j * bc < cols_valid; ++j)
-    for (int64_t i = 0; i < blocks_r && i * br < rows_valid; ++i) {
+  // Column strips outside, so that B's strip stays in L1 over every block row. But
+  // where this call's B stays there whole (short k), block rows go outside: each
+  // block row of C is written at once, not a strip a pass over all of C, which then
+  // left L1 between passes, and a line that two strips share (rows off 64 bytes) in
+  // two passes. One thread (tessel bench, Xeon): 1000x1000x4 1.51x, 298x198x4 1.26x,
+  // 583x696x10 1.16x, 439x157x9 1.06x faster; no shape of 22 slower.
+  const bool rows_outer = kc * std::min(blocks_c * bc, cols_valid) * 4 <= kRowsOuterBBytes;
+  const int64_t outer = rows_outer ? blocks_r : blocks_c, inner = rows_outer ? blocks_c : blocks_r;
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t n = 0; n < inner; ++n) {
+      const int64_t i = rows_outer ? o : n, j = rows_outer ? n : o;
+      if (i * br >= rows_valid || j * bc >= cols_valid) continue;
       const float* ai = a + i * a_step;
       const float* bj = b + j * b_step;
       float* cij = c + i * br * ldc + j * bc;
