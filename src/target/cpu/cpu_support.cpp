@@ -482,9 +482,10 @@ void cpu_mma_edge(int64_t kc, const float* a, const float* b, float* c, int64_t 
     }
 }
 
-// B's part of a cpu_mma_blocks call up to which its block rows run outside: a third of
-// a 48 KiB L1, which also holds A's block row and C's lines.
-constexpr int64_t kRowsOuterBBytes = 16 << 10;
+// B's part of a cpu_mma_blocks call up to which its block rows run outside: a part
+// that stays in L2 beside C's rows, far from a packed plan's B block (a KC x NC
+// panel of 512 KiB and more, which the column strips outside keep in L1 by strips).
+constexpr int64_t kRowsOuterBBytes = 128 << 10;
 
 void cpu_mma_blocks(const void* ukr, int64_t kc, const float* a, int64_t a_step, const float* b, int64_t b_step,
                     float* c, int64_t ldc, int64_t lda, int64_t ldb, int64_t br, int64_t bc, int64_t blocks_r,
@@ -501,11 +502,12 @@ void cpu_mma_blocks(const void* ukr, int64_t kc, const float* a, int64_t a_step,
     return;
   }
   // Column strips outside, so that B's strip stays in L1 over every block row. But
-  // where this call's B stays there whole (short k), block rows go outside: each
-  // block row of C is written at once, not a strip a pass over all of C, which then
-  // left L1 between passes, and a line that two strips share (rows off 64 bytes) in
-  // two passes. One thread (tessel bench, Xeon): 1000x1000x4 1.51x, 298x198x4 1.26x,
-  // 583x696x10 1.16x, 439x157x9 1.06x faster; no shape of 22 slower.
+  // where this call's B is small (short k), block rows go outside: each block row
+  // of C is written at once, not a strip a pass over all of C, which then left L1
+  // between passes, and a line that two strips share (rows off 64 bytes) in two
+  // passes. One thread (tessel bench, Xeon, fiftieth session): 1258x1587x15 2.02x,
+  // 604x850x8 1.68x, 920x1436x17 1.64x, 1000x1000x4 1.51x, 298x198x4 1.26x faster;
+  // 200x1000x8 0.96x. Past 128 KiB (k from about 100) within 4%, both ways.
   const bool rows_outer = kc * std::min(blocks_c * bc, cols_valid) * 4 <= kRowsOuterBBytes;
   const int64_t outer = rows_outer ? blocks_r : blocks_c, inner = rows_outer ? blocks_c : blocks_r;
   for (int64_t o = 0; o < outer; ++o)
