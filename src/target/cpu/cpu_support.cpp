@@ -507,7 +507,7 @@ void cpu_mma_blocks(const void* ukr, int64_t kc, const float* a, int64_t a_step,
   // between passes, and a line that two strips share (rows off 64 bytes) in two
   // passes. One thread (tessel bench, Xeon, fiftieth session): 1258x1587x15 2.02x,
   // 604x850x8 1.68x, 920x1436x17 1.64x, 1000x1000x4 1.51x, 298x198x4 1.26x faster;
-  // 200x1000x8 0.96x. Past 128 KiB (k from about 100) within 4%, both ways.
+  // 200x1000x8 0.96x. Past 128 KiB the order measured within 4%, both ways.
   const bool rows_outer = kc * std::min(blocks_c * bc, cols_valid) * 4 <= kRowsOuterBBytes;
   const int64_t outer = rows_outer ? blocks_r : blocks_c, inner = rows_outer ? blocks_c : blocks_r;
   for (int64_t o = 0; o < outer; ++o)

@@ -82,7 +82,8 @@ constexpr int64_t cpu_accumulator_copies(int64_t accumulators, int64_t vectors) 
 
 // Entry 2. A worker part's run of micro-kernel blocks (the loops the emitter writes
 // around a built-in micro-kernel, cpu_microkernel.h): blocks_r x blocks_c blocks of
-// br x bc, column blocks outside, row blocks inside (BLIS's jr and ir loops); block
+// br x bc, column blocks outside, row blocks inside (BLIS's jr and ir loops), or the
+// other way round where kc x (its columns) is at most 128 KiB (short k); block
 // (i, j) is
 //   ukr(kc, a + i * a_step, b + j * b_step, c + i * br * ldc + j * bc, ldc, lda, ldb, overwrite)
 // with ukr a kernel of the _s_s contract (cpu_microkernel.h), or null: every block
