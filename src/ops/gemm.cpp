@@ -1010,12 +1010,15 @@ GemmBeta beta_form(const GemmOptions& o, float beta) {
   return o.target == TargetKind::Cuda && beta == 0 ? GemmBeta::Zero : GemmBeta::Any;
 }
 
-// The form a plan compiles: Zero on the wgmma atom only. The fp32 (fma atom)
-// kernels ran 3-7% slower with it at 128x128 tiles on an H100 (3000x2000x1500 0.87
-// -> 0.82 of cuBLAS, 2000x3000x1200 0.86 -> 0.80; docs/cuda.md, forty-fourth
-// session), not understood; they keep the kernel with both paths.
-GemmBeta wgmma_beta(const Plan& plan, GemmBeta form) {
-  return plan.atom == AtomKind::Wgmma ? form : GemmBeta::Any;
+// The form a plan compiles: Zero on the wgmma atom and on the fma atom's 256-row
+// tiles. The fp32 (fma atom) kernels of 128x128 tiles ran 3-7% slower with it on an
+// H100 (3000x2000x1500 0.87 -> 0.82 of cuBLAS, 2000x3000x1200 0.86 -> 0.80;
+// docs/cuda.md, forty-fourth session), not understood: they keep the kernel with
+// both paths. The 256x128 one ran 1% faster (4096^3 0.84 -> 0.85) and compiles in
+// two thirds of the time.
+GemmBeta plan_beta_form(const Plan& plan, GemmBeta form) {
+  const bool wide_fma = plan.atom == AtomKind::Fma && plan.tile("BM") >= kFmaWideBM;
+  return plan.atom == AtomKind::Wgmma || wide_fma ? form : GemmBeta::Any;
 }
 
 bool fast_path_allowed(const GemmOptions& o) {
@@ -1087,7 +1090,7 @@ struct CompiledGemm {
   std::optional<Kernel> sum, transpose;
 };
 
-// form: the values of beta the call's GEMM kernel may serve (wgmma_beta; split-K
+// form: the values of beta the call's GEMM kernel may serve (plan_beta_form; split-K
 // and stream-K kernels serve any).
 CompiledGemm compile_gemm_call(int64_t m, int64_t n, int64_t k, int64_t ldc, const GemmOptions& options,
                                GemmBeta form = GemmBeta::Any);
@@ -1330,7 +1333,7 @@ CompiledGemm compile_gemm_call(int64_t m, int64_t n, int64_t k, int64_t ldc, con
                             : split.slices > 1   ? GemmKernelKind::SplitK
                             : transposed_b   ? GemmKernelKind::PlainTransposedB
                                              : GemmKernelKind::Plain,
-                            wgmma_beta(report.plan, form));
+                            plan_beta_form(report.plan, form));
 #ifdef TESSEL_WITH_CUDA
   if (second.valid()) {
     auto [s, second_fresh] = second.get();
@@ -1518,7 +1521,7 @@ std::string explain_gemm(int64_t m, int64_t n, int64_t k, const GemmOptions& opt
   co.keep_stages = true;
   CompiledGroup g =
       compile_to_group(gemm_kernel(storage_dtype(options.precision), transposes_b(plan, options.precision),
-                                   wgmma_beta(plan, beta_form(options, beta))),
+                                   plan_beta_form(plan, beta_form(options, beta))),
                        plan, co);
   std::ostringstream out;
   for (const CompileStage& s : g.stages) {

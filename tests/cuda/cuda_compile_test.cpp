@@ -328,6 +328,11 @@ TEST(CudaCompile, TheFrontDoorCompilesTheEpilogueOfItsCallsBeta) {
   EXPECT_EQ(zero.find("ld.global.v4.f32"), std::string::npos);  // C is never read
   EXPECT_NE(scaled.find("ld.global.v4.f32"), std::string::npos);
   EXPECT_NE(scaled.find("param beta =="), std::string::npos);  // any other beta: both paths
+  // fp32 (fma atom): beta 0 without C's loads on 256-row tiles (4096^3), both paths
+  // on 128-row ones (3000x2000x1500), whose kernel ran slower without them.
+  o.precision = GemmPrecision::F32;
+  EXPECT_EQ(explain_gemm(4096, 4096, 4096, o, 0.0f).find("param beta"), std::string::npos);
+  EXPECT_NE(explain_gemm(3000, 2000, 1500, o, 0.0f).find("param beta =="), std::string::npos);
   for (GemmPrecision p : {GemmPrecision::BF16, GemmPrecision::F32}) {
     const Plan plan = default_gemm_plan(TargetKind::Cuda, 4096, 4096, 4096, p, "sm_90");
     for (auto [form, beta] : {std::pair{GemmBeta::Zero, 0.0f}, {GemmBeta::Any, 0.0f}, {GemmBeta::Any, 0.5f}}) {
