@@ -19,6 +19,7 @@ GT=$(dirname "$(find /tmp/gt -name GTestConfig.cmake | head -1)")
 JS=$(dirname "$(find /tmp/gt -name nlohmann_jsonConfig.cmake | head -1)")
 export PATH=/usr/local/cuda/bin:$PATH
 { cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGTest_DIR="$GT" -Dnlohmann_json_DIR="$JS" \
-    -DCMAKE_PREFIX_PATH=/tmp/gt/usr -DTESSEL_BLAS_TESTERS=/nonexistent -DTESSEL_REFERENCE_BLAS=/nonexistent/libblas.so.3 &&
+    -DCMAKE_PREFIX_PATH=/tmp/gt/usr -DTESSEL_BLAS_TESTERS=/nonexistent \
+    -DTESSEL_REFERENCE_BLAS=/nonexistent/libblas.so.3 &&
   ninja -C "$BUILD" -j"$(nproc)" "$@"; } > "$OUT/build.log" 2>&1 ||
   { grep -E -A3 "error|FAILED" "$OUT/build.log" | head -40; exit 1; }

@@ -1014,8 +1014,8 @@ GemmBeta beta_form(const GemmOptions& o, float beta) {
 // tiles. The fp32 (fma atom) kernels of 128x128 tiles ran 3-7% slower with it on an
 // H100 (3000x2000x1500 0.87 -> 0.82 of cuBLAS, 2000x3000x1200 0.86 -> 0.80;
 // docs/cuda.md, forty-fourth session), not understood: they keep the kernel with
-// both paths. The 256x128 one ran 1% faster (4096^3 0.84 -> 0.85) and compiles in
-// two thirds of the time.
+// both paths. The 256x128 one ran 1-2% faster with it (an H100, fifty-first session:
+// 4096^3 0.833 -> 0.844, 2048^3 0.80 -> 0.81) and compiles in two thirds of the time.
 GemmBeta plan_beta_form(const Plan& plan, GemmBeta form) {
   const bool wide_fma = plan.atom == AtomKind::Fma && plan.tile("BM") >= kFmaWideBM;
   return plan.atom == AtomKind::Wgmma || wide_fma ? form : GemmBeta::Any;
