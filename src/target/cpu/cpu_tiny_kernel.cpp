@@ -31,8 +31,9 @@ std::vector<TinyVector> tiny_vectors(int64_t n) {
 
 bool cpu_tiny_kernel_fits(int64_t r, int64_t n, int64_t k, const CpuIsaInfo& isa) {
   if (isa.isa != CpuIsa::Avx512 || r < 1 || n < 1 || k < 1) return false;
-  const int64_t accumulators = r * int64_t(tiny_vectors(n).size());
-  return accumulators <= kCpuTinyAccumulators && accumulators * k <= kCpuTinyFmas;
+  const int64_t vectors = int64_t(tiny_vectors(n).size()), accumulators = r * vectors;
+  const bool registers_hold = accumulators <= kCpuTinyAccumulators || (vectors == 1 && r <= kCpuTinyOneVectorRows);
+  return registers_hold && accumulators * k <= kCpuTinyFmas;
 }
 
 std::string cpu_tiny_kernel_name(int64_t r, int64_t n, int64_t k) {

@@ -14,7 +14,7 @@
 //               all), an AVX-512 masked load where the rest does not fill it, so
 //               nothing past column N - 1 is read
 //   C           C(r, j) = c[r * ldc + j]; nothing past column N - 1 is read or written
-//   registers   R x V accumulators, in cpu_accumulator_copies (cpu_support.h) copies
+//   registers   R x V accumulators (at most 30), in cpu_accumulator_copies (cpu_support.h) copies
 //               (at most K) that split k, summed before the store; k written out up
 //               to kCpuTinyUnrolledFmas vector FMAs
 //   extents     R, N and K are the exact extents (compile-time constants); the caller
@@ -30,8 +30,14 @@
 namespace tessel {
 
 // Whether an R x N x K product takes the tiny kernel on this ISA: AVX-512, at most
-// kCpuTinyAccumulators accumulators (R x V) and kCpuTinyFmas vector FMAs (R x V x K).
+// kCpuTinyAccumulators accumulators (R x V), or kCpuTinyOneVectorRows rows where a
+// row is one vector (N <= 16), and kCpuTinyFmas vector FMAs (R x V x K). Rows of one
+// vector past 16 ran as a block of 16 rows and one of the rest (two calls); the
+// tiny kernel was 1.1-2.5x faster on 17 to 30 rows. Rows of two vectors past 16
+// accumulators were not (12x24x10 0.94x against the 12x32 kernel), and 30 leaves
+// registers for B's vector and no spill (docs/cpu_microkernel.md).
 constexpr int64_t kCpuTinyAccumulators = 16;
+constexpr int64_t kCpuTinyOneVectorRows = 30;
 constexpr int64_t kCpuTinyFmas = 256;
 // Up to this many vector FMAs the k steps are written out, not looped.
 constexpr int64_t kCpuTinyUnrolledFmas = 32;
