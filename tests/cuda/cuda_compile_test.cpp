@@ -318,6 +318,27 @@ TEST(CudaCompile, ExplainShowsSourceAndPtxWithoutGpu) {
 // beta 0 without C's loads, any other beta the kernel with both paths. Each form's
 // GroupIR under the default wgmma and fma plans runs race-free on the sim within
 // the FP64 bound (C NaN-poisoned for beta 0).
+// The fp32 fma atom under the two-block bound (128x128 tiles, 128 registers) reads its
+// operands through 32-bit window addresses and compiles without a spill, both kernel
+// forms; with generic pointers it spilled 48 bytes. The 256x128 tiles keep generic
+// reads (cuda_emit.cpp, emit_fma_mma's `read`).
+TEST(CudaCompile, Fp32TwoBlockTilesCompileWithoutSpills) {
+  for (auto [m, n, k, window_reads] : {std::tuple{3000, 2000, 1500, true}, {4096, 4096, 4096, false}})
+    for (GemmBeta form : {GemmBeta::Zero, GemmBeta::Any}) {
+      const Plan plan = default_gemm_plan(TargetKind::Cuda, m, n, k, GemmPrecision::F32, "sm_90");
+      SCOPED_TRACE(plan.to_string());
+      ASSERT_EQ(plan.tiles.at("BM") == 128, window_reads);
+      CompiledGroup g = compile_to_group(gemm_kernel(DType::F32, false, form), plan, CompileOptions{});
+      auto kernel = compile_cuda(g.program, "sm_90");
+      const NvrtcOutput& o = kernel->info().nvrtc;
+      EXPECT_GT(o.registers, 0) << o.log;
+      if (window_reads) EXPECT_LE(o.registers, 128) << o.log;
+      EXPECT_EQ(o.spill_stores, 0) << o.log;
+      EXPECT_EQ(o.spill_loads, 0) << o.log;
+      EXPECT_EQ(kernel->info().source.code.find("tsl_lds2(smem_s") != std::string::npos, window_reads);
+    }
+}
+
 TEST(CudaCompile, TheFrontDoorCompilesTheEpilogueOfItsCallsBeta) {
   GemmOptions o;
   o.target = TargetKind::Cuda;

@@ -94,6 +94,21 @@ static __device__ __forceinline__ unsigned tsl_pack_bf16x2(float lo, float hi) {
 static __device__ __forceinline__ unsigned tsl_pack_f16x2(float lo, float hi) {
   unsigned x; asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(x) : "f"(hi), "f"(lo)); return x;
 }
+// Shared loads from a 32-bit window address. The fma atom's operand reads through
+// generic pointers kept 64-bit addresses under NVRTC (nvcc makes them 32-bit), and the
+// 128x128 fp32 kernel spilled 48 bytes at its 128-register bound; with these, none
+// (emit_fma_mma's `read`, shared_addr's unsigned form).
+static __device__ __forceinline__ float tsl_lds1(unsigned p) {
+  float x; asm volatile("ld.shared.f32 %0, [%1];\n" : "=f"(x) : "r"(p)); return x;
+}
+static __device__ __forceinline__ float2 tsl_lds2(unsigned p) {
+  float2 v; asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];\n" : "=f"(v.x), "=f"(v.y) : "r"(p)); return v;
+}
+static __device__ __forceinline__ float4 tsl_lds4(unsigned p) {
+  float4 v;
+  asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];\n" : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "r"(p));
+  return v;
+}
 static __device__ __forceinline__ void tsl_ldmatrix_x4(unsigned* r, unsigned p) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(p));
@@ -871,14 +886,24 @@ class Emitter {
 
   // Shared-window address (32 bits) of element (r, c) of a shared buffer's version,
   // for the instructions that take one (ldmatrix, cp.async): smem_s is the window
-  // address of the dynamic shared memory, the rest is 32-bit arithmetic.
-  std::string shared_addr(const BufferRef& ref, const std::string& r, const std::string& c) const {
+  // address of the dynamic shared memory, the rest is 32-bit arithmetic. With
+  // `unsigned_index` the version's and the element's offsets, in elements, are scaled
+  // to bytes together, unsigned: the fma atom's reads in that form left the 128x128
+  // fp32 kernel at 128 registers without a spill, where the form below spilled 20
+  // bytes (ptxas's choice, found by trying forms under NVRTC).
+  std::string shared_addr(const BufferRef& ref, const std::string& r, const std::string& c,
+                          bool unsigned_index = false) const {
     const Buffer& b = p_.buffer(ref.buffer);
     TESSEL_ASSERT(b.space == Space::Shared, "shared_addr of a buffer outside shared memory");
     std::string bytes = num(offset_[b.id]);
     int64_t v = 0;
-    if (ref.version && !(expr_is_const(ref.version, &v) && v == 0))
-      bytes += " + (int)(" + ex(ref.version) + ") * " + num(slot_[b.id]);
+    const bool versioned = ref.version && !(expr_is_const(ref.version, &v) && v == 0);
+    if (unsigned_index) {
+      const int64_t size = dtype_bytes(b.dtype);
+      const std::string version = versioned ? "(int)(" + ex(ref.version) + ") * " + num(slot_[b.id] / size) + " + " : "";
+      return "smem_s + " + bytes + "u + " + num(size) + "u * (unsigned)(" + version + "(" + index(b, r, c) + "))";
+    }
+    if (versioned) bytes += " + (int)(" + ex(ref.version) + ") * " + num(slot_[b.id]);
     return "smem_s + (unsigned)(" + bytes + " + (" + index(b, r, c) + ") * " + num(dtype_bytes(b.dtype)) + ")";
   }
 
@@ -2990,7 +3015,18 @@ class Emitter {
     // 0.748 -> 0.789 at 8192^3; 1 k at a time 0.727).
     const bool two_block_bound = !twice && pr * pc == 64;
     int64_t kv = a_vec ? (two_block_bound ? 2 : 4) : 1;
-    std::string fa = base(op.a), fb = base(op.b), f = "f" + num(acc.id);
+    const std::string f = "f" + num(acc.id);
+    // A read of `lanes` floats at (r, c) of A or B. Under the two-block bound through
+    // 32-bit window addresses (tsl_lds*): the 128x128 kernel spilled 48 bytes with
+    // generic pointers and none with these, 3-4% faster on an H100 (3000x2000x1500
+    // 0.872 -> 0.905x cuBLAS). With 255 registers at hand (256x128 tiles) they were no
+    // faster: 8192^3 +1.2%, 7000x3000x2000 +3.4%, but 2048^3 -1.3%, 1500x2500x700 -3.6%
+    // (docs/results/cuda-2026-12-06-session52), so those read through generic pointers.
+    const auto read = [&](const BufferRef& ref, const std::string& r, const std::string& c, int64_t lanes) {
+      if (two_block_bound) return "tsl_lds" + num(lanes) + "(" + shared_addr(ref, r, c, true) + ")";
+      const std::string at = base(ref) + "[" + index(ref, r, c) + "]";
+      return lanes == 1 ? at : "*(const float" + num(lanes) + "*)&" + at;
+    };
     // With one register set, B's row of step q is loaded just before its FMAs
     // (pc registers, not kv * pc): 64 accumulators, A's 4 steps and one B row fit
     // the 128 registers of two blocks a multiprocessor (see min_blocks).
@@ -3000,14 +3036,14 @@ class Emitter {
       if (b_vec) {
         line("#pragma unroll");
         open("for (int c = 0; c < " + num(pc) + "; c += 4)");
-        line("const float4 v = *(const float4*)&" + fb + "[" + index(B, "bk + " + k0 + " + " + q, "bc + c") + "];");
+        line("const float4 v = " + read(op.b, "bk + " + k0 + " + " + q, "bc + c", 4) + ";");
         line("rb[" + set + "][" + slot + "][c] = v.x; rb[" + set + "][" + slot + "][c + 1] = v.y; rb[" + set + "][" +
              slot + "][c + 2] = v.z; rb[" + set + "][" + slot + "][c + 3] = v.w;");
         close();
       } else {
         line("#pragma unroll");
-        line("for (int c = 0; c < " + num(pc) + "; ++c) rb[" + set + "][" + slot + "][c] = " + fb + "[" +
-             index(B, "bk + " + k0 + " + " + q, "bc + c") + "];");
+        line("for (int c = 0; c < " + num(pc) + "; ++c) rb[" + set + "][" + slot +
+             "][c] = " + read(op.b, "bk + " + k0 + " + " + q, "bc + c", 1) + ";");
       }
     };
     // Fragments of step `k0` into register set `set`.
@@ -3016,15 +3052,15 @@ class Emitter {
       open("for (int r = 0; r < " + num(pr) + "; ++r)");
       if (a_vec) {
         if (kv == 4) {
-          line("const float4 v = *(const float4*)&" + fa + "[" + index(A, "ar + r", "ak + " + k0) + "];");
+          line("const float4 v = " + read(op.a, "ar + r", "ak + " + k0, 4) + ";");
           line("ra[" + set + "][r][0] = v.x; ra[" + set + "][r][1] = v.y; ra[" + set + "][r][2] = v.z; ra[" + set +
                "][r][3] = v.w;");
         } else {
-          line("const float2 v = *(const float2*)&" + fa + "[" + index(A, "ar + r", "ak + " + k0) + "];");
+          line("const float2 v = " + read(op.a, "ar + r", "ak + " + k0, 2) + ";");
           line("ra[" + set + "][r][0] = v.x; ra[" + set + "][r][1] = v.y;");
         }
       } else {
-        line("ra[" + set + "][r][0] = " + fa + "[" + index(A, "ar + r", "ak + " + k0) + "];");
+        line("ra[" + set + "][r][0] = " + read(op.a, "ar + r", "ak + " + k0, 1) + ";");
       }
       close();
       if (stream_b) return;
