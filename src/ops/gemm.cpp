@@ -189,8 +189,19 @@ constexpr int64_t kFmaDeepKFrom = 512, kFmaDeepBK = 32;
 // 5000x3000x2500 (91%), 0.77x at 3000x2000x1500 (73%: a part-filled last wave costs a
 // whole tile time, where the 128x128 tiles' last blocks run alone on their
 // multiprocessors, faster). Thirteenth session, docs/cuda.md.
+// A product whose rows or columns end inside a tile (M not a multiple of 256 or N of
+// 128) takes them only from K = 2048 on: below, 128x128 tiles ran faster on an H100
+// (fifty-second session, three rounds each: 2500x3000x900 1.07x, 3000x4000x800 1.06x,
+// 6000x2000x960 and 3000x5000x600 1.05x, 1500x2500x700 1.04x, 5000x5000x1536 1.02x;
+// 2000x6000x1500 and 7000x3000x2000 alike, 4000x6000x1024 0.99x), where products of
+// whole tiles kept the 256-row ones' lead at any K (4096x4096x512 1.01x, 8192x4096x768
+// 1.035x, 2048x8192x1000 1.025x, 2048^3 1.047x for 256x128) and so did ragged ones from
+// K = 2500 (5000x3000x2500 1.04x). On shapes it was not fitted to, the rule against
+// 256x128 tiles: 4000x3000x600 1.11x, 6000x5000x1000 1.03x, 4500x4500x900 1.02x,
+// 2200x5000x1800 0.98x (K from 1500 to 2000 went either way by 2%).
 constexpr int64_t kFmaWideBM = 256;
 constexpr double kFmaWideMinWaveFill = 0.85;
+constexpr int64_t kFmaWideRaggedMinK = 2048;
 // The smallest class's mma.sync k tile is 64 with two stages: the kernels of such
 // shapes are bound by each k step's fixed work (waits, barrier, copy decisions), not
 // by their math (H200, host wall against cuBLAS, against 32x32x32 with three stages:
@@ -1125,7 +1136,8 @@ Plan default_gemm_plan(TargetKind target, int64_t m, int64_t n, int64_t k, GemmP
     const bool deep_fma = t->max_mn == INT64_MAX && k >= kFmaDeepKFrom;
     set_gemm_tile(p, mma ? t->bm_mma : t->bm, mma ? t->bn_mma : t->bn,
                   mma ? t->bk_mma : deep_fma ? kFmaDeepBK : t->bk_f32);
-    if (!mma && deep_fma) {
+    const bool whole_wide_tiles = m % kFmaWideBM == 0 && n % t->bn == 0;
+    if (!mma && deep_fma && (whole_wide_tiles || k >= kFmaWideRaggedMinK)) {
       const int64_t sms = cuda_multiprocessors();
       const int64_t tiles = (m + kFmaWideBM - 1) / kFmaWideBM * ((n + t->bn - 1) / t->bn);
       if (tiles >= kFmaWideMinWaveFill * static_cast<double>((tiles + sms - 1) / sms * sms))

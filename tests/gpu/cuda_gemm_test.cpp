@@ -456,14 +456,15 @@ TEST(CudaGemm, DefaultFp32TilesByDepthAndWaveFill) {
 
 // The largest class's fp32 kernels with 32-deep k tiles (K from 512): 128x128 tiles
 // (A read 2 k at a time under the two-block bound) and 256x128 ones (16x8 a
-// thread, one block a multiprocessor); ragged M, N and K (the last k tile
-// partial), rows on 16 bytes and off them, beta on and off.
+// thread, one block a multiprocessor; at this K only where M and N are whole tiles);
+// ragged M, N and K (the last k tile partial), rows on 16 bytes and off them, beta
+// on and off.
 TEST(CudaGemm, DeepFp32TilesMatchTheOracle) {
   REQUIRE_GPU();
   const Case cases[] = {{1100, 1000, 600, GemmPrecision::F32, 1, 0, 0},
                         {1031, 1029, 531, GemmPrecision::F32, 0.5, 2, 3},
                         {1030, 1100, 1000, GemmPrecision::F32, -1, 0.25, 8},
-                        {2800, 1530, 520, GemmPrecision::F32, 1, 0, 0},
+                        {2816, 1536, 520, GemmPrecision::F32, 1, 0, 0},
                         {2790, 1527, 611, GemmPrecision::F32, 0.5, 1.5, 3}};
   uint64_t seed = 9100;
   bool wide = false;
@@ -530,6 +531,24 @@ TEST(CudaGemm, DeepFp32DefaultsStageThroughTensorMaps) {
   EXPECT_TRUE(plan(1031, 1029, 531).tma);  // off 16 bytes, but past 2^27 multiply-adds
   EXPECT_FALSE(plan(2048, 2048, 300).tma);  // 8-deep tiles: cp.async
   EXPECT_FALSE(default_gemm_plan(TargetKind::Cuda, 4096, 4096, 4096, GemmPrecision::F32, "sm_80").tma);
+}
+
+// 256-row fp32 tiles (waves at least 85% full) where M and N are whole tiles, at any
+// deep K; where rows or columns end inside a tile, only from K = 2048
+// (kFmaWideRaggedMinK). Every shape here fills its waves on 132 multiprocessors.
+TEST(CudaGemm, Fp32WideTilesTakeWholeTilesOrLongK) {
+  if (cuda_multiprocessors() != 132) GTEST_SKIP() << "the shapes below are chosen for 132 multiprocessors";
+  auto bm = [](int64_t m, int64_t n, int64_t k) {
+    return default_gemm_plan(TargetKind::Cuda, m, n, k, GemmPrecision::F32, "sm_90a").tile("BM");
+  };
+  EXPECT_EQ(bm(4096, 4096, 512), 256);
+  EXPECT_EQ(bm(2816, 1536, 520), 256);
+  EXPECT_EQ(bm(4096, 4096, 4096), 256);
+  EXPECT_EQ(bm(5000, 3000, 2500), 256);
+  EXPECT_EQ(bm(3000, 4000, 800), 128);
+  EXPECT_EQ(bm(2500, 3000, 900), 128);
+  EXPECT_EQ(bm(4096, 4000, 1024), 128);  // N ends inside a tile
+  EXPECT_EQ(bm(3000, 4000, 2048), 256);
 }
 
 // Register-level double buffering of the fragments (Plan::frag_buffers 2) changes
