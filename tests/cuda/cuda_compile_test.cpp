@@ -314,10 +314,6 @@ TEST(CudaCompile, ExplainShowsSourceAndPtxWithoutGpu) {
   EXPECT_NE(text.find("Used "), std::string::npos);  // ptxas report
 }
 
-// The front door compiles the kernel for its call's beta (gemm_kernel.h, GemmBeta):
-// beta 0 without C's loads, any other beta the kernel with both paths. Each form's
-// GroupIR under the default wgmma and fma plans runs race-free on the sim within
-// the FP64 bound (C NaN-poisoned for beta 0).
 // The fp32 fma atom under the two-block bound (128x128 tiles, 128 registers) reads its
 // operands through 32-bit window addresses and compiles without a spill, both kernel
 // forms; with generic pointers it spilled 48 bytes. The 256x128 tiles keep generic
@@ -339,6 +335,10 @@ TEST(CudaCompile, Fp32TwoBlockTilesCompileWithoutSpills) {
     }
 }
 
+// The front door compiles the kernel for its call's beta (gemm_kernel.h, GemmBeta):
+// beta 0 without C's loads, any other beta the kernel with both paths. Each form's
+// GroupIR under the default wgmma and fma plans runs race-free on the sim within
+// the FP64 bound (C NaN-poisoned for beta 0).
 TEST(CudaCompile, TheFrontDoorCompilesTheEpilogueOfItsCallsBeta) {
   GemmOptions o;
   o.target = TargetKind::Cuda;

@@ -451,6 +451,13 @@ TEST(CudaGemm, DefaultFp32TilesByDepthAndWaveFill) {
   EXPECT_EQ(tile(3000, 2000, 1500), "128x128x32");      // 192: 73% of 2
   EXPECT_EQ(tile(1100, 1000, 600), "128x128x32");       // 36: 27% of 1
   EXPECT_EQ(tile(2048, 2048, 300), "128x128x8");        // K below 512
+  // Rows or columns that end inside a 256x128 tile: 128x128 under K = 2048
+  // (kFmaWideRaggedMinK), whatever the waves; whole tiles at any deep K.
+  EXPECT_EQ(tile(3000, 4000, 800), "128x128x32");       // 384 of 256x128: 97% of 3
+  EXPECT_EQ(tile(4096, 4000, 1024), "128x128x32");      // N ends inside a tile
+  EXPECT_EQ(tile(3000, 4000, 2048), "256x128x32");
+  EXPECT_EQ(tile(4096, 4096, 512), "256x128x32");
+  EXPECT_EQ(tile(2816, 1536, 520), "256x128x32");       // 132: one whole wave
   EXPECT_EQ(tile(512, 512, 4096), "64x64x16");          // not the largest class
 }
 
@@ -531,24 +538,6 @@ TEST(CudaGemm, DeepFp32DefaultsStageThroughTensorMaps) {
   EXPECT_TRUE(plan(1031, 1029, 531).tma);  // off 16 bytes, but past 2^27 multiply-adds
   EXPECT_FALSE(plan(2048, 2048, 300).tma);  // 8-deep tiles: cp.async
   EXPECT_FALSE(default_gemm_plan(TargetKind::Cuda, 4096, 4096, 4096, GemmPrecision::F32, "sm_80").tma);
-}
-
-// 256-row fp32 tiles (waves at least 85% full) where M and N are whole tiles, at any
-// deep K; where rows or columns end inside a tile, only from K = 2048
-// (kFmaWideRaggedMinK). Every shape here fills its waves on 132 multiprocessors.
-TEST(CudaGemm, Fp32WideTilesTakeWholeTilesOrLongK) {
-  if (cuda_multiprocessors() != 132) GTEST_SKIP() << "the shapes below are chosen for 132 multiprocessors";
-  auto bm = [](int64_t m, int64_t n, int64_t k) {
-    return default_gemm_plan(TargetKind::Cuda, m, n, k, GemmPrecision::F32, "sm_90a").tile("BM");
-  };
-  EXPECT_EQ(bm(4096, 4096, 512), 256);
-  EXPECT_EQ(bm(2816, 1536, 520), 256);
-  EXPECT_EQ(bm(4096, 4096, 4096), 256);
-  EXPECT_EQ(bm(5000, 3000, 2500), 256);
-  EXPECT_EQ(bm(3000, 4000, 800), 128);
-  EXPECT_EQ(bm(2500, 3000, 900), 128);
-  EXPECT_EQ(bm(4096, 4000, 1024), 128);  // N ends inside a tile
-  EXPECT_EQ(bm(3000, 4000, 2048), 256);
 }
 
 // Register-level double buffering of the fragments (Plan::frag_buffers 2) changes

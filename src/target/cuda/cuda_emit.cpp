@@ -900,7 +900,8 @@ class Emitter {
     const bool versioned = ref.version && !(expr_is_const(ref.version, &v) && v == 0);
     if (unsigned_index) {
       const int64_t size = dtype_bytes(b.dtype);
-      const std::string version = versioned ? "(int)(" + ex(ref.version) + ") * " + num(slot_[b.id] / size) + " + " : "";
+      const std::string version =
+          versioned ? "(int)(" + ex(ref.version) + ") * " + num(slot_[b.id] / size) + " + " : "";
       return "smem_s + " + bytes + "u + " + num(size) + "u * (unsigned)(" + version + "(" + index(b, r, c) + "))";
     }
     if (versioned) bytes += " + (int)(" + ex(ref.version) + ") * " + num(slot_[b.id]);
