@@ -329,8 +329,15 @@ TEST(CudaCompile, Fp32TwoBlockTilesCompileWithoutSpills) {
       const NvrtcOutput& o = kernel->info().nvrtc;
       EXPECT_GT(o.registers, 0) << o.log;
       if (window_reads) EXPECT_LE(o.registers, 128) << o.log;
-      EXPECT_EQ(o.spill_stores, 0) << o.log;
-      EXPECT_EQ(o.spill_loads, 0) << o.log;
+      // The frame holds the rolled edge store's copy of a thread's accumulators (4
+      // bytes each) and any spill. The GPU machine's NVRTC may leave ptxas's report out
+      // of the log (read_ptxas_report: spills -1, the frame from the cubin); the frame
+      // tells there.
+      EXPECT_LE(o.stack_bytes, 4 * plan.tile("BM") * plan.tile("BN") / plan.workers) << o.log;
+      if (o.spill_stores != -1 || o.spill_loads != -1) {
+        EXPECT_EQ(o.spill_stores, 0) << o.log;
+        EXPECT_EQ(o.spill_loads, 0) << o.log;
+      }
       EXPECT_EQ(kernel->info().source.code.find("tsl_lds2(smem_s") != std::string::npos, window_reads);
     }
 }

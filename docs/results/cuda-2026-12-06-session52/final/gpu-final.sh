@@ -1,5 +1,5 @@
 #!/bin/bash
-# Fifty-second session, sixth call: this session's final tree (bb13cb5): every cuda and
+# Fifty-second session, sixth call: this session's final tree (7478ce8): every cuda and
 # gpu test but the wgmma window sweep (no wgmma code changed), compute-sanitizer over
 # the fp32 tile tests, and the four dtypes' squares. One `run` call, carry [".deb"].
 cd "$(dirname "$0")/../../../.."
