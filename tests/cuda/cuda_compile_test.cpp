@@ -42,10 +42,12 @@ const GemmPrecision kPrecisions[] = {GemmPrecision::F32, GemmPrecision::TF32, Ge
                                      GemmPrecision::F16};
 
 // The kernel gemm() runs under the plan: tf32 on wgmma reads B transposed.
-std::shared_ptr<const CudaKernel> compile_plan(const Plan& plan, GemmPrecision p) {
+// aligned: the variant compile_cuda gives first (emit_cuda's assume_aligned), else the
+// general one.
+std::shared_ptr<const CudaKernel> compile_plan(const Plan& plan, GemmPrecision p, bool aligned = true) {
   const bool b_transposed = plan.atom == AtomKind::Wgmma && p == GemmPrecision::TF32;
   CompiledGroup g = compile_to_group(gemm_kernel(storage_dtype(p), b_transposed), plan, CompileOptions{});
-  return compile_cuda(g.program, "sm_90");
+  return compile_cuda(g.program, "sm_90", false, aligned);
 }
 
 void expect_fits(const CudaCompileInfo& info, const std::string& what) {
@@ -133,16 +135,22 @@ TEST(CudaCompile, KernelsWaitForThePreviousGridBeforeTouchingMemory) {
   EXPECT_EQ(k80->info().nvrtc.ptx.find("griddepcontrol"), std::string::npos);
 }
 
-// Rows off 16 bytes copy asynchronously in 8- or 4-byte pieces (whichever their
-// alignment allows at run time). The 8-byte tier, and pieces unrolled beyond 4 a
-// thread, only where the launch bound leaves every register (small kernels: fp32
-// 127x193x61, 64 threads); the two-block fp32 kernel (256 threads under 128
-// registers) keeps 4-byte pieces only, where more code made ptxas spill.
+// The kernel's source without the prelude.
+std::string kernel_body(const CudaKernel& kernel) {
+  const std::string& code = kernel.info().source.code;
+  return code.substr(code.find("extern \"C\" __global__"));
+}
+
+// In the general variant, rows off 16 bytes copy asynchronously in 8- or 4-byte
+// pieces (whichever their alignment allows at run time). The 8-byte tier, and pieces
+// unrolled beyond 4 a thread, only where the launch bound leaves every register
+// (small kernels: fp32 127x193x61, 64 threads); the two-block fp32 kernel (256
+// threads under 128 registers) keeps 4-byte pieces only, where more code made ptxas
+// spill.
 TEST(CudaCompile, RowsOffSixteenBytesCopyInEightOrFourBytePieces) {
-  auto source = [](int64_t m, int64_t n, int64_t k, GemmPrecision p) {  // the kernel, without the prelude
+  auto source = [](int64_t m, int64_t n, int64_t k, GemmPrecision p) {
     Plan plan = default_gemm_plan(TargetKind::Cuda, m, n, k, p);
-    const std::string code = compile_plan(plan, p)->info().source.code;
-    return code.substr(code.find("extern \"C\" __global__"));
+    return kernel_body(*compile_plan(plan, p, /*aligned=*/false));
   };
   for (GemmPrecision p : {GemmPrecision::F32, GemmPrecision::BF16}) {
     const std::string small = source(127, 193, 61, p);
@@ -158,6 +166,30 @@ TEST(CudaCompile, RowsOffSixteenBytesCopyInEightOrFourBytePieces) {
   ASSERT_NE(two_blocks.find("__launch_bounds__(256, 2)"), std::string::npos);
   EXPECT_NE(two_blocks.find("tsl_cp_async4("), std::string::npos);
   EXPECT_EQ(two_blocks.find("tsl_cp_async8("), std::string::npos);
+}
+
+// The variant compiled first assumes what most launches meet: tensors on 16 bytes,
+// row strides multiples of 16 bytes. It tests no tensor address at run time, says
+// what it assumes (the launch checks that), and its paths for other alignments fold
+// away: fewer registers, and about a third of the general variant's cold compile.
+TEST(CudaCompile, TheAlignedVariantAssumesSixteenByteTensorsAndRows) {
+  for (GemmPrecision p : {GemmPrecision::F32, GemmPrecision::BF16}) {
+    SCOPED_TRACE(precision_name(p));
+    const Plan plan = default_gemm_plan(TargetKind::Cuda, 127, 193, 61, p);
+    auto aligned = compile_plan(plan, p), general = compile_plan(plan, p, false);
+    const CudaSource &a = aligned->info().source, &g = general->info().source;
+    EXPECT_TRUE(a.assume_aligned);
+    EXPECT_FALSE(g.assume_aligned);
+    EXPECT_EQ(a.aligned_tensors, (std::vector<int>{0, 1, 2}));
+    const int64_t line = 16 / dtype_bytes(storage_dtype(p));
+    EXPECT_EQ(a.aligned_sizes, (std::vector<std::pair<std::string, int64_t>>{{"lda", line}, {"ldb", line}, {"ldc", 4}}));
+    EXPECT_TRUE(g.aligned_tensors.empty() && g.aligned_sizes.empty());
+    EXPECT_EQ(kernel_body(*aligned).find("(unsigned long long)t"), std::string::npos);
+    EXPECT_NE(kernel_body(*general).find("((unsigned long long)t0) % 16 == 0"), std::string::npos);
+    EXPECT_NE(a.code.find("// The aligned variant: its launches' tensors t0 t1 t2 start on 16 bytes"),
+              std::string::npos);
+    EXPECT_LT(aligned->info().nvrtc.registers, general->info().nvrtc.registers);
+  }
 }
 
 // wgmma plans: one to four warpgroups, parts of 64 or 128 rows by 64 or 128
@@ -319,13 +351,15 @@ TEST(CudaCompile, ExplainShowsSourceAndPtxWithoutGpu) {
 // forms; with generic pointers it spilled 48 bytes. The 256x128 tiles keep generic
 // reads (cuda_emit.cpp, emit_fma_mma's `read`).
 TEST(CudaCompile, Fp32TwoBlockTilesCompileWithoutSpills) {
-  for (auto [m, n, k, window_reads] : {std::tuple{3000, 2000, 1500, true}, {4096, 4096, 4096, false}})
+  // Both alignment variants of the 128x128 kernel; the aligned one of the other.
+  for (auto [m, n, k, window_reads, aligned] : {std::tuple{3000, 2000, 1500, true, true},
+                                                {3000, 2000, 1500, true, false}, {4096, 4096, 4096, false, true}})
     for (GemmBeta form : {GemmBeta::Zero, GemmBeta::Any}) {
       const Plan plan = default_gemm_plan(TargetKind::Cuda, m, n, k, GemmPrecision::F32, "sm_90");
-      SCOPED_TRACE(plan.to_string());
-      ASSERT_EQ(plan.tiles.at("BM") == 128, window_reads);
+      SCOPED_TRACE(plan.to_string() + (aligned ? ", aligned" : ", general"));
+      ASSERT_EQ(plan.tile("BM") == 128, window_reads);
       CompiledGroup g = compile_to_group(gemm_kernel(DType::F32, false, form), plan, CompileOptions{});
-      auto kernel = compile_cuda(g.program, "sm_90");
+      auto kernel = compile_cuda(g.program, "sm_90", false, aligned);
       const NvrtcOutput& o = kernel->info().nvrtc;
       EXPECT_GT(o.registers, 0) << o.log;
       if (window_reads) EXPECT_LE(o.registers, 128) << o.log;

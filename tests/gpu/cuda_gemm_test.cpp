@@ -12,7 +12,9 @@
 #include <tuple>
 #include <vector>
 
+#include "compiler/compile.h"
 #include "ops/gemm.h"
+#include "ops/gemm_kernel.h"
 #include "ops/gemm_reference.h"
 #include "plan/machine.h"
 #include "target/cuda/cuda_driver.h"
@@ -608,6 +610,54 @@ TEST(CudaGemm, HostArraysRoundTrip) {
     EXPECT_GT(r.device_us, 0);
     EXPECT_LE(gemm_relative_error(m, n, C.data(), ldc, oracle), precision_error_bound(p, k)) << precision_name(p);
     for (int64_t r2 = 0; r2 < m; ++r2) EXPECT_EQ(C[r2 * ldc + n], kSentinel);
+  }
+}
+
+// A kernel compiles first as its aligned variant (emit_cuda's assume_aligned): every
+// tensor on 16 bytes, every row stride a multiple of 16 bytes. A launch off that runs
+// the general variant: decided at bind (a row stride, a tensor), and again at
+// execute, for a tensor moved off 16 bytes after bind (CudaLaunch says a caller may
+// move them). Each run's complete output against the oracle, C NaN-poisoned.
+TEST(CudaGemm, LaunchesOffSixteenBytesRunTheGeneralVariant) {
+  REQUIRE_GPU();
+  const int64_t m = 70, n = 52, k = 44;
+  Plan plan = default_gemm_plan(TargetKind::Cuda, m, n, k, GemmPrecision::F32);
+  CompiledGroup g = compile_to_group(gemm_kernel(DType::F32), plan, CompileOptions{});
+  auto kernel = compile_cuda(g.program);
+  ASSERT_TRUE(kernel->info().source.assume_aligned);
+  ASSERT_EQ(kernel->info().source.aligned_tensors, (std::vector<int>{0, 1, 2}));
+  struct Run {
+    int64_t lda;
+    size_t bind_shift, run_shift;  // bytes into A's buffer at bind and at execute
+    bool aligned_at_bind;
+  };
+  uint64_t seed = 31;
+  for (Run r : {Run{k, 0, 0, true}, Run{k + 1, 0, 0, false}, Run{k, 4, 4, false}, Run{k, 0, 8, true},
+                Run{k, 0, 16, true}}) {
+    SCOPED_TRACE("lda " + std::to_string(r.lda) + ", A at +" + std::to_string(r.bind_shift) + " at bind, +" +
+                 std::to_string(r.run_shift) + " at execute");
+    std::mt19937_64 rng(seed++);
+    std::vector<float> A(m * r.lda), B(k * n), C(m * n, NAN);
+    fill_random(A, rng);
+    fill_random(B, rng);
+    const std::vector<double> oracle = gemm_oracle(m, n, k, 1.5, A.data(), r.lda, B.data(), n, 0.0, C.data(), n);
+    DeviceBuffer da(A.size() * 4 + 16), db(B.size() * 4), dc(C.size() * 4);
+    da.upload(A.data(), A.size() * 4, r.run_shift);
+    db.upload(B.data(), B.size() * 4);
+    dc.upload(C.data(), C.size() * 4);
+    LaunchArgs args;
+    args.sizes = {{"M", m}, {"N", n}, {"K", k}, {"lda", r.lda}, {"ldb", n}, {"ldc", n}};
+    args.scalars = {{"alpha", 1.5}, {"beta", 0.0}};
+    args.tensors = {{"A", reinterpret_cast<float*>(static_cast<char*>(da.get()) + r.bind_shift)},
+                    {"B", static_cast<float*>(db.get())},
+                    {"C", static_cast<float*>(dc.get())}};
+    CudaLaunch l = kernel->bind(args);
+    EXPECT_EQ(l.runs == kernel.get(), r.aligned_at_bind);
+    l.tensors[0] = reinterpret_cast<uint64_t>(da.get()) + r.run_shift;
+    kernel->execute(l);
+    cuda_synchronize();
+    dc.download(C.data(), C.size() * 4);
+    EXPECT_LE(gemm_relative_error(m, n, C.data(), n, oracle), precision_error_bound(GemmPrecision::F32, k));
   }
 }
 

@@ -250,7 +250,8 @@ std::string pad_of(DType t, double v) {
 
 class Emitter {
  public:
-  Emitter(const GroupProgram& p, bool folded_grid) : p_(p), folded_grid_(folded_grid) {}
+  Emitter(const GroupProgram& p, bool folded_grid, bool assume_aligned)
+      : p_(p), folded_grid_(folded_grid), assume_aligned_(assume_aligned) {}
 
   CudaSource run() {
     check_program();
@@ -266,6 +267,15 @@ class Emitter {
     if (!p_.mbarriers.empty()) s += kMbarPrelude;
     if (p_.cluster > 1) s += kClusterPrelude;
     out.tensor_maps = maps_;
+    out.aligned_tensors.assign(aligned_tensors_.begin(), aligned_tensors_.end());
+    out.aligned_sizes.assign(aligned_sizes_.begin(), aligned_sizes_.end());
+    if (!aligned_tensors_.empty() || !aligned_sizes_.empty()) {
+      s += "\n// The aligned variant: its launches' tensors";
+      for (int t : aligned_tensors_) s += " t" + num(t);
+      s += " start on 16 bytes";
+      for (const auto& [name, m] : aligned_sizes_) s += ", " + sym(name) + " % " + num(m) + " == 0";
+      s += ". Other launches run the general variant.\n";
+    }
     for (const WgmmaShape& w : wgmma_shapes_) s += wgmma_helper(w);
     // setmaxnreg takes effect only under a register cap with one block (HOPPER.md).
     int min_blocks = has_setmaxnreg_ ? 1 : blocks_per_multiprocessor();
@@ -951,10 +961,30 @@ class Emitter {
   // Run-time condition that vectors of `v` elements (`bytes` bytes) starting at
   // column `col` of every row of a unit-col-stride global ref are aligned.
   std::string global_aligned(const BufferRef& ref, int64_t v, const std::string& col, int64_t bytes) const {
-    const Buffer& b = p_.buffer(ref.buffer);
-    std::string s = "((unsigned long long)t" + num(b.tensor) + ") % " + num(bytes) + " == 0 && (" +
-                    ex(ref.row_stride) + ") % " + num(v) + " == 0 && (" + col + ") % " + num(v) + " == 0";
+    std::string s = base_aligned(p_.buffer(ref.buffer), ref.row_stride, v, bytes);
+    s += (s.empty() ? "(" : " && (") + col + ") % " + num(v) + " == 0";
     if (ref.offset && !is_zero(ref.offset)) s += " && (" + ex(ref.offset) + ") % " + num(v) + " == 0";
+    return s;
+  }
+  // Run-time condition that global buffer b's tensor starts on a multiple of `bytes`
+  // and that `stride` (between its rows, or its columns) is a multiple of v elements;
+  // "" when both are assumed. The aligned variant (assume_aligned_) assumes them
+  // where they follow from its tensors starting on 16 bytes and its bare size
+  // parameters being multiples of 16 bytes, and records what it assumed
+  // (CudaSource::aligned_tensors, aligned_sizes) for the launch to check.
+  std::string base_aligned(const Buffer& b, const Expr& stride, int64_t v, int64_t bytes) const {
+    const int64_t line = 16 / dtype_bytes(b.dtype);  // elements in 16 bytes
+    std::string s;
+    if (assume_aligned_ && 16 % bytes == 0)
+      aligned_tensors_.insert(b.tensor);
+    else
+      s = "((unsigned long long)t" + num(b.tensor) + ") % " + num(bytes) + " == 0";
+    if (assume_aligned_ && stride->kind == ExprKind::Sym && line % v == 0) {
+      int64_t& m = aligned_sizes_[stride->name];
+      m = std::max(m, line);
+    } else {
+      s += (s.empty() ? "(" : " && (") + ex(stride) + ") % " + num(v) + " == 0";
+    }
     return s;
   }
 
@@ -1315,9 +1345,8 @@ class Emitter {
   // Run-time condition that v consecutive rows of every column of a global window
   // whose rows are its unit stride start on 16 bytes.
   std::string column_aligned(const BufferRef& ref, int64_t v) const {
-    const Buffer& b = p_.buffer(ref.buffer);
-    std::string s = "((unsigned long long)t" + num(b.tensor) + ") % 16 == 0 && (" + ex(ref.col_stride) + ") % " +
-                    num(v) + " == 0 && (" + ex(ref.row) + ") % " + num(v) + " == 0";
+    std::string s = base_aligned(p_.buffer(ref.buffer), ref.col_stride, v, 16);
+    s += (s.empty() ? "(" : " && (") + ex(ref.row) + ") % " + num(v) + " == 0";
     if (ref.offset && !is_zero(ref.offset)) s += " && (" + ex(ref.offset) + ") % " + num(v) + " == 0";
     return s;
   }
@@ -3260,6 +3289,9 @@ class Emitter {
 
   const GroupProgram& p_;
   const bool folded_grid_;
+  const bool assume_aligned_;
+  mutable std::set<int> aligned_tensors_;                 // what the aligned variant assumed (base_aligned)
+  mutable std::map<std::string, int64_t> aligned_sizes_;  // size parameter -> its assumed multiple
   std::vector<bool> swizzled_;  // shared buffers in the wgmma operand layout
   bool swizzled_any_ = false;
   int64_t stage_offset_ = 0, stage_cols_ = 0;  // staged stores: scratch offset, columns (0: none)
@@ -3321,9 +3353,10 @@ class Emitter {
 
 }  // namespace
 
-CudaSource emit_cuda(const GroupProgram& program, bool folded_grid) {
-  CudaSource s = Emitter(program, folded_grid).run();
+CudaSource emit_cuda(const GroupProgram& program, bool folded_grid, bool assume_aligned) {
+  CudaSource s = Emitter(program, folded_grid, assume_aligned).run();
   s.folded_grid = folded_grid && program.grid.size() > 1;
+  s.assume_aligned = assume_aligned;
   return s;
 }
 

@@ -78,7 +78,13 @@ CUtensorMap encode_tensor_map(const CudaDriver& d, const CudaTensorMap& m, const
 
 class Kernel final : public CudaKernel {
  public:
-  Kernel(const GroupProgram& program, CudaCompileInfo info) : program_(program), info_(std::move(info)) {}
+  Kernel(const GroupProgram& program, CudaCompileInfo info) : program_(program), info_(std::move(info)) {
+    for (const auto& [name, multiple] : info_.source.aligned_sizes) {
+      const auto at = std::find(program_.size_params.begin(), program_.size_params.end(), name);
+      TESSEL_ASSERT(at != program_.size_params.end(), "an aligned size that is no size parameter");
+      aligned_sizes_.emplace_back(size_t(at - program_.size_params.begin()), multiple);
+    }
+  }
 
   const CudaCompileInfo& info() const override { return info_; }
 
@@ -126,8 +132,7 @@ class Kernel final : public CudaKernel {
                                            std::to_string(extent) + ", not a multiple of its cluster " +
                                            std::to_string(program_.cluster));
     }
-    const Kernel* runs = this;
-    if (g.folded && !info_.source.folded_grid) runs = static_cast<const Kernel*>(folded_variant().get());
+    const Kernel* runs = variant(info_.source.folded_grid || g.folded, info_.source.assume_aligned && admits(l));
     l.runs = runs;
     l.function = runs->function(cuda_driver());
     l.grid[0] = unsigned(g.x), l.grid[1] = unsigned(g.y), l.grid[2] = unsigned(g.z);
@@ -137,6 +142,12 @@ class Kernel final : public CudaKernel {
   void execute(const CudaLaunch& l) const override {
     if (!l.runs) return;  // an empty grid
     if (l.runs != this) return l.runs->execute(l);
+    if (!addresses_admitted(l)) {  // a tensor moved off 16 bytes since bind: the general variant runs it
+      CudaLaunch general = l;
+      general.runs = variant(info_.source.folded_grid, false);
+      general.function = static_cast<const Kernel*>(general.runs)->function(cuda_driver());
+      return general.runs->execute(general);
+    }
     const CudaDriver& d = cuda_driver();
     // Parameters in the emitted order: sizes, scalars (as double), tensors, then
     // the tensor maps of tma copies, by value.
@@ -195,11 +206,25 @@ class Kernel final : public CudaKernel {
   }
 
  private:
-  // The variant for grids folded into x (compiled on the first launch that needs it).
-  std::shared_ptr<const CudaKernel> folded_variant() const {
+  // This kernel, or its variant for grids folded into x and/or for any alignment
+  // (compiled on the first launch that needs it).
+  const Kernel* variant(bool folded, bool aligned) const {
+    if (folded == info_.source.folded_grid && aligned == info_.source.assume_aligned) return this;
     std::lock_guard<std::mutex> lock(mutex_);
-    if (!folded_) folded_ = compile_cuda(program_, info_.nvrtc.arch, /*folded_grid=*/true);
-    return folded_;
+    std::shared_ptr<const CudaKernel>& v = variants_[2 * folded + aligned];
+    if (!v) v = compile_cuda(program_, info_.nvrtc.arch, folded, aligned);
+    return static_cast<const Kernel*>(v.get());
+  }
+  // Whether the launch meets what this variant assumes (CudaSource::aligned_*).
+  bool admits(const CudaLaunch& l) const {
+    for (const auto& [index, multiple] : aligned_sizes_)
+      if (l.sizes[index] % multiple != 0) return false;
+    return addresses_admitted(l);
+  }
+  bool addresses_admitted(const CudaLaunch& l) const {
+    for (int t : info_.source.aligned_tensors)
+      if (l.tensors[size_t(t)] % 16 != 0) return false;
+    return true;
   }
 
   // Loads the module on first use and checks the block against the device.
@@ -232,7 +257,8 @@ class Kernel final : public CudaKernel {
   mutable std::mutex mutex_;
   mutable CUmodule module_ = nullptr;
   mutable CUfunction fn_ = nullptr;
-  mutable std::shared_ptr<const CudaKernel> folded_;
+  mutable std::shared_ptr<const CudaKernel> variants_[4];  // by 2 * folded + aligned (variant)
+  std::vector<std::pair<size_t, int64_t>> aligned_sizes_;   // CudaSource::aligned_sizes by parameter index
   mutable std::atomic<bool> overlaps_previous_{false};  // launch with programmatic dependent launch
 };
 
@@ -333,10 +359,10 @@ int64_t default_cuda_multiprocessors() {
 }
 
 std::shared_ptr<const CudaKernel> compile_cuda(const GroupProgram& program, const std::string& arch_in,
-                                               bool folded_grid) {
+                                               bool folded_grid, bool assume_aligned) {
   std::string arch = arch_in.empty() ? default_cuda_arch() : arch_in;
   CudaCompileInfo info;
-  info.source = emit_cuda(program, folded_grid);
+  info.source = emit_cuda(program, folded_grid, assume_aligned);
   arch = cuda_compile_arch(info.source, arch);  // sm_90a for wgmma
   std::string stamp = cuda_cache_stamp(arch);
   std::string key = hex64(fnv1a64(info.source.code + "\n--\n" + stamp));

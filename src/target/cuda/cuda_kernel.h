@@ -33,7 +33,7 @@ struct CudaLaunch {
   std::vector<int64_t> sizes;
   std::vector<double> scalars;
   std::vector<uint64_t> tensors;  // device addresses
-  const CudaKernel* runs = nullptr;  // this kernel, or its folded-grid variant
+  const CudaKernel* runs = nullptr;  // this kernel, or its variant for this launch (folded grid, alignment)
   void* function = nullptr;          // the loaded CUfunction of `runs`
   unsigned grid[3] = {0, 0, 0};      // all 0: an empty grid, nothing runs
 };
@@ -60,10 +60,11 @@ std::string default_cuda_arch();
 // The GPU's multiprocessor count (132 without one: the H200's).
 int64_t default_cuda_multiprocessors();
 
-// arch "" = default_cuda_arch(). folded_grid: see emit_cuda (launch() compiles that
-// variant itself when a grid needs it).
+// arch "" = default_cuda_arch(). folded_grid, assume_aligned: see emit_cuda. A
+// launch that needs another variant (a grid folded into x, a tensor off 16 bytes or
+// a row stride off 16 bytes) runs it, compiled on the first such launch.
 std::shared_ptr<const CudaKernel> compile_cuda(const GroupProgram& program, const std::string& arch = "",
-                                               bool folded_grid = false);
+                                               bool folded_grid = false, bool assume_aligned = true);
 
 // The L2 promotion, in bytes, of a launch's tensor maps (how much the L2 fetches
 // around a miss), given where each map's rows start: {address, row pitch in bytes}
