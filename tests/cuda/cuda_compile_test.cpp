@@ -144,9 +144,9 @@ std::string kernel_body(const CudaKernel& kernel) {
 // In the general variant, rows off 16 bytes copy asynchronously in 8- or 4-byte
 // pieces (whichever their alignment allows at run time). The 8-byte tier, and pieces
 // unrolled beyond 4 a thread, only where the launch bound leaves every register
-// (small kernels: fp32 127x193x61, 64 threads); the two-block fp32 kernel (256
-// threads under 128 registers) keeps 4-byte pieces only, where more code made ptxas
-// spill.
+// (small kernels: fp32 127x193x61, 64 threads); the two-block fp32 kernels (256
+// threads under 128 registers; 512^3's) keep 4-byte pieces only, where more code made
+// ptxas spill.
 TEST(CudaCompile, RowsOffSixteenBytesCopyInEightOrFourBytePieces) {
   auto source = [](int64_t m, int64_t n, int64_t k, GemmPrecision p) {
     Plan plan = default_gemm_plan(TargetKind::Cuda, m, n, k, p);
@@ -162,7 +162,7 @@ TEST(CudaCompile, RowsOffSixteenBytesCopyInEightOrFourBytePieces) {
     ASSERT_NE(pragma, std::string::npos);
     EXPECT_EQ(small.substr(pragma, 15), "#pragma unroll\n") << precision_name(p);
   }
-  const std::string two_blocks = source(1000, 1000, 1000, GemmPrecision::F32);
+  const std::string two_blocks = source(512, 512, 512, GemmPrecision::F32);
   ASSERT_NE(two_blocks.find("__launch_bounds__(256, 2)"), std::string::npos);
   EXPECT_NE(two_blocks.find("tsl_cp_async4("), std::string::npos);
   EXPECT_EQ(two_blocks.find("tsl_cp_async8("), std::string::npos);

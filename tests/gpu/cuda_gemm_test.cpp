@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <set>
 #include <tuple>
 #include <vector>
 
@@ -144,7 +145,7 @@ TEST(CudaGemm, DefaultSixteenBitPlansTakeTmaWhereRowsAllow) {
   EXPECT_TRUE(default_gemm_plan(TargetKind::Cuda, 16, 4096, 4096, GemmPrecision::F16, "sm_90").tma);
   EXPECT_TRUE(default_gemm_plan(TargetKind::Cuda, 1000, 1000, 1001, GemmPrecision::BF16, "sm_90").tma);
   EXPECT_FALSE(default_gemm_plan(TargetKind::Cuda, 520, 264, 770, GemmPrecision::BF16, "sm_90").tma);
-  EXPECT_FALSE(default_gemm_plan(TargetKind::Cuda, 1024, 1024, 1024, GemmPrecision::F32, "sm_90").tma);
+  EXPECT_FALSE(default_gemm_plan(TargetKind::Cuda, 512, 512, 512, GemmPrecision::F32, "sm_90").tma);
   // The tile with the fewest estimated waves of work (choose_wgmma_tile): 1536^3
   // fills one wave with 96 128x192 tiles, where 72 of 128x256 leave 60
   // multiprocessors idle; 1024^3 with 128 64x128 tiles; 4096^3 keeps the widest;
@@ -451,8 +452,16 @@ TEST(CudaGemm, DefaultFp32TilesByDepthAndWaveFill) {
   EXPECT_EQ(tile(4096, 4096, 4096), "256x128x32");      // 512 tiles of 256x128: 97% of 4 waves
   EXPECT_EQ(tile(5000, 3000, 2500), "256x128x32");      // 480: 91% of 4
   EXPECT_EQ(tile(3000, 2000, 1500), "128x128x32");      // 192: 73% of 2
-  EXPECT_EQ(tile(1100, 1000, 600), "128x128x32");       // 36: 27% of 1
-  EXPECT_EQ(tile(2048, 2048, 300), "128x128x8");        // K below 512
+  EXPECT_EQ(tile(2790, 1527, 611), "128x128x32");       // 264 of 128x128: two a multiprocessor
+  EXPECT_EQ(tile(3000, 3000, 300), "128x128x8");        // K below 512
+  // Fewer 128x128 tiles than two a multiprocessor, more 64x64 ones than one: 128x64
+  // (kFmaMid*), from K = 192 and whatever the class.
+  EXPECT_EQ(tile(1100, 1000, 600), "128x64x32");        // 72 of 128x128, 288 of 64x64
+  EXPECT_EQ(tile(2048, 2048, 300), "128x64x32");        // 256 of 128x128
+  EXPECT_EQ(tile(1000, 1000, 1000), "128x64x32");       // 64 of 128x128, 256 of 64x64
+  EXPECT_EQ(tile(1000, 1000, 128), "64x64x16");         // K below 192
+  EXPECT_EQ(tile(1024, 512, 1024), "64x64x16");         // 128 of 64x64: one wave
+  EXPECT_EQ(tile(512, 512, 512), "64x64x16");
   // Rows or columns that end inside a 256x128 tile: 128x128 under K = 2048
   // (kFmaWideRaggedMinK), whatever the waves; whole tiles at any deep K.
   EXPECT_EQ(tile(3000, 4000, 800), "128x128x32");       // 384 of 256x128: 97% of 3
@@ -463,41 +472,44 @@ TEST(CudaGemm, DefaultFp32TilesByDepthAndWaveFill) {
   EXPECT_EQ(tile(512, 512, 4096), "64x64x16");          // not the largest class
 }
 
-// The largest class's fp32 kernels with 32-deep k tiles (K from 512): 128x128 tiles
-// (A read 2 k at a time under the two-block bound) and 256x128 ones (16x8 a
-// thread, one block a multiprocessor; at this K only where M and N are whole tiles);
-// ragged M, N and K (the last k tile partial), rows on 16 bytes and off them, beta
-// on and off.
+// The fp32 kernels with 32-deep k tiles through tensor maps: 128x128 tiles (A read 2
+// k at a time under the two-block bound), 256x128 ones (16x8 a thread, one block a
+// multiprocessor; at this K only where M and N are whole tiles) and 128x64 ones
+// (kFmaMid*); ragged M, N and K (the last k tile partial), rows on 16 bytes and off
+// them, beta on and off.
 TEST(CudaGemm, DeepFp32TilesMatchTheOracle) {
   REQUIRE_GPU();
   const Case cases[] = {{1100, 1000, 600, GemmPrecision::F32, 1, 0, 0},
                         {1031, 1029, 531, GemmPrecision::F32, 0.5, 2, 3},
                         {1030, 1100, 1000, GemmPrecision::F32, -1, 0.25, 8},
+                        {998, 1002, 250, GemmPrecision::F32, 1, 0, 0},
                         {2816, 1536, 520, GemmPrecision::F32, 1, 0, 0},
                         {2790, 1527, 611, GemmPrecision::F32, 0.5, 1.5, 3}};
   uint64_t seed = 9100;
-  bool wide = false;
+  std::set<std::string> tiles;
   for (const Case& c : cases) {
     const Plan plan = default_gemm_plan(TargetKind::Cuda, c.m, c.n, c.k, c.p);
     ASSERT_EQ(plan.tile("BK"), 32) << name(c);
     ASSERT_EQ(plan.atom, AtomKind::Fma) << name(c);
-    wide = wide || plan.tile("BM") == 256;
+    tiles.insert(std::to_string(plan.tile("BM")) + "x" + std::to_string(plan.tile("BN")));
     check(c, seed++);
   }
-  EXPECT_TRUE(wide) << "no case took 256-row tiles on this GPU (" << cuda_multiprocessors() << " multiprocessors)";
+  EXPECT_EQ(tiles, (std::set<std::string>{"128x64", "128x128", "256x128"}))
+      << "on this GPU (" << cuda_multiprocessors() << " multiprocessors)";
 }
 
 // The fma atom's operands staged by tensor maps (Plan::tma): 128-byte-swizzled
 // lines, B in panels of 32 columns, the leader thread refilling each stage once
 // every worker released it. Same FMAs in the same order as the thread copies: the
-// same bits, and within the oracle's bound. Both deep tiles, two to four stages.
+// same bits, and within the oracle's bound. The three deep tiles, two to four stages.
 void check_fma_through_tensor_maps(const Case& c, uint64_t seed) {
   Prepared in = prepare(c, seed);
-  for (int64_t bm : {256, 128})
+  for (auto [bm, bn] : {std::pair<int64_t, int64_t>{256, 128}, {128, 128}, {128, 64}})
     for (int window : {2, 3, 4}) {
       Plan plan = default_gemm_plan(TargetKind::Cuda, 4096, 4096, 4096, c.p);
       ASSERT_EQ(plan.atom, AtomKind::Fma);
       plan.tiles["BM"] = bm;
+      plan.tiles["BN"] = bn;
       plan.tma = false;
       plan.async_copy = true;
       const std::vector<float> copied = run_prepared(c, in, &plan);
@@ -538,7 +550,9 @@ TEST(CudaGemm, DeepFp32DefaultsStageThroughTensorMaps) {
   EXPECT_EQ(plan(4096, 4096, 4096).window, plan(4096, 4096, 4096).tile("BM") == 256 ? 2 : 3);
   EXPECT_TRUE(plan(3000, 2000, 1500).tma);
   EXPECT_TRUE(plan(1031, 1029, 531).tma);  // off 16 bytes, but past 2^27 multiply-adds
-  EXPECT_FALSE(plan(2048, 2048, 300).tma);  // 8-deep tiles: cp.async
+  EXPECT_FALSE(plan(3000, 3000, 300).tma);  // 8-deep tiles: cp.async
+  EXPECT_TRUE(plan(1000, 1000, 1000).tma);  // 128x64 tiles (kFmaMid*)
+  EXPECT_EQ(plan(1000, 1000, 1000).window, 3);
   EXPECT_FALSE(default_gemm_plan(TargetKind::Cuda, 4096, 4096, 4096, GemmPrecision::F32, "sm_80").tma);
 }
 
