@@ -202,18 +202,19 @@ constexpr int64_t kFmaDeepKFrom = 512, kFmaDeepBK = 32;
 constexpr int64_t kFmaWideBM = 256;
 constexpr double kFmaWideMinWaveFill = 0.85;
 constexpr int64_t kFmaWideRaggedMinK = 2048;
-// fp32 (fma atom) products whose 128x128 tiles number fewer than two a multiprocessor
-// (so some run one block where two fit), but whose 64x64 tiles are more than one a
-// multiprocessor, take 128x64x32 tiles (256 threads, 8x4 a thread) through tensor
-// maps with three stages, from K = 192. Against the plans before (64x64x16 with
-// cp.async up to 1024^2 outputs, 128x128 above), an H100, cuBLAS sgemm / tessel:
-// 1000^3 0.63 -> 0.80, 768^3 0.65 -> 0.75, 700x900x500 0.60 -> 0.74, 400x2000x800
-// 0.66 -> 0.83, 1024x1024x2048 0.71 -> 0.82, 256x4096x512 0.77 -> 0.87, 640x1600x700
-// 0.74 -> 0.85, 900x700x200 0.66 -> 0.70, 1100x1000x600 0.55 -> 0.67, 1300^3 0.79 ->
-// 0.95, 1500x1500x384 0.54 -> 0.84, 2000x1000x3000 0.79 -> 0.92, 2000x2000x256 0.69
-// -> 0.80. Where 64x64 tiles are one wave or less the 128x64 ones leave
-// multiprocessors idle (512^3 0.92 -> 0.48, 1024x512x1024 0.83 -> 0.57); at K = 128
-// and 64 they gained nothing (fifty-third session, docs/cuda.md).
+// fp32 (fma atom) products that do not take 256x128 tiles, and whose 64x64 tiles are
+// more than one a multiprocessor, take 128x64x32 tiles (256 threads, 8x4 a thread,
+// two blocks a multiprocessor) through tensor maps with three stages, from K = 192.
+// Against the plans before (64x64x16 with cp.async up to 1024^2 outputs, 128x128
+// above), an H100, cuBLAS sgemm / tessel: 1000^3 0.63 -> 0.80, 900^3 0.64 -> 0.80,
+// 700x900x500 0.60 -> 0.74, 1024x1024x2048 0.71 -> 0.82, 1100x1000x600 0.55 -> 0.67,
+// 2000x1500x300 0.58 -> 0.81, 1700x1100x1700 0.78 -> 0.93, 2200x1800x1200 0.54 ->
+// 0.85, 3000x2000x1500 0.90 -> 0.97, 3500x2500x1800 0.76 -> 0.88, 6000x5000x1000
+// 0.85 -> 0.92, 8192x8000x512 0.82 -> 0.89, 3000x3000x300 0.66 -> 0.83. Where the
+// 64x64 tiles are one wave or less the 128x64 ones leave multiprocessors idle (512^3
+// 0.92 -> 0.48, 1024x512x1024 0.83 -> 0.57); at K = 128 and 64 they gained nothing;
+// the 256x128 tiles stay ahead where they are taken (4096^3 0.845 against 0.815,
+// 2048^3 0.829 against 0.816). Fifty-third session, docs/cuda.md.
 constexpr int64_t kFmaMidMinK = 192;
 constexpr int kFmaMidWorkers = 256;
 // The smallest class's mma.sync k tile is 64 with two stages: the kernels of such
@@ -1215,12 +1216,11 @@ Plan default_gemm_plan(TargetKind target, int64_t m, int64_t n, int64_t k, GemmP
       p.tma = true;
       p.window = p.tile("BM") == kFmaWideBM ? 2 : 3;
     }
-    // fp32 products too small to fill two 128x128 blocks a multiprocessor take
-    // 128x64 tiles through tensor maps (kFmaMid*).
-    const int64_t sms = cuda_multiprocessors();
-    const int64_t tiles_128 = (m + 127) / 128 * ((n + 127) / 128), tiles_64 = (m + 63) / 64 * ((n + 63) / 64);
+    // fp32 products that do not take 256x128 tiles take 128x64 ones through tensor
+    // maps where their 64x64 tiles are more than one wave (kFmaMid*).
+    const int64_t tiles_64 = (m + 63) / 64 * ((n + 63) / 64);
     if (!mma && sm90 && ((n % 4 == 0 && k % 4 == 0) || big) && k >= kFmaMidMinK && p.tile("BM") != kFmaWideBM &&
-        tiles_128 < 2 * sms && tiles_64 > sms) {
+        tiles_64 > cuda_multiprocessors()) {
       set_gemm_tile(p, 128, 64, kFmaDeepBK);
       p.workers = kFmaMidWorkers;
       p.atom_m = p.atom_n = 4;

@@ -348,16 +348,21 @@ TEST(CudaCompile, ExplainShowsSourceAndPtxWithoutGpu) {
 
 // The fp32 fma atom under the two-block bound (128x128 tiles, 128 registers) reads its
 // operands through 32-bit window addresses and compiles without a spill, both kernel
-// forms; with generic pointers it spilled 48 bytes. The 256x128 tiles keep generic
+// forms and both alignment variants; with generic pointers it spilled 48 bytes. The
+// 256x128 tiles (4096^3's default) and the 128x64 ones (3000x2000x1500's) keep generic
 // reads (cuda_emit.cpp, emit_fma_mma's `read`).
 TEST(CudaCompile, Fp32TwoBlockTilesCompileWithoutSpills) {
-  // Both alignment variants of the 128x128 kernel; the aligned one of the other.
-  for (auto [m, n, k, window_reads, aligned] : {std::tuple{3000, 2000, 1500, true, true},
-                                                {3000, 2000, 1500, true, false}, {4096, 4096, 4096, false, true}})
+  const Plan wide = default_gemm_plan(TargetKind::Cuda, 4096, 4096, 4096, GemmPrecision::F32, "sm_90");
+  const Plan mid = default_gemm_plan(TargetKind::Cuda, 3000, 2000, 1500, GemmPrecision::F32, "sm_90");
+  Plan square = wide;  // no default takes 128x128 tiles through tensor maps now
+  square.tiles["BM"] = 128;
+  square.window = 3;
+  ASSERT_EQ(wide.tile("BM"), 256);
+  ASSERT_EQ(mid.tile("BN"), 64);
+  for (auto [plan, window_reads, aligned] :
+       {std::tuple{square, true, true}, {square, true, false}, {mid, false, true}, {wide, false, true}})
     for (GemmBeta form : {GemmBeta::Zero, GemmBeta::Any}) {
-      const Plan plan = default_gemm_plan(TargetKind::Cuda, m, n, k, GemmPrecision::F32, "sm_90");
       SCOPED_TRACE(plan.to_string() + (aligned ? ", aligned" : ", general"));
-      ASSERT_EQ(plan.tile("BM") == 128, window_reads);
       CompiledGroup g = compile_to_group(gemm_kernel(DType::F32, false, form), plan, CompileOptions{});
       auto kernel = compile_cuda(g.program, "sm_90", false, aligned);
       const NvrtcOutput& o = kernel->info().nvrtc;

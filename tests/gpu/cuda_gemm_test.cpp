@@ -451,32 +451,30 @@ TEST(CudaGemm, DefaultFp32TilesByDepthAndWaveFill) {
   };
   EXPECT_EQ(tile(4096, 4096, 4096), "256x128x32");      // 512 tiles of 256x128: 97% of 4 waves
   EXPECT_EQ(tile(5000, 3000, 2500), "256x128x32");      // 480: 91% of 4
-  EXPECT_EQ(tile(3000, 2000, 1500), "128x128x32");      // 192: 73% of 2
-  EXPECT_EQ(tile(2790, 1527, 611), "128x128x32");       // 264 of 128x128: two a multiprocessor
-  EXPECT_EQ(tile(3000, 3000, 300), "128x128x8");        // K below 512
-  // Fewer 128x128 tiles than two a multiprocessor, more 64x64 ones than one: 128x64
-  // (kFmaMid*), from K = 192 and whatever the class.
-  EXPECT_EQ(tile(1100, 1000, 600), "128x64x32");        // 72 of 128x128, 288 of 64x64
-  EXPECT_EQ(tile(2048, 2048, 300), "128x64x32");        // 256 of 128x128
-  EXPECT_EQ(tile(1000, 1000, 1000), "128x64x32");       // 64 of 128x128, 256 of 64x64
-  EXPECT_EQ(tile(1000, 1000, 128), "64x64x16");         // K below 192
-  EXPECT_EQ(tile(1024, 512, 1024), "64x64x16");         // 128 of 64x64: one wave
-  EXPECT_EQ(tile(512, 512, 512), "64x64x16");
-  // Rows or columns that end inside a 256x128 tile: 128x128 under K = 2048
+  // Rows or columns that end inside a 256x128 tile: not under K = 2048
   // (kFmaWideRaggedMinK), whatever the waves; whole tiles at any deep K.
-  EXPECT_EQ(tile(3000, 4000, 800), "128x128x32");       // 384 of 256x128: 97% of 3
-  EXPECT_EQ(tile(4096, 4000, 1024), "128x128x32");      // N ends inside a tile
   EXPECT_EQ(tile(3000, 4000, 2048), "256x128x32");
   EXPECT_EQ(tile(4096, 4096, 512), "256x128x32");
   EXPECT_EQ(tile(2816, 1536, 520), "256x128x32");       // 132: one whole wave
+  // Otherwise 128x64 through tensor maps (kFmaMid*) from K = 192 where the 64x64
+  // tiles are more than one wave, whatever the class.
+  EXPECT_EQ(tile(3000, 4000, 800), "128x64x32");        // 384 of 256x128: 97% of 3, but ragged
+  EXPECT_EQ(tile(4096, 4000, 1024), "128x64x32");       // N ends inside a tile
+  EXPECT_EQ(tile(3000, 2000, 1500), "128x64x32");       // 192 of 256x128: 73% of 2
+  EXPECT_EQ(tile(3000, 3000, 300), "128x64x32");
+  EXPECT_EQ(tile(1100, 1000, 600), "128x64x32");
+  EXPECT_EQ(tile(1000, 1000, 1000), "128x64x32");       // 256 of 64x64
+  EXPECT_EQ(tile(3000, 3000, 128), "128x128x8");        // K below 192 (and 512)
+  EXPECT_EQ(tile(1000, 1000, 128), "64x64x16");
+  EXPECT_EQ(tile(1024, 512, 1024), "64x64x16");         // 128 of 64x64: one wave
+  EXPECT_EQ(tile(512, 512, 512), "64x64x16");
   EXPECT_EQ(tile(512, 512, 4096), "64x64x16");          // not the largest class
 }
 
-// The fp32 kernels with 32-deep k tiles through tensor maps: 128x128 tiles (A read 2
-// k at a time under the two-block bound), 256x128 ones (16x8 a thread, one block a
-// multiprocessor; at this K only where M and N are whole tiles) and 128x64 ones
-// (kFmaMid*); ragged M, N and K (the last k tile partial), rows on 16 bytes and off
-// them, beta on and off.
+// The default fp32 kernels with 32-deep k tiles through tensor maps: 256x128 tiles
+// (16x8 a thread, one block a multiprocessor; at this K only where M and N are whole
+// tiles) and 128x64 ones (kFmaMid*); ragged M, N and K (the last k tile partial), rows
+// on 16 bytes and off them, beta on and off. (128x128 tiles: the test after.)
 TEST(CudaGemm, DeepFp32TilesMatchTheOracle) {
   REQUIRE_GPU();
   const Case cases[] = {{1100, 1000, 600, GemmPrecision::F32, 1, 0, 0},
@@ -494,7 +492,7 @@ TEST(CudaGemm, DeepFp32TilesMatchTheOracle) {
     tiles.insert(std::to_string(plan.tile("BM")) + "x" + std::to_string(plan.tile("BN")));
     check(c, seed++);
   }
-  EXPECT_EQ(tiles, (std::set<std::string>{"128x64", "128x128", "256x128"}))
+  EXPECT_EQ(tiles, (std::set<std::string>{"128x64", "256x128"}))
       << "on this GPU (" << cuda_multiprocessors() << " multiprocessors)";
 }
 
@@ -550,7 +548,7 @@ TEST(CudaGemm, DeepFp32DefaultsStageThroughTensorMaps) {
   EXPECT_EQ(plan(4096, 4096, 4096).window, plan(4096, 4096, 4096).tile("BM") == 256 ? 2 : 3);
   EXPECT_TRUE(plan(3000, 2000, 1500).tma);
   EXPECT_TRUE(plan(1031, 1029, 531).tma);  // off 16 bytes, but past 2^27 multiply-adds
-  EXPECT_FALSE(plan(3000, 3000, 300).tma);  // 8-deep tiles: cp.async
+  EXPECT_FALSE(plan(3000, 3000, 128).tma);  // 8-deep tiles: cp.async
   EXPECT_TRUE(plan(1000, 1000, 1000).tma);  // 128x64 tiles (kFmaMid*)
   EXPECT_EQ(plan(1000, 1000, 1000).window, 3);
   EXPECT_FALSE(default_gemm_plan(TargetKind::Cuda, 4096, 4096, 4096, GemmPrecision::F32, "sm_80").tma);
