@@ -183,39 +183,26 @@ constexpr int64_t kWgmmaMinMultiplyAdds = int64_t{1} << 27;
 // 3000x2000x1500, 0.79 at 8192^3; thirteenth session, docs/cuda.md). Shorter K keeps
 // 8, so that a few k steps still pipeline (not measured below 1500).
 constexpr int64_t kFmaDeepKFrom = 512, kFmaDeepBK = 32;
-// There, 256x128 tiles (16x8 a thread, 128 accumulators, one block a multiprocessor)
-// where their last wave is at least this full: 1.03-1.05x the 128x128 tiles (two
-// blocks a multiprocessor) at 2048^3, 4096^3 and 8192^3 (waves 97% full), 1.015x at
-// 5000x3000x2500 (91%), 0.77x at 3000x2000x1500 (73%: a part-filled last wave costs a
-// whole tile time, where the 128x128 tiles' last blocks run alone on their
-// multiprocessors, faster). Thirteenth session, docs/cuda.md.
-// A product whose rows or columns end inside a tile (M not a multiple of 256 or N of
-// 128) takes them only from K = 2048 on: below, 128x128 tiles ran faster on an H100
-// (fifty-second session, three rounds each: 2500x3000x900 1.07x, 3000x4000x800 1.06x,
-// 6000x2000x960 and 3000x5000x600 1.05x, 1500x2500x700 1.04x, 5000x5000x1536 1.02x;
-// 2000x6000x1500 and 7000x3000x2000 alike, 4000x6000x1024 0.99x), where products of
-// whole tiles kept the 256-row ones' lead at any K (4096x4096x512 1.01x, 8192x4096x768
-// 1.035x, 2048x8192x1000 1.025x, 2048^3 1.047x for 256x128) and so did ragged ones from
-// K = 2500 (5000x3000x2500 1.04x). On shapes it was not fitted to, the rule against
-// 256x128 tiles: 4000x3000x600 1.11x, 6000x5000x1000 1.03x, 4500x4500x900 1.02x,
-// 2200x5000x1800 0.98x (K from 1500 to 2000 went either way by 2%).
+// The 256-row fp32 tiles (16x8 a thread, 128 accumulators, one block a
+// multiprocessor) that plans may ask for; no default takes them now (kFmaMid*).
 constexpr int64_t kFmaWideBM = 256;
-constexpr double kFmaWideMinWaveFill = 0.85;
-constexpr int64_t kFmaWideRaggedMinK = 2048;
-// fp32 (fma atom) products that do not take 256x128 tiles, and whose 64x64 tiles are
-// more than one a multiprocessor, take 128x64x32 tiles (256 threads, 8x4 a thread,
-// two blocks a multiprocessor) through tensor maps with three stages, from K = 192.
-// Against the plans before (64x64x16 with cp.async up to 1024^2 outputs, 128x128
-// above), an H100, cuBLAS sgemm / tessel: 1000^3 0.63 -> 0.80, 900^3 0.64 -> 0.80,
-// 700x900x500 0.60 -> 0.74, 1024x1024x2048 0.71 -> 0.82, 1100x1000x600 0.55 -> 0.67,
-// 2000x1500x300 0.58 -> 0.81, 1700x1100x1700 0.78 -> 0.93, 2200x1800x1200 0.54 ->
-// 0.85, 3000x2000x1500 0.90 -> 0.97, 3500x2500x1800 0.76 -> 0.88, 6000x5000x1000
-// 0.85 -> 0.92, 8192x8000x512 0.82 -> 0.89, 3000x3000x300 0.66 -> 0.83. Where the
-// 64x64 tiles are one wave or less the 128x64 ones leave multiprocessors idle (512^3
-// 0.92 -> 0.48, 1024x512x1024 0.83 -> 0.57); at K = 128 and 64 they gained nothing;
-// the 256x128 tiles stay ahead where they are taken (4096^3 0.845 against 0.815,
-// 2048^3 0.829 against 0.816). Fifty-third session, docs/cuda.md.
-constexpr int64_t kFmaMidMinK = 192;
+// fp32 (fma atom) products whose 64x64 tiles are more than one a multiprocessor take
+// 128x64x32 tiles (256 threads, 8x4 a thread, two blocks a multiprocessor) through
+// tensor maps, from K = 192; four stages from K = 512, else three. Against the plans
+// before (64x64x16 with cp.async up to 1024^2 outputs; above, 128x128 tiles, or
+// 256x128 ones where whole tiles or K from 2048 filled their last wave), an H100,
+// cuBLAS sgemm / tessel: 1000^3 0.63 -> 0.80, 900^3 0.64 -> 0.80, 700x900x500 0.60 ->
+// 0.74, 1100x1000x600 0.55 -> 0.67, 2000x1500x300 0.58 -> 0.81, 1700x1100x1700 0.78 ->
+// 0.93, 2200x1800x1200 0.54 -> 0.85, 3000x2000x1500 0.90 -> 0.97, 3500x2500x1800
+// 0.76 -> 0.88, 6000x5000x1000 0.85 -> 0.92, 3000x3000x300 0.66 -> 0.83 (three
+// stages); with four, where 256x128 tiles were taken: 8192^3 0.849 -> 0.867,
+// 5000x3000x2500 0.876 -> 0.937, 7000x5000x2500 0.866 -> 0.940, 4096x4096x512 0.817 ->
+// 0.857, 4096^3 0.846 either way, 2048^3 0.828 -> 0.824. Four stages against three on
+// the mid shapes: within 1% but 1024x1024x2048 +2.4% and, at K = 384, 1500x1500x384
+// -4%. Where the 64x64 tiles are one wave or less the 128x64 ones leave
+// multiprocessors idle (512^3 0.92 -> 0.48, 1024x512x1024 0.83 -> 0.57); at K = 128
+// and 64 they gained nothing. Fifty-third session, docs/cuda.md.
+constexpr int64_t kFmaMidMinK = 192, kFmaMidFourStagesK = 512;
 constexpr int kFmaMidWorkers = 256;
 // The smallest class's mma.sync k tile is 64 with two stages: the kernels of such
 // shapes are bound by each k step's fixed work (waits, barrier, copy decisions), not
@@ -1151,13 +1138,6 @@ Plan default_gemm_plan(TargetKind target, int64_t m, int64_t n, int64_t k, GemmP
     const bool deep_fma = t->max_mn == INT64_MAX && k >= kFmaDeepKFrom;
     set_gemm_tile(p, mma ? t->bm_mma : t->bm, mma ? t->bn_mma : t->bn,
                   mma ? t->bk_mma : deep_fma ? kFmaDeepBK : t->bk_f32);
-    const bool whole_wide_tiles = m % kFmaWideBM == 0 && n % t->bn == 0;
-    if (!mma && deep_fma && (whole_wide_tiles || k >= kFmaWideRaggedMinK)) {
-      const int64_t sms = cuda_multiprocessors();
-      const int64_t tiles = (m + kFmaWideBM - 1) / kFmaWideBM * ((n + t->bn - 1) / t->bn);
-      if (tiles >= kFmaWideMinWaveFill * static_cast<double>((tiles + sms - 1) / sms * sms))
-        p.tiles["BM"] = kFmaWideBM;
-    }
     p.atom = mma ? AtomKind::MmaSync : AtomKind::Fma;
     p.workers = mma ? t->mma_warps : t->fma_threads;
     p.atom_m = mma ? 16 : (p.tile("BM") * p.tile("BN") / p.workers >= 64 ? 8 : 4);
@@ -1209,24 +1189,24 @@ Plan default_gemm_plan(TargetKind target, int64_t m, int64_t n, int64_t k, GemmP
     // two boxes a stage where every thread computed its cp.async addresses (H200,
     // thirty-seventh session, against cuBLAS: 4096^3 0.80 -> 0.85, 8192^3 0.81 ->
     // 0.86, 5000x3000x2500 0.82 -> 0.90, 3000x2000x1500 0.83 -> 0.90; 2048^3 0.80
-    // unchanged). Two stages for 256-row tiles, three for 128 (four leave one
-    // 128x128 block a multiprocessor: 0.81 at 3000x2000x1500).
+    // unchanged). Three stages (four leave one 128x128 block a multiprocessor: 0.81
+    // at 3000x2000x1500).
     if (!mma && deep_fma && sm90 && ((n % 4 == 0 && k % 4 == 0) || big)) {
       p.async_copy = false;
       p.tma = true;
-      p.window = p.tile("BM") == kFmaWideBM ? 2 : 3;
+      p.window = 3;
     }
-    // fp32 products that do not take 256x128 tiles take 128x64 ones through tensor
-    // maps where their 64x64 tiles are more than one wave (kFmaMid*).
+    // fp32 products whose 64x64 tiles are more than one wave take 128x64 tiles
+    // through tensor maps (kFmaMid*).
     const int64_t tiles_64 = (m + 63) / 64 * ((n + 63) / 64);
-    if (!mma && sm90 && ((n % 4 == 0 && k % 4 == 0) || big) && k >= kFmaMidMinK && p.tile("BM") != kFmaWideBM &&
+    if (!mma && sm90 && ((n % 4 == 0 && k % 4 == 0) || big) && k >= kFmaMidMinK &&
         tiles_64 > cuda_multiprocessors()) {
       set_gemm_tile(p, 128, 64, kFmaDeepBK);
       p.workers = kFmaMidWorkers;
       p.atom_m = p.atom_n = 4;
       p.async_copy = false;
       p.tma = true;
-      p.window = 3;
+      p.window = k >= kFmaMidFourStagesK ? 4 : 3;
     }
     // tf32 on wgmma reads B K-major: gemm() transposes it first (transposes_b), which
     // pays for itself from the same size on. 32-element k tiles fill the 128-byte

@@ -234,9 +234,9 @@ TEST(CudaCompile, PipelineVariantsCompile) {
         // with synchronous copies (their staging registers) and single-buffered; a
         // 128x128 tile takes those variants.
         if (plan.atom == AtomKind::Wgmma && (window == 1 || !async)) plan.tiles["BN"] = 128;
-        // So do fp32's default 256x128x32 tiles with synchronous copies (their staging
-        // registers beside 128 accumulators, or 64 under the two-block bound at 128
-        // rows); 128x128x8 tiles take them.
+        // So did fp32's 256x128x32 and 128x128x32 tiles with synchronous copies (their
+        // staging registers beside 128 accumulators, or 64 under the two-block bound);
+        // 128-row tiles 8 deep take them.
         if (plan.atom == AtomKind::Fma && !async) plan.tiles["BM"] = 128, plan.tiles["BK"] = 8;
         auto kernel = compile_plan(plan, p);
         std::string what = std::string(precision_name(p)) + " " + plan.to_string() + (async ? " async" : " sync");
@@ -349,16 +349,17 @@ TEST(CudaCompile, ExplainShowsSourceAndPtxWithoutGpu) {
 // The fp32 fma atom under the two-block bound (128x128 tiles, 128 registers) reads its
 // operands through 32-bit window addresses and compiles without a spill, both kernel
 // forms and both alignment variants; with generic pointers it spilled 48 bytes. The
-// 256x128 tiles (4096^3's default) and the 128x64 ones (3000x2000x1500's) keep generic
-// reads (cuda_emit.cpp, emit_fma_mma's `read`).
+// 256x128 tiles and the default 128x64 ones keep generic reads (cuda_emit.cpp,
+// emit_fma_mma's `read`).
 TEST(CudaCompile, Fp32TwoBlockTilesCompileWithoutSpills) {
-  const Plan wide = default_gemm_plan(TargetKind::Cuda, 4096, 4096, 4096, GemmPrecision::F32, "sm_90");
   const Plan mid = default_gemm_plan(TargetKind::Cuda, 3000, 2000, 1500, GemmPrecision::F32, "sm_90");
-  Plan square = wide;  // no default takes 128x128 tiles through tensor maps now
-  square.tiles["BM"] = 128;
-  square.window = 3;
-  ASSERT_EQ(wide.tile("BM"), 256);
   ASSERT_EQ(mid.tile("BN"), 64);
+  Plan wide = mid, square = mid;  // no default takes these tiles through tensor maps now
+  set_gemm_tile(wide, 256, 128, 32);
+  set_gemm_tile(square, 128, 128, 32);
+  wide.atom_m = wide.atom_n = square.atom_m = square.atom_n = 8;
+  wide.window = 2;
+  square.window = 3;
   for (auto [plan, window_reads, aligned] :
        {std::tuple{square, true, true}, {square, true, false}, {mid, false, true}, {wide, false, true}})
     for (GemmBeta form : {GemmBeta::Zero, GemmBeta::Any}) {
@@ -395,11 +396,18 @@ TEST(CudaCompile, TheFrontDoorCompilesTheEpilogueOfItsCallsBeta) {
   EXPECT_EQ(zero.find("ld.global.v4.f32"), std::string::npos);  // C is never read
   EXPECT_NE(scaled.find("ld.global.v4.f32"), std::string::npos);
   EXPECT_NE(scaled.find("param beta =="), std::string::npos);  // any other beta: both paths
-  // fp32 (fma atom): beta 0 without C's loads on 256-row tiles (4096^3), both paths
-  // on 128-row ones (3000x2000x1500), whose kernel ran slower without them.
+  // fp32 (fma atom): both paths on the default 128-row tiles (plan_beta_form; the
+  // 128x128 kernel ran slower without them), beta 0 without C's loads on 256-row ones.
   o.precision = GemmPrecision::F32;
-  EXPECT_EQ(explain_gemm(4096, 4096, 4096, o, 0.0f).find("param beta"), std::string::npos);
+  EXPECT_NE(explain_gemm(4096, 4096, 4096, o, 0.0f).find("param beta =="), std::string::npos);
   EXPECT_NE(explain_gemm(3000, 2000, 1500, o, 0.0f).find("param beta =="), std::string::npos);
+  Plan wide = default_gemm_plan(TargetKind::Cuda, 4096, 4096, 4096, GemmPrecision::F32, "sm_90a");
+  set_gemm_tile(wide, 256, 128, 32);
+  wide.atom_m = wide.atom_n = 8;
+  wide.window = 2;
+  o.plan = wide;
+  EXPECT_EQ(explain_gemm(4096, 4096, 4096, o, 0.0f).find("param beta"), std::string::npos);
+  o.plan.reset();
   for (GemmPrecision p : {GemmPrecision::BF16, GemmPrecision::F32}) {
     const Plan plan = default_gemm_plan(TargetKind::Cuda, 4096, 4096, 4096, p, "sm_90");
     for (auto [form, beta] : {std::pair{GemmBeta::Zero, 0.0f}, {GemmBeta::Any, 0.0f}, {GemmBeta::Any, 0.5f}}) {

@@ -441,40 +441,35 @@ TEST(CudaGemm, ClusterPlansMatchTheOracle) {
   }
 }
 
-// The largest class's fp32 tiles: 32-deep from K = 512, 256 rows where their last
-// wave is nearly full (kFmaWideMinWaveFill), else 128.
+// The fp32 tiles: 128x64x32 through tensor maps (kFmaMid*) from K = 192 where the
+// 64x64 tiles are more than one wave, whatever the class, with four stages from K =
+// 512; else 64x64x16 (up to 1024^2 outputs) or 128x128 (K from 512: 32-deep).
 TEST(CudaGemm, DefaultFp32TilesByDepthAndWaveFill) {
   if (cuda_multiprocessors() != 132) GTEST_SKIP() << "the picks below assume 132 multiprocessors";
   auto tile = [](int64_t m, int64_t n, int64_t k) {
     Plan p = default_gemm_plan(TargetKind::Cuda, m, n, k, GemmPrecision::F32, "sm_90");
-    return std::to_string(p.tile("BM")) + "x" + std::to_string(p.tile("BN")) + "x" + std::to_string(p.tile("BK"));
+    return std::to_string(p.tile("BM")) + "x" + std::to_string(p.tile("BN")) + "x" + std::to_string(p.tile("BK")) +
+           "/" + std::to_string(p.window);
   };
-  EXPECT_EQ(tile(4096, 4096, 4096), "256x128x32");      // 512 tiles of 256x128: 97% of 4 waves
-  EXPECT_EQ(tile(5000, 3000, 2500), "256x128x32");      // 480: 91% of 4
-  // Rows or columns that end inside a 256x128 tile: not under K = 2048
-  // (kFmaWideRaggedMinK), whatever the waves; whole tiles at any deep K.
-  EXPECT_EQ(tile(3000, 4000, 2048), "256x128x32");
-  EXPECT_EQ(tile(4096, 4096, 512), "256x128x32");
-  EXPECT_EQ(tile(2816, 1536, 520), "256x128x32");       // 132: one whole wave
-  // Otherwise 128x64 through tensor maps (kFmaMid*) from K = 192 where the 64x64
-  // tiles are more than one wave, whatever the class.
-  EXPECT_EQ(tile(3000, 4000, 800), "128x64x32");        // 384 of 256x128: 97% of 3, but ragged
-  EXPECT_EQ(tile(4096, 4000, 1024), "128x64x32");       // N ends inside a tile
-  EXPECT_EQ(tile(3000, 2000, 1500), "128x64x32");       // 192 of 256x128: 73% of 2
-  EXPECT_EQ(tile(3000, 3000, 300), "128x64x32");
-  EXPECT_EQ(tile(1100, 1000, 600), "128x64x32");
-  EXPECT_EQ(tile(1000, 1000, 1000), "128x64x32");       // 256 of 64x64
-  EXPECT_EQ(tile(3000, 3000, 128), "128x128x8");        // K below 192 (and 512)
-  EXPECT_EQ(tile(1000, 1000, 128), "64x64x16");
-  EXPECT_EQ(tile(1024, 512, 1024), "64x64x16");         // 128 of 64x64: one wave
-  EXPECT_EQ(tile(512, 512, 512), "64x64x16");
-  EXPECT_EQ(tile(512, 512, 4096), "64x64x16");          // not the largest class
+  EXPECT_EQ(tile(4096, 4096, 4096), "128x64x32/4");
+  EXPECT_EQ(tile(5000, 3000, 2500), "128x64x32/4");
+  EXPECT_EQ(tile(2816, 1536, 520), "128x64x32/4");
+  EXPECT_EQ(tile(4096, 4000, 1024), "128x64x32/4");     // N ends inside a tile
+  EXPECT_EQ(tile(3000, 2000, 1500), "128x64x32/4");
+  EXPECT_EQ(tile(1000, 1000, 1000), "128x64x32/4");     // 256 of 64x64
+  EXPECT_EQ(tile(3000, 3000, 300), "128x64x32/3");
+  EXPECT_EQ(tile(1000, 1000, 200), "128x64x32/3");
+  EXPECT_EQ(tile(3000, 3000, 128), "128x128x8/2");      // K below 192 (and 512)
+  EXPECT_EQ(tile(1000, 1000, 128), "64x64x16/2");
+  EXPECT_EQ(tile(1024, 512, 1024), "64x64x16/2");       // 128 of 64x64: one wave
+  EXPECT_EQ(tile(512, 512, 512), "64x64x16/2");
+  EXPECT_EQ(tile(512, 512, 4096), "64x64x16/2");          // not the largest class
 }
 
-// The default fp32 kernels with 32-deep k tiles through tensor maps: 256x128 tiles
-// (16x8 a thread, one block a multiprocessor; at this K only where M and N are whole
-// tiles) and 128x64 ones (kFmaMid*); ragged M, N and K (the last k tile partial), rows
-// on 16 bytes and off them, beta on and off. (128x128 tiles: the test after.)
+// The default fp32 kernels with 32-deep k tiles through tensor maps, 128x64 tiles
+// (kFmaMid*) with three and four stages: ragged M, N and K (the last k tile partial),
+// rows on 16 bytes and off them, beta on and off. (The 128x128 and 256x128 tiles: the
+// test after.)
 TEST(CudaGemm, DeepFp32TilesMatchTheOracle) {
   REQUIRE_GPU();
   const Case cases[] = {{1100, 1000, 600, GemmPrecision::F32, 1, 0, 0},
@@ -489,10 +484,11 @@ TEST(CudaGemm, DeepFp32TilesMatchTheOracle) {
     const Plan plan = default_gemm_plan(TargetKind::Cuda, c.m, c.n, c.k, c.p);
     ASSERT_EQ(plan.tile("BK"), 32) << name(c);
     ASSERT_EQ(plan.atom, AtomKind::Fma) << name(c);
-    tiles.insert(std::to_string(plan.tile("BM")) + "x" + std::to_string(plan.tile("BN")));
+    tiles.insert(std::to_string(plan.tile("BM")) + "x" + std::to_string(plan.tile("BN")) + "/" +
+                 std::to_string(plan.window));
     check(c, seed++);
   }
-  EXPECT_EQ(tiles, (std::set<std::string>{"128x64", "256x128"}))
+  EXPECT_EQ(tiles, (std::set<std::string>{"128x64/3", "128x64/4"}))
       << "on this GPU (" << cuda_multiprocessors() << " multiprocessors)";
 }
 
@@ -508,6 +504,7 @@ void check_fma_through_tensor_maps(const Case& c, uint64_t seed) {
       ASSERT_EQ(plan.atom, AtomKind::Fma);
       plan.tiles["BM"] = bm;
       plan.tiles["BN"] = bn;
+      plan.atom_m = plan.atom_n = bm * bn / plan.workers >= 64 ? 8 : 4;  // as the defaults had them
       plan.tma = false;
       plan.async_copy = true;
       const std::vector<float> copied = run_prepared(c, in, &plan);
@@ -545,12 +542,13 @@ TEST(CudaGemm, DeepFp32DefaultsStageThroughTensorMaps) {
     return default_gemm_plan(TargetKind::Cuda, m, n, k, GemmPrecision::F32, "sm_90a");
   };
   EXPECT_TRUE(plan(4096, 4096, 4096).tma);
-  EXPECT_EQ(plan(4096, 4096, 4096).window, plan(4096, 4096, 4096).tile("BM") == 256 ? 2 : 3);
+  EXPECT_EQ(plan(4096, 4096, 4096).window, 4);
   EXPECT_TRUE(plan(3000, 2000, 1500).tma);
   EXPECT_TRUE(plan(1031, 1029, 531).tma);  // off 16 bytes, but past 2^27 multiply-adds
   EXPECT_FALSE(plan(3000, 3000, 128).tma);  // 8-deep tiles: cp.async
   EXPECT_TRUE(plan(1000, 1000, 1000).tma);  // 128x64 tiles (kFmaMid*)
-  EXPECT_EQ(plan(1000, 1000, 1000).window, 3);
+  EXPECT_EQ(plan(1000, 1000, 1000).window, 4);
+  EXPECT_EQ(plan(2000, 2000, 256).window, 3);
   EXPECT_FALSE(default_gemm_plan(TargetKind::Cuda, 4096, 4096, 4096, GemmPrecision::F32, "sm_80").tma);
 }
 

@@ -135,13 +135,15 @@ TEST(TmaPipelineSim, FmaGemmEveryWindowWithAndWithoutProducers) {
 }
 
 // The default fp32 plans through tensor maps (the fma atom, 256 workers): 128x64
-// tiles (kFmaMid* in gemm.cpp) and 256x128 ones, exact and race-free on ragged
-// shapes, one k tile and several.
+// tiles (kFmaMid* in gemm.cpp) with four stages and three, exact and race-free on
+// ragged shapes, one k tile and several.
 TEST(TmaPipelineSim, DefaultFp32TilesThroughTensorMapsRaceFree) {
-  for (auto [m, n, k, tile] : {std::tuple<int64_t, int64_t, int64_t, std::string>{1000, 1000, 1000, "128x64"},
-                               {4096, 4096, 4096, "256x128"}}) {
+  for (auto [m, n, k, tile] : {std::tuple<int64_t, int64_t, int64_t, std::string>{1000, 1000, 1000, "128x64/4"},
+                               {2000, 2000, 256, "128x64/3"}}) {
     const Plan plan = default_gemm_plan(TargetKind::Cuda, m, n, k, GemmPrecision::F32, "sm_90");
-    ASSERT_EQ(std::to_string(plan.tile("BM")) + "x" + std::to_string(plan.tile("BN")), tile);
+    ASSERT_EQ(std::to_string(plan.tile("BM")) + "x" + std::to_string(plan.tile("BN")) + "/" +
+                  std::to_string(plan.window),
+              tile);
     ASSERT_TRUE(plan.tma);
     expect_exact(gemm_program(plan), {{130, 70, 100}, {128, 64, 32}, {260, 130, 70}}, plan.to_string());
   }
