@@ -182,7 +182,8 @@ TEST(CudaCompile, TheAlignedVariantAssumesSixteenByteTensorsAndRows) {
     EXPECT_FALSE(g.assume_aligned);
     EXPECT_EQ(a.aligned_tensors, (std::vector<int>{0, 1, 2}));
     const int64_t line = 16 / dtype_bytes(storage_dtype(p));
-    EXPECT_EQ(a.aligned_sizes, (std::vector<std::pair<std::string, int64_t>>{{"lda", line}, {"ldb", line}, {"ldc", 4}}));
+    EXPECT_EQ(a.aligned_sizes,
+              (std::vector<std::pair<std::string, int64_t>>{{"lda", line}, {"ldb", line}, {"ldc", 4}}));
     EXPECT_TRUE(g.aligned_tensors.empty() && g.aligned_sizes.empty());
     EXPECT_EQ(kernel_body(*aligned).find("(unsigned long long)t"), std::string::npos);
     EXPECT_NE(kernel_body(*general).find("((unsigned long long)t0) % 16 == 0"), std::string::npos);
