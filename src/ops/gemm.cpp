@@ -1185,13 +1185,15 @@ Plan default_gemm_plan(TargetKind target, int64_t m, int64_t n, int64_t k, GemmP
         p.workers = tile.warpgroups;
       }
     }
+    // fp32 rows on 16 bytes suit tensor maps; others are copied first where that pays.
+    const bool fp32_tma = !mma && sm90 && ((n % 4 == 0 && k % 4 == 0) || big);
     // The deep fp32 (fma) tiles stage through tensor maps: the leader thread issues
     // two boxes a stage where every thread computed its cp.async addresses (H200,
     // thirty-seventh session, against cuBLAS: 4096^3 0.80 -> 0.85, 8192^3 0.81 ->
     // 0.86, 5000x3000x2500 0.82 -> 0.90, 3000x2000x1500 0.83 -> 0.90; 2048^3 0.80
     // unchanged). Three stages (four leave one 128x128 block a multiprocessor: 0.81
     // at 3000x2000x1500).
-    if (!mma && deep_fma && sm90 && ((n % 4 == 0 && k % 4 == 0) || big)) {
+    if (fp32_tma && deep_fma) {
       p.async_copy = false;
       p.tma = true;
       p.window = 3;
@@ -1199,8 +1201,7 @@ Plan default_gemm_plan(TargetKind target, int64_t m, int64_t n, int64_t k, GemmP
     // fp32 products whose 64x64 tiles are more than one wave take 128x64 tiles
     // through tensor maps (kFmaMid*).
     const int64_t tiles_64 = (m + 63) / 64 * ((n + 63) / 64);
-    if (!mma && sm90 && ((n % 4 == 0 && k % 4 == 0) || big) && k >= kFmaMidMinK &&
-        tiles_64 > cuda_multiprocessors()) {
+    if (fp32_tma && k >= kFmaMidMinK && tiles_64 > cuda_multiprocessors()) {
       set_gemm_tile(p, 128, 64, kFmaDeepBK);
       p.workers = kFmaMidWorkers;
       p.atom_m = p.atom_n = 4;
