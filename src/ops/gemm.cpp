@@ -495,7 +495,13 @@ void choose_worker_grid(Plan& p) {
       if (bm % r || bn % c || (bm / r) % p.atom_m || (bn / c) % p.atom_n) continue;
       int prod = r * c, best = best_r * best_c;
       // wgmma: the widest parts (one instruction covers a part's whole width).
-      bool better = p.atom == AtomKind::Wgmma ? c < best_c : std::abs(r - c) < std::abs(best_r - best_c);
+      // Otherwise the squarest grid, and among those the squarest parts: a part of
+      // pr x pc reads pr + pc operands for pr * pc products a k step.
+      auto part_skew = [&](int rr, int cc) { return std::abs(bm / rr - bn / cc); };
+      bool better = p.atom == AtomKind::Wgmma ? c < best_c
+                    : std::abs(r - c) != std::abs(best_r - best_c)
+                        ? std::abs(r - c) < std::abs(best_r - best_c)
+                        : part_skew(r, c) < part_skew(best_r, best_c);
       if (prod > best || (prod == best && better)) best_r = r, best_c = c;
     }
   p.worker_rows = best_r;

@@ -3042,8 +3042,9 @@ class Emitter {
     // Under the two-block bound (64 accumulators, one register set: min_blocks) A is
     // read 2 k at a time: 16 registers, not 4 steps' 32, leave ptxas room for the
     // loop's copy state (H200 fp32, 128x128x32 tiles: 0.736 -> 0.774x cuBLAS at 4096^3,
-    // 0.748 -> 0.789 at 8192^3; 1 k at a time 0.727).
-    const bool two_block_bound = !twice && pr * pc == 64;
+    // 0.748 -> 0.789 at 8192^3; 1 k at a time 0.727). Blocks of 128 threads keep 255
+    // registers and read 4 k (H100, 128x64 tiles of 8x8 parts: 0.62 -> 0.77 at 4096^3).
+    const bool two_block_bound = !twice && pr * pc == 64 && !registers_to_spare();
     int64_t kv = a_vec ? (two_block_bound ? 2 : 4) : 1;
     const std::string f = "f" + num(acc.id);
     // A read of `lanes` floats at (r, c) of A or B. Under the two-block bound through
