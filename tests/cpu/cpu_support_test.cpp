@@ -169,11 +169,12 @@ TEST(CpuSupport, MmaEdgeMatchesTheReferenceInsideItsBlock) {
                                         int64_t, int64_t, int)>(cpu_support_table()[1]);
   ASSERT_EQ(edge, &cpu_mma_edge);
   // With AVX-512 the blocks go in vectors, the last one masked (cpu_support.cpp): up to
-  // 16 rows, several row chunks, column groups past 64, and blocks of 2 and 3 rows
-  // (B's vectors pinned in registers).
+  // 16 rows (24 of one vector, whole or half), several row chunks, column groups past
+  // 64, and blocks of 2 and 3 rows (B's vectors pinned in registers).
   const int64_t cases[][3] = {{5, 7, 9},   {1, 1, 1},    {11, 31, 61}, {3, 2, 0},   {0, 4, 3},
                               {4, 0, 3},   {16, 64, 29}, {17, 45, 30}, {13, 130, 7}, {30, 16, 5},
-                              {9, 48, 64}, {6, 63, 1},    {2, 60, 9},   {3, 40, 21}};
+                              {9, 48, 64}, {6, 63, 1},    {2, 60, 9},   {3, 40, 21}, {24, 14, 33},
+                              {21, 6, 40}, {49, 12, 19}};
   for (const auto& [rows, cols, kc] : cases) {
     EdgeOperands e(rows, cols, kc, rng);
     const auto &a = e.a, &b = e.b;
