@@ -397,8 +397,10 @@ const WgmmaTile& choose_wgmma_tile(int64_t m, int64_t n, int64_t k) {
 // no smaller than A's (the one shared along the rows), more tiles than split-K
 // takes, and rows rounded up to whole pairs that add no wave. There, 43 shapes:
 // 0.92-1.25x the plain tile (mean 1.06x); everywhere else clusters lost (an added
-// wave: 0.57-0.87x).
-constexpr int64_t kWgmmaClusterMinK = 2048;
+// wave: 0.57-0.87x). K from 1537 to 2048 (H100, 25 shapes of both 16-bit types,
+// docs/results/cuda-2026-12-06-session54): 0.94-1.22x, 16 faster by 3-22%, 6 slower by
+// 3-6% (2048^3 0.97 -> 0.93); K from 1064 to 1496: 0.91-1.05x, mostly slower.
+constexpr int64_t kWgmmaClusterMinK = 1536;
 
 bool wgmma_cluster_pays(const Plan& p, int64_t m, int64_t n, int64_t k, const GemmOptions& o) {
   const bool sixteen_bit = o.precision == GemmPrecision::BF16 || o.precision == GemmPrecision::F16;

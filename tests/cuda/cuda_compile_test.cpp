@@ -457,7 +457,7 @@ TEST(CudaCompile, TheFrontDoorCompilesTheEpilogueOfItsCallsBeta) {
 }
 
 // Clusters (Plan::cluster): the default 16-bit plan takes them where they pay
-// (K past 2048, no wave added by the rows rounded up to pairs: wgmma_cluster_pays),
+// (K past 1536, no wave added by the rows rounded up to pairs: wgmma_cluster_pays),
 // and their kernels compile for sm_90a with the cluster's dimensions, multicast
 // copies, remote arrivals and cluster barriers.
 TEST(CudaCompile, ClusterPlansCompileAndTheDefaultTakesThemWhereTheyPay) {
@@ -470,7 +470,8 @@ TEST(CudaCompile, ClusterPlansCompileAndTheDefaultTakesThemWhereTheyPay) {
     bool cluster;
   };
   // 1376x2944x2352: 11 x 12 tiles of 128x256 fill one wave; 12 x 12 would not.
-  for (Want w : {Want{1184, 3304, 2504, true}, {2048, 2048, 2048, false}, {1376, 2944, 2352, false}}) {
+  for (Want w : {Want{1184, 3304, 2504, true}, {2048, 2048, 1600, true}, {2048, 2048, 1536, false},
+                 {1376, 2944, 2352, false}}) {
     std::string text = explain_gemm(w.m, w.n, w.k, o);
     const std::string what = std::to_string(w.m) + "x" + std::to_string(w.n) + "x" + std::to_string(w.k);
     EXPECT_EQ(text.find("cluster=2") != std::string::npos, w.cluster) << what;
