@@ -188,7 +188,12 @@ __attribute__((noinline)) void block(int64_t kc, const float* a, const float* b,
     for (int r = 0; r < R; ++r) {
       const float* const p = ap[r / 4] + k;
       const float* const ps = r % 4 == 0 ? p : r % 4 == 1 ? p + lda : r % 4 == 2 ? p + lda2 : p + lda3;
-      if constexpr (Half) {
+      if constexpr (Half && W == 0) {
+        // The 8-lane vector alone: A's element as the FMA's broadcast operand. The
+        // 512-bit broadcast below, for this vector alone, halved Zen 4's speed
+        // (90x7x300 and 64x8x64 2.0-2.2x faster without it).
+        acc_half[u][r] += *ps * bh;
+      } else if constexpr (Half) {
         // One broadcast from memory, its low half for the 8-lane vector: left to
         // GCC, A's element came as a scalar load and two broadcasts from a register,
         // which run on the port of Intel's second FMA pipe (40^3 at 0.66x libxsmm).
