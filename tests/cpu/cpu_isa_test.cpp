@@ -719,19 +719,21 @@ TEST(CpuTinyKernel, MatchesItsReference) {
   }
   EXPECT_FALSE(cpu_tiny_kernel_fits(9, 17, 1, isa));    // 18 accumulators, two a row
   EXPECT_FALSE(cpu_tiny_kernel_fits(31, 16, 1, isa));   // 31 rows
-  EXPECT_FALSE(cpu_tiny_kernel_fits(17, 16, 16, isa));  // 272 FMAs
-  EXPECT_FALSE(cpu_tiny_kernel_fits(2, 64, 33, isa));   // 264 FMAs
+  EXPECT_TRUE(cpu_tiny_kernel_fits(30, 16, 68, isa));   // 2040 FMAs
+  EXPECT_FALSE(cpu_tiny_kernel_fits(30, 16, 69, isa));  // 2070 FMAs
+  EXPECT_FALSE(cpu_tiny_kernel_fits(2, 64, 257, isa));  // 2056 FMAs
   EXPECT_FALSE(cpu_tiny_kernel_fits(4, 4, 4, cpu_isa_info(CpuIsa::Avx2)));
 }
 
 // A small product of one tile read in place: its unit runs alpha 1 and beta 0 in a
-// leaf with the tiny kernel inlined, anything else in the general function (tessel's
-// kernels); both against the oracle (C NaN-poisoned where beta is 0), the plan
-// without fixed sizes on other shapes too, and on the sim.
+// leaf with the tiny kernel inlined (where A's and B's rows lie one after another;
+// else the leaf runs tessel's kernels), anything else in the general function
+// (tessel's kernels); all against the oracle (C NaN-poisoned where beta is 0), the
+// plan without fixed sizes on other shapes too, and on the sim.
 TEST(CpuSmallShapes, WholeSmallProductsRunInOneTinyKernel) {
   const bool avx512 = detected_cpu_isa() == CpuIsa::Avx512;
   for (auto [m, n, k] : {std::array<int64_t, 3>{1, 7, 1}, {4, 4, 4}, {2, 16, 8}, {14, 13, 7}, {2, 64, 32},
-                         {16, 16, 16}, {5, 33, 3}, {24, 7, 3}, {40, 8, 8}}) {
+                         {16, 16, 16}, {5, 33, 3}, {24, 7, 3}, {40, 8, 8}, {29, 12, 19}, {3, 40, 90}}) {
     const Plan fixed = default_gemm_plan(TargetKind::Cpu, m, n, k, GemmPrecision::F32, "", 1);
     SCOPED_TRACE(fixed.to_string());
     ASSERT_TRUE(fixed.direct);
@@ -745,7 +747,7 @@ TEST(CpuSmallShapes, WholeSmallProductsRunInOneTinyKernel) {
       EXPECT_EQ(unit.find("tsl_group_general(sizes,") != std::string::npos, tiny) << unit;
       auto kernel = compile_cpu(program);
       for (auto [alpha, beta] : {std::array<double, 2>{1.0, 0.0}, {-0.5, 1.25}, {1.0, 1.0}, {2.0, 0.0}})
-        check_gemm(*kernel, GemmCase{m, n, k, alpha, beta}, seed++);
+        for (bool dense : {false, true}) check_gemm(*kernel, GemmCase{m, n, k, alpha, beta, 1, dense}, seed++);
       if (p.sizes.empty()) {
         check_gemm(*kernel, GemmCase{m, n - 1, k, 1.0, 0.0}, seed++);
         check_gemm(*kernel, GemmCase{m + 2, n, k + 3, 1.0, 0.0}, seed++);

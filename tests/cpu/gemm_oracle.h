@@ -20,13 +20,14 @@ struct GemmCase {
   int64_t m, n, k;
   double alpha, beta;
   int threads = 1;
+  bool dense = false;  // A's and B's rows one after another (lda = K, ldb = N); else padded
 };
 
 // Error bound per element: 1e-5 * sqrt(K) relative to the sum of magnitudes
 // |alpha| * sum_k |a_ik b_kj| + |beta c_ij| (fp32 rounding grows about like sqrt(K)).
 // `run` runs the program on the arguments (the cpu kernel, or the simulator).
 inline void check_gemm_run(const std::function<void(const LaunchArgs&)>& run, const GemmCase& g, uint32_t seed) {
-  const int64_t lda = g.k + 3, ldb = g.n + 5, ldc = g.n + 2;
+  const int64_t lda = g.dense ? g.k : g.k + 3, ldb = g.dense ? g.n : g.n + 5, ldc = g.n + 2;
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> u(-1, 1);
   // C has two guard rows past row M, and columns N .. ldc in every row: writes past

@@ -1693,10 +1693,15 @@ class Emitter {
       if (tiny) {
         const std::string name = cpu_tiny_kernel_name(part.rows, part.cols, op.k);
         if (!tiny_kernels_.count(name)) tiny_kernels_[name] = emit_cpu_tiny_kernel(part.rows, part.cols, op.k);
+        // Past kCpuTinyStrideRows rows the kernel needs constant strides: A's and B's
+        // rows one after another (K and N), else the blocks below run the product.
+        const bool dense = part.rows > kCpuTinyStrideRows;
+        const std::string lda_tiny = dense ? num(op.k) : lda_arg, ldb_tiny = dense ? num(part.cols) : ldb_arg;
         open("if (kv == " + num(op.k) + " && mv - (" + r0s + ") >= " + num(part.rows) + " && nv - (" + c0s +
-             ") >= " + num(part.cols) + ")");
-        line(name + "(&" + a.at(r0s, "0") + ", &" + b.at("0", c0s) + ", " + c + ", " + ldc + ", " + lda_arg + ", " +
-             ldb_arg + ", overwrite);");
+             ") >= " + num(part.cols) +
+             (dense ? " && " + lda_arg + " == " + lda_tiny + " && " + ldb_arg + " == " + ldb_tiny : "") + ")");
+        line(name + "(&" + a.at(r0s, "0") + ", &" + b.at("0", c0s) + ", " + c + ", " + ldc + ", " + lda_tiny + ", " +
+             ldb_tiny + ", overwrite);");
         --depth_;
         open("} else");
       }

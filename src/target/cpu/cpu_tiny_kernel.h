@@ -19,6 +19,10 @@
 //               to kCpuTinyUnrolledFmas vector FMAs
 //   extents     R, N and K are the exact extents (compile-time constants); the caller
 //               checks that the valid part is the whole block.
+//   strides     any; past kCpuTinyStrideRows rows the unit passes lda = K and ldb = N
+//               as constants, where A's and B's rows lie one after another (checked at
+//               run time; other strides take the blocks the general path runs), so that
+//               each element is a constant offset from one pointer.
 // AVX-512 (F and VL) only: the masks need it. cpu_microkernel_reference
 // (cpu_microkernel.h) is the same operation as plain loops; the tests compare them.
 #pragma once
@@ -35,10 +39,18 @@ namespace tessel {
 // vector past 16 ran as a block of 16 rows and one of the rest (two calls); the
 // tiny kernel was 1.1-2.5x faster on 17 to 30 rows. Rows of two vectors past 16
 // accumulators were not (12x24x10 0.94x against the 12x32 kernel), and 30 leaves
-// registers for B's vector and no spill (docs/cpu_microkernel.md).
+// registers for B's vector and no spill (docs/cpu_microkernel.md). Past 2048 FMAs
+// the call's cost is a few percent of the product's, and the tiny kernel ran even
+// with the blocks it replaces (the fifty-fifth session), so the unit stays the
+// cheaper one to compile.
 constexpr int64_t kCpuTinyAccumulators = 16;
 constexpr int64_t kCpuTinyOneVectorRows = 30;
-constexpr int64_t kCpuTinyFmas = 256;
+constexpr int64_t kCpuTinyFmas = 2048;
+// Up to this many rows the kernel takes the tensors' strides as they come. Past it,
+// with run-time strides, GCC ran out of general registers (a pointer per 4 rows,
+// three multiples of lda) and reloaded lda's multiples before each FMA: 29x12x19 ran
+// 0.75x the blocks it replaced, 1.0-1.07x with constant strides (Zen 4).
+constexpr int64_t kCpuTinyStrideRows = 16;
 // Up to this many vector FMAs the k steps are written out, not looped.
 constexpr int64_t kCpuTinyUnrolledFmas = 32;
 bool cpu_tiny_kernel_fits(int64_t r, int64_t n, int64_t k, const CpuIsaInfo& isa);
