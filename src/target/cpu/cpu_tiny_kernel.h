@@ -39,17 +39,17 @@ namespace tessel {
 // vector past 16 ran as a block of 16 rows and one of the rest (two calls); the
 // tiny kernel was 1.1-2.5x faster on 17 to 30 rows. Rows of two vectors past 16
 // accumulators were not (12x24x10 0.94x against the 12x32 kernel), and 30 leaves
-// registers for B's vector and no spill (docs/cpu_microkernel.md). Past 2048 FMAs
-// the call's cost is a few percent of the product's, and the tiny kernel ran even
-// with the blocks it replaces (the fifty-fifth session), so the unit stays the
-// cheaper one to compile.
+// registers for B's vector and no spill (docs/cpu_microkernel.md). Up to 2048 FMAs
+// the tiny kernel ran 1.01x the blocks it would replace (geometric mean of 14 shapes,
+// Zen 4, the fifty-fifth session), and its unit took about 15 ms more to compile.
 constexpr int64_t kCpuTinyAccumulators = 16;
 constexpr int64_t kCpuTinyOneVectorRows = 30;
-constexpr int64_t kCpuTinyFmas = 2048;
+constexpr int64_t kCpuTinyFmas = 256;
 // Up to this many rows the kernel takes the tensors' strides as they come. Past it,
 // with run-time strides, GCC ran out of general registers (a pointer per 4 rows,
-// three multiples of lda) and reloaded lda's multiples before each FMA: 29x12x19 ran
-// 0.75x the blocks it replaced, 1.0-1.07x with constant strides (Zen 4).
+// three multiples of lda) and reloaded them before each FMA (Zen 4, constant against run-time
+// strides: 30x3x8 1.31x, 29x5x8 1.52x, 17x7x15 1.10x; 20x12x12 and 24x16x10 0.94x,
+// within the noise).
 constexpr int64_t kCpuTinyStrideRows = 16;
 // Up to this many vector FMAs the k steps are written out, not looped.
 constexpr int64_t kCpuTinyUnrolledFmas = 32;
