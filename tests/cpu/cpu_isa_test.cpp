@@ -725,10 +725,11 @@ TEST(CpuTinyKernel, MatchesItsReference) {
 }
 
 // A small product of one tile read in place: its unit runs alpha 1 and beta 0 in a
-// leaf with the tiny kernel inlined (where A's and B's rows lie one after another;
-// else the leaf runs tessel's kernels), anything else in the general function
-// (tessel's kernels); all against the oracle (C NaN-poisoned where beta is 0), the
-// plan without fixed sizes on other shapes too, and on the sim.
+// leaf with the tiny kernel inlined (past kCpuTinyStrideRows rows only where A's and
+// B's rows lie one after another, else the leaf runs tessel's kernels), anything else
+// in the general function (tessel's kernels); all against the oracle (C NaN-poisoned
+// where beta is 0), dense and padded rows, the plan without fixed sizes on other
+// shapes too, and on the sim.
 TEST(CpuSmallShapes, WholeSmallProductsRunInOneTinyKernel) {
   const bool avx512 = detected_cpu_isa() == CpuIsa::Avx512;
   for (auto [m, n, k] : {std::array<int64_t, 3>{1, 7, 1}, {4, 4, 4}, {2, 16, 8}, {14, 13, 7}, {2, 64, 32},
