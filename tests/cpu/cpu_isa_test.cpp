@@ -667,6 +667,48 @@ TEST(CpuSmallShapes, WholeEdgeBlocksAreCalledFromTheUnit) {
   }
 }
 
+// Up to kCpuStripMaxK k, a product read in place runs by strips of rows on AVX-512
+// (cpu_mma_blocks hands the whole part to cpu_mma_edge), and the unit leaves edge
+// blocks of more than one chunk of rows to it too (316x385x2's 88 rows of one column
+// and 158x27x2's 48 rows were four edge blocks each). Each default plan against the
+// oracle on its own shape (dense and padded rows, alpha and beta), and without its
+// fixed sizes on rows and columns short of it and on a k past the tile (a second k
+// block that accumulates), and on the sim.
+TEST(CpuSmallShapes, ShortKProductsRunInStripsOfRows) {
+  const bool avx512 = detected_cpu_isa() == CpuIsa::Avx512 && cpu_prebuilt_count > 0;
+  struct Case {
+    int64_t m, n, k;
+    bool no_edge_blocks;  // every edge region of the unit more than one chunk of rows
+  };
+  for (auto [m, n, k, no_edge_blocks] : {Case{316, 385, 2, true}, Case{158, 27, 2, true}, Case{100, 20, 1, false},
+                                         Case{60, 40, 3, false}, Case{333, 97, 4, false}, Case{77, 150, 5, false},
+                                         Case{61, 8, 2, false}}) {
+    const Plan fixed = default_gemm_plan(TargetKind::Cpu, m, n, k, GemmPrecision::F32, "", 1);
+    SCOPED_TRACE(fixed.to_string());
+    ASSERT_TRUE(fixed.direct);
+    ASSERT_LE(k, kCpuStripMaxK);
+    uint32_t seed = static_cast<uint32_t>(m * n + k);
+    for (const Plan& p : {fixed, any_size(fixed)}) {
+      GroupProgram program = compile_to_group(gemm_kernel(DType::F32), p, CompileOptions{}).program;
+      if (avx512 && no_edge_blocks)
+        EXPECT_EQ(emit_cpu(program, CpuIsa::Avx512).find("((tsl_edge_lookup_t)table[3])"), std::string::npos);
+      auto kernel = compile_cpu(program);
+      for (bool dense : {false, true}) check_gemm(*kernel, GemmCase{m, n, k, 1.0, 0.0, 1, dense}, seed++);
+      check_gemm(*kernel, GemmCase{m, n, k, -0.5, 1.25}, seed++);
+      if (p.sizes.empty()) {
+        check_gemm(*kernel, GemmCase{m - 3, n - 1, k, 1.0, 0.0}, seed++);
+        check_gemm(*kernel, GemmCase{m, n, k + 3, 0.75, 0.5}, seed++);
+      }
+      if (m * n <= 10000) {
+        int64_t races = -1;
+        check_gemm_run([&](const LaunchArgs& args) { races = run_sim(program, args).race_count; },
+                       GemmCase{m, n, k, 1.0, 0.0}, seed++);
+        EXPECT_EQ(races, 0);
+      }
+    }
+  }
+}
+
 // The tiny kernels (cpu_tiny_kernel.h), all in one unit, against the reference:
 // B's columns past N are NaN and its allocation ends right after row K - 1's N
 // columns; C's columns past N must come back untouched.

@@ -170,11 +170,14 @@ TEST(CpuSupport, MmaEdgeMatchesTheReferenceInsideItsBlock) {
   ASSERT_EQ(edge, &cpu_mma_edge);
   // With AVX-512 the blocks go in vectors, the last one masked (cpu_support.cpp): up to
   // 16 rows (24 of one vector, whole or half), several row chunks, column groups past
-  // 64, and blocks of 2 and 3 rows (B's vectors pinned in registers).
-  const int64_t cases[][3] = {{5, 7, 9},   {1, 1, 1},    {11, 31, 61}, {3, 2, 0},   {0, 4, 3},
-                              {4, 0, 3},   {16, 64, 29}, {17, 45, 30}, {13, 130, 7}, {30, 16, 5},
-                              {9, 48, 64}, {6, 63, 1},    {2, 60, 9},   {3, 40, 21}, {24, 14, 33},
-                              {21, 6, 40}, {49, 12, 19}};
+  // 64, and blocks of 2 and 3 rows (B's vectors pinned in registers). Up to
+  // kCpuStripMaxK k, strips of rows: several strips, the last one narrower, its last
+  // vector whole, in part or 8 lanes and fewer.
+  const int64_t cases[][3] = {{5, 7, 9},    {1, 1, 1},    {11, 31, 61},  {3, 2, 0},    {0, 4, 3},
+                              {4, 0, 3},    {16, 64, 29}, {17, 45, 30},  {13, 130, 7}, {30, 16, 5},
+                              {9, 48, 64},  {6, 63, 1},   {2, 60, 9},    {3, 40, 21},  {24, 14, 33},
+                              {21, 6, 40},  {49, 12, 19}, {37, 385, 1},  {40, 200, 2}, {50, 27, 3},
+                              {29, 100, 4}, {33, 129, 5}, {7, 16, 5},    {61, 8, 2},   {3, 256, 4}};
   for (const auto& [rows, cols, kc] : cases) {
     EdgeOperands e(rows, cols, kc, rng);
     const auto &a = e.a, &b = e.b;
@@ -322,35 +325,40 @@ TEST(CpuSupport, MmaBlocksRunsThePartsBlocks) {
                  int overwrite) { cpu_microkernel_reference(5, 16, kc, a, lda, b, ldb, c, ldc, overwrite); };
   std::mt19937 rng(13);
   std::uniform_real_distribution<float> u(-1, 1);
-  const int64_t br = 5, bc = 16, blocks_r = 4, blocks_c = 3, kc = 23, lda = kc + 2, ldb = bc * blocks_c + 4;
+  const int64_t br = 5, bc = 16, blocks_r = 4, blocks_c = 3, ldb = bc * blocks_c + 4;
   const int64_t ldc = bc * blocks_c + 1, rows = br * blocks_r, cols = bc * blocks_c;
-  for (int in_place : {0, 1})
-    for (auto [rows_valid, cols_valid] : {std::pair<int64_t, int64_t>{rows, cols}, {17, 40}, {10, 32}, {3, 7}, {0, 5}}) {
-      std::vector<float> a(rows * lda), b(kc * ldb), c(rows * ldc, NAN);
-      for (int64_t r = 0; r < rows; ++r)
-        for (int64_t k = 0; k < lda; ++k) a[r * lda + k] = in_place && r >= rows_valid ? NAN : u(rng);
-      for (int64_t k = 0; k < kc; ++k)
-        for (int64_t j = 0; j < ldb; ++j) b[k * ldb + j] = in_place && j >= cols_valid ? NAN : u(rng);
-      for (int overwrite : {1, 0}) {
-        std::vector<float> want = c;
-        for (int64_t j = 0; j * bc < cols_valid && j < blocks_c; ++j)
-          for (int64_t i = 0; i * br < rows_valid && i < blocks_r; ++i) {
-            const int64_t mr = in_place ? std::min(br, rows_valid - i * br) : br;
-            const int64_t nr = in_place ? std::min(bc, cols_valid - j * bc) : bc;
-            cpu_microkernel_reference(mr, nr, kc, &a[i * br * lda], lda, &b[j * bc], ldb, &want[i * br * ldc + j * bc],
-                                      ldc, overwrite);
+  // kc 3: read in place on AVX-512, the whole part by cpu_mma_edge's strips of rows.
+  for (int64_t kc : {23, 3})
+    for (int in_place : {0, 1})
+      for (auto [rows_valid, cols_valid] :
+           {std::pair<int64_t, int64_t>{rows, cols}, {17, 40}, {10, 32}, {3, 7}, {0, 5}}) {
+        const int64_t lda = kc + 2;
+        std::vector<float> a(rows * lda), b(kc * ldb), c(rows * ldc, NAN);
+        for (int64_t r = 0; r < rows; ++r)
+          for (int64_t k = 0; k < lda; ++k) a[r * lda + k] = in_place && r >= rows_valid ? NAN : u(rng);
+        for (int64_t k = 0; k < kc; ++k)
+          for (int64_t j = 0; j < ldb; ++j) b[k * ldb + j] = in_place && j >= cols_valid ? NAN : u(rng);
+        for (int overwrite : {1, 0}) {
+          std::vector<float> want = c;
+          for (int64_t j = 0; j * bc < cols_valid && j < blocks_c; ++j)
+            for (int64_t i = 0; i * br < rows_valid && i < blocks_r; ++i) {
+              const int64_t mr = in_place ? std::min(br, rows_valid - i * br) : br;
+              const int64_t nr = in_place ? std::min(bc, cols_valid - j * bc) : bc;
+              cpu_microkernel_reference(mr, nr, kc, &a[i * br * lda], lda, &b[j * bc], ldb,
+                                        &want[i * br * ldc + j * bc], ldc, overwrite);
+            }
+          cpu_mma_blocks(reinterpret_cast<const void*>(ukr), kc, a.data(), br * lda, b.data(), bc, c.data(), ldc, lda,
+                         ldb, br, bc, blocks_r, blocks_c, rows_valid, cols_valid, in_place, overwrite);
+          int bad = 0;
+          for (size_t i = 0; i < c.size(); ++i) {
+            const bool ok = std::isnan(want[i]) ? std::isnan(c[i])
+                                                : std::abs(c[i] - want[i]) <= 1e-5f * (1 + std::abs(want[i]));
+            if (!ok && bad++ < 5)
+              ADD_FAILURE() << "kc " << kc << " in_place " << in_place << " valid " << rows_valid << "x" << cols_valid
+                            << " overwrite " << overwrite << ": c[" << i << "] = " << c[i] << ", want " << want[i];
           }
-        cpu_mma_blocks(reinterpret_cast<const void*>(ukr), kc, a.data(), br * lda, b.data(), bc, c.data(), ldc, lda,
-                       ldb, br, bc, blocks_r, blocks_c, rows_valid, cols_valid, in_place, overwrite);
-        int bad = 0;
-        for (size_t i = 0; i < c.size(); ++i) {
-          const bool ok = std::isnan(want[i]) ? std::isnan(c[i]) : std::abs(c[i] - want[i]) <= 1e-5f * (1 + std::abs(want[i]));
-          if (!ok && bad++ < 5)
-            ADD_FAILURE() << "in_place " << in_place << " valid " << rows_valid << "x" << cols_valid << " overwrite "
-                          << overwrite << ": c[" << i << "] = " << c[i] << ", want " << want[i];
         }
       }
-    }
 }
 
 // Each ISA's built-in elementwise loop against the operation in scalar loops: every

@@ -1780,7 +1780,9 @@ class Emitter {
             // (rows of A a row stride apart), which splits them into near-equal chunks.
             const int64_t rows = r1 - r0, most = cpu_edge_block_rows(bc), chunks = ceil_div(rows, most);
             const int64_t v = ceil_div(bc, isa_.lanes), tail = (int64_t{1} << (bc - isa_.lanes * (v - 1))) - 1;
-            if (bc <= 64 && blocks_c * chunks <= kCpuInlineBlocks && !cpu_edge_dot_columns(rows, bc, op.k))
+            // At short k, more than one chunk runs faster as cpu_mma_edge's strips of rows.
+            const bool strips = op.k <= kCpuStripMaxK && chunks > 1;
+            if (bc <= 64 && blocks_c * chunks <= kCpuInlineBlocks && !cpu_edge_dot_columns(rows, bc, op.k) && !strips)
               for (int64_t j = 0; j < blocks_c; ++j)
                 for (int64_t i = 0; i < chunks; ++i) {
                   const int64_t ra = r0 + rows * i / chunks, rb = r0 + rows * (i + 1) / chunks;

@@ -407,6 +407,90 @@ __attribute__((noinline)) void dot_columns(int64_t kc, const float* a, const flo
 using DotColumns = void (*)(int64_t, const float*, const float*, float*, int64_t, int64_t, int64_t, int64_t, int);
 const DotColumns kDotColumns[5] = {nullptr, &dot_columns<1>, &dot_columns<2>, &dot_columns<3>, &dot_columns<4>};
 
+// Short k (kc <= kCpuStripMaxK): cpu_mma_edge's operation on every row of V vectors of
+// columns (the last one's lanes in `tail`; Half: within its first 8, an 8-lane
+// vector, as in block above), B's KC x V vectors held in registers while the rows go
+// by, one row at a time. At such k a product is bound by writing C, not by its FMAs:
+// each row's part is written once, in order, with no block of rows to set up. The
+// 12 x 32 blocks wrote 24 lines of 12 rows a block and loaded B again for each
+// (316x385x2 ran at 0.74x libxsmm).
+template <int KC, int V, bool Half>
+__attribute__((noinline)) void strip(const float* a, const float* b, float* c, int64_t ldc, int64_t lda,
+                                     int64_t ldb, int64_t rows, unsigned short tail, int overwrite) {
+  constexpr int W = V - 1;  // the whole vectors before the last
+  const auto tail_half = static_cast<unsigned char>(tail);
+  Vf bv[KC][V];
+  Vh bh[KC];
+#pragma GCC unroll 4
+  for (int k = 0; k < KC; ++k) {
+#pragma GCC unroll 8
+    for (int v = 0; v < W; ++v) bv[k][v] = *(const Vfu*)(b + k * ldb + 16 * v);
+    if (Half)
+      bh[k] = __builtin_ia32_loadups256_mask(b + k * ldb + 16 * W, Vh{}, tail_half);
+    else
+      bv[k][W] = __builtin_ia32_loadups512_mask(b + k * ldb + 16 * W, Vf{}, tail);
+  }
+  for (int64_t r = 0; r < rows; ++r, a += lda, c += ldc) {
+    Vf acc[V] = {};
+    Vh acc_half = {};
+    if (!overwrite) {
+#pragma GCC unroll 8
+      for (int v = 0; v < W; ++v) acc[v] = *(const Vfu*)(c + 16 * v);
+      if (Half)
+        acc_half = __builtin_ia32_loadups256_mask(c + 16 * W, Vh{}, tail_half);
+      else
+        acc[W] = __builtin_ia32_loadups512_mask(c + 16 * W, Vf{}, tail);
+    }
+#pragma GCC unroll 4
+    for (int k = 0; k < KC; ++k) {
+      const float s = a[k];
+#pragma GCC unroll 8
+      for (int v = 0; v < W; ++v) acc[v] += s * bv[k][v];
+      if (Half)
+        acc_half += s * bh[k];
+      else
+        acc[W] += s * bv[k][W];
+    }
+#pragma GCC unroll 8
+    for (int v = 0; v < W; ++v) *(Vfu*)(c + 16 * v) = acc[v];
+    if (Half)
+      __builtin_ia32_storeups256_mask(c + 16 * W, acc_half, tail_half);
+    else
+      __builtin_ia32_storeups512_mask(c + 16 * W, acc[W], tail);
+  }
+}
+
+using Strip = void (*)(const float*, const float*, float*, int64_t, int64_t, int64_t, int64_t, unsigned short, int);
+// The widest strip at KC (the index) k: KC x V of B's vectors and V accumulators
+// within 32 registers, at most 8 vectors (at k = 2, 8 and 12 ran alike, 4 slower).
+constexpr int kStripVectors[kCpuStripMaxK + 1] = {0, 8, 8, 8, 6, 5};
+template <int KC, bool Half, int... I>
+constexpr std::array<Strip, sizeof...(I)> strips_of(std::integer_sequence<int, I...>) {
+  return {&strip<KC, I + 1, Half>...};
+}
+template <int KC, bool Half>
+constexpr std::array<Strip, kStripVectors[KC]> kStripsOf =
+    strips_of<KC, Half>(std::make_integer_sequence<int, kStripVectors[KC]>());
+template <bool Half>
+constexpr const Strip* kStripsBy[kCpuStripMaxK + 1] = {nullptr,
+                                                       kStripsOf<1, Half>.data(),
+                                                       kStripsOf<2, Half>.data(),
+                                                       kStripsOf<3, Half>.data(),
+                                                       kStripsOf<4, Half>.data(),
+                                                       kStripsOf<5, Half>.data()};
+// kStrips[half][KC][V - 1]: half where the last vector's lanes are within its first 8.
+const Strip* const* const kStrips[2] = {kStripsBy<false>, kStripsBy<true>};
+
+// rows x cols by strips of kStripVectors[kc] vectors, the last one narrower.
+void strips(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, int64_t lda, int64_t ldb,
+            int64_t rows, int64_t cols, int overwrite) {
+  const int64_t width = 16 * kStripVectors[kc];
+  for (int64_t j0 = 0; j0 < cols; j0 += width) {
+    const int64_t w = std::min(width, cols - j0), v = (w + 15) / 16, lanes = w - 16 * (v - 1);
+    kStrips[lanes <= 8][kc][v - 1](a, b + j0, c + j0, ldc, lda, ldb, rows,
+                                   static_cast<unsigned short>((1u << lanes) - 1), overwrite);
+  }
+}
 }  // namespace edge_avx512
 #pragma GCC pop_options
 
@@ -416,6 +500,10 @@ bool mma_edge_avx512(int64_t kc, const float* a, const float* b, float* c, int64
                      int64_t ldb, int64_t rows, int64_t cols, int overwrite) {
   static const bool has = cpu_features().avx512;
   if (!has) return false;
+  if (kc >= 1 && kc <= kCpuStripMaxK) {
+    edge_avx512::strips(kc, a, b, c, ldc, lda, ldb, rows, cols, overwrite);
+    return true;
+  }
   // The whole vectors as below, the last few columns as dot products.
   if (cpu_edge_dot_columns(rows, cols, kc)) {
     const int64_t tail_cols = cols % 16, whole = cols - tail_cols;
@@ -499,6 +587,14 @@ void cpu_mma_blocks(const void* ukr, int64_t kc, const float* a, int64_t a_step,
                     int64_t blocks_c, int64_t rows_valid, int64_t cols_valid, int in_place, int overwrite) {
   using Ukr = void (*)(int64_t, const float*, const float*, float*, int64_t, int64_t, int64_t, int);
   const Ukr kernel = reinterpret_cast<Ukr>(const_cast<void*>(ukr));  // null: every block by cpu_mma_edge
+  static const bool avx512 = cpu_features().avx512;
+  if (kernel && in_place == 1 && avx512 && kc >= 1 && kc <= kCpuStripMaxK && a_step == br * lda && b_step == bc) {
+    // Short k read in place: the whole part by cpu_mma_edge's strips of rows, which
+    // write each row of C once, in order (see edge_avx512::strip).
+    cpu_mma_edge(kc, a, b, c, ldc, lda, ldb, std::min(blocks_r * br, rows_valid), std::min(blocks_c * bc, cols_valid),
+                 overwrite);
+    return;
+  }
   if (!kernel && (blocks_r == 1 || a_step == br * lda)) {
     // cpu_mma_edge blocks the rows itself: one call a column block, over every valid
     // row (what it sets up once, such as dot_columns's gathered B, serves them all).

@@ -49,8 +49,17 @@ void cpu_copy_guarded(const CpuWindow* src, const CpuWindow* dst, int64_t rows, 
 // vectors, the last one of a row masked (cpu_support.cpp); elsewhere in scalar loops.
 // With AVX-512, where cpu_edge_dot_columns(rows, cols, kc), the last cols % 16 columns are
 // dot products along k instead: 16 partial sums in k order, then added together.
+// With AVX-512 and kc <= kCpuStripMaxK, in strips of every row (below).
 void cpu_mma_edge(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, int64_t lda, int64_t ldb,
                   int64_t rows, int64_t cols, int overwrite);
+
+// The most k at which cpu_mma_edge, on a CPU with AVX-512, runs strips of every row
+// (B's k x up to 8 vectors held in registers while the rows go by, each row of C
+// written once, in order), and at which cpu_mma_blocks hands it a whole part read in
+// place. Against the blocks, one thread on Zen 4: 1.24-1.52x at k = 2 to 5 on shapes
+// whose C leaves L1 (1000x1000x4, 1000x500x5); at k = 6 to 8 the strips, of 3 or 4
+// vectors, lost (0.78-0.98x).
+constexpr int64_t kCpuStripMaxK = 5;
 
 // Whether cpu_mma_edge, on a CPU with AVX-512, takes a block's last cols % 16 columns
 // as dot products: 1 to 4 of them, with kc long enough that an FMA a row, a column
@@ -94,7 +103,8 @@ constexpr int64_t cpu_accumulator_copies(int64_t accumulators, int64_t vectors) 
 // B staged, C a tensor's window: an accumulator homed in its destination,
 // cpu_emit.cpp) computes the whole block into a local tile and copies only its
 // valid part in and out of C, so nothing past them is written; in_place 0 computes
-// it whole in C (on the staging buffers' padding, C a fragment as large).
+// it whole in C (on the staging buffers' padding, C a fragment as large). In place, at
+// kc <= kCpuStripMaxK on AVX-512, the whole valid part is one cpu_mma_edge call.
 void cpu_mma_blocks(const void* ukr, int64_t kc, const float* a, int64_t a_step, const float* b, int64_t b_step,
                     float* c, int64_t ldc, int64_t lda, int64_t ldb, int64_t br, int64_t bc, int64_t blocks_r,
                     int64_t blocks_c, int64_t rows_valid, int64_t cols_valid, int in_place, int overwrite);
