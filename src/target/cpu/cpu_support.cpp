@@ -430,34 +430,46 @@ __attribute__((noinline)) void strip(const float* a, const float* b, float* c, i
     else
       bv[k][W] = __builtin_ia32_loadups512_mask(b + k * ldb + 16 * W, Vf{}, tail);
   }
-  for (int64_t r = 0; r < rows; ++r, a += lda, c += ldc) {
-    Vf acc[V] = {};
-    Vh acc_half = {};
-    if (!overwrite) {
-#pragma GCC unroll 8
-      for (int v = 0; v < W; ++v) acc[v] = *(const Vfu*)(c + 16 * v);
-      if (Half)
-        acc_half = __builtin_ia32_loadups256_mask(c + 16 * W, Vh{}, tail_half);
-      else
-        acc[W] = __builtin_ia32_loadups512_mask(c + 16 * W, Vf{}, tail);
-    }
+  // The row loop twice, with and without C's old values (GCC kept the test of
+  // overwrite in the loop), four rows a pass: at one vector a row the loop's own
+  // instructions were as many as the row's.
+  auto rows_loop = [&](auto accumulate) __attribute__((always_inline)) {
 #pragma GCC unroll 4
-    for (int k = 0; k < KC; ++k) {
-      const float s = a[k];
+    for (int64_t r = 0; r < rows; ++r) {
+      const float* const ar = a + r * lda;
+      float* const cr = c + r * ldc;
+      Vf acc[V] = {};
+      Vh acc_half = {};
+      if constexpr (decltype(accumulate)::value) {
 #pragma GCC unroll 8
-      for (int v = 0; v < W; ++v) acc[v] += s * bv[k][v];
+        for (int v = 0; v < W; ++v) acc[v] = *(const Vfu*)(cr + 16 * v);
+        if (Half)
+          acc_half = __builtin_ia32_loadups256_mask(cr + 16 * W, Vh{}, tail_half);
+        else
+          acc[W] = __builtin_ia32_loadups512_mask(cr + 16 * W, Vf{}, tail);
+      }
+#pragma GCC unroll 4
+      for (int k = 0; k < KC; ++k) {
+        const float s = ar[k];
+#pragma GCC unroll 8
+        for (int v = 0; v < W; ++v) acc[v] += s * bv[k][v];
+        if (Half)
+          acc_half += s * bh[k];
+        else
+          acc[W] += s * bv[k][W];
+      }
+#pragma GCC unroll 8
+      for (int v = 0; v < W; ++v) *(Vfu*)(cr + 16 * v) = acc[v];
       if (Half)
-        acc_half += s * bh[k];
+        __builtin_ia32_storeups256_mask(cr + 16 * W, acc_half, tail_half);
       else
-        acc[W] += s * bv[k][W];
+        __builtin_ia32_storeups512_mask(cr + 16 * W, acc[W], tail);
     }
-#pragma GCC unroll 8
-    for (int v = 0; v < W; ++v) *(Vfu*)(c + 16 * v) = acc[v];
-    if (Half)
-      __builtin_ia32_storeups256_mask(c + 16 * W, acc_half, tail_half);
-    else
-      __builtin_ia32_storeups512_mask(c + 16 * W, acc[W], tail);
-  }
+  };
+  if (overwrite)
+    rows_loop(std::false_type{});
+  else
+    rows_loop(std::true_type{});
 }
 
 using Strip = void (*)(const float*, const float*, float*, int64_t, int64_t, int64_t, int64_t, unsigned short, int);
