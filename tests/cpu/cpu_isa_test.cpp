@@ -670,10 +670,10 @@ TEST(CpuSmallShapes, WholeEdgeBlocksAreCalledFromTheUnit) {
 // Up to kCpuStripMaxK k, a product read in place runs by strips of rows on AVX-512
 // (cpu_mma_blocks hands the whole part to cpu_mma_edge), and the unit leaves edge
 // blocks of three chunks of rows or more to it too (316x385x2's 88 rows of one column
-// and 158x27x2's 48 rows were four edge blocks each; 20x20x3 keeps its two). Each default plan against the
-// oracle on its own shape (dense and padded rows, alpha and beta), and without its
-// fixed sizes on rows and columns short of it and on a k past the tile (a second k
-// block that accumulates), and on the sim.
+// and 158x27x2's 48 rows were four edge blocks each; 20x20x3 keeps its two). Each
+// default plan against the oracle on its own shape (dense and padded rows, alpha and
+// beta), and without its fixed sizes on rows and columns short of it and on a k past
+// the tile (a second k block that accumulates), and on the sim.
 TEST(CpuSmallShapes, ShortKProductsRunInStripsOfRows) {
   const bool avx512 = detected_cpu_isa() == CpuIsa::Avx512 && cpu_prebuilt_count > 0;
   struct Case {

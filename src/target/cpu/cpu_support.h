@@ -56,9 +56,9 @@ void cpu_mma_edge(int64_t kc, const float* a, const float* b, float* c, int64_t 
 // The most k at which cpu_mma_edge, on a CPU with AVX-512, runs strips of every row
 // (B's k x up to 8 vectors held in registers while the rows go by, each row of C
 // written once, in order), and at which cpu_mma_blocks hands it a whole part read in
-// place. Against the blocks, one thread on Zen 4: 1.24-1.52x at k = 2 to 5 on shapes
-// whose C leaves L1 (1000x1000x4, 1000x500x5); at k = 6 to 8 the strips, of 3 or 4
-// vectors, lost (0.78-0.98x).
+// place. Against the blocks, one thread on Zen 4: 1.08-1.46x at k = 1 to 5 on shapes
+// whose C leaves L1 (1000x500x5 1.41x, 1184x108x4 1.46x); at k = 6 to 8 the strips, of
+// 3 or 4 vectors, lost (0.77-0.98x).
 constexpr int64_t kCpuStripMaxK = 5;
 
 // Whether cpu_mma_edge, on a CPU with AVX-512, takes a block's last cols % 16 columns
