@@ -667,26 +667,21 @@ TEST(CpuSmallShapes, WholeEdgeBlocksAreCalledFromTheUnit) {
   }
 }
 
-// Up to kCpuStripMaxK k, a product read in place runs by strips of rows on AVX-512
-// (cpu_mma_blocks hands the whole part to cpu_mma_edge), and the unit leaves edge
-// blocks of three chunks of rows or more to it too (316x385x2's 88 rows of one column
-// and 158x27x2's 48 rows were four edge blocks each; 20x20x3 keeps its two). Each
-// default plan against the oracle on its own shape (dense and padded rows, alpha and
-// beta), and without its fixed sizes on rows and columns short of it and on a k past
-// the tile (a second k block that accumulates), and on the sim.
-TEST(CpuSmallShapes, ShortKProductsRunInStripsOfRows) {
+// A product's default plan whose mma runs in cpu_mma_edge's strips of rows, against the
+// oracle on its own shape (dense and padded rows, alpha and beta), and without its
+// fixed sizes on rows and columns short of it and on a k past the tile (a second k
+// block that accumulates), and on the sim. no_edge_blocks: every edge region of the
+// unit three chunks of rows or more, which the unit leaves to the strips.
+struct StripCase {
+  int64_t m, n, k;
+  bool no_edge_blocks;
+};
+void check_strip_plans(std::initializer_list<StripCase> cases) {
   const bool avx512 = detected_cpu_isa() == CpuIsa::Avx512 && cpu_prebuilt_count > 0;
-  struct Case {
-    int64_t m, n, k;
-    bool no_edge_blocks;  // every edge region of the unit three chunks of rows or more
-  };
-  for (auto [m, n, k, no_edge_blocks] : {Case{316, 385, 2, true}, Case{158, 27, 2, true}, Case{100, 20, 1, false},
-                                         Case{60, 40, 3, false}, Case{333, 97, 4, false}, Case{77, 150, 5, false},
-                                         Case{61, 8, 2, false}, Case{20, 20, 3, false}}) {
+  for (auto [m, n, k, no_edge_blocks] : cases) {
     const Plan fixed = default_gemm_plan(TargetKind::Cpu, m, n, k, GemmPrecision::F32, "", 1);
     SCOPED_TRACE(fixed.to_string());
     ASSERT_TRUE(fixed.direct);
-    ASSERT_LE(k, kCpuStripMaxK);
     uint32_t seed = static_cast<uint32_t>(m * n + k);
     for (const Plan& p : {fixed, any_size(fixed)}) {
       GroupProgram program = compile_to_group(gemm_kernel(DType::F32), p, CompileOptions{}).program;
@@ -694,7 +689,7 @@ TEST(CpuSmallShapes, ShortKProductsRunInStripsOfRows) {
         EXPECT_EQ(emit_cpu(program, CpuIsa::Avx512).find("((tsl_edge_lookup_t)table[3])"), std::string::npos);
       auto kernel = compile_cpu(program);
       for (bool dense : {false, true}) check_gemm(*kernel, GemmCase{m, n, k, 1.0, 0.0, 1, dense}, seed++);
-      check_gemm(*kernel, GemmCase{m, n, k, -0.5, 1.25}, seed++);
+      for (bool dense : {false, true}) check_gemm(*kernel, GemmCase{m, n, k, -0.5, 1.25, 1, dense}, seed++);
       if (p.sizes.empty()) {
         check_gemm(*kernel, GemmCase{m - 3, n - 1, k, 1.0, 0.0}, seed++);
         check_gemm(*kernel, GemmCase{m, n, k + 3, 0.75, 0.5}, seed++);
@@ -707,6 +702,27 @@ TEST(CpuSmallShapes, ShortKProductsRunInStripsOfRows) {
       }
     }
   }
+}
+
+// Up to kCpuStripMaxK k, a product read in place runs by strips of rows on AVX-512
+// (cpu_mma_blocks hands the whole part to cpu_mma_edge), and the unit leaves edge
+// blocks of three chunks of rows or more to it too (316x385x2's 88 rows of one column
+// and 158x27x2's 48 rows were four edge blocks each; 20x20x3 keeps its two).
+TEST(CpuSmallShapes, ShortKProductsRunInStripsOfRows) {
+  check_strip_plans({{316, 385, 2, true}, {158, 27, 2, true}, {100, 20, 1, false}, {60, 40, 3, false},
+                     {333, 97, 4, false}, {77, 150, 5, false}, {61, 8, 2, false}, {20, 20, 3, false}});
+}
+
+// Past kCpuStripMaxK, products of one narrow strip of columns (cpu_edge_narrow_strip)
+// run as strips too, the unit's edge regions of three chunks or more among them
+// (170x12x11, 200x28x11; 40x12x11 keeps its two blocks, and 132x13x6 and 89x20x9
+// their last regions' two), and a wide product's narrow
+// last columns (866x47x6, 300x44x20). With beta, C's rows of 12, 28 and 20 columns
+// (dense or padded by 2) end before the strip's last vector, whose masked store
+// would hold up the next row's load but for the load ahead of it.
+TEST(CpuSmallShapes, NarrowMidKProductsRunInStripsOfRows) {
+  check_strip_plans({{170, 12, 11, true}, {200, 28, 11, true}, {132, 13, 6, false}, {300, 12, 24, true},
+                     {89, 20, 9, false}, {40, 12, 11, false}, {866, 47, 6, false}, {300, 44, 20, false}});
 }
 
 // The tiny kernels (cpu_tiny_kernel.h), all in one unit, against the reference:

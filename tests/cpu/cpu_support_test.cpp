@@ -172,13 +172,22 @@ TEST(CpuSupport, MmaEdgeMatchesTheReferenceInsideItsBlock) {
   // 16 rows (24 of one vector, whole or half), several row chunks, column groups past
   // 64, and blocks of 2 and 3 rows (B's vectors pinned in registers). Up to
   // kCpuStripMaxK k, strips of rows: several strips, the last one narrower, its last
-  // vector whole, in part or 8 lanes and fewer.
+  // vector whole, in part or 8 lanes and fewer. Past it, one strip of narrow columns
+  // (cpu_edge_narrow_strip): 1 and 2 vectors, whole, in part or of 8 lanes, k at each
+  // bound, rows of four at a time and a rest. C's rows (ldc = cols + 2) end before a
+  // strip's last vector does at 1 to 5, 9 to 13, 17 to 21 and 25 to 29 columns
+  // (170x12, 19x5, 18x20, 66x13): accumulating, the next row's first vector is then
+  // loaded before the stores.
   const int64_t cases[][3] = {{5, 7, 9},    {1, 1, 1},    {11, 31, 61},  {3, 2, 0},    {0, 4, 3},
                               {4, 0, 3},    {16, 64, 29}, {17, 45, 30},  {13, 130, 7}, {30, 16, 5},
                               {9, 48, 64},  {6, 63, 1},   {2, 60, 9},    {3, 40, 21},  {24, 14, 33},
                               {21, 6, 40},  {49, 12, 19}, {37, 385, 1},  {40, 200, 2}, {50, 27, 3},
-                              {29, 100, 4}, {33, 129, 5}, {7, 16, 5},    {61, 8, 2},   {3, 256, 4}};
+                              {29, 100, 4}, {33, 129, 5}, {7, 16, 5},    {61, 8, 2},   {3, 256, 4},
+                              {170, 12, 11}, {16, 16, 24}, {19, 5, 6},   {53, 30, 12}, {18, 20, 7},
+                              {23, 32, 9},  {66, 13, 13}, {41, 1, 17},   {17, 6, 22}};
+  int narrow = 0;
   for (const auto& [rows, cols, kc] : cases) {
+    narrow += cpu_edge_narrow_strip(rows, cols, kc);
     EdgeOperands e(rows, cols, kc, rng);
     const auto &a = e.a, &b = e.b;
     auto& c = e.c;
@@ -201,6 +210,22 @@ TEST(CpuSupport, MmaEdgeMatchesTheReferenceInsideItsBlock) {
         }
     }
   }
+  EXPECT_EQ(narrow, 9);  // the cases past kCpuStripMaxK above, {49, 12, 19} among them
+}
+
+// Where cpu_edge_narrow_strip draws its lines (its header's rule).
+TEST(CpuSupport, NarrowStripsTakeMidKOnOneStripOfColumns) {
+  EXPECT_TRUE(cpu_edge_narrow_strip(170, 12, 11));
+  EXPECT_TRUE(cpu_edge_narrow_strip(16, 16, kCpuNarrowStripMaxK));
+  EXPECT_FALSE(cpu_edge_narrow_strip(16, 16, kCpuNarrowStripMaxK + 1));
+  EXPECT_FALSE(cpu_edge_narrow_strip(15, 16, 11));                // too few rows
+  EXPECT_FALSE(cpu_edge_narrow_strip(170, 12, kCpuStripMaxK));    // the short-k strips' own
+  EXPECT_TRUE(cpu_edge_narrow_strip(100, 32, 12));                // two vectors up to k = 12
+  EXPECT_FALSE(cpu_edge_narrow_strip(100, 33, 12));
+  EXPECT_FALSE(cpu_edge_narrow_strip(100, 17, 13));
+  EXPECT_FALSE(cpu_edge_narrow_strip(100, 0, 12));
+  ASSERT_TRUE(cpu_edge_dot_columns(100, 3, 20));
+  EXPECT_FALSE(cpu_edge_narrow_strip(100, 3, 20));  // dot products take those
 }
 
 // With AVX-512, a block whose columns end 1 to 4 lanes into a vector takes those

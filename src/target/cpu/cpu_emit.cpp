@@ -1782,7 +1782,10 @@ class Emitter {
             const int64_t v = ceil_div(bc, isa_.lanes), tail = (int64_t{1} << (bc - isa_.lanes * (v - 1))) - 1;
             // At short k, three chunks or more run faster as cpu_mma_edge's strips of rows
             // (158x27x2 1.29x); two, as blocks (20x20x3 0.81x, 28x20x5 0.84x as strips).
-            const bool strips = op.k <= kCpuStripMaxK && chunks > 2;
+            // Past it, likewise where cpu_mma_edge takes strips (cpu_edge_narrow_strip):
+            // with fewer chunks its dispatch costs what the strip saves (30x12x17 0.83x).
+            const bool strips =
+                (op.k <= kCpuStripMaxK || cpu_edge_narrow_strip(rows, bc, op.k)) && chunks > 2;
             if (bc <= 64 && blocks_c * chunks <= kCpuInlineBlocks && !cpu_edge_dot_columns(rows, bc, op.k) && !strips)
               for (int64_t j = 0; j < blocks_c; ++j)
                 for (int64_t i = 0; i < chunks; ++i) {

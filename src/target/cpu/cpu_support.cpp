@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -122,6 +123,17 @@ constexpr int64_t kDotMaxK = 1024;
 // row pointers still fit the general registers (at 30 the loop reloads two from the
 // stack); 24 rather than 16: 552x14x241 and 250x9x423 1.04-1.05x.
 constexpr int kEdgeMaxRows[5] = {0, 24, 14, 9, 6};
+
+// The widest strip of rows (edge_avx512::strip) at k (the index): k x V of B's vectors
+// and V accumulators within 32 registers, at most 8 vectors (at k = 2, 8 and 12 ran
+// alike, 4 slower). Past kCpuStripMaxK, only products as narrow as one strip run as
+// strips (cpu_edge_narrow_strip): 2 vectors up to k = 12, then 1.
+constexpr int kStripVectors[kCpuNarrowStripMaxK + 1] = {0, 8, 8, 8, 6, 5, 2, 2, 2, 2, 2, 2, 2,
+                                                        1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+// The fewest rows of a strip past kCpuStripMaxK: at 8 rows, 24 k, loading B's 24
+// vectors cost more than the blocks' B loads (8x16x24 0.78x); at 12 to 16 rows the
+// strips ran 0.98-1.21x the blocks' speed.
+constexpr int64_t kNarrowStripMinRows = 16;
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #pragma GCC push_options
@@ -407,13 +419,15 @@ __attribute__((noinline)) void dot_columns(int64_t kc, const float* a, const flo
 using DotColumns = void (*)(int64_t, const float*, const float*, float*, int64_t, int64_t, int64_t, int64_t, int);
 const DotColumns kDotColumns[5] = {nullptr, &dot_columns<1>, &dot_columns<2>, &dot_columns<3>, &dot_columns<4>};
 
-// Short k (kc <= kCpuStripMaxK): cpu_mma_edge's operation on every row of V vectors of
-// columns (the last one's lanes in `tail`; Half: within its first 8, an 8-lane
-// vector, as in block above), B's KC x V vectors held in registers while the rows go
-// by, one row at a time. At such k a product is bound by writing C, not by its FMAs:
-// each row's part is written once, in order, with no block of rows to set up. The
-// 12 x 32 blocks wrote 24 lines of 12 rows a block and loaded B again for each
-// (316x385x2 ran at 0.74x libxsmm).
+// Short k (kc <= kCpuStripMaxK), and mid k on narrow columns (cpu_edge_narrow_strip):
+// cpu_mma_edge's operation on every row of V vectors of columns (the last one's lanes
+// in `tail`; Half: within its first 8, an 8-lane vector, as in block above), B's KC x
+// V vectors held in registers while the rows go by, one row at a time. At short k a
+// product is bound by writing C, not by its FMAs: each row's part is written once, in
+// order, with no block of rows to set up. The 12 x 32 blocks wrote 24 lines of 12 rows
+// a block and loaded B again for each (316x385x2 ran at 0.74x libxsmm). At mid k on 16
+// columns or fewer the blocks' fixed cost (row pointers, a B load a k, a call a
+// block) was a fifth of their time (170x12x11).
 template <int KC, int V, bool Half>
 __attribute__((noinline)) void strip(const float* a, const float* b, float* c, int64_t ldc, int64_t lda,
                                      int64_t ldb, int64_t rows, unsigned short tail, int overwrite) {
@@ -421,7 +435,9 @@ __attribute__((noinline)) void strip(const float* a, const float* b, float* c, i
   const auto tail_half = static_cast<unsigned char>(tail);
   Vf bv[KC][V];
   Vh bh[KC];
-#pragma GCC unroll 4
+  // Every k loop whole (unroll 32 >= kCpuNarrowStripMaxK): a partial unroll keeps B's
+  // vectors in memory.
+#pragma GCC unroll 32
   for (int k = 0; k < KC; ++k) {
 #pragma GCC unroll 8
     for (int v = 0; v < W; ++v) bv[k][v] = *(const Vfu*)(b + k * ldb + 16 * v);
@@ -430,40 +446,86 @@ __attribute__((noinline)) void strip(const float* a, const float* b, float* c, i
     else
       bv[k][W] = __builtin_ia32_loadups512_mask(b + k * ldb + 16 * W, Vf{}, tail);
   }
+  // A row's first vector of C (the last one where V is 1).
+  using First = std::conditional_t<V == 1 && Half, Vh, Vf>;
+  auto first_of = [&](const float* cr) __attribute__((always_inline)) -> First {
+    if constexpr (V > 1)
+      return *(const Vfu*)cr;
+    else if constexpr (Half)
+      return __builtin_ia32_loadups256_mask(cr, Vh{}, tail_half);
+    else
+      return __builtin_ia32_loadups512_mask(cr, Vf{}, tail);
+  };
   // The row loop twice, with and without C's old values (GCC kept the test of
-  // overwrite in the loop), four rows a pass: at one vector a row the loop's own
-  // instructions were as many as the row's.
+  // overwrite in the loop). Past kCpuStripMaxK, RU rows at a time, k outermost: one
+  // accumulator's chain of KC FMAs a row left the FMA pipes waiting (170x12x11 1.09x
+  // with 4 rows). Up to it, four rows a pass: at one vector a row the loop's own
+  // instructions were as many as the row's. With C's old values, the next rows' first
+  // vector is loaded before these rows' stores: a load whose 64 bytes overlap an
+  // earlier masked store (a row's last vector, where C's rows are shorter than the
+  // strip's vectors) waits for that store to reach the cache (170x12x11 with beta 1
+  // 5x slower than with beta 0).
+  constexpr int RU = KC <= kCpuStripMaxK ? 1 : std::clamp((30 - KC * V) / V, 1, 4);
   auto rows_loop = [&](auto accumulate) __attribute__((always_inline)) {
+    constexpr bool old_c = decltype(accumulate)::value;
+    // Only where a row's vectors reach past the next row's start: elsewhere the early
+    // load cost a fifth (267x8x1, beta 1).
+    const bool ahead = ldc < 16 * W + (Half ? 8 : 16);
+    First first = {};
+    if (old_c && ahead && rows > 0) first = first_of(c);
+    // Rows r to r + N - 1; `first` holds row r's first vector, then row r + N's.
+    auto group = [&](int64_t r, auto n) __attribute__((always_inline)) {
+      constexpr int N = decltype(n)::value;
+      Vf acc[N][V] = {};
+      Vh acc_half[N] = {};
+      if constexpr (old_c) {
 #pragma GCC unroll 4
-    for (int64_t r = 0; r < rows; ++r) {
-      const float* const ar = a + r * lda;
-      float* const cr = c + r * ldc;
-      Vf acc[V] = {};
-      Vh acc_half = {};
-      if constexpr (decltype(accumulate)::value) {
+        for (int i = 0; i < N; ++i) {
+          const float* const cr = c + (r + i) * ldc;
+          const First f = i == 0 && ahead ? first : first_of(cr);
+          if constexpr (V == 1 && Half)
+            acc_half[i] = f;
+          else
+            acc[i][0] = f;
 #pragma GCC unroll 8
-        for (int v = 0; v < W; ++v) acc[v] = *(const Vfu*)(cr + 16 * v);
-        if (Half)
-          acc_half = __builtin_ia32_loadups256_mask(cr + 16 * W, Vh{}, tail_half);
-        else
-          acc[W] = __builtin_ia32_loadups512_mask(cr + 16 * W, Vf{}, tail);
+          for (int v = 1; v < W; ++v) acc[i][v] = *(const Vfu*)(cr + 16 * v);
+          if (W > 0 && Half)
+            acc_half[i] = __builtin_ia32_loadups256_mask(cr + 16 * W, Vh{}, tail_half);
+          else if (W > 0)
+            acc[i][W] = __builtin_ia32_loadups512_mask(cr + 16 * W, Vf{}, tail);
+        }
       }
+#pragma GCC unroll 32
+      for (int k = 0; k < KC; ++k)
 #pragma GCC unroll 4
-      for (int k = 0; k < KC; ++k) {
-        const float s = ar[k];
+        for (int i = 0; i < N; ++i) {
+          const float s = a[(r + i) * lda + k];
 #pragma GCC unroll 8
-        for (int v = 0; v < W; ++v) acc[v] += s * bv[k][v];
+          for (int v = 0; v < W; ++v) acc[i][v] += s * bv[k][v];
+          if (Half)
+            acc_half[i] += s * bh[k];
+          else
+            acc[i][W] += s * bv[k][W];
+        }
+      if (old_c && ahead && r + N < rows) first = first_of(c + (r + N) * ldc);
+#pragma GCC unroll 4
+      for (int i = 0; i < N; ++i) {
+        float* const cr = c + (r + i) * ldc;
+#pragma GCC unroll 8
+        for (int v = 0; v < W; ++v) *(Vfu*)(cr + 16 * v) = acc[i][v];
         if (Half)
-          acc_half += s * bh[k];
+          __builtin_ia32_storeups256_mask(cr + 16 * W, acc_half[i], tail_half);
         else
-          acc[W] += s * bv[k][W];
+          __builtin_ia32_storeups512_mask(cr + 16 * W, acc[i][W], tail);
       }
-#pragma GCC unroll 8
-      for (int v = 0; v < W; ++v) *(Vfu*)(cr + 16 * v) = acc[v];
-      if (Half)
-        __builtin_ia32_storeups256_mask(cr + 16 * W, acc_half, tail_half);
-      else
-        __builtin_ia32_storeups512_mask(cr + 16 * W, acc[W], tail);
+    };
+    int64_t r = 0;
+    if constexpr (RU == 1) {
+#pragma GCC unroll 4
+      for (; r < rows; ++r) group(r, std::integral_constant<int, 1>{});
+    } else {
+      for (; r + RU <= rows; r += RU) group(r, std::integral_constant<int, RU>{});
+      for (; r < rows; ++r) group(r, std::integral_constant<int, 1>{});
     }
   };
   if (overwrite)
@@ -473,9 +535,6 @@ __attribute__((noinline)) void strip(const float* a, const float* b, float* c, i
 }
 
 using Strip = void (*)(const float*, const float*, float*, int64_t, int64_t, int64_t, int64_t, unsigned short, int);
-// The widest strip at KC (the index) k: KC x V of B's vectors and V accumulators
-// within 32 registers, at most 8 vectors (at k = 2, 8 and 12 ran alike, 4 slower).
-constexpr int kStripVectors[kCpuStripMaxK + 1] = {0, 8, 8, 8, 6, 5};
 template <int KC, bool Half, int... I>
 constexpr std::array<Strip, sizeof...(I)> strips_of(std::integer_sequence<int, I...>) {
   return {&strip<KC, I + 1, Half>...};
@@ -483,15 +542,14 @@ constexpr std::array<Strip, sizeof...(I)> strips_of(std::integer_sequence<int, I
 template <int KC, bool Half>
 constexpr std::array<Strip, kStripVectors[KC]> kStripsOf =
     strips_of<KC, Half>(std::make_integer_sequence<int, kStripVectors[KC]>());
+template <bool Half, int... KC>
+constexpr std::array<const Strip*, sizeof...(KC) + 1> strips_by(std::integer_sequence<int, KC...>) {
+  return {nullptr, kStripsOf<KC + 1, Half>.data()...};
+}
 template <bool Half>
-constexpr const Strip* kStripsBy[kCpuStripMaxK + 1] = {nullptr,
-                                                       kStripsOf<1, Half>.data(),
-                                                       kStripsOf<2, Half>.data(),
-                                                       kStripsOf<3, Half>.data(),
-                                                       kStripsOf<4, Half>.data(),
-                                                       kStripsOf<5, Half>.data()};
+constexpr auto kStripsBy = strips_by<Half>(std::make_integer_sequence<int, kCpuNarrowStripMaxK>());
 // kStrips[half][KC][V - 1]: half where the last vector's lanes are within its first 8.
-const Strip* const* const kStrips[2] = {kStripsBy<false>, kStripsBy<true>};
+const Strip* const* const kStrips[2] = {kStripsBy<false>.data(), kStripsBy<true>.data()};
 
 // rows x cols by strips of kStripVectors[kc] vectors, the last one narrower.
 void strips(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, int64_t lda, int64_t ldb,
@@ -521,6 +579,10 @@ bool mma_edge_avx512(int64_t kc, const float* a, const float* b, float* c, int64
     const int64_t tail_cols = cols % 16, whole = cols - tail_cols;
     if (whole > 0) mma_edge_avx512(kc, a, b, c, ldc, lda, ldb, rows, whole, overwrite);
     edge_avx512::kDotColumns[tail_cols](kc, a, b + whole, c + whole, ldc, lda, ldb, rows, overwrite);
+    return true;
+  }
+  if (cpu_edge_narrow_strip(rows, cols, kc)) {
+    edge_avx512::strips(kc, a, b, c, ldc, lda, ldb, rows, cols, overwrite);
     return true;
   }
   const int64_t v = (std::min<int64_t>(cols, 64) + 15) >> 4;
@@ -576,6 +638,11 @@ bool cpu_edge_dot_columns(int64_t rows, int64_t cols, int64_t kc) {
   // longer share A's broadcast with the masked vector (64x20x32 1.09x with 3).
   const int64_t fixed = cols < 16 ? 3 : 11;
   return tail_cols * ((kc + 15) / 16 + fixed) + 2 * tail_cols * kc / rows < kc;
+}
+
+bool cpu_edge_narrow_strip(int64_t rows, int64_t cols, int64_t kc) {
+  return kc > kCpuStripMaxK && kc <= kCpuNarrowStripMaxK && rows >= kNarrowStripMinRows && cols >= 1 &&
+         cols <= 16 * kStripVectors[kc] && !cpu_edge_dot_columns(rows, cols, kc);
 }
 
 void cpu_mma_edge(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, int64_t lda, int64_t ldb,

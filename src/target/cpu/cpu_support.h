@@ -49,7 +49,8 @@ void cpu_copy_guarded(const CpuWindow* src, const CpuWindow* dst, int64_t rows, 
 // vectors, the last one of a row masked (cpu_support.cpp); elsewhere in scalar loops.
 // With AVX-512, where cpu_edge_dot_columns(rows, cols, kc), the last cols % 16 columns are
 // dot products along k instead: 16 partial sums in k order, then added together.
-// With AVX-512 and kc <= kCpuStripMaxK, in strips of every row (below).
+// With AVX-512 and kc <= kCpuStripMaxK, or cpu_edge_narrow_strip, in strips of every
+// row (below).
 void cpu_mma_edge(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, int64_t lda, int64_t ldb,
                   int64_t rows, int64_t cols, int overwrite);
 
@@ -60,6 +61,15 @@ void cpu_mma_edge(int64_t kc, const float* a, const float* b, float* c, int64_t 
 // whose C leaves L1 (1000x500x5 1.41x, 1184x108x4 1.46x); at k = 6 to 8 the strips, of
 // 3 or 4 vectors, lost (0.77-0.98x).
 constexpr int64_t kCpuStripMaxK = 5;
+// The most k of a strip past kCpuStripMaxK (cpu_edge_narrow_strip): B's k vectors, an
+// accumulator and the next row's C within 32 registers, with room to spare.
+constexpr int64_t kCpuNarrowStripMaxK = 24;
+// Whether cpu_mma_edge, on a CPU with AVX-512, runs rows x cols at kc past
+// kCpuStripMaxK as one strip of every row: cols fit one strip (32 columns up to
+// k = 12, then 16), kc <= kCpuNarrowStripMaxK, 16 rows or more, and not
+// cpu_edge_dot_columns. Against the 24-row blocks, one thread on Zen 4: 170x12x11
+// 1.3x, 132x13x6 1.6x, 200x28x11 1.2x, 300x12x24 1.1x.
+bool cpu_edge_narrow_strip(int64_t rows, int64_t cols, int64_t kc);
 
 // Whether cpu_mma_edge, on a CPU with AVX-512, takes a block's last cols % 16 columns
 // as dot products: 1 to 4 of them, with kc long enough that an FMA a row, a column
@@ -78,7 +88,7 @@ using CpuEdgeBlock = void (*)(int64_t kc, const float* a, const float* b, float*
                               int64_t ldb, unsigned short tail, int overwrite);
 // Entry 3. The block of rows x cols; null without AVX-512 or where there is none.
 CpuEdgeBlock cpu_edge_block(int64_t rows, int64_t cols);
-// The most rows of one block `cols` wide (1 to 64): 16, 14, 9 or 6 for 1 to 4 vectors.
+// The most rows of one block `cols` wide (1 to 64): 24, 14, 9 or 6 for 1 to 4 vectors.
 int64_t cpu_edge_block_rows(int64_t cols);
 // Copies of a block's `accumulators` registers that split k (k, k + 1, ... in turn,
 // summed at the end), so that about 8 FMA chains cover the FMA latency, the copies and
