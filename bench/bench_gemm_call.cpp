@@ -10,14 +10,15 @@
 //           clock reads);
 //   prepared  PreparedGemm::run (the shape prepared once).
 // Every way's complete output is checked against the FP64 oracle first (C
-// poisoned with NaN). Then R rounds; each round times every way over `calls`
+// poisoned with NaN; with --beta B, C = A B + B C from random C, which the timed
+// calls then keep accumulating into). Then R rounds; each round times every way over `calls`
 // calls, in an order rotated from round to round; a way's time in a round is wall
 // time per call. Printed: the median and minimum over rounds, and the paired
 // per-round differences from kernel.
 //
-//   build/bench_gemm_call [--rounds R] [--calls C] [--threads T] [MxNxK ...]
+//   build/bench_gemm_call [--rounds R] [--calls C] [--threads T] [--beta B] [MxNxK ...]
 //   build/bench_gemm_call --only kernel|bound|gemm|quiet|prepared --calls C [MxNxK]   (for perf record)
-// (default 32x32x32 64x64x64, R = 21, C = 20000, one thread).
+// (default 32x32x32 64x64x64, R = 21, C = 20000, one thread, beta 0).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -60,7 +61,8 @@ struct Way {
 };
 
 [[noreturn]] void usage() {
-  std::fputs("usage: bench_gemm_call [--rounds R] [--calls C] [--threads T] [--only kernel|bound|gemm|quiet|prepared] [MxNxK ...]\n",
+  std::fputs("usage: bench_gemm_call [--rounds R] [--calls C] [--threads T] [--beta B]\n"
+             "                       [--only kernel|bound|gemm|quiet|prepared] [MxNxK ...]\n",
              stderr);
   std::exit(2);
 }
@@ -70,6 +72,7 @@ struct Way {
 int main(int argc, char** argv) {
   int rounds = 21, threads = 1;
   long calls = 20000;
+  float beta = 0;
   std::string only;
   std::vector<Shape> shapes;
   for (int i = 1; i < argc; ++i) {
@@ -79,6 +82,12 @@ int main(int argc, char** argv) {
     else if (a == "--calls") calls = std::atol(value().c_str());
     else if (a == "--threads") threads = std::atoi(value().c_str());
     else if (a == "--only") only = value();
+    else if (a == "--beta") {
+      const std::string v = value();
+      char* end = nullptr;
+      beta = std::strtof(v.c_str(), &end);
+      if (v.empty() || *end != '\0' || !std::isfinite(beta)) usage();
+    }
     else {
       Shape s{};
       if (std::sscanf(a.c_str(), "%ldx%ldx%ld", &s.m, &s.n, &s.k) != 3 || s.m < 1 || s.n < 1 || s.k < 1) usage();
@@ -88,7 +97,8 @@ int main(int argc, char** argv) {
   if (rounds < 1 || calls < 1) usage();
   if (shapes.empty()) shapes = {{32, 32, 32}, {64, 64, 64}};
   if (only.empty())
-    std::printf("per call, ns: median over %d rounds of %ld calls (min); threads %d\n", rounds, calls, threads);
+    std::printf("per call, ns: median over %d rounds of %ld calls (min); threads %d, beta %g\n", rounds, calls, threads,
+                beta);
 
   for (const Shape& s : shapes) {
     std::mt19937_64 rng(1);
@@ -99,18 +109,21 @@ int main(int argc, char** argv) {
     // one, which cost the plans that read B in place several percent.
     LineAlignedFloats a = line_aligned_copy(a_random), b = line_aligned_copy(b_random);
     LineAlignedFloats c(s.m * s.n);
-    std::vector<double> want = gemm_oracle(s.m, s.n, s.k, 1.0, a.data(), s.k, b.data(), s.n, 0.0, nullptr, s.n);
+    std::vector<float> c_random(s.m * s.n);
+    fill_random(c_random, rng);
+    std::vector<double> want = gemm_oracle(s.m, s.n, s.k, 1.0, a.data(), s.k, b.data(), s.n, beta,
+                                           beta == 0 ? nullptr : c_random.data(), s.n);
 
     GemmOptions options;
     options.threads = threads;
-    GemmReport first = gemm(s.m, s.n, s.k, 1.0f, a.data(), s.k, b.data(), s.n, 0.0f, c.data(), s.n, options);
+    GemmReport first = gemm(s.m, s.n, s.k, 1.0f, a.data(), s.k, b.data(), s.n, beta, c.data(), s.n, options);
     // The same compiled kernel (both caches hit), bound the two other ways.
     Kernel kernel = compile(gemm_kernel(), first.plan);
     KernelArgs args;
     args.tensors["A"] = TensorArg::host(a.data(), {s.m, s.k});
     args.tensors["B"] = TensorArg::host(b.data(), {s.k, s.n});
     args.tensors["C"] = TensorArg::host(c.data(), {s.m, s.n});
-    args.scalars = {{"alpha", 1.0}, {"beta", 0.0}};
+    args.scalars = {{"alpha", 1.0}, {"beta", beta}};
     BoundLaunch bound = kernel.bind(args);
     LaunchOptions lo;
     lo.threads = threads;
@@ -120,7 +133,7 @@ int main(int argc, char** argv) {
     std::shared_ptr<const CpuKernel> cpu = compile_cpu(kernel.program());
     LaunchArgs flat;
     flat.sizes = {{"M", s.m}, {"N", s.n}, {"K", s.k}, {"lda", s.k}, {"ldb", s.n}, {"ldc", s.n}};
-    flat.scalars = {{"alpha", 1.0}, {"beta", 0.0}};
+    flat.scalars = {{"alpha", 1.0}, {"beta", beta}};
     flat.tensors = {{"A", a.data()}, {"B", b.data()}, {"C", c.data()}};
     CpuLaunch launch = cpu->bind(flat);
     PreparedGemm prepared(s.m, s.n, s.k, s.k, s.n, s.n, options);
@@ -133,15 +146,18 @@ int main(int argc, char** argv) {
            bound.set_tensor(1, b.data());
            bound.set_tensor(2, c.data());
            bound.set_scalar(0, 1.0);
-           bound.set_scalar(1, 0.0);
+           bound.set_scalar(1, beta);
            bound.run(lo);
          }},
-        {"gemm", [&] { gemm(s.m, s.n, s.k, 1.0f, a.data(), s.k, b.data(), s.n, 0.0f, c.data(), s.n, options); }},
-        {"quiet", [&] { gemm(s.m, s.n, s.k, 1.0f, a.data(), s.k, b.data(), s.n, 0.0f, c.data(), s.n, quiet); }},
-        {"prepared", [&] { prepared.run(1.0f, a.data(), b.data(), 0.0f, c.data()); }},
+        {"gemm", [&] { gemm(s.m, s.n, s.k, 1.0f, a.data(), s.k, b.data(), s.n, beta, c.data(), s.n, options); }},
+        {"quiet", [&] { gemm(s.m, s.n, s.k, 1.0f, a.data(), s.k, b.data(), s.n, beta, c.data(), s.n, quiet); }},
+        {"prepared", [&] { prepared.run(1.0f, a.data(), b.data(), beta, c.data()); }},
     };
     for (Way& w : ways) {
-      std::fill(c.begin(), c.end(), NAN);
+      if (beta == 0)
+        std::fill(c.begin(), c.end(), NAN);
+      else
+        std::copy(c_random.begin(), c_random.end(), c.begin());
       w.call();
       double err = gemm_relative_error(s.m, s.n, c.data(), s.n, want);
       if (!(err <= gemm_error_bound(s.k))) {

@@ -456,21 +456,18 @@ __attribute__((noinline)) void strip(const float* a, const float* b, float* c, i
     else
       return __builtin_ia32_loadups512_mask(cr, Vf{}, tail);
   };
-  // The row loop twice, with and without C's old values (GCC kept the test of
-  // overwrite in the loop). Past kCpuStripMaxK, RU rows at a time, k outermost: one
+  // The row loop three times: without C's old values, and with them, loaded in turn
+  // or ahead (GCC kept a run-time test of either in the loop). Past kCpuStripMaxK, RU rows at a time, k outermost: one
   // accumulator's chain of KC FMAs a row left the FMA pipes waiting (170x12x11 1.09x
   // with 4 rows). Up to it, four rows a pass: at one vector a row the loop's own
-  // instructions were as many as the row's. With C's old values, the next rows' first
-  // vector is loaded before these rows' stores: a load whose 64 bytes overlap an
-  // earlier masked store (a row's last vector, where C's rows are shorter than the
-  // strip's vectors) waits for that store to reach the cache (170x12x11 with beta 1
-  // 5x slower than with beta 0).
+  // instructions were as many as the row's. Ahead, where a row's vectors reach past
+  // the next row's start, the next rows' first vector is loaded before these rows'
+  // stores: a load whose 64 bytes overlap an earlier masked store waits for that store
+  // to reach the cache (1354x47x2 and 300x20x3 3.9x and 5.5x slower accumulating than
+  // overwriting). Elsewhere the early load cost a fifth (267x8x1).
   constexpr int RU = KC <= kCpuStripMaxK ? 1 : std::clamp((30 - KC * V) / V, 1, 4);
-  auto rows_loop = [&](auto accumulate) __attribute__((always_inline)) {
-    constexpr bool old_c = decltype(accumulate)::value;
-    // Only where a row's vectors reach past the next row's start: elsewhere the early
-    // load cost a fifth (267x8x1, beta 1).
-    const bool ahead = ldc < 16 * W + (Half ? 8 : 16);
+  auto rows_loop = [&](auto accumulate, auto load_ahead) __attribute__((always_inline)) {
+    constexpr bool old_c = decltype(accumulate)::value, ahead = decltype(load_ahead)::value;
     First first = {};
     if (old_c && ahead && rows > 0) first = first_of(c);
     // Rows r to r + N - 1; `first` holds row r's first vector, then row r + N's.
@@ -529,9 +526,11 @@ __attribute__((noinline)) void strip(const float* a, const float* b, float* c, i
     }
   };
   if (overwrite)
-    rows_loop(std::false_type{});
+    rows_loop(std::false_type{}, std::false_type{});
+  else if (ldc < 16 * W + (Half ? 8 : 16))
+    rows_loop(std::true_type{}, std::true_type{});
   else
-    rows_loop(std::true_type{});
+    rows_loop(std::true_type{}, std::false_type{});
 }
 
 using Strip = void (*)(const float*, const float*, float*, int64_t, int64_t, int64_t, int64_t, unsigned short, int);
