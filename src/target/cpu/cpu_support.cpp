@@ -422,7 +422,7 @@ const DotColumns kDotColumns[5] = {nullptr, &dot_columns<1>, &dot_columns<2>, &d
 // Short k (kc <= kCpuStripMaxK), and mid k on narrow columns (cpu_edge_narrow_strip):
 // cpu_mma_edge's operation on every row of V vectors of columns (the last one's lanes
 // in `tail`; Half: within its first 8, an 8-lane vector, as in block above), B's KC x
-// V vectors held in registers while the rows go by, one row at a time. At short k a
+// V vectors held in registers while the rows go by. At short k a
 // product is bound by writing C, not by its FMAs: each row's part is written once, in
 // order, with no block of rows to set up. The 12 x 32 blocks wrote 24 lines of 12 rows
 // a block and loaded B again for each (316x385x2 ran at 0.74x libxsmm). At mid k on 16
@@ -457,14 +457,15 @@ __attribute__((noinline)) void strip(const float* a, const float* b, float* c, i
       return __builtin_ia32_loadups512_mask(cr, Vf{}, tail);
   };
   // The row loop three times: without C's old values, and with them, loaded in turn
-  // or ahead (GCC kept a run-time test of either in the loop). Past kCpuStripMaxK, RU rows at a time, k outermost: one
-  // accumulator's chain of KC FMAs a row left the FMA pipes waiting (170x12x11 1.09x
-  // with 4 rows). Up to it, four rows a pass: at one vector a row the loop's own
-  // instructions were as many as the row's. Ahead, where a row's vectors reach past
-  // the next row's start, the next rows' first vector is loaded before these rows'
-  // stores: a load whose 64 bytes overlap an earlier masked store waits for that store
-  // to reach the cache (1354x47x2 and 300x20x3 3.9x and 5.5x slower accumulating than
-  // overwriting). Elsewhere the early load cost a fifth (267x8x1).
+  // or ahead (GCC kept a run-time test of either in the loop). Past kCpuStripMaxK, RU
+  // rows at a time, k outermost: one accumulator's chain of KC FMAs a row left the FMA
+  // pipes waiting (170x12x11 1.09x with 4 rows). Up to it, a row at a time, four a
+  // pass: at one vector a row the loop's own instructions were as many as the row's.
+  // Ahead, where a row's vectors reach past the next row's start, the next rows' first
+  // vector is loaded before these rows' stores: a load whose 64 bytes overlap an
+  // earlier masked store waits for that store to reach the cache (1354x47x2 and
+  // 300x20x3 4.5x and 7.9x slower accumulating than overwriting). Elsewhere the early
+  // load cost a fifth (267x8x1).
   constexpr int RU = KC <= kCpuStripMaxK ? 1 : std::clamp((30 - KC * V) / V, 1, 4);
   auto rows_loop = [&](auto accumulate, auto load_ahead) __attribute__((always_inline)) {
     constexpr bool old_c = decltype(accumulate)::value, ahead = decltype(load_ahead)::value;

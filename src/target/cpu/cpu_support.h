@@ -61,14 +61,14 @@ void cpu_mma_edge(int64_t kc, const float* a, const float* b, float* c, int64_t 
 // whose C leaves L1 (1000x500x5 1.41x, 1184x108x4 1.46x); at k = 6 to 8 the strips, of
 // 3 or 4 vectors, lost (0.77-0.98x).
 constexpr int64_t kCpuStripMaxK = 5;
-// The most k of a strip past kCpuStripMaxK (cpu_edge_narrow_strip): B's k vectors, an
-// accumulator and the next row's C within 32 registers, with room to spare.
+// The most k of a strip past kCpuStripMaxK (cpu_edge_narrow_strip): B's k vectors, four
+// rows' accumulators and the next row's first vector within 32 registers.
 constexpr int64_t kCpuNarrowStripMaxK = 24;
 // Whether cpu_mma_edge, on a CPU with AVX-512, runs rows x cols at kc past
 // kCpuStripMaxK as one strip of every row: cols fit one strip (32 columns up to
 // k = 12, then 16), kc <= kCpuNarrowStripMaxK, 16 rows or more, and not
-// cpu_edge_dot_columns. Against the 24-row blocks, one thread on Zen 4: 170x12x11
-// 1.3x, 132x13x6 1.6x, 200x28x11 1.2x, 300x12x24 1.1x.
+// cpu_edge_dot_columns. Against the 24-row blocks, one thread on Zen 4 (tessel bench):
+// 1.05-1.19x (170x12x11 1.07x, 132x13x6 1.12x, 1077x15x13 1.14x, 831x7x24 1.19x).
 bool cpu_edge_narrow_strip(int64_t rows, int64_t cols, int64_t kc);
 
 // Whether cpu_mma_edge, on a CPU with AVX-512, takes a block's last cols % 16 columns
