@@ -716,10 +716,10 @@ TEST(CpuSmallShapes, ShortKProductsRunInStripsOfRows) {
 // Past kCpuStripMaxK, products of one narrow strip of columns (cpu_edge_narrow_strip)
 // run as strips too, the unit's edge regions of three chunks or more among them
 // (170x12x11, 200x28x11; 40x12x11 keeps its two blocks, and 132x13x6 and 89x20x9
-// their last regions' two), and a wide product's narrow
-// last columns (866x47x6, 300x44x20). With beta, C's rows of 12, 28 and 20 columns
-// (dense or padded by 2) end before the strip's last vector, whose masked store
-// would hold up the next row's load but for the load ahead of it.
+// their last regions' two), and a wide product's narrow last columns (866x47x6,
+// 300x44x20). Where alpha and beta keep the product in the unit's fragment (rows of
+// 12, 28, 20 floats: shorter than the strip's vectors), a k past the tile accumulates
+// there with the row loop that loads the next row ahead.
 TEST(CpuSmallShapes, NarrowMidKProductsRunInStripsOfRows) {
   check_strip_plans({{170, 12, 11, true}, {200, 28, 11, true}, {132, 13, 6, false}, {300, 12, 24, true},
                      {89, 20, 9, false}, {40, 12, 11, false}, {866, 47, 6, false}, {300, 44, 20, false}});
