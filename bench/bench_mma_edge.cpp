@@ -15,22 +15,18 @@
 #include <string>
 #include <vector>
 
+#include "bench/stats.h"
 #include "ops/gemm_reference.h"
 #include "target/cpu/cpu_support.h"
 
 using namespace tessel;
+using tessel::bench::median;
 
 namespace {
 
 [[noreturn]] void usage() {
   std::fputs("usage: bench_mma_edge [--rounds R] [--calls C] MxNxK ...\n", stderr);
   std::exit(2);
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t h = v.size() / 2;
-  return v.size() % 2 ? v[h] : (v[h - 1] + v[h]) / 2;
 }
 
 }  // namespace

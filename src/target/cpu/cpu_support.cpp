@@ -134,6 +134,12 @@ constexpr int kStripVectors[kCpuNarrowStripMaxK + 1] = {0, 8, 8, 8, 6, 5, 2, 2, 
 // vectors cost more than the blocks' B loads (8x16x24 0.78x); at 12 to 16 rows the
 // strips ran 0.98-1.21x the blocks' speed.
 constexpr int64_t kNarrowStripMinRows = 16;
+// cpu_edge_narrow_strip but for the dot-product columns' case, which
+// mma_edge_avx512 has ruled out by then.
+bool narrow_strip_fits(int64_t rows, int64_t cols, int64_t kc) {
+  return kc > kCpuStripMaxK && kc <= kCpuNarrowStripMaxK && rows >= kNarrowStripMinRows && cols >= 1 &&
+         cols <= 16 * kStripVectors[kc];
+}
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #pragma GCC push_options
@@ -581,7 +587,7 @@ bool mma_edge_avx512(int64_t kc, const float* a, const float* b, float* c, int64
     edge_avx512::kDotColumns[tail_cols](kc, a, b + whole, c + whole, ldc, lda, ldb, rows, overwrite);
     return true;
   }
-  if (cpu_edge_narrow_strip(rows, cols, kc)) {
+  if (narrow_strip_fits(rows, cols, kc)) {  // cpu_edge_narrow_strip: dot products ruled out above
     edge_avx512::strips(kc, a, b, c, ldc, lda, ldb, rows, cols, overwrite);
     return true;
   }
@@ -641,8 +647,7 @@ bool cpu_edge_dot_columns(int64_t rows, int64_t cols, int64_t kc) {
 }
 
 bool cpu_edge_narrow_strip(int64_t rows, int64_t cols, int64_t kc) {
-  return kc > kCpuStripMaxK && kc <= kCpuNarrowStripMaxK && rows >= kNarrowStripMinRows && cols >= 1 &&
-         cols <= 16 * kStripVectors[kc] && !cpu_edge_dot_columns(rows, cols, kc);
+  return narrow_strip_fits(rows, cols, kc) && !cpu_edge_dot_columns(rows, cols, kc);
 }
 
 void cpu_mma_edge(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, int64_t lda, int64_t ldb,
