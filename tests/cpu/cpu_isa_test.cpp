@@ -14,6 +14,7 @@
 #include <functional>
 #include <random>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -968,6 +969,59 @@ TEST(CpuInPlace, AccumulatorLivesInItsStoreWindowOnlyWhenNothingElseUsesIt) {
   for (GroupOp& op : early.body)
     if (op.kind == GroupOpKind::For) op.bodies.at(0).push_back(load);
   EXPECT_EQ(emit_cpu(early).find("tsl_home_"), std::string::npos);
+}
+
+// The same home for C += A B (alpha and beta 1; cpu_emit.cpp, adds_in_place): the
+// k loop's mmas add to C's old values from the first k step, and the if's other
+// branch (load C, scale by beta, add, store) does not run. The numbers are the GEMM
+// and BLAS tests' (alpha 1 and beta 1 on every ISA, ragged tiles, k past the tile,
+// worker parts, netlib's xblat3s); here, which programs add in place.
+TEST(CpuInPlace, AccumulatorAddsToItsWindowOnlyWhereTheOtherBranchIsCPlusIt) {
+  const GroupProgram direct =
+      compile_to_group(gemm_kernel(DType::F32), default_gemm_plan(TargetKind::Cpu, 32, 32, 32), CompileOptions{})
+          .program;
+  auto add_line = [](const std::string& unit) {
+    const size_t at = unit.find("const bool tsl_addhome_0 = ");
+    return at == std::string::npos ? std::string() : unit.substr(at, unit.find('\n', at) - at);
+  };
+  const std::string unit = emit_cpu(direct);
+  EXPECT_NE(add_line(unit).find("s_alpha == 1 && !(sd_beta == 0) && s_beta == 1"), std::string::npos) << unit;
+  EXPECT_NE(unit.find("if (!tsl_addhome_0)"), std::string::npos) << unit;
+  EXPECT_NE(unit.find("overwrite = (tsl_whole_0 && !tsl_addhome_0 && "), std::string::npos) << unit;
+  // Each change to the other branch keeps the home for beta 0 and drops the add.
+  auto other_branch = [](GroupProgram& p) -> std::vector<GroupOp>& {
+    for (GroupOp& op : p.body)
+      if (op.kind == GroupOpKind::If) return op.bodies.at(1);
+    throw std::logic_error("no if");
+  };
+  auto expect_no_add = [&](const std::function<void(std::vector<GroupOp>&)>& change, const char* what) {
+    GroupProgram p = direct;
+    change(other_branch(p));
+    const std::string changed = emit_cpu(p);
+    EXPECT_EQ(changed.find("tsl_addhome_"), std::string::npos) << what << "\n" << changed;
+    EXPECT_NE(changed.find("const bool tsl_home_0 = "), std::string::npos) << what;
+  };
+  auto find = [](std::vector<GroupOp>& ops, GroupOpKind kind) -> GroupOp& {
+    for (GroupOp& op : ops)
+      if (op.kind == kind) return op;
+    throw std::logic_error("no such op");
+  };
+  expect_no_add([&](auto& ops) { find(ops, GroupOpKind::FragLoad).src.row = expr_const(1); }, "C read a row down");
+  expect_no_add([&](auto& ops) { find(ops, GroupOpKind::FragStore).dst_col_bound = expr_const(20); },
+                "stored short");
+  expect_no_add([&](auto& ops) { find(ops, GroupOpKind::FragLoad).transpose = true; }, "C read transposed");
+  expect_no_add(
+      [&](auto& ops) {
+        for (GroupOp& op : ops)
+          if (op.kind == GroupOpKind::Elementwise && op.ew == EwOp::Add) op.ew = EwOp::Sub;
+      },
+      "C subtracted");
+  expect_no_add(
+      [&](auto& ops) {
+        for (GroupOp& op : ops)
+          if (op.kind == GroupOpKind::Elementwise && op.ew == EwOp::Mul) op.ew = EwOp::Add;
+      },
+      "beta added to C");
 }
 
 // An mma whose a operand is a fragment (registers, group_ir.h) is valid GroupIR that

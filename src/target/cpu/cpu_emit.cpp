@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "ir/group_effects.h"
@@ -866,7 +867,11 @@ class Emitter {
           auto home = home_.find(op.id);
           if (home != home_.end()) {
             const std::string id = num(op.id);
-            const std::string when = homes_hold_ ? "true" : home->second.when;
+            std::string when = homes_hold_ ? "true" : home->second.when;
+            if (!home->second.add_when.empty()) {  // adds_in_place; never in the homes' body, where beta is 0
+              line("const bool tsl_addhome_" + id + " = " + (homes_hold_ ? "false" : home->second.add_when) + ";");
+              when = "(" + when + ") || tsl_addhome_" + id;
+            }
             line("const bool tsl_home_" + id + " = " + when + ";");
             if (p_.workers == 1) {  // one part: the mma's pointer and row stride, chosen here
               line("float* const tsl_acc_" + id + " = tsl_home_" + id + " ? " + home->second.base + " : " +
@@ -960,7 +965,11 @@ class Emitter {
         if (op.bodies.size() > 1 && !op.bodies[1].empty()) {
           --depth_;
           open("} else");
+          // C += the product where it was homed in C (adds_in_place): done already.
+          const auto adding = adding_if_.find(op.id);
+          if (adding != adding_if_.end()) open("if (!tsl_addhome_" + num(adding->second) + ")");
           for (const GroupOp& inner : op.bodies[1]) emit_op(inner);
+          if (adding != adding_if_.end()) close();
         }
         close();
         return;
@@ -1419,9 +1428,10 @@ class Emitter {
   // tile whose valid part ends where the tensor does), the if's condition holds and
   // every scale is 1: then the fill is skipped (the first k step overwrites every
   // element that is stored), nothing else reads or writes the fragment before the
-  // store, and the store's copy is skipped. The mmas into a homed fragment write
-  // nothing past its valid part (emit_mma: blocks across its edge go through a
-  // local tile). Nothing else in the program may name the fragment or, before the
+  // store, and the store's copy is skipped. Where the if's other branch is C += the
+  // fragment, adds_in_place homes it for that branch as well. The mmas into a
+  // homed fragment write nothing past its valid part (emit_mma: blocks across its
+  // edge go through a local tile). Nothing else in the program may name the fragment or, before the
   // store, the tensor (so no op reads a partial sum there); the fragment is fp32 and
   // its worker parts are disjoint (no replicas), each a block of the window.
   void find_homes(const std::vector<GroupOp>& ops) {
@@ -1444,6 +1454,7 @@ class Emitter {
       const GroupOp& mma = *first_mma_.at(fill.id).first;
       std::string when = first_mma_.at(fill.id).second;
       const GroupOp* store = nullptr;
+      const GroupOp* branch = nullptr;  // the if whose first branch holds the store
       size_t j = i + 2;
       for (; j < ops.size() && !store; ++j) {
         const GroupOp& op = ops[j];
@@ -1465,7 +1476,7 @@ class Emitter {
           }
           if (only && !other) {
             store = only;
-            when += " && " + cond(op.cond);
+            branch = &op;
           }
         }
         if (!store) break;
@@ -1484,17 +1495,70 @@ class Emitter {
       if (!dst.unit_cols() || dst.dtype != DType::F32) continue;
       // The store writes min(extent, bound - start) rows (columns) of the window; the
       // mma's valid part must be exactly those.
+      std::string covered;
       auto covers = [&](const Expr& valid, int64_t extent, const Expr& start, const Expr& bound) {
         const std::string v = "tsl_min(" + (valid ? ex(valid) : num(extent)) + ", " + num(extent) + ")";
-        when += " && " + v + " == " + (bound ? "tsl_min(" + num(extent) + ", " + ex(bound) + " - (" + ex(start) + "))"
-                                             : num(extent));
+        covered += " && " + v + " == " +
+                   (bound ? "tsl_min(" + num(extent) + ", " + ex(bound) + " - (" + ex(start) + "))" : num(extent));
       };
       covers(mma.m_valid, acc.rows, dst.row0, store->dst_row_bound);
       covers(mma.n_valid, acc.cols, dst.col0, store->dst_col_bound);
-      home_[fill.id] = {when, "&" + dst.at("0", "0"), dst.ld};
+      Home& home = home_[fill.id];
+      home = {when + (branch ? " && " + cond(branch->cond) : "") + covered, "&" + dst.at("0", "0"), dst.ld, ""};
       homed_frag_[f] = fill.id;
       homed_store_[store->id] = fill.id;
+      if (!branch) continue;
+      if (std::optional<std::string> unit = adds_in_place(*branch, *store, f)) {
+        home.add_when = when + " && !(" + cond(branch->cond) + ")" + *unit + covered;
+        adding_if_[branch->id] = fill.id;
+        overwrite_[mma.id] = "(tsl_whole_" + num(fill.id) + " && !tsl_addhome_" + num(fill.id) + " && " +
+                             sym(ops[i + 1].iv) + " == (" + ex(ops[i + 1].lo) + "))";
+      }
     }
+  }
+
+  // Where find_homes has homed fragment f in `store`'s window, the if's other branch
+  // may add f to that window's old values: a load of the same window into fragment
+  // g, in-place scales of g by scalars, g = f + g (either order), and a store of g to
+  // the same window, g named nowhere else. With every scale 1 (the conditions
+  // returned; nullopt where the branch is anything else), the branch is C += f:
+  // homed, the k loop's mmas accumulate into C's old values (overwrite 0 from the
+  // first k step), the fill is skipped and the branch does not run. Within one k
+  // step the sums round as the branch does (the kernels add C to the step's sum).
+  std::optional<std::string> adds_in_place(const GroupOp& branch, const GroupOp& store, int f) const {
+    if (branch.bodies.size() < 2) return std::nullopt;
+    std::vector<const GroupOp*> ops;
+    for (const GroupOp& op : branch.bodies[1])
+      if (op.kind != GroupOpKind::Fence && op.kind != GroupOpKind::Barrier) ops.push_back(&op);
+    if (ops.size() < 3) return std::nullopt;
+    const GroupOp &load = *ops.front(), &add = *ops[ops.size() - 2], &put = *ops.back();
+    const int g = load.frag;
+    auto same_window = [&](const BufferRef& w, const Expr& row_bound, const Expr& col_bound) {
+      const BufferRef& d = store.dst;
+      return w.buffer == d.buffer && expr_equal(w.version, d.version) && expr_equal(w.row, d.row) &&
+             expr_equal(w.col, d.col) && expr_equal(w.offset, d.offset) && expr_equal(w.row_stride, d.row_stride) &&
+             expr_equal(w.col_stride, d.col_stride) && expr_equal(row_bound, store.dst_row_bound) &&
+             expr_equal(col_bound, store.dst_col_bound);
+    };
+    if (load.kind != GroupOpKind::FragLoad || load.transpose || g == f || put.kind != GroupOpKind::FragStore ||
+        put.frag != g || put.transpose || !same_window(load.src, load.src_row_bound, load.src_col_bound) ||
+        !same_window(put.dst, put.dst_row_bound, put.dst_col_bound))
+      return std::nullopt;
+    const Buffer &fb = p_.buffer(f), &gb = p_.buffer(g);
+    if (gb.dtype != DType::F32 || gb.rows != fb.rows || gb.cols != fb.cols) return std::nullopt;
+    auto is_frag = [](const EwOperand& x, int id) { return x.kind == EwOperand::Kind::Frag && x.frag == id; };
+    if (add.kind != GroupOpKind::Elementwise || add.ew != EwOp::Add || add.frag != g || add.operands.size() != 2 ||
+        !((is_frag(add.operands[0], f) && is_frag(add.operands[1], g)) ||
+          (is_frag(add.operands[0], g) && is_frag(add.operands[1], f))))
+      return std::nullopt;
+    std::string unit;
+    for (size_t i = 1; i + 2 < ops.size(); ++i) {
+      const std::string scale = ops[i]->frag == g ? unit_scale_of(*ops[i]) : "";
+      if (scale.empty()) return std::nullopt;
+      unit += " && " + scale + " == 1";
+    }
+    if (count_names(p_.body, g) != static_cast<int>(ops.size())) return std::nullopt;
+    return unit;
   }
 
   // A copy into a shared buffer that one mma alone reads, as its A operand from
@@ -1984,9 +2048,11 @@ class Emitter {
   // find_homes: fill id -> the accumulator's home; fragment id and store id -> that fill id.
   struct Home {
     std::string when, base, ld;  // the run-time condition, C++ pointer and row stride of the window
+    std::string add_when;        // adds_in_place: when the fragment adds to the window's values there
   };
   std::map<int, Home> home_;
   std::map<int, int> homed_frag_, homed_store_;
+  std::map<int, int> adding_if_;  // adds_in_place: if id -> the fill id whose home skips its other branch
   // find_part_copies: mma id -> the copy it runs part by part; those copies' ids.
   std::map<int, const GroupOp*> part_copy_;
   std::set<int> moved_copies_;

@@ -241,21 +241,30 @@ __attribute__((noinline)) void block(int64_t kc, const float* a, const float* b,
 #pragma GCC unroll 4
       for (int v = 0; v < V; ++v) acc[0][r][v] += acc[u][r][v];
     }
+  // C's old values all loaded before the first store: where C's rows are shorter
+  // than the block's vectors, a row's first load overlaps the previous row's masked
+  // store, and waits for it to reach the cache (57x45x7 accumulating: 1.7x the time
+  // of overwriting, row by row).
+  if (!overwrite)
+#pragma GCC unroll 32
+    for (int r = 0; r < R; ++r) {
+      const float* cr = c + r * ldc;
+#pragma GCC unroll 4
+      for (int v = 0; v + 1 < V; ++v) acc[0][r][v] += *(const Vfu*)(cr + 16 * v);
+      if (Half)
+        acc_half[0][r] += __builtin_ia32_loadups256_mask(cr + 16 * (V - 1), Vh{}, tail_half);
+      else
+        acc[0][r][V - 1] += __builtin_ia32_loadups512_mask(cr + 16 * (V - 1), Vf{}, tail);
+    }
 #pragma GCC unroll 32
   for (int r = 0; r < R; ++r) {
     float* cr = c + r * ldc;
 #pragma GCC unroll 4
-    for (int v = 0; v + 1 < V; ++v) {
-      if (!overwrite) acc[0][r][v] += *(const Vfu*)(cr + 16 * v);
-      *(Vfu*)(cr + 16 * v) = acc[0][r][v];
-    }
-    if (Half) {
-      if (!overwrite) acc_half[0][r] += __builtin_ia32_loadups256_mask(cr + 16 * (V - 1), Vh{}, tail_half);
+    for (int v = 0; v + 1 < V; ++v) *(Vfu*)(cr + 16 * v) = acc[0][r][v];
+    if (Half)
       __builtin_ia32_storeups256_mask(cr + 16 * (V - 1), acc_half[0][r], tail_half);
-    } else {
-      if (!overwrite) acc[0][r][V - 1] += __builtin_ia32_loadups512_mask(cr + 16 * (V - 1), Vf{}, tail);
+    else
       __builtin_ia32_storeups512_mask(cr + 16 * (V - 1), acc[0][r][V - 1], tail);
-    }
   }
 }
 
