@@ -20,15 +20,15 @@ __attribute__((visibility("default"))) const char* tessel_xsmm_version() {
 }
 
 // A JIT kernel for column-major C (m x n, ldc) = A (m x k, lda) * B (k x n, ldb),
-// alpha 1, beta 0, no prefetch (so it takes exactly a, b, c); null when libxsmm
+// alpha 1, beta 0 or 1, no prefetch (so it takes exactly a, b, c); null when libxsmm
 // gives none. Dispatched once per shape; the kernel is libxsmm's for the process.
 // (LIBXSMM_MAX_MNK, 64^3 in Debian's build, limits only libxsmm's own ?gemm front
 // end, which hands larger products to BLAS; this dispatch JITs any size, unblocked
 // for the caches, so large shapes run but slowly.)
-__attribute__((visibility("default"))) void* tessel_xsmm_dispatch(int m, int n, int k, int lda, int ldb,
-                                                                  int ldc) {
+__attribute__((visibility("default"))) void* tessel_xsmm_dispatch(int m, int n, int k, int lda, int ldb, int ldc,
+                                                                  float beta) {
   libxsmm_init();
-  const float alpha = 1, beta = 0;
+  const float alpha = 1;
   const int flags = LIBXSMM_GEMM_FLAG_NONE, prefetch = LIBXSMM_GEMM_PREFETCH_NONE;
   const libxsmm_blasint ld_a = lda, ld_b = ldb, ld_c = ldc;
   libxsmm_smmfunction f = libxsmm_smmdispatch(m, n, k, &ld_a, &ld_b, &ld_c, &alpha, &beta, &flags, &prefetch);

@@ -17,7 +17,7 @@ namespace {
 class TesselCpu : public GemmImpl {
  public:
   TesselCpu(const ImplRequest& r, const std::vector<float>& a, const std::vector<float>& b)
-      : s_(r.shape), a_(line_aligned_copy(a)), b_(line_aligned_copy(b)), c_(s_.m * s_.n) {
+      : s_(r.shape), a_(line_aligned_copy(a)), b_(line_aligned_copy(b)), c_(s_.m * s_.n), beta_(r.beta) {
     options_.threads = r.threads;
     if (!r.tile.empty()) {
       // A named plan: the dispatch's plan with the tile replaced (the front door
@@ -33,14 +33,15 @@ class TesselCpu : public GemmImpl {
   // caller of libxsmm dispatches its kernel once; every call is PreparedGemm::run,
   // tessel's call path for repeated calls of one shape.
   void call() override {
-    if (prepared_) return prepared_->run(1.0f, a_.data(), b_.data(), 0.0f, c_.data());
+    if (prepared_) return prepared_->run(1.0f, a_.data(), b_.data(), beta_, c_.data());
     const auto start = std::chrono::steady_clock::now();
     prepared_.emplace(s_.m, s_.n, s_.k, s_.k, s_.n, s_.n, options_);
-    prepared_->run(1.0f, a_.data(), b_.data(), 0.0f, c_.data());
+    prepared_->run(1.0f, a_.data(), b_.data(), beta_, c_.data());
     first_us_ = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count() -
                 prepared_->compile_ms() * 1e3;
   }
   void poison() override { std::fill(c_.begin(), c_.end(), NAN); }
+  void set_output(const std::vector<float>& c) override { std::copy(c.begin(), c.end(), c_.begin()); }
   std::vector<float> output() override { return {c_.begin(), c_.end()}; }
   ImplFacts facts() const override {
     ImplFacts f;
@@ -53,6 +54,7 @@ class TesselCpu : public GemmImpl {
  private:
   Shape s_;
   LineAlignedFloats a_, b_, c_;  // on 64 bytes for every implementation
+  float beta_;
   GemmOptions options_;
   std::optional<PreparedGemm> prepared_;
   double first_us_ = 0;
@@ -61,13 +63,19 @@ class TesselCpu : public GemmImpl {
 class Cblas : public GemmImpl {
  public:
   Cblas(const ImplRequest& r, const std::vector<float>& a, const std::vector<float>& b)
-      : lib_(r.name), s_(r.shape), a_(line_aligned_copy(a)), b_(line_aligned_copy(b)), c_(s_.m * s_.n) {
+      : lib_(r.name),
+        s_(r.shape),
+        a_(line_aligned_copy(a)),
+        b_(line_aligned_copy(b)),
+        c_(s_.m * s_.n),
+        beta_(r.beta) {
     lib_.set_threads(r.threads > 0 ? r.threads : int(std::thread::hardware_concurrency()));
   }
   void call() override {
-    lib_.sgemm(int(s_.m), int(s_.n), int(s_.k), 1.0f, a_.data(), b_.data(), 0.0f, c_.data());
+    lib_.sgemm(int(s_.m), int(s_.n), int(s_.k), 1.0f, a_.data(), b_.data(), beta_, c_.data());
   }
   void poison() override { std::fill(c_.begin(), c_.end(), NAN); }
+  void set_output(const std::vector<float>& c) override { std::copy(c.begin(), c.end(), c_.begin()); }
   std::vector<float> output() override { return {c_.begin(), c_.end()}; }
   ImplFacts facts() const override {
     ImplFacts f;
@@ -80,6 +88,7 @@ class Cblas : public GemmImpl {
   CblasLibrary lib_;
   Shape s_;
   LineAlignedFloats a_, b_, c_;  // on 64 bytes for every implementation
+  float beta_;
 };
 
 // libxsmm: the shape's JIT kernel is dispatched here, once; call() is the kernel
@@ -91,9 +100,10 @@ class Xsmm : public GemmImpl {
         a_(line_aligned_copy(a)),
         b_(line_aligned_copy(b)),
         c_(s_.m * s_.n),
-        kernel_(lib_.row_major_kernel(s_.m, s_.n, s_.k)) {}
+        kernel_(lib_.row_major_kernel(s_.m, s_.n, s_.k, r.beta)) {}
   void call() override { kernel_(b_.data(), a_.data(), c_.data()); }  // C^T = B^T A^T
   void poison() override { std::fill(c_.begin(), c_.end(), NAN); }
+  void set_output(const std::vector<float>& c) override { std::copy(c.begin(), c.end(), c_.begin()); }
   std::vector<float> output() override { return {c_.begin(), c_.end()}; }
   ImplFacts facts() const override {
     ImplFacts f;

@@ -32,7 +32,8 @@ namespace tessel::bench {
 const char* const kBenchUsage =
     "usage: tessel bench --out DIR [--impl LIST] [--shapes LIST] [--rounds R]\n"
     "         [--warmup-ms W] [--samples S] [--sample-ms T] [--threads N]\n"
-    "         [--tile BMxBNxBK] [--dtype fp32|tf32|bf16|fp16] [--plan SPEC] [--reference PATH] [--seed S]\n"
+    "         [--tile BMxBNxBK] [--dtype fp32|tf32|bf16|fp16] [--plan SPEC] [--beta B]\n"
+    "         [--reference PATH] [--seed S]\n"
     "  Counterbalanced paired rounds of GEMM (fp32 unless --dtype), every output checked against an\n"
     "  FP64 oracle; writes results.json, results.md and gflops.png into DIR, which\n"
     "  must not exist.\n"
@@ -46,6 +47,8 @@ const char* const kBenchUsage =
     "  --tile     run tessel with this tile instead of its dispatch\n"
     "  --dtype    how A and B are stored (cuda impls; default fp32); tf32, bf16, fp16\n"
     "             compare with cuBLAS's GemmEx (fp32 accumulation; tf32: TF32 math)\n"
+    "  --beta     C = A B + beta C, C's old values random (cpu impls; libxsmm: 0 or 1;\n"
+    "             default 0: C is NaN before each checked call and never read)\n"
     "  --plan     tessel's plan over its dispatch, KEY=VALUE,...: tile=BMxBNxBK,\n"
     "             workers=N, grid=RxC, frag=1|2, batch=B, window=W, copy=sync|async|tma,\n"
     "             producers=P, cluster=C, persistent=G, band=B, atom=...\n"
@@ -89,6 +92,7 @@ BenchConfig parse_config(int argc, char** argv) {
     else if (s == "--tile") c.tile = v;
     else if (s == "--dtype") c.dtype = precision_name(parse_precision(v));
     else if (s == "--plan") c.plan = v;
+    else if (s == "--beta") c.beta = parse_number(s, v, -1e6, 1e6);
     else if (s == "--reference") c.reference = v;
     else if (s == "--out") c.out_dir = v;
     else bad("bench: unknown option " + s + " (see tessel bench --help)");
@@ -129,6 +133,11 @@ BenchConfig parse_config(int argc, char** argv) {
     for (const std::string& name : c.impls)
       if (name != "cublas" && name != "tessel-cuda" && name != "reference")
         bad("--dtype " + c.dtype + ": " + name + " multiplies fp32 only (tessel-cuda and cublas take it)");
+  if (c.beta != 0)
+    for (const std::string& name : c.impls) {
+      if (name == "cublas" || name == "tessel-cuda") bad("--beta: " + name + " runs beta 0 only (the cpu impls take it)");
+      if (name == "libxsmm" && c.beta != 1) bad("--beta: libxsmm's kernels take beta 0 or 1");
+    }
   std::error_code ec;
   if (fs::exists(c.out_dir, ec)) bad("output directory '" + c.out_dir + "' already exists");
   if (!c.reference.empty()) {
@@ -225,6 +234,7 @@ std::vector<ImplInfo> probe(const BenchConfig& c, const std::string& self) {
     req.tile = worker_impl.starts_with("tessel") ? c.tile : "";
     req.plan = worker_impl.starts_with("tessel") ? c.plan : "";
     req.dtype = c.dtype;
+    req.beta = c.beta;
     Measurement m;
     measure(exe, req, m);
     if (m.worker_json.empty()) {
@@ -340,6 +350,7 @@ int run_bench_command(int argc, char** argv) {
     req.tile = worker_impl.starts_with("tessel") ? c.tile : "";
     req.plan = worker_impl.starts_with("tessel") ? c.plan : "";
     req.dtype = c.dtype;
+    req.beta = c.beta;
     req.oracle_dir = oracle_dir;
     Measurement m;
     m.round = run.round, m.position = run.position, m.shape = req.shape, m.impl = run.impl;

@@ -1,6 +1,6 @@
-// One GEMM implementation as the benchmark worker drives it: C = A * B (fp32,
-// row-major, packed, alpha = 1, beta = 0) on operands prepared once, then call()
-// again and again. GPU implementations keep A, B and C on the device and launch
+// One GEMM implementation as the benchmark worker drives it: C = A * B + beta C
+// (fp32, row-major, packed, alpha = 1; beta 0 unless asked, cpu only) on operands
+// prepared once, then call() again and again. GPU implementations keep A, B and C on the device and launch
 // asynchronously: sync() waits, and a device timer brackets a batch of calls.
 #pragma once
 #include <cmath>
@@ -26,6 +26,7 @@ class GemmImpl {
   virtual void call() = 0;
   virtual void sync() {}
   virtual void poison() = 0;                      // every element of C = NaN
+  virtual void set_output(const std::vector<float>& c) = 0;  // C = c (M x N), where beta reads it
   virtual std::vector<float> output() = 0;       // C, M x N (syncs first)
   virtual bool has_device_timer() const { return false; }
   virtual void device_timer_start() {}
@@ -40,6 +41,7 @@ struct ImplRequest {
   std::string tile;  // tessel: named plan BMxBNxBK, "" = dispatch
   std::string dtype = "fp32";  // cuda: fp32 | tf32 | bf16 | fp16 (A and B stored so; C fp32)
   std::string plan;            // tessel: a plan spec (bench/plan_spec.h), "" = none
+  float beta = 0;              // cpu impls (libxsmm: 0 or 1); cuda: 0
 };
 
 // The implementation `r.name` on host inputs a (M x K) and b (K x N), which it

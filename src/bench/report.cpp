@@ -71,14 +71,15 @@ std::string results_json(const BenchResults& r) {
                  {"tile", c.tile},
                  {"dtype", c.dtype},
                  {"plan", c.plan},
+                 {"beta", c.beta},
                  {"reference", c.reference},
                  {"timing", "host wall, amortized per call over each batch (device-event "
-                            "time too on a GPU); row-major, A and B stored as dtype, C fp32, alpha 1, beta 0, inputs "
-                            "preallocated, the same random inputs (seed 1) every round"},
+                            "time too on a GPU); row-major, A and B stored as dtype, C fp32, alpha 1, beta as "
+                            "given, inputs preallocated, the same random inputs (seed 1) every round"},
                  {"cold", "every measurement runs in a fresh worker process with an empty "
                           "TESSEL_CACHE_DIR"},
-                 {"validation", "complete output against the FP64 oracle, NaN-poisoned C, after "
-                                "the first call and after the timed batches"}};
+                 {"validation", "complete output against the FP64 oracle, C NaN-poisoned (beta 0) or "
+                                "reset to its random old values, after the first call and after the timed batches"}};
   const MachineInfo& m = r.machine;
   j["machine"] = {{"hostname", m.hostname},         {"kernel", m.kernel},
                   {"cpu_model", m.cpu_model},       {"logical_cpus", m.logical_cpus},
@@ -183,12 +184,14 @@ std::string results_markdown(const BenchResults& r, const std::string& plot,
      << "the implementation order (pairs of rounds, the second reversed). Each measurement is a "
      << "fresh worker process with an empty kernel cache: a cold first call, " << fixed(c.warmup_ms, 0)
      << " ms warm-up, then " << c.samples << " timing batches of " << fixed(c.sample_ms, 0)
-     << " ms. fp32, row-major, alpha = 1, beta = 0, inputs preallocated, the same random inputs "
+     << " ms. fp32, row-major, alpha = 1, beta = " << c.beta
+     << (c.beta != 0 ? " (C's old values random)" : "") << ", inputs preallocated, the same random inputs "
      << "every round. Times are synchronized "
      << "host-wall per call, amortized over a batch (the clock read every 10 us or so), including dispatch. "
      << "Every measurement checks "
      << "the complete output against the FP64 oracle, after the first call and after the timed "
-     << "batches, with C poisoned by NaN; a failed check marks it invalid and leaves it out. "
+     << "batches, with C " << (c.beta != 0 ? "reset to its old values" : "poisoned by NaN")
+     << "; a failed check marks it invalid and leaves it out. "
      << "Values are medians of per-round medians; a speedup is the peer's time over " << cand
      << "'s in the same round, shown as median [min, max] over rounds (an observed range, not a "
      << "confidence interval).\n\n";

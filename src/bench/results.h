@@ -22,6 +22,7 @@ struct BenchConfig {
   std::string tile;       // tessel's named plan, "" = dispatch
   std::string dtype = "fp32";  // --dtype: how A and B are stored (cuda impls)
   std::string plan;       // --plan: tessel's plan spec (bench/plan_spec.h), "" = none
+  double beta = 0;        // --beta: C = A B + beta C (cpu impls)
   std::string reference;  // the --reference executable, "" when none
   std::string out_dir;
   std::string command;    // the command line, shell-quoted

@@ -59,6 +59,7 @@ WorkerRequest parse_request(int argc, char** argv) {
     else if (s == "--oracle-dir") r.oracle_dir = v;
     else if (s == "--dtype") r.dtype = precision_name(parse_precision(v));
     else if (s == "--plan") r.plan = v;
+    else if (s == "--beta") r.beta = parse_number(s, v, -1e6, 1e6);
     else bad("unknown option " + s);
   }
   return r;
@@ -158,6 +159,7 @@ std::vector<std::string> worker_args(const WorkerRequest& r) {
   if (!r.oracle_dir.empty()) args.insert(args.end(), {"--oracle-dir", r.oracle_dir});
   if (r.dtype != "fp32") args.insert(args.end(), {"--dtype", r.dtype});
   if (!r.plan.empty()) args.insert(args.end(), {"--plan", r.plan});
+  if (r.beta != 0) args.insert(args.end(), {"--beta", num(r.beta)});  // (so a reference of before runs beta 0)
   return args;
 }
 
@@ -170,6 +172,8 @@ int run_bench_worker(int argc, char** argv) {
   out["threads"] = r.threads;
   out["cache"] = cache_state();
 
+  if (r.beta != 0 && (r.impl == "tessel-cuda" || r.impl == "cublas"))
+    bad("--beta: " + r.impl + " runs beta 0 only (the cpu implementations take it)");
   std::mt19937_64 rng(r.seed);
   std::vector<float> a(s.m * s.k), b(s.k * s.n);
   fill_random(a, rng);
@@ -179,6 +183,17 @@ int run_bench_worker(int argc, char** argv) {
   for (float& x : a) x = round_to_storage(precision, x);
   for (float& x : b) x = round_to_storage(precision, x);
   std::vector<double> want = oracle(r, a, b);
+  // beta != 0: C's old values are random too, the same before each checked call.
+  std::vector<float> c0;
+  if (r.beta != 0) {
+    c0.resize(s.m * s.n);
+    fill_random(c0, rng);
+    for (size_t i = 0; i < want.size(); ++i) want[i] += r.beta * double(c0[i]);
+  }
+  auto reset_output = [&](GemmImpl& impl) {
+    if (r.beta != 0) impl.set_output(c0);
+    else impl.poison();
+  };
   double bound = precision_error_bound(precision, s.k);
   out["dtype"] = r.dtype;
   auto check = [&](GemmImpl& impl) {
@@ -189,11 +204,11 @@ int run_bench_worker(int argc, char** argv) {
   // Loading is part of the cold cost: dlopen for a library, device setup and
   // operand upload on a GPU; tessel's capture and compile happen in the first call.
   auto load_start = Clock::now();
-  ImplRequest ir{r.impl, s, r.threads, r.tile, r.dtype, r.plan};
+  ImplRequest ir{r.impl, s, r.threads, r.tile, r.dtype, r.plan, float(r.beta)};
   std::unique_ptr<GemmImpl> impl = make_cpu_impl(ir, a, b);
   if (!impl) impl = make_cuda_impl(ir, a, b);
   if (!impl) bad(r.impl + " is not available in this build");
-  impl->poison();
+  reset_output(*impl);
   impl->sync();
   double load_ms = ms_since(load_start);
 
@@ -227,7 +242,7 @@ int run_bench_worker(int argc, char** argv) {
   out["calls"] = calls;
   out["cpu_share"] = share;
 
-  impl->poison();
+  reset_output(*impl);
   impl->call();
   double err_last = check(*impl);
   out["rel_err_first"] = number(err_first);

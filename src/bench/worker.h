@@ -35,6 +35,7 @@ struct WorkerRequest {
   uint64_t seed = 1;  // random inputs
   std::string dtype = "fp32";  // cuda: A and B rounded to and stored in this precision's type
   std::string plan;            // tessel: a plan spec (bench/plan_spec.h)
+  double beta = 0;             // C = A B + beta C; beta != 0: C starts random, not NaN
   // Where FP64 oracles are kept between workers ("" = compute every time): the
   // oracle of a large shape costs far more than its measurement.
   std::string oracle_dir;

@@ -43,12 +43,14 @@ XsmmLibrary::XsmmLibrary() {
   version_ = reinterpret_cast<const char* (*)()>(symbol(handle_, path, "tessel_xsmm_version"))();
 }
 
-XsmmLibrary::Kernel XsmmLibrary::row_major_kernel(int64_t m, int64_t n, int64_t k) const {
+XsmmLibrary::Kernel XsmmLibrary::row_major_kernel(int64_t m, int64_t n, int64_t k, float beta) const {
+  if (beta != 0 && beta != 1)
+    user_error(ErrorKind::Unsupported, "libxsmm's kernels take beta 0 or 1, not " + std::to_string(beta));
   if (m < 1 || n < 1 || k < 1 || m > INT_MAX || n > INT_MAX || k > INT_MAX)
     user_error(ErrorKind::Unsupported, "libxsmm takes sizes in [1, " + std::to_string(INT_MAX) + "], got " +
                                            std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k));
   // Column-major C^T (n x m, ld n) = B^T (n x k, ld n) * A^T (k x m, ld k).
-  void* f = dispatch_(int(n), int(m), int(k), int(n), int(k), int(n));
+  void* f = dispatch_(int(n), int(m), int(k), int(n), int(k), int(n), beta);
   if (!f)
     user_error(ErrorKind::Unsupported, version_ + " gives no JIT kernel for " + std::to_string(m) + "x" +
                                            std::to_string(n) + "x" + std::to_string(k));

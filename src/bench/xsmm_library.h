@@ -25,16 +25,16 @@ class XsmmLibrary {
   XsmmLibrary(const XsmmLibrary&) = delete;
   XsmmLibrary& operator=(const XsmmLibrary&) = delete;
 
-  // A kernel for row-major C (m x n) = A (m x k) * B (k x n), packed, alpha 1,
-  // beta 0: call it as kernel(b, a, c). Unsupported (user error) when libxsmm
-  // gives none for this shape.
-  Kernel row_major_kernel(int64_t m, int64_t n, int64_t k) const;
+  // A kernel for row-major C (m x n) = A (m x k) * B (k x n) + beta C, packed,
+  // alpha 1, beta 0 or 1: call it as kernel(b, a, c). Unsupported (user error) when
+  // libxsmm gives none for this shape, or for another beta.
+  Kernel row_major_kernel(int64_t m, int64_t n, int64_t k, float beta = 0) const;
 
   const std::string& path() const { return path_; }        // the module loaded
   const std::string& version() const { return version_; }  // "libxsmm 1.17 (...) target=cpx"
 
  private:
-  using DispatchFn = void* (*)(int, int, int, int, int, int);
+  using DispatchFn = void* (*)(int, int, int, int, int, int, float);
   void* handle_ = nullptr;  // never closed: the JIT kernels live in libxsmm's registry
   DispatchFn dispatch_ = nullptr;
   std::string path_, version_;

@@ -178,6 +178,33 @@ TEST(BenchCliXsmm, LibxsmmBesideTessel) {
   fs::remove_all(d);
 }
 
+void expect_user_error(const std::string& args, const std::string& message);
+
+// beta != 0: C starts at random old values (reset before each checked call), so
+// an implementation that drops beta C, or scales it twice, fails its check.
+TEST(BenchCliBeta, BetaAddsOldValuesOfCForEveryImpl) {
+  const bool xsmm = fs::exists(fs::path(TESSEL_CLI).parent_path() / "libtessel_xsmm_peer.so");
+  fs::path d = fresh_temp_dir();
+  for (const char* beta : {"1", "0.5"}) {
+    const bool with_xsmm = xsmm && std::string(beta) == "1";
+    const std::string impls = std::string("tessel,openblas") + (with_xsmm ? ",libxsmm" : "");
+    const fs::path out = d / (std::string("o") + beta);
+    CliResult r = run_cli("bench --impl " + impls + " --beta " + beta + " --shapes 33x17x9,57x45x7,5x70x3 " +
+                          "--rounds 1 --warmup-ms 1 --samples 2 --sample-ms 1 --threads 1 --out " + out.string());
+    ASSERT_EQ(r.status, 0) << r.output;
+    nlohmann::json j = nlohmann::json::parse(read_text(out / "results.json"));
+    EXPECT_EQ(j["config"]["beta"], std::stod(beta));
+    EXPECT_EQ(j["runs"].size(), 3u * (with_xsmm ? 3 : 2));
+    for (const auto& run : j["runs"]) EXPECT_TRUE(run["valid"].get<bool>()) << run.dump();
+    EXPECT_NE(read_text(out / "results.md").find("beta = " + std::string(beta) + " (C's old values random)"),
+              std::string::npos);
+  }
+  expect_user_error("bench --impl tessel,libxsmm --beta 0.5 --out " + (d / "x").string(),
+                    "libxsmm's kernels take beta 0 or 1");
+  expect_user_error("bench --beta two --out " + (d / "x").string(), "--beta: 'two' is not a number");
+  fs::remove_all(d);
+}
+
 // Without the module beside the executable, the worker says which package brings it.
 TEST(BenchCliXsmm, MissingModuleNamesThePackage) {
   fs::path d = fresh_temp_dir();
