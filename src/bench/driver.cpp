@@ -135,7 +135,8 @@ BenchConfig parse_config(int argc, char** argv) {
         bad("--dtype " + c.dtype + ": " + name + " multiplies fp32 only (tessel-cuda and cublas take it)");
   if (c.beta != 0)
     for (const std::string& name : c.impls) {
-      if (name == "cublas" || name == "tessel-cuda") bad("--beta: " + name + " runs beta 0 only (the cpu impls take it)");
+      if (name == "cublas" || name == "tessel-cuda")
+        bad("--beta: " + name + " runs beta 0 only (the cpu impls take it)");
       if (name == "libxsmm" && c.beta != 1) bad("--beta: libxsmm's kernels take beta 0 or 1");
     }
   std::error_code ec;

@@ -1,7 +1,8 @@
 // One GEMM implementation as the benchmark worker drives it: C = A * B + beta C
 // (fp32, row-major, packed, alpha = 1; beta 0 unless asked, cpu only) on operands
-// prepared once, then call() again and again. GPU implementations keep A, B and C on the device and launch
-// asynchronously: sync() waits, and a device timer brackets a batch of calls.
+// prepared once, then call() again and again. GPU implementations keep A, B and C
+// on the device and launch asynchronously: sync() waits, and a device timer
+// brackets a batch of calls.
 #pragma once
 #include <cmath>
 #include <memory>

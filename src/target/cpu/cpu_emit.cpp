@@ -1431,9 +1431,10 @@ class Emitter {
   // store, and the store's copy is skipped. Where the if's other branch is C += the
   // fragment, adds_in_place homes it for that branch as well. The mmas into a
   // homed fragment write nothing past its valid part (emit_mma: blocks across its
-  // edge go through a local tile). Nothing else in the program may name the fragment or, before the
-  // store, the tensor (so no op reads a partial sum there); the fragment is fp32 and
-  // its worker parts are disjoint (no replicas), each a block of the window.
+  // edge go through a local tile). Nothing else in the program may name the
+  // fragment or, before the store, the tensor (so no op reads a partial sum there);
+  // the fragment is fp32 and its worker parts are disjoint (no replicas), each a
+  // block of the window.
   void find_homes(const std::vector<GroupOp>& ops) {
     for (size_t i = 0; i < ops.size(); ++i) {
       for (const auto& body : ops[i].bodies) find_homes(body);
