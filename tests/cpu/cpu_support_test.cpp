@@ -142,9 +142,14 @@ TEST(CpuPrebuilt, TheUnitCallsTheBuiltInKernels) {
 struct EdgeOperands {
   int64_t rows, cols, kc, lda, ldb, ldc;
   std::vector<float> a, b, c;
-  // ldb_: B's row stride, 0 for cols + 5 (a gap NaN-filled)
-  EdgeOperands(int64_t rows_, int64_t cols_, int64_t kc_, std::mt19937& rng, int64_t ldb_ = 0)
-      : rows(rows_), cols(cols_), kc(kc_), lda(kc_ + 3), ldb(ldb_ > 0 ? ldb_ : cols_ + 5), ldc(cols_ + 2),
+  // ldb_, ldc_: B's and C's row strides, 0 for cols + 5 and cols + 2 (gaps NaN-filled)
+  EdgeOperands(int64_t rows_, int64_t cols_, int64_t kc_, std::mt19937& rng, int64_t ldb_ = 0, int64_t ldc_ = 0)
+      : rows(rows_),
+        cols(cols_),
+        kc(kc_),
+        lda(kc_ + 3),
+        ldb(ldb_ > 0 ? ldb_ : cols_ + 5),
+        ldc(ldc_ > 0 ? ldc_ : cols_ + 2),
         a((rows_ + 1) * lda, NAN), b((kc_ + 1) * ldb, NAN), c((rows_ + 1) * ldc, NAN) {
     std::uniform_real_distribution<float> u(-1, 1);
     for (int64_t r = 0; r < rows; ++r)
@@ -160,14 +165,39 @@ struct EdgeOperands {
   }
 };
 
+// cpu_mma_edge (through the table) on e's block, accumulating and overwriting,
+// against the reference: C's block as the reference has it, everything else NaN.
+void expect_edge_matches_reference(EdgeOperands& e, std::mt19937& rng) {
+  auto edge = reinterpret_cast<void (*)(int64_t, const float*, const float*, float*, int64_t, int64_t, int64_t,
+                                        int64_t, int64_t, int)>(cpu_support_table()[1]);
+  ASSERT_EQ(edge, &cpu_mma_edge);
+  const auto &a = e.a, &b = e.b;
+  auto& c = e.c;
+  const int64_t rows = e.rows, cols = e.cols, kc = e.kc, lda = e.lda, ldb = e.ldb, ldc = e.ldc;
+  for (int overwrite : {0, 1}) {
+    e.fill_c(overwrite, rng);
+    std::vector<float> want = c;
+    if (rows > 0 && cols > 0)
+      cpu_microkernel_reference(rows, cols, kc, a.data(), lda, b.data(), ldb, want.data(), ldc, overwrite);
+    edge(kc, a.data(), b.data(), c.data(), ldc, lda, ldb, rows, cols, overwrite);
+    int bad = 0;
+    for (int64_t r = 0; r <= rows; ++r)
+      for (int64_t j = 0; j < ldc; ++j) {
+        const float got = c[r * ldc + j], w = want[r * ldc + j];
+        const bool inside = r < rows && j < cols;
+        const bool ok = inside ? std::abs(got - w) <= 1e-5f * (1 + std::abs(w)) : std::isnan(got);
+        if (!ok && bad++ < 5)
+          ADD_FAILURE() << rows << "x" << cols << " kc " << kc << " ldc " << ldc << " (overwrite " << overwrite
+                        << "): C[" << r << ", " << j << "] = " << got << ", want " << w;
+      }
+  }
+}
+
 // The edge block of an in-place product: only rows x cols of A's rows, B's columns
 // and C are touched (everything else NaN: a read of it would show in C, a write
 // outside would change it), accumulating and overwriting, against the reference.
 TEST(CpuSupport, MmaEdgeMatchesTheReferenceInsideItsBlock) {
   std::mt19937 rng(11);
-  auto edge = reinterpret_cast<void (*)(int64_t, const float*, const float*, float*, int64_t, int64_t, int64_t,
-                                        int64_t, int64_t, int)>(cpu_support_table()[1]);
-  ASSERT_EQ(edge, &cpu_mma_edge);
   // With AVX-512 the blocks go in vectors, the last one masked (cpu_support.cpp): up to
   // 16 rows (24 of one vector, whole or half), several row chunks, column groups past
   // 64, and blocks of 2 and 3 rows (B's vectors pinned in registers). Up to
@@ -189,28 +219,25 @@ TEST(CpuSupport, MmaEdgeMatchesTheReferenceInsideItsBlock) {
   for (const auto& [rows, cols, kc] : cases) {
     narrow += cpu_edge_narrow_strip(rows, cols, kc);
     EdgeOperands e(rows, cols, kc, rng);
-    const auto &a = e.a, &b = e.b;
-    auto& c = e.c;
-    const int64_t lda = e.lda, ldb = e.ldb, ldc = e.ldc;
-    for (int overwrite : {0, 1}) {
-      e.fill_c(overwrite, rng);
-      std::vector<float> want = c;
-      if (rows > 0 && cols > 0)
-        cpu_microkernel_reference(rows, cols, kc, a.data(), lda, b.data(), ldb, want.data(), ldc, overwrite);
-      edge(kc, a.data(), b.data(), c.data(), ldc, lda, ldb, rows, cols, overwrite);
-      int bad = 0;
-      for (int64_t r = 0; r <= rows; ++r)
-        for (int64_t j = 0; j < ldc; ++j) {
-          const float got = c[r * ldc + j], w = want[r * ldc + j];
-          const bool inside = r < rows && j < cols;
-          const bool ok = inside ? std::abs(got - w) <= 1e-5f * (1 + std::abs(w)) : std::isnan(got);
-          if (!ok && bad++ < 5)
-            ADD_FAILURE() << rows << "x" << cols << " kc " << kc << " (overwrite " << overwrite << "): C[" << r
-                          << ", " << j << "] = " << got << ", want " << w;
-        }
-    }
+    expect_edge_matches_reference(e, rng);
   }
   EXPECT_EQ(narrow, 9);  // the cases past kCpuStripMaxK above, {49, 12, 19} among them
+}
+
+// Strips of rows of 1 to 4 columns (a last vector of 4 lanes, or a scalar for one
+// column), up to kCpuStripMaxK k and past it (cpu_edge_narrow_strip), with C's rows
+// one after another (ldc = cols: accumulating, the next row's vector is loaded
+// before the stores) and apart.
+TEST(CpuSupport, MmaEdgeStripsOfNarrowRowsMatchTheReference) {
+  std::mt19937 rng(13);
+  const int64_t cases[][3] = {{37, 3, 2}, {29, 1, 4}, {20, 4, 5}, {45, 2, 1}, {16, 3, 7}, {16, 2, 6}, {5, 3, 1}};
+  for (const auto& [rows, cols, kc] : cases) {
+    EXPECT_TRUE(kc <= kCpuStripMaxK || cpu_edge_narrow_strip(rows, cols, kc)) << rows << "x" << cols << "x" << kc;
+    for (int64_t ldc : {cols, cols + 2}) {
+      EdgeOperands e(rows, cols, kc, rng, 0, ldc);
+      expect_edge_matches_reference(e, rng);
+    }
+  }
 }
 
 // Where cpu_edge_narrow_strip draws its lines (its header's rule).

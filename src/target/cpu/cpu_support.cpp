@@ -434,53 +434,81 @@ __attribute__((noinline)) void dot_columns(int64_t kc, const float* a, const flo
 using DotColumns = void (*)(int64_t, const float*, const float*, float*, int64_t, int64_t, int64_t, int64_t, int);
 const DotColumns kDotColumns[5] = {nullptr, &dot_columns<1>, &dot_columns<2>, &dot_columns<3>, &dot_columns<4>};
 
+typedef float Vq __attribute__((vector_size(16)));  // a quarter vector: 4 lanes
+
+// The last vector of a strip's row: T lanes (16, 8 or 4; 1: a scalar), masked to
+// the lanes in `tail`.
+template <int T>
+using Last = std::conditional_t<T == 16, Vf, std::conditional_t<T == 8, Vh, std::conditional_t<T == 4, Vq, float>>>;
+template <int T>
+__attribute__((always_inline)) inline Last<T> load_last(const float* p, unsigned short tail) {
+  if constexpr (T == 16)
+    return __builtin_ia32_loadups512_mask(p, Vf{}, tail);
+  else if constexpr (T == 8)
+    return __builtin_ia32_loadups256_mask(p, Vh{}, static_cast<unsigned char>(tail));
+  else if constexpr (T == 4)
+    return __builtin_ia32_loadups128_mask(p, Vq{}, static_cast<unsigned char>(tail));
+  else
+    return *p;
+}
+template <int T>
+__attribute__((always_inline)) inline void store_last(float* p, Last<T> x, unsigned short tail) {
+  if constexpr (T == 16)
+    __builtin_ia32_storeups512_mask(p, x, tail);
+  else if constexpr (T == 8)
+    __builtin_ia32_storeups256_mask(p, x, static_cast<unsigned char>(tail));
+  else if constexpr (T == 4)
+    __builtin_ia32_storeups128_mask(p, x, static_cast<unsigned char>(tail));
+  else
+    *p = x;
+}
+
 // Short k (kc <= kCpuStripMaxK), and mid k on narrow columns (cpu_edge_narrow_strip):
-// cpu_mma_edge's operation on every row of V vectors of columns (the last one's lanes
-// in `tail`; Half: within its first 8, an 8-lane vector, as in block above), B's KC x
-// V vectors held in registers while the rows go by. At short k a
-// product is bound by writing C, not by its FMAs: each row's part is written once, in
-// order, with no block of rows to set up. The 12 x 32 blocks wrote 24 lines of 12 rows
-// a block and loaded B again for each (316x385x2 ran at 0.74x libxsmm). At mid k on 16
-// columns or fewer the blocks' fixed cost (row pointers, a B load a k, a call a
-// block) was a fifth of their time (170x12x11).
-template <int KC, int V, bool Half>
+// cpu_mma_edge's operation on every row of V vectors of columns, V - 1 whole ones and
+// a last one of T lanes (the narrowest of 16, 8, 4 or 1 that holds its columns, 4 and
+// 1 where V is 1) masked to the lanes in `tail`, B's KC x V vectors held in registers
+// while the rows go by. At short k a product is bound by writing C, not by its FMAs:
+// each row's part is written once, in order, with no block of rows to set up. The
+// 12 x 32 blocks wrote 24 lines of 12 rows a block and loaded B again for each
+// (316x385x2 ran at 0.74x libxsmm). At mid k on 16 columns or fewer the blocks' fixed
+// cost (row pointers, a B load a k, a call a block) was a fifth of their time
+// (170x12x11).
+template <int KC, int V, int T>
 __attribute__((noinline)) void strip(const float* a, const float* b, float* c, int64_t ldc, int64_t lda,
                                      int64_t ldb, int64_t rows, unsigned short tail, int overwrite) {
-  constexpr int W = V - 1;  // the whole vectors before the last
-  const auto tail_half = static_cast<unsigned char>(tail);
-  Vf bv[KC][V];
-  Vh bh[KC];
+  constexpr int W = V - 1, WA = W > 0 ? W : 1;  // W: the whole vectors before the last (WA: an array's size)
+  Vf bv[KC][WA];
+  Last<T> bl[KC];
   // Every k loop whole (unroll 32 >= kCpuNarrowStripMaxK): a partial unroll keeps B's
   // vectors in memory.
 #pragma GCC unroll 32
   for (int k = 0; k < KC; ++k) {
 #pragma GCC unroll 8
     for (int v = 0; v < W; ++v) bv[k][v] = *(const Vfu*)(b + k * ldb + 16 * v);
-    if (Half)
-      bh[k] = __builtin_ia32_loadups256_mask(b + k * ldb + 16 * W, Vh{}, tail_half);
-    else
-      bv[k][W] = __builtin_ia32_loadups512_mask(b + k * ldb + 16 * W, Vf{}, tail);
+    bl[k] = load_last<T>(b + k * ldb + 16 * W, tail);
   }
   // A row's first vector of C (the last one where V is 1).
-  using First = std::conditional_t<V == 1 && Half, Vh, Vf>;
+  using First = std::conditional_t<(V > 1), Vf, Last<T>>;
   auto first_of = [&](const float* cr) __attribute__((always_inline)) -> First {
     if constexpr (V > 1)
       return *(const Vfu*)cr;
-    else if constexpr (Half)
-      return __builtin_ia32_loadups256_mask(cr, Vh{}, tail_half);
     else
-      return __builtin_ia32_loadups512_mask(cr, Vf{}, tail);
+      return load_last<T>(cr, tail);
   };
   // The row loop three times: without C's old values, and with them, loaded in turn
   // or ahead (GCC kept a run-time test of either in the loop). Past kCpuStripMaxK, RU
   // rows at a time, k outermost: one accumulator's chain of KC FMAs a row left the FMA
   // pipes waiting (170x12x11 1.09x with 4 rows). Up to it, a row at a time, four a
   // pass: at one vector a row the loop's own instructions were as many as the row's.
-  // Ahead, where a row's vectors reach past the next row's start, the next rows' first
-  // vector is loaded before these rows' stores: a load whose 64 bytes overlap an
-  // earlier masked store waits for that store to reach the cache (1354x47x2 and
-  // 300x20x3 4.5x and 7.9x slower accumulating than overwriting). Elsewhere the early
-  // load cost a fifth (267x8x1).
+  // A load of C whose vector's bytes (all of them, masked lanes too) overlap an
+  // earlier masked store's waits for that store to reach the cache (about 25 cycles
+  // on Zen 4). So where a row's vectors reach past the next row's start, the next
+  // rows' first vector is loaded ahead, before these rows' stores; the later rows of
+  // a group and the row after it, two rows past the last row stored, are clear of it
+  // where two rows span a row's vectors, which the narrowest last vector (4 lanes
+  // from 2 columns, a scalar for 1) ensures (1354x47x2 and 300x20x3 4.5x and 7.9x,
+  // 300x3x2 10x and 1000x2x1 8x slower accumulating than overwriting before).
+  // Elsewhere the early load cost a fifth (267x8x1).
   constexpr int RU = KC <= kCpuStripMaxK ? 1 : std::clamp((30 - KC * V) / V, 1, 4);
   auto rows_loop = [&](auto accumulate, auto load_ahead) __attribute__((always_inline)) {
     constexpr bool old_c = decltype(accumulate)::value, ahead = decltype(load_ahead)::value;
@@ -489,23 +517,21 @@ __attribute__((noinline)) void strip(const float* a, const float* b, float* c, i
     // Rows r to r + N - 1; `first` holds row r's first vector, then row r + N's.
     auto group = [&](int64_t r, auto n) __attribute__((always_inline)) {
       constexpr int N = decltype(n)::value;
-      Vf acc[N][V] = {};
-      Vh acc_half[N] = {};
+      Vf acc[N][WA] = {};
+      Last<T> acc_last[N] = {};
       if constexpr (old_c) {
 #pragma GCC unroll 4
         for (int i = 0; i < N; ++i) {
           const float* const cr = c + (r + i) * ldc;
           const First f = i == 0 && ahead ? first : first_of(cr);
-          if constexpr (V == 1 && Half)
-            acc_half[i] = f;
-          else
+          if constexpr (V > 1) {
             acc[i][0] = f;
 #pragma GCC unroll 8
-          for (int v = 1; v < W; ++v) acc[i][v] = *(const Vfu*)(cr + 16 * v);
-          if (W > 0 && Half)
-            acc_half[i] = __builtin_ia32_loadups256_mask(cr + 16 * W, Vh{}, tail_half);
-          else if (W > 0)
-            acc[i][W] = __builtin_ia32_loadups512_mask(cr + 16 * W, Vf{}, tail);
+            for (int v = 1; v < W; ++v) acc[i][v] = *(const Vfu*)(cr + 16 * v);
+            acc_last[i] = load_last<T>(cr + 16 * W, tail);
+          } else {
+            acc_last[i] = f;
+          }
         }
       }
 #pragma GCC unroll 32
@@ -515,10 +541,7 @@ __attribute__((noinline)) void strip(const float* a, const float* b, float* c, i
           const float s = a[(r + i) * lda + k];
 #pragma GCC unroll 8
           for (int v = 0; v < W; ++v) acc[i][v] += s * bv[k][v];
-          if (Half)
-            acc_half[i] += s * bh[k];
-          else
-            acc[i][W] += s * bv[k][W];
+          acc_last[i] += s * bl[k];
         }
       if (old_c && ahead && r + N < rows) first = first_of(c + (r + N) * ldc);
 #pragma GCC unroll 4
@@ -526,10 +549,7 @@ __attribute__((noinline)) void strip(const float* a, const float* b, float* c, i
         float* const cr = c + (r + i) * ldc;
 #pragma GCC unroll 8
         for (int v = 0; v < W; ++v) *(Vfu*)(cr + 16 * v) = acc[i][v];
-        if (Half)
-          __builtin_ia32_storeups256_mask(cr + 16 * W, acc_half[i], tail_half);
-        else
-          __builtin_ia32_storeups512_mask(cr + 16 * W, acc[i][W], tail);
+        store_last<T>(cr + 16 * W, acc_last[i], tail);
       }
     };
     int64_t r = 0;
@@ -543,28 +563,31 @@ __attribute__((noinline)) void strip(const float* a, const float* b, float* c, i
   };
   if (overwrite)
     rows_loop(std::false_type{}, std::false_type{});
-  else if (ldc < 16 * W + (Half ? 8 : 16))
+  else if (ldc < 16 * W + T)
     rows_loop(std::true_type{}, std::true_type{});
   else
     rows_loop(std::true_type{}, std::false_type{});
 }
 
 using Strip = void (*)(const float*, const float*, float*, int64_t, int64_t, int64_t, int64_t, unsigned short, int);
-template <int KC, bool Half, int... I>
+template <int KC, int T, int... I>
 constexpr std::array<Strip, sizeof...(I)> strips_of(std::integer_sequence<int, I...>) {
-  return {&strip<KC, I + 1, Half>...};
+  return {&strip<KC, I + 1, T>...};
 }
-template <int KC, bool Half>
-constexpr std::array<Strip, kStripVectors[KC]> kStripsOf =
-    strips_of<KC, Half>(std::make_integer_sequence<int, kStripVectors[KC]>());
-template <bool Half, int... KC>
+// Last vectors of 4 lanes and scalars only where a row is one vector.
+template <int KC, int T>
+constexpr std::array<Strip, T >= 8 ? kStripVectors[KC] : 1> kStripsOf =
+    strips_of<KC, T>(std::make_integer_sequence<int, T >= 8 ? kStripVectors[KC] : 1>());
+template <int T, int... KC>
 constexpr std::array<const Strip*, sizeof...(KC) + 1> strips_by(std::integer_sequence<int, KC...>) {
-  return {nullptr, kStripsOf<KC + 1, Half>.data()...};
+  return {nullptr, kStripsOf<KC + 1, T>.data()...};
 }
-template <bool Half>
-constexpr auto kStripsBy = strips_by<Half>(std::make_integer_sequence<int, kCpuNarrowStripMaxK>());
-// kStrips[half][KC][V - 1]: half where the last vector's lanes are within its first 8.
-const Strip* const* const kStrips[2] = {kStripsBy<false>.data(), kStripsBy<true>.data()};
+template <int T>
+constexpr auto kStripsBy = strips_by<T>(std::make_integer_sequence<int, kCpuNarrowStripMaxK>());
+// kStrips[t][KC][V - 1], t = 0 to 3 for a last vector of 16, 8, 4 or 1 lanes (4 and 1
+// with V = 1 only).
+const Strip* const* const kStrips[4] = {kStripsBy<16>.data(), kStripsBy<8>.data(), kStripsBy<4>.data(),
+                                        kStripsBy<1>.data()};
 
 // rows x cols by strips of kStripVectors[kc] vectors, the last one narrower.
 void strips(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, int64_t lda, int64_t ldb,
@@ -572,8 +595,9 @@ void strips(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, i
   const int64_t width = 16 * kStripVectors[kc];
   for (int64_t j0 = 0; j0 < cols; j0 += width) {
     const int64_t w = std::min(width, cols - j0), v = (w + 15) / 16, lanes = w - 16 * (v - 1);
-    kStrips[lanes <= 8][kc][v - 1](a, b + j0, c + j0, ldc, lda, ldb, rows,
-                                   static_cast<unsigned short>((1u << lanes) - 1), overwrite);
+    const int t = lanes > 8 ? 0 : lanes > 4 || v > 1 ? 1 : lanes > 1 ? 2 : 3;
+    kStrips[t][kc][v - 1](a, b + j0, c + j0, ldc, lda, ldb, rows, static_cast<unsigned short>((1u << lanes) - 1),
+                          overwrite);
   }
 }
 }  // namespace edge_avx512
