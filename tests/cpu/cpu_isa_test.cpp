@@ -804,6 +804,12 @@ TEST(CpuSmallShapes, WholeSmallProductsRunInOneTinyKernel) {
       const std::string unit = emit_cpu(program, detected_cpu_isa());
       EXPECT_EQ(unit.find(cpu_tiny_kernel_name(m, n, k) + "(&") != std::string::npos, tiny) << unit;
       EXPECT_EQ(unit.find("tsl_group_general(sizes,") != std::string::npos, tiny) << unit;
+      // Two homes' bodies: storing (beta 0) in the entry, adding (beta 1) first in the
+      // general function, each with the flag as a constant.
+      const size_t general = unit.find("void tsl_group_general("), entry = unit.find("void tessel_group(");
+      const size_t adds = unit.find("const bool tsl_addhome_0 = true;"), stores = unit.find("tsl_addhome_0 = false;");
+      EXPECT_EQ(adds != std::string::npos && general < adds && adds < entry, tiny) << unit;
+      EXPECT_EQ(stores != std::string::npos && entry < stores, tiny) << unit;
       auto kernel = compile_cpu(program);
       for (auto [alpha, beta] : {std::array<double, 2>{1.0, 0.0}, {-0.5, 1.25}, {1.0, 1.0}, {2.0, 0.0}})
         for (bool dense : {false, true}) check_gemm(*kernel, GemmCase{m, n, k, alpha, beta, 1, dense}, seed++);

@@ -291,7 +291,7 @@ class Emitter {
     depth_ = 1;
     const int64_t body_scratch = scratch_floats_;  // before the mmas' own (emit_mma: tsl_bp)
     for (const GroupOp& op : p_.body) emit_op(op);
-    const std::string fast = fast_group_body(body_scratch);
+    const auto [fast, fast_add] = fast_group_bodies(body_scratch);
     // int64_t and the vector types of the ISA (the micro-kernel's registers).
     std::string s = std::string("// Emitted by tessel (cpu target, ") + isa_.name +
                     "). Header-free on purpose: it compiles in tens of ms.\n";
@@ -307,7 +307,7 @@ class Emitter {
     const bool calls_only = !element_loops_ && microkernels_.empty();
     const std::string level = constant_grid ? "#pragma GCC optimize (\"O1\")  // calls only, constant bounds\n"
                                             : "#pragma GCC optimize (\"Og\")  // calls only\n";
-    // With a homes' body (fast_group_body) the tiny kernels need GCC's FMA contraction,
+    // With a homes' body (fast_group_bodies) the tiny kernels need GCC's FMA contraction,
     // which -O1 leaves out and -fexpensive-optimizations turns on; the whole unit takes
     // the one level (GCC inlines no function across optimize attributes that differ).
     // 16x16x16 compiled in 0.92x the time of the same unit at -O2, with the same 16 FMAs.
@@ -362,10 +362,12 @@ class Emitter {
                                "    float* const* tensors, const int64_t* group, float* scratch)";
     if (fast.empty()) return s + "extern \"C\" void tessel_group" + params + " {\n" + group_prelude() + body_ + "}\n";
     // The homes' case first, a leaf; anything else in a function of its own, which the
-    // entry calls last (a jump), so that the leaf saves no registers for it.
-    s += "static __attribute__((noinline)) void tsl_group_general" + params + " {\n" + group_prelude() + body_ +
-         "}\n\n";
+    // entry calls last (a jump), so that the leaf saves no registers for it. The homes
+    // adding come first there: in the entry, their test cost the calls that store
+    // (2x13x3) a tenth.
     for (const auto& [name, text] : tiny_kernels_) s += text + "\n";
+    s += "static __attribute__((noinline)) void tsl_group_general" + params + " {\n" + group_prelude() + fast_add +
+         body_ + "}\n\n";
     return s + "extern \"C\" void tessel_group" + params + " {\n" + group_prelude() + fast +
            "  tsl_group_general(sizes, scalars, tensors, group, scratch);\n}\n";
   }
@@ -409,32 +411,43 @@ class Emitter {
   // top level and every mma can take a tiny kernel (cpu_tiny_kernel.h), the body again
   // with all homes holding and the tiny kernels inlined, inside `if (<all their
   // conditions>) { ... return; }`: there every fill, scale and copy of the fragments
-  // folds away (alpha 1 and beta 0 for a matrix product) and no call is left. Else
-  // empty (and no tiny kernel: the general body calls tessel's kernels, as before).
-  std::string fast_group_body(int64_t body_scratch) {
-    if (home_.empty() || p_.workers != 1 || isa_.isa != CpuIsa::Avx512) return "";  // no tiny kernel (emit_mma)
-    std::string when;
+  // folds away (alpha 1 and beta 0 for a matrix product) and no call is left. Where a
+  // home also serves its if's other branch (adds_in_place), a second such body has
+  // those homes adding (beta 1); one body for both, with a run-time flag, cost the
+  // smallest calls at beta 0 a tenth (2x2x3). Else both empty (and no tiny kernel:
+  // the general body calls tessel's kernels, as before).
+  std::pair<std::string, std::string> fast_group_bodies(int64_t body_scratch) {
+    if (home_.empty() || p_.workers != 1 || isa_.isa != CpuIsa::Avx512) return {};  // no tiny kernel (emit_mma)
+    bool adds = false;
     for (const auto& [fill, home] : home_) {
       bool top = false;
       for (const GroupOp& op : p_.body) top |= op.id == fill;
-      if (!top) return "";
-      when += (when.empty() ? "" : " && ") + std::string("(") + home.when + ")";
+      if (!top) return {};
+      adds |= !home.add_when.empty();
     }
     const std::string general = body_;
     const int64_t scratch = scratch_floats_;
-    scratch_floats_ = body_scratch;
-    body_.clear();
-    depth_ = 2;
-    homes_hold_ = true;
-    mmas_ = tiny_mmas_ = 0;
-    for (const GroupOp& op : p_.body) emit_op(op);
-    homes_hold_ = false;
-    TESSEL_ASSERT(scratch_floats_ == scratch, "the homes' body laid out scratch again");
-    std::string fast = "  if (" + when + ") {\n" + body_ + "    return;\n  }\n";
+    std::pair<std::string, std::string> fast;
+    for (HomesHold hold : {HomesHold::Store, HomesHold::Add}) {
+      if (hold == HomesHold::Add && !adds) break;
+      std::string when;
+      for (const auto& [fill, home] : home_)
+        when += (when.empty() ? "(" : " && (") +
+                (hold == HomesHold::Add && !home.add_when.empty() ? home.add_when : home.when) + ")";
+      scratch_floats_ = body_scratch;
+      body_.clear();
+      depth_ = 2;
+      homes_hold_ = hold;
+      mmas_ = tiny_mmas_ = 0;
+      for (const GroupOp& op : p_.body) emit_op(op);
+      homes_hold_ = HomesHold::None;
+      TESSEL_ASSERT(scratch_floats_ == scratch, "the homes' body laid out scratch again");
+      (hold == HomesHold::Add ? fast.second : fast.first) = "  if (" + when + ") {\n" + body_ + "    return;\n  }\n";
+    }
     body_ = general;
     if (mmas_ > 0 && tiny_mmas_ == mmas_) return fast;
     tiny_kernels_.clear();
-    return "";
+    return {};
   }
 
  private:
@@ -867,10 +880,13 @@ class Emitter {
           auto home = home_.find(op.id);
           if (home != home_.end()) {
             const std::string id = num(op.id);
-            std::string when = homes_hold_ ? "true" : home->second.when;
-            if (!home->second.add_when.empty()) {  // adds_in_place; never in the homes' body, where beta is 0
-              line("const bool tsl_addhome_" + id + " = " + (homes_hold_ ? "false" : home->second.add_when) + ";");
-              when = "(" + when + ") || tsl_addhome_" + id;
+            std::string when = homes_hold_ != HomesHold::None ? "true" : home->second.when;
+            if (!home->second.add_when.empty()) {  // adds_in_place
+              const std::string adds = homes_hold_ == HomesHold::None ? home->second.add_when
+                                       : homes_hold_ == HomesHold::Add ? "true"
+                                                                       : "false";
+              line("const bool tsl_addhome_" + id + " = " + adds + ";");
+              if (homes_hold_ == HomesHold::None) when = "(" + when + ") || tsl_addhome_" + id;
             }
             line("const bool tsl_home_" + id + " = " + when + ";");
             if (p_.workers == 1) {  // one part: the mma's pointer and row stride, chosen here
@@ -965,11 +981,16 @@ class Emitter {
         if (op.bodies.size() > 1 && !op.bodies[1].empty()) {
           --depth_;
           open("} else");
-          // C += the product where it was homed in C (adds_in_place): done already.
+          // C += the product where it was homed in C (adds_in_place): done already. In
+          // the homes' body, always: there a home whose if's condition fails adds.
           const auto adding = adding_if_.find(op.id);
-          if (adding != adding_if_.end()) open("if (!tsl_addhome_" + num(adding->second) + ")");
-          for (const GroupOp& inner : op.bodies[1]) emit_op(inner);
-          if (adding != adding_if_.end()) close();
+          if (adding != adding_if_.end() && homes_hold_ != HomesHold::None) {
+            line("// C += the product: done in place");
+          } else {
+            if (adding != adding_if_.end()) open("if (!tsl_addhome_" + num(adding->second) + ")");
+            for (const GroupOp& inner : op.bodies[1]) emit_op(inner);
+            if (adding != adding_if_.end()) close();
+          }
         }
         close();
         return;
@@ -1721,7 +1742,7 @@ class Emitter {
       line("const int64_t tsl_r0 = " + ex(row0(acc, lw)) + ", tsl_c0 = " + ex(col0(acc, lw)) + ";");
     }
     // A whole small product read in place: one inlined kernel (cpu_tiny_kernel.h).
-    const bool tiny = homes_hold_ && fast && a_global && b_global && !f64 && p_.workers == 1 && !loop &&
+    const bool tiny = homes_hold_ != HomesHold::None && fast && a_global && b_global && !f64 && p_.workers == 1 && !loop &&
                       !rows_outer && !pack_b && cpu_tiny_kernel_fits(first.rows, first.cols, op.k, isa_);
     ++mmas_;
     tiny_mmas_ += tiny;
@@ -2061,8 +2082,11 @@ class Emitter {
   int depth_ = 1;
   bool element_loops_ = false;  // the group function loops over elements itself (open)
   int mmas_ = 0, tiny_mmas_ = 0;  // mma ops emitted, and those a tiny kernel runs
-  bool homes_hold_ = false;       // emitting fast_group_body
-  std::map<std::string, std::string> tiny_kernels_;  // the homes' body's (fast_group_body)
+  // Emitting fast_group_bodies: every home holds, storing (its if's condition holds)
+  // or adding (adds_in_place, where the home serves the if's other branch).
+  enum class HomesHold { None, Store, Add };
+  HomesHold homes_hold_ = HomesHold::None;
+  std::map<std::string, std::string> tiny_kernels_;  // the homes' body's (fast_group_bodies)
 };
 
 }  // namespace
