@@ -982,7 +982,7 @@ class Emitter {
           --depth_;
           open("} else");
           // C += the product where it was homed in C (adds_in_place): done already. In
-          // the homes' body, always: there a home whose if's condition fails adds.
+          // the homes' bodies, always: there a home whose if's condition fails adds.
           const auto adding = adding_if_.find(op.id);
           if (adding != adding_if_.end() && homes_hold_ != HomesHold::None) {
             line("// C += the product: done in place");
@@ -1742,8 +1742,8 @@ class Emitter {
       line("const int64_t tsl_r0 = " + ex(row0(acc, lw)) + ", tsl_c0 = " + ex(col0(acc, lw)) + ";");
     }
     // A whole small product read in place: one inlined kernel (cpu_tiny_kernel.h).
-    const bool tiny = homes_hold_ != HomesHold::None && fast && a_global && b_global && !f64 && p_.workers == 1 && !loop &&
-                      !rows_outer && !pack_b && cpu_tiny_kernel_fits(first.rows, first.cols, op.k, isa_);
+    const bool tiny = homes_hold_ != HomesHold::None && fast && a_global && b_global && !f64 && p_.workers == 1 &&
+                      !loop && !rows_outer && !pack_b && cpu_tiny_kernel_fits(first.rows, first.cols, op.k, isa_);
     ++mmas_;
     tiny_mmas_ += tiny;
     const auto moved = part_copy_.find(op.id);
