@@ -10,9 +10,18 @@ template <int W>  // vector lanes 4, 8, 16; 1 = scalar
 __attribute__((noinline)) void rows(float* c, long ldc, long n, long R, float x) {
   for (long r = 0; r < R; ++r) {
     float* p = c + r * ldc;
-    if constexpr (W == 16) { __mmask16 m = (1u << n) - 1; __m512 v = _mm512_maskz_loadu_ps(m, p); _mm512_mask_storeu_ps(p, m, _mm512_add_ps(v, _mm512_set1_ps(x))); }
-    if constexpr (W == 8) { __mmask8 m = (1u << n) - 1; __m256 v = _mm256_maskz_loadu_ps(m, p); _mm256_mask_storeu_ps(p, m, _mm256_add_ps(v, _mm256_set1_ps(x))); }
-    if constexpr (W == 4) { __mmask8 m = (1u << n) - 1; __m128 v = _mm_maskz_loadu_ps(m, p); _mm_mask_storeu_ps(p, m, _mm_add_ps(v, _mm_set1_ps(x))); }
+    if constexpr (W == 16) {
+      __mmask16 m = (1u << n) - 1;
+      _mm512_mask_storeu_ps(p, m, _mm512_add_ps(_mm512_maskz_loadu_ps(m, p), _mm512_set1_ps(x)));
+    }
+    if constexpr (W == 8) {
+      __mmask8 m = (1u << n) - 1;
+      _mm256_mask_storeu_ps(p, m, _mm256_add_ps(_mm256_maskz_loadu_ps(m, p), _mm256_set1_ps(x)));
+    }
+    if constexpr (W == 4) {
+      __mmask8 m = (1u << n) - 1;
+      _mm_mask_storeu_ps(p, m, _mm_add_ps(_mm_maskz_loadu_ps(m, p), _mm_set1_ps(x)));
+    }
     if constexpr (W == 1) { for (long j = 0; j < n; ++j) p[j] += x; }
   }
 }

@@ -363,8 +363,8 @@ class Emitter {
     if (fast.empty()) return s + "extern \"C\" void tessel_group" + params + " {\n" + group_prelude() + body_ + "}\n";
     // The homes' case first, a leaf; anything else in a function of its own, which the
     // entry calls last (a jump), so that the leaf saves no registers for it. The homes
-    // adding come first there: in the entry, their test cost the calls that store
-    // (2x13x3) a tenth.
+    // adding come first there: in the entry, their test cost the calls that store a
+    // quarter (2x13x3, 3x13x3).
     for (const auto& [name, text] : tiny_kernels_) s += text + "\n";
     s += "static __attribute__((noinline)) void tsl_group_general" + params + " {\n" + group_prelude() + fast_add +
          body_ + "}\n\n";
