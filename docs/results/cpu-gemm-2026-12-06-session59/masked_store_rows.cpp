@@ -39,6 +39,7 @@ int main() {
   printf("ns per row\n n ldc   w16   w8   w4   scalar\n");
   for (long n : {1, 2, 3, 4, 5, 8, 12}) for (long ldc : {n, n + 1, 4 * ((n + 3) / 4), 16L}) {
     if (ldc < n) continue;
-    printf("%2ld %3ld %5.2f %5.2f %5.2f %5.2f\n", n, ldc, t<16>(ldc, n), n <= 8 ? t<8>(ldc, n) : -1.0, n <= 4 ? t<4>(ldc, n) : -1.0, t<1>(ldc, n));
+    printf("%2ld %3ld %5.2f %5.2f %5.2f %5.2f\n", n, ldc, t<16>(ldc, n), n <= 8 ? t<8>(ldc, n) : -1.0,
+           n <= 4 ? t<4>(ldc, n) : -1.0, t<1>(ldc, n));
   }
 }
