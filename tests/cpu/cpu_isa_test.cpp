@@ -686,11 +686,14 @@ void check_strip_plans(std::initializer_list<StripCase> cases) {
     uint32_t seed = static_cast<uint32_t>(m * n + k);
     for (const Plan& p : {fixed, any_size(fixed)}) {
       GroupProgram program = compile_to_group(gemm_kernel(DType::F32), p, CompileOptions{}).program;
-      if (avx512 && no_edge_blocks)
-        EXPECT_EQ(emit_cpu(program, CpuIsa::Avx512).find("((tsl_edge_lookup_t)table[3])"), std::string::npos);
+      const std::string unit = emit_cpu(program, CpuIsa::Avx512);
+      if (avx512 && no_edge_blocks) EXPECT_EQ(unit.find("((tsl_edge_lookup_t)table[3])"), std::string::npos);
+      // At short k the unit calls the strips itself (cpu_edge_strip).
+      if (avx512) EXPECT_EQ(unit.find("((tsl_strip_lookup_t)table[4])") != std::string::npos, k <= kCpuStripMaxK);
       auto kernel = compile_cpu(program);
       for (bool dense : {false, true}) check_gemm(*kernel, GemmCase{m, n, k, 1.0, 0.0, 1, dense}, seed++);
       for (bool dense : {false, true}) check_gemm(*kernel, GemmCase{m, n, k, -0.5, 1.25, 1, dense}, seed++);
+      check_gemm(*kernel, GemmCase{m, n, k, 1.0, 1.0}, seed++);
       if (p.sizes.empty()) {
         check_gemm(*kernel, GemmCase{m - 3, n - 1, k, 1.0, 0.0}, seed++);
         check_gemm(*kernel, GemmCase{m, n, k + 3, 0.75, 0.5}, seed++);
@@ -705,10 +708,12 @@ void check_strip_plans(std::initializer_list<StripCase> cases) {
   }
 }
 
-// Up to kCpuStripMaxK k, a product read in place runs by strips of rows on AVX-512
-// (cpu_mma_blocks hands the whole part to cpu_mma_edge), and the unit leaves edge
-// blocks of three chunks of rows or more to it too (316x385x2's 88 rows of one column
-// and 158x27x2's 48 rows were four edge blocks each; 20x20x3 keeps its two).
+// Up to kCpuStripMaxK k, a product read in place runs by strips of rows on AVX-512:
+// over a whole part at the tile's k the unit calls them itself (cpu_edge_strip).
+// Otherwise (a short k block, ragged columns) cpu_mma_blocks hands the whole part to
+// cpu_mma_edge, and the unit leaves edge blocks of three chunks of rows or more to it
+// too (316x385x2's 88 rows of one column and 158x27x2's 48 rows were four edge blocks
+// each; 20x20x3 keeps its two).
 TEST(CpuSmallShapes, ShortKProductsRunInStripsOfRows) {
   check_strip_plans({{316, 385, 2, true}, {158, 27, 2, true}, {100, 20, 1, false}, {60, 40, 3, false},
                      {333, 97, 4, false}, {77, 150, 5, false}, {61, 8, 2, false}, {20, 20, 3, false}});

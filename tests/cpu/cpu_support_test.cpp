@@ -12,6 +12,7 @@
 #include <climits>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <random>
 #include <set>
 #include <sstream>
@@ -165,12 +166,20 @@ struct EdgeOperands {
   }
 };
 
-// cpu_mma_edge (through the table) on e's block, accumulating and overwriting,
-// against the reference: C's block as the reference has it, everything else NaN.
-void expect_edge_matches_reference(EdgeOperands& e, std::mt19937& rng) {
-  auto edge = reinterpret_cast<void (*)(int64_t, const float*, const float*, float*, int64_t, int64_t, int64_t,
-                                        int64_t, int64_t, int)>(cpu_support_table()[1]);
-  ASSERT_EQ(edge, &cpu_mma_edge);
+// cpu_mma_edge's operation: (kc, a, b, c, ldc, lda, ldb, rows, cols, overwrite).
+using EdgeFn = std::function<void(int64_t, const float*, const float*, float*, int64_t, int64_t, int64_t, int64_t,
+                                  int64_t, int)>;
+
+// cpu_mma_edge (through the table), or `edge`, on e's block, accumulating and
+// overwriting, against the reference: C's block as the reference has it, everything
+// else NaN.
+void expect_edge_matches_reference(EdgeOperands& e, std::mt19937& rng, EdgeFn edge = nullptr) {
+  if (!edge) {
+    auto entry = reinterpret_cast<void (*)(int64_t, const float*, const float*, float*, int64_t, int64_t, int64_t,
+                                           int64_t, int64_t, int)>(cpu_support_table()[1]);
+    ASSERT_EQ(entry, &cpu_mma_edge);
+    edge = entry;
+  }
   const auto &a = e.a, &b = e.b;
   auto& c = e.c;
   const int64_t rows = e.rows, cols = e.cols, kc = e.kc, lda = e.lda, ldb = e.ldb, ldc = e.ldc;
@@ -230,7 +239,8 @@ TEST(CpuSupport, MmaEdgeMatchesTheReferenceInsideItsBlock) {
 // before the stores) and apart.
 TEST(CpuSupport, MmaEdgeStripsOfNarrowRowsMatchTheReference) {
   std::mt19937 rng(13);
-  const int64_t cases[][3] = {{37, 3, 2}, {29, 1, 4}, {20, 4, 5}, {45, 2, 1}, {16, 3, 7}, {16, 2, 6}, {5, 3, 1}};
+  const int64_t cases[][3] = {{37, 3, 2}, {29, 1, 4}, {20, 4, 5}, {45, 2, 1},  {16, 3, 7},  {16, 2, 6},
+                              {5, 3, 1},  {33, 9, 1}, {7, 11, 2}, {21, 12, 3}, {18, 10, 5}, {40, 12, 11}};
   for (const auto& [rows, cols, kc] : cases) {
     EXPECT_TRUE(kc <= kCpuStripMaxK || cpu_edge_narrow_strip(rows, cols, kc)) << rows << "x" << cols << "x" << kc;
     for (int64_t ldc : {cols, cols + 2}) {
@@ -238,6 +248,47 @@ TEST(CpuSupport, MmaEdgeStripsOfNarrowRowsMatchTheReference) {
       expect_edge_matches_reference(e, rng);
     }
   }
+}
+
+// The strips a unit calls itself (cpu_edge_strip, through the table): at every short
+// k, one to the most columns (a last vector of 1, 4, 8, 12 and 16 lanes, whole vectors
+// before it or not), no rows to past a multiple of 4, C's rows dense and apart, against
+// the reference with everything outside NaN. Null outside its bounds and without AVX-512.
+TEST(CpuSupport, EdgeStripsMatchTheReference) {
+  auto lookup = reinterpret_cast<CpuEdgeStrip (*)(int64_t, int64_t)>(cpu_support_table()[4]);
+  ASSERT_EQ(lookup, &cpu_edge_strip);
+  const bool avx512 = cpu_features().avx512;
+  std::mt19937 rng(17);
+  int ran = 0;
+  for (int64_t kc = 1; kc <= kCpuStripMaxK; ++kc) {
+    const int64_t most = cpu_edge_strip_cols(kc);
+    ASSERT_GE(most, 16);
+    EXPECT_EQ(lookup(kc, 0), nullptr);
+    EXPECT_EQ(lookup(kc, most + 1), nullptr);
+    for (int64_t cols : {int64_t{1}, int64_t{3}, int64_t{6}, int64_t{9}, int64_t{12}, int64_t{16}, int64_t{26},
+                         most - 7, most}) {
+      const CpuEdgeStrip strip = lookup(kc, cols);
+      ASSERT_EQ(strip != nullptr, avx512) << kc << " " << cols;
+      if (!strip) continue;
+      const int64_t v = (cols + 15) / 16;
+      const auto tail = static_cast<unsigned short>((1u << (cols - 16 * (v - 1))) - 1);
+      const EdgeFn edge = [&](int64_t, const float* a, const float* b, float* c, int64_t ldc, int64_t lda,
+                              int64_t ldb, int64_t rows, int64_t, int overwrite) {
+        strip(a, b, c, ldc, lda, ldb, rows, tail, overwrite);
+      };
+      for (int64_t rows : {0, 1, 7, 30})
+        for (int64_t ldc : {cols, cols + 3}) {
+          EdgeOperands e(rows, cols, kc, rng, 0, ldc);
+          expect_edge_matches_reference(e, rng, edge);
+          ++ran;
+        }
+    }
+  }
+  EXPECT_EQ(lookup(0, 8), nullptr);
+  EXPECT_EQ(lookup(kCpuStripMaxK + 1, 8), nullptr);
+  EXPECT_EQ(cpu_edge_strip_cols(kCpuStripMaxK + 1), 0);
+  if (!avx512) GTEST_SKIP() << "no AVX-512 here: the strips are null (checked), none ran";
+  EXPECT_EQ(ran, kCpuStripMaxK * 9 * 8);
 }
 
 // Where cpu_edge_narrow_strip draws its lines (its header's rule).

@@ -347,6 +347,17 @@ class Emitter {
       s += "static tsl_edge_block_t " + name + ";\n";
       bind += "  " + name + " = ((tsl_edge_lookup_t)table[3])(" + num(rows) + ", " + num(cols) + ");\n";
     }
+    // Its strips of rows likewise.
+    if (!edge_strips_.empty())
+      s += "// cpu_mma_edge's AVX-512 strips of rows (cpu_support.h: cpu_edge_strip, entry 4)\n"
+           "typedef void (*tsl_edge_strip_t)(const float*, const float*, float*, int64_t, int64_t, int64_t, int64_t,\n"
+           "                                 unsigned short, int);\n"
+           "typedef tsl_edge_strip_t (*tsl_strip_lookup_t)(int64_t, int64_t);\n";
+    for (const auto& [k, cols] : edge_strips_) {
+      const std::string name = edge_strip_name(k, cols);
+      s += "static tsl_edge_strip_t " + name + ";\n";
+      bind += "  " + name + " = ((tsl_strip_lookup_t)table[4])(" + num(k) + ", " + num(cols) + ");\n";
+    }
     s += "extern \"C\" void tessel_bind(void* const* table) {\n" + bind + "}\n";
     s += "\nextern \"C\" int64_t tessel_scratch_floats(void) { return " + num(scratch_floats_) +
          "; }\n\n";
@@ -1791,6 +1802,32 @@ class Emitter {
         --depth_;
         open("} else");
       }
+      // Short k read in place on AVX-512: the whole part in cpu_mma_edge's strips of
+      // rows (cpu_edge_strip), one call a strip of columns over every row. Through
+      // cpu_mma_blocks and cpu_mma_edge, and in the blocks of rows below, each call and
+      // dispatch cost about what the strip's rows take at a few dozen rows (43x26x1,
+      // 100x9x1, 202x1x1). Whole k blocks and columns only; any other runs below.
+      const int64_t strip_cols = cpu_edge_strip_cols(op.k), strips = ceil_div(part.cols, std::max<int64_t>(strip_cols, 1));
+      const bool strip_part = !tiny && fast && a_global && b_global && !f64 && !loop && !pack_b &&
+                              isa_.isa == CpuIsa::Avx512 && cpu_prebuilt_count > 0 && strip_cols > 0 &&
+                              strips <= kCpuInlineBlocks;
+      if (strip_part) {
+        std::string found, calls;
+        for (int64_t j0 = 0; j0 < part.cols; j0 += strip_cols) {
+          const int64_t w = std::min(strip_cols, part.cols - j0), v = ceil_div(w, isa_.lanes);
+          const std::string name = edge_strip_name(op.k, w);
+          edge_strips_.insert({op.k, w});
+          found += name + " && ";
+          calls += name + "(&" + a.at(r0s, "0") + ", &" + b.at("0", c0s + " + " + num(j0)) + ", " + c + " + " +
+                   num(j0) + ", " + ldc + ", " + lda_arg + ", " + ldb_arg + ", tsl_min(" + num(part.rows) + ", mv - (" +
+                   r0s + ")), " + num((int64_t{1} << (w - isa_.lanes * (v - 1))) - 1) + ", overwrite);\n";
+        }
+        open("if (" + found + "kv == " + num(op.k) + " && nv - (" + c0s + ") >= " + num(part.cols) + ")");
+        for (size_t at = 0, end; (end = calls.find('\n', at)) != std::string::npos; at = end + 1)
+          line(calls.substr(at, end - at));
+        --depth_;
+        open("} else");
+      }
       // The kernels read B by whole panel rows from the part's first column: it must
       // start a panel (a worker grid whose parts are not a multiple of NR wide
       // leaves some parts off the boundaries; those take the scalar loop).
@@ -2014,7 +2051,7 @@ class Emitter {
         blocks(rows_big, part.rows, row_base, 0, cols_fast, nr);
         blocks(rows_big, part.rows, row_base, cols_fast, part.cols, cols_left);
       }
-      if (tiny) close();
+      if (tiny || strip_part) close();
       if (scoped) close();
     }
     if (loop) close();
@@ -2058,6 +2095,11 @@ class Emitter {
   // Built-in functions the unit calls: its pointer's name -> cpu_prebuilt_microkernels index.
   std::map<std::string, int> prebuilt_;
   std::set<std::pair<int64_t, int64_t>> edge_blocks_;  // rows x cols of cpu_edge_block the unit calls
+  std::set<std::pair<int64_t, int64_t>> edge_strips_;  // k x cols of cpu_edge_strip the unit calls
+  // The unit's pointer to cpu_edge_strip(k, cols).
+  static std::string edge_strip_name(int64_t k, int64_t cols) {
+    return "tsl_strip_" + std::to_string(k) + "x" + std::to_string(cols);
+  }
   // The unit's pointer to cpu_edge_block(rows, cols).
   static std::string edge_block_name(int64_t rows, int64_t cols) {
     return "tsl_edge_" + std::to_string(rows) + "x" + std::to_string(cols);

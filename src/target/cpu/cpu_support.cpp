@@ -150,6 +150,7 @@ typedef float Vf __attribute__((vector_size(64)));
 typedef float Vfu __attribute__((vector_size(64), aligned(4)));
 
 typedef float Vh __attribute__((vector_size(32)));  // half a vector: 8 lanes
+typedef float Vq __attribute__((vector_size(16)));  // a quarter vector: 4 lanes
 
 // cpu_mma_edge's operation on R rows and V vectors of columns whose last vector
 // holds the lanes in `tail` (a mask: B's and C's other lanes are not touched, so
@@ -434,15 +435,24 @@ __attribute__((noinline)) void dot_columns(int64_t kc, const float* a, const flo
 using DotColumns = void (*)(int64_t, const float*, const float*, float*, int64_t, int64_t, int64_t, int64_t, int);
 const DotColumns kDotColumns[5] = {nullptr, &dot_columns<1>, &dot_columns<2>, &dot_columns<3>, &dot_columns<4>};
 
-typedef float Vq __attribute__((vector_size(16)));  // a quarter vector: 4 lanes
+
+typedef float Vhu __attribute__((vector_size(32), aligned(4)));
 
 // The last vector of a strip's row: T lanes (16, 8 or 4; 1: a scalar), masked to
-// the lanes in `tail`.
+// the lanes in `tail`; or T = 12, 8 whole lanes and 4 masked to tail >> 8, computed
+// in 16 lanes. A masked 512-bit store costs more than a whole 256-bit one and a
+// masked 128-bit one (rows of 9 to 12 columns, Zen 4: 0.85-0.70x the time a row).
 template <int T>
-using Last = std::conditional_t<T == 16, Vf, std::conditional_t<T == 8, Vh, std::conditional_t<T == 4, Vq, float>>>;
+using Last = std::conditional_t<T == 16 || T == 12, Vf,
+                                std::conditional_t<T == 8, Vh, std::conditional_t<T == 4, Vq, float>>>;
 template <int T>
 __attribute__((always_inline)) inline Last<T> load_last(const float* p, unsigned short tail) {
-  if constexpr (T == 16)
+  if constexpr (T == 12) {
+    const Vh lo = *(const Vhu*)p;
+    const Vq hi = __builtin_ia32_loadups128_mask(p + 8, Vq{}, static_cast<unsigned char>(tail >> 8));
+    const Vh hi8 = __builtin_shufflevector(hi, Vq{}, 0, 1, 2, 3, 4, 5, 6, 7);
+    return __builtin_shufflevector(lo, hi8, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  } else if constexpr (T == 16)
     return __builtin_ia32_loadups512_mask(p, Vf{}, tail);
   else if constexpr (T == 8)
     return __builtin_ia32_loadups256_mask(p, Vh{}, static_cast<unsigned char>(tail));
@@ -453,7 +463,11 @@ __attribute__((always_inline)) inline Last<T> load_last(const float* p, unsigned
 }
 template <int T>
 __attribute__((always_inline)) inline void store_last(float* p, Last<T> x, unsigned short tail) {
-  if constexpr (T == 16)
+  if constexpr (T == 12) {
+    *(Vhu*)p = __builtin_shufflevector(x, x, 0, 1, 2, 3, 4, 5, 6, 7);
+    __builtin_ia32_storeups128_mask(p + 8, __builtin_shufflevector(x, x, 8, 9, 10, 11),
+                                    static_cast<unsigned char>(tail >> 8));
+  } else if constexpr (T == 16)
     __builtin_ia32_storeups512_mask(p, x, tail);
   else if constexpr (T == 8)
     __builtin_ia32_storeups256_mask(p, x, static_cast<unsigned char>(tail));
@@ -549,6 +563,7 @@ __attribute__((noinline)) void strip(const float* a, const float* b, float* c, i
         float* const cr = c + (r + i) * ldc;
 #pragma GCC unroll 8
         for (int v = 0; v < W; ++v) *(Vfu*)(cr + 16 * v) = acc[i][v];
+        if constexpr (W > 0) asm volatile("" ::: "memory");
         store_last<T>(cr + 16 * W, acc_last[i], tail);
       }
     };
@@ -569,35 +584,45 @@ __attribute__((noinline)) void strip(const float* a, const float* b, float* c, i
     rows_loop(std::true_type{}, std::false_type{});
 }
 
-using Strip = void (*)(const float*, const float*, float*, int64_t, int64_t, int64_t, int64_t, unsigned short, int);
+using Strip = CpuEdgeStrip;
 template <int KC, int T, int... I>
 constexpr std::array<Strip, sizeof...(I)> strips_of(std::integer_sequence<int, I...>) {
   return {&strip<KC, I + 1, T>...};
 }
-// Last vectors of 4 lanes and scalars only where a row is one vector.
+// Last vectors of 12 and 4 lanes and scalars only where a row is one vector.
 template <int KC, int T>
-constexpr std::array<Strip, T >= 8 ? kStripVectors[KC] : 1> kStripsOf =
-    strips_of<KC, T>(std::make_integer_sequence<int, T >= 8 ? kStripVectors[KC] : 1>());
+constexpr int kStripsOfT = T == 16 || T == 8 ? kStripVectors[KC] : 1;
+template <int KC, int T>
+constexpr std::array<Strip, kStripsOfT<KC, T>> kStripsOf =
+    strips_of<KC, T>(std::make_integer_sequence<int, kStripsOfT<KC, T>>());
 template <int T, int... KC>
 constexpr std::array<const Strip*, sizeof...(KC) + 1> strips_by(std::integer_sequence<int, KC...>) {
   return {nullptr, kStripsOf<KC + 1, T>.data()...};
 }
 template <int T>
 constexpr auto kStripsBy = strips_by<T>(std::make_integer_sequence<int, kCpuNarrowStripMaxK>());
-// kStrips[t][KC][V - 1], t = 0 to 3 for a last vector of 16, 8, 4 or 1 lanes (4 and 1
-// with V = 1 only).
-const Strip* const* const kStrips[4] = {kStripsBy<16>.data(), kStripsBy<8>.data(), kStripsBy<4>.data(),
-                                        kStripsBy<1>.data()};
+// kStrips[t][KC][V - 1], t = 0 to 4 for a last vector of 16, 8, 4, 1 or 12 lanes (4, 1
+// and 12 with V = 1 only).
+const Strip* const* const kStrips[5] = {kStripsBy<16>.data(), kStripsBy<8>.data(), kStripsBy<4>.data(),
+                                        kStripsBy<1>.data(), kStripsBy<12>.data()};
+
+// The strip of `w` columns (1 to 16 * kStripVectors[kc]) at kc, and its last vector's
+// lanes as a mask.
+Strip strip_of(int64_t kc, int64_t w, unsigned short* tail) {
+  const int64_t v = (w + 15) / 16, lanes = w - 16 * (v - 1);
+  const int t = lanes > 8 ? (v == 1 && lanes <= 12 ? 4 : 0) : lanes > 4 || v > 1 ? 1 : lanes > 1 ? 2 : 3;
+  *tail = static_cast<unsigned short>((1u << lanes) - 1);
+  return kStrips[t][kc][v - 1];
+}
 
 // rows x cols by strips of kStripVectors[kc] vectors, the last one narrower.
 void strips(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, int64_t lda, int64_t ldb,
             int64_t rows, int64_t cols, int overwrite) {
   const int64_t width = 16 * kStripVectors[kc];
   for (int64_t j0 = 0; j0 < cols; j0 += width) {
-    const int64_t w = std::min(width, cols - j0), v = (w + 15) / 16, lanes = w - 16 * (v - 1);
-    const int t = lanes > 8 ? 0 : lanes > 4 || v > 1 ? 1 : lanes > 1 ? 2 : 3;
-    kStrips[t][kc][v - 1](a, b + j0, c + j0, ldc, lda, ldb, rows, static_cast<unsigned short>((1u << lanes) - 1),
-                          overwrite);
+    unsigned short tail = 0;
+    const Strip s = strip_of(kc, std::min(width, cols - j0), &tail);
+    s(a, b + j0, c + j0, ldc, lda, ldb, rows, tail, overwrite);
   }
 }
 }  // namespace edge_avx512
@@ -650,11 +675,18 @@ CpuEdgeBlock edge_block_avx512(int64_t rows, int64_t cols) {
   const int64_t v = (cols + 15) >> 4, lanes = cols - 16 * (v - 1);
   return has ? edge_avx512::kBlocks[lanes <= 8][v][rows - 1] : nullptr;
 }
+// The strip of cols at kc (within cpu_edge_strip's bounds); null without AVX-512.
+CpuEdgeStrip edge_strip_avx512(int64_t kc, int64_t cols) {
+  static const bool has = cpu_features().avx512;
+  unsigned short tail = 0;
+  return has ? edge_avx512::strip_of(kc, cols, &tail) : nullptr;
+}
 #else
 bool mma_edge_avx512(int64_t, const float*, const float*, float*, int64_t, int64_t, int64_t, int64_t, int64_t, int) {
   return false;
 }
 CpuEdgeBlock edge_block_avx512(int64_t, int64_t) { return nullptr; }
+CpuEdgeStrip edge_strip_avx512(int64_t, int64_t) { return nullptr; }
 #endif
 
 }  // namespace
@@ -664,6 +696,13 @@ int64_t cpu_edge_block_rows(int64_t cols) { return kEdgeMaxRows[(std::clamp<int6
 CpuEdgeBlock cpu_edge_block(int64_t rows, int64_t cols) {
   if (cols < 1 || cols > 64 || rows < 1 || rows > cpu_edge_block_rows(cols)) return nullptr;
   return edge_block_avx512(rows, cols);
+}
+
+int64_t cpu_edge_strip_cols(int64_t kc) { return kc >= 1 && kc <= kCpuStripMaxK ? 16 * kStripVectors[kc] : 0; }
+
+CpuEdgeStrip cpu_edge_strip(int64_t kc, int64_t cols) {
+  if (cols < 1 || cols > cpu_edge_strip_cols(kc)) return nullptr;
+  return edge_strip_avx512(kc, cols);
 }
 
 bool cpu_edge_dot_columns(int64_t rows, int64_t cols, int64_t kc) {
@@ -761,6 +800,7 @@ void* const* cpu_support_table() {
     std::vector<void*> t = {reinterpret_cast<void*>(&cpu_copy_guarded), reinterpret_cast<void*>(&cpu_mma_edge),
                             reinterpret_cast<void*>(&cpu_mma_blocks)};
     t.push_back(reinterpret_cast<void*>(&cpu_edge_block));
+    t.push_back(reinterpret_cast<void*>(&cpu_edge_strip));
     t.insert(t.end(), cpu_prebuilt_microkernels, cpu_prebuilt_microkernels + cpu_prebuilt_count);
     return t;
   }();

@@ -15,7 +15,8 @@
 //   entry 1       cpu_mma_edge (below)
 //   entry 2       cpu_mma_blocks (below)
 //   entry 3       cpu_edge_block (below)
-//   entry 4 + i   cpu_prebuilt_microkernels[i], 0 <= i < cpu_prebuilt_count: the fp32
+//   entry 4       cpu_edge_strip (below)
+//   entry 5 + i   cpu_prebuilt_microkernels[i], 0 <= i < cpu_prebuilt_count: the fp32
 //                 micro-kernels built into tessel (cpu_microkernel.h), in the index
 //                 order of cpu_prebuilt_microkernel(mr, nr, isa)
 #pragma once
@@ -90,6 +91,19 @@ using CpuEdgeBlock = void (*)(int64_t kc, const float* a, const float* b, float*
 CpuEdgeBlock cpu_edge_block(int64_t rows, int64_t cols);
 // The most rows of one block `cols` wide (1 to 64): 24, 14, 9 or 6 for 1 to 4 vectors.
 int64_t cpu_edge_block_rows(int64_t cols);
+// One of cpu_mma_edge's strips of rows at short k (1 <= kc <= kCpuStripMaxK), for a
+// unit that calls it itself over a whole part read in place, where cpu_mma_blocks,
+// cpu_mma_edge and the unit's blocks of rows each cost a call and a dispatch
+// (43x26x1: a third of the kernel's time): cpu_mma_edge's operation on `rows` x
+// `cols` with
+//   strip(a, b, c, ldc, lda, ldb, rows, tail, overwrite),  tail as cpu_edge_block's,
+// for cols up to cpu_edge_strip_cols(kc), every row in one call.
+using CpuEdgeStrip = void (*)(const float* a, const float* b, float* c, int64_t ldc, int64_t lda, int64_t ldb,
+                              int64_t rows, unsigned short tail, int overwrite);
+// Entry 4. The strip of cols at kc; null without AVX-512 or where there is none.
+CpuEdgeStrip cpu_edge_strip(int64_t kc, int64_t cols);
+// The most columns of one strip at kc (up to 128); 0 past kCpuStripMaxK.
+int64_t cpu_edge_strip_cols(int64_t kc);
 // Copies of a block's `accumulators` registers that split k (k, k + 1, ... in turn,
 // summed at the end), so that about 8 FMA chains cover the FMA latency, the copies and
 // the `vectors` of a B row staying within AVX-512's 32 registers: the edge blocks'
@@ -128,7 +142,7 @@ struct CpuFeatures {
 CpuFeatures cpu_features();
 
 // The table index of cpu_prebuilt_microkernels[0].
-constexpr int kCpuSupportPrebuiltBase = 4;
+constexpr int kCpuSupportPrebuiltBase = 5;
 
 // The table handed to tessel_bind.
 void* const* cpu_support_table();
