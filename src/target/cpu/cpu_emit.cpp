@@ -336,28 +336,27 @@ class Emitter {
       s += "static " + type + " " + name + ";\n";
       bind += "  " + name + " = (" + type + ")table[" + num(kCpuSupportPrebuiltBase + index) + "];\n";
     }
-    // cpu_mma_edge's blocks that the unit calls itself (emit_mma), looked up once.
-    if (!edge_blocks_.empty())
-      s += "// cpu_mma_edge's AVX-512 blocks (cpu_support.h: cpu_edge_block, entry 3)\n"
-           "typedef void (*tsl_edge_block_t)(int64_t, const float*, const float*, float*, int64_t, int64_t, int64_t,\n"
-           "                                 unsigned short, int);\n"
-           "typedef tsl_edge_block_t (*tsl_edge_lookup_t)(int64_t, int64_t);\n";
-    for (const auto& [rows, cols] : edge_blocks_) {
-      const std::string name = edge_block_name(rows, cols);
-      s += "static tsl_edge_block_t " + name + ";\n";
-      bind += "  " + name + " = ((tsl_edge_lookup_t)table[3])(" + num(rows) + ", " + num(cols) + ");\n";
-    }
-    // Its strips of rows likewise.
-    if (!edge_strips_.empty())
-      s += "// cpu_mma_edge's AVX-512 strips of rows (cpu_support.h: cpu_edge_strip, entry 4)\n"
-           "typedef void (*tsl_edge_strip_t)(const float*, const float*, float*, int64_t, int64_t, int64_t, int64_t,\n"
-           "                                 unsigned short, int);\n"
-           "typedef tsl_edge_strip_t (*tsl_strip_lookup_t)(int64_t, int64_t);\n";
-    for (const auto& [k, cols] : edge_strips_) {
-      const std::string name = edge_strip_name(k, cols);
-      s += "static tsl_edge_strip_t " + name + ";\n";
-      bind += "  " + name + " = ((tsl_strip_lookup_t)table[4])(" + num(k) + ", " + num(cols) + ");\n";
-    }
+    // cpu_mma_edge's blocks and strips of rows that the unit calls itself (emit_mma),
+    // each looked up once: table[entry], of type `lookup`, maps two sizes to a `type`.
+    auto bind_lookups = [&](const std::set<std::pair<int64_t, int64_t>>& used, const std::string& what,
+                            const std::string& fn, int entry, const std::string& type, const std::string& args,
+                            const std::string& lookup, std::string (*name_of)(int64_t, int64_t)) {
+      if (used.empty()) return;
+      s += "// cpu_mma_edge's AVX-512 " + what + " (cpu_support.h: " + fn + ", entry " + num(entry) + ")\n" +
+           "typedef void (*" + type + ")(" + args + ");\n" + "typedef " + type + " (*" + lookup +
+           ")(int64_t, int64_t);\n";
+      for (const auto& [x, y] : used) {
+        const std::string name = name_of(x, y);
+        s += "static " + type + " " + name + ";\n";
+        bind += "  " + name + " = ((" + lookup + ")table[" + num(entry) + "])(" + num(x) + ", " + num(y) + ");\n";
+      }
+    };
+    bind_lookups(edge_blocks_, "blocks", "cpu_edge_block", 3, "tsl_edge_block_t",
+                 "int64_t, const float*, const float*, float*, int64_t, int64_t, int64_t, unsigned short, int",
+                 "tsl_edge_lookup_t", &edge_block_name);
+    bind_lookups(edge_strips_, "strips of rows", "cpu_edge_strip", 4, "tsl_edge_strip_t",
+                 "const float*, const float*, float*, int64_t, int64_t, int64_t, int64_t, unsigned short, int",
+                 "tsl_strip_lookup_t", &edge_strip_name);
     s += "extern \"C\" void tessel_bind(void* const* table) {\n" + bind + "}\n";
     s += "\nextern \"C\" int64_t tessel_scratch_floats(void) { return " + num(scratch_floats_) +
          "; }\n\n";
@@ -1807,7 +1806,8 @@ class Emitter {
       // cpu_mma_blocks and cpu_mma_edge, and in the blocks of rows below, each call and
       // dispatch cost about what the strip's rows take at a few dozen rows (43x26x1,
       // 100x9x1, 202x1x1). Whole k blocks and columns only; any other runs below.
-      const int64_t strip_cols = cpu_edge_strip_cols(op.k), strips = ceil_div(part.cols, std::max<int64_t>(strip_cols, 1));
+      const int64_t strip_cols = cpu_edge_strip_cols(op.k);
+      const int64_t strips = ceil_div(part.cols, std::max<int64_t>(strip_cols, 1));
       const bool strip_part = !tiny && fast && a_global && b_global && !f64 && !loop && !pack_b &&
                               isa_.isa == CpuIsa::Avx512 && cpu_prebuilt_count > 0 && strip_cols > 0 &&
                               strips <= kCpuInlineBlocks;
