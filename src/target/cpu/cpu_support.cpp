@@ -435,13 +435,13 @@ __attribute__((noinline)) void dot_columns(int64_t kc, const float* a, const flo
 using DotColumns = void (*)(int64_t, const float*, const float*, float*, int64_t, int64_t, int64_t, int64_t, int);
 const DotColumns kDotColumns[5] = {nullptr, &dot_columns<1>, &dot_columns<2>, &dot_columns<3>, &dot_columns<4>};
 
-
 typedef float Vhu __attribute__((vector_size(32), aligned(4)));
 
 // The last vector of a strip's row: T lanes (16, 8 or 4; 1: a scalar), masked to
 // the lanes in `tail`; or T = 12, 8 whole lanes and 4 masked to tail >> 8, computed
-// in 16 lanes. A masked 512-bit store costs more than a whole 256-bit one and a
-// masked 128-bit one (rows of 9 to 12 columns, Zen 4: 0.85-0.70x the time a row).
+// in 16 lanes: a masked 512-bit store costs about 3 cycles whatever its lanes, and
+// rows of 9 to 12 columns stored as a whole 256-bit vector and a masked 128-bit one
+// took 0.70-0.85x the time (Zen 4).
 template <int T>
 using Last = std::conditional_t<T == 16 || T == 12, Vf,
                                 std::conditional_t<T == 8, Vh, std::conditional_t<T == 4, Vq, float>>>;
@@ -480,11 +480,11 @@ __attribute__((always_inline)) inline void store_last(float* p, Last<T> x, unsig
 // Short k (kc <= kCpuStripMaxK), and mid k on narrow columns (cpu_edge_narrow_strip):
 // cpu_mma_edge's operation on every row of V vectors of columns, V - 1 whole ones and
 // a last one of T lanes (the narrowest of 16, 8, 4 or 1 that holds its columns, 4 and
-// 1 where V is 1, and 12 for 9 to 12 columns alone) masked to the lanes in `tail`, B's KC x V vectors held in registers
-// while the rows go by. At short k a product is bound by writing C, not by its FMAs:
-// each row's part is written once, in order, with no block of rows to set up. The
-// 12 x 32 blocks wrote 24 lines of 12 rows a block and loaded B again for each
-// (316x385x2 ran at 0.74x libxsmm). At mid k on 16 columns or fewer the blocks' fixed
+// 1 where V is 1; 12 for 9 to 12 columns alone) masked to the lanes in `tail`, B's
+// KC x V vectors held in registers while the rows go by. At short k a product is
+// bound by writing C, not by its FMAs: each row's part is written once, in order, with
+// no block of rows to set up. The 12 x 32 blocks wrote 24 lines of 12 rows a block and
+// loaded B again for each (316x385x2 ran at 0.74x libxsmm). At mid k on 16 columns or fewer the blocks' fixed
 // cost (row pointers, a B load a k, a call a block) was a fifth of their time
 // (170x12x11).
 template <int KC, int V, int T>
