@@ -809,12 +809,20 @@ TEST(CpuSmallShapes, WholeSmallProductsRunInOneTinyKernel) {
       const std::string unit = emit_cpu(program, detected_cpu_isa());
       EXPECT_EQ(unit.find(cpu_tiny_kernel_name(m, n, k) + "(&") != std::string::npos, tiny) << unit;
       EXPECT_EQ(unit.find("tsl_group_general(sizes,") != std::string::npos, tiny) << unit;
-      // Two homes' bodies: storing (beta 0) in the entry, adding (beta 1) first in the
-      // general function, each with the flag as a constant.
-      const size_t general = unit.find("void tsl_group_general("), entry = unit.find("void tessel_group(");
+      // Two homes' bodies, each in a leaf with the flag as a constant: storing (beta 0)
+      // in the entry, adding (beta 1) in the function the entry jumps to, which jumps
+      // to the general one. Each jumps before it reads the tensors: reads above the
+      // jump held the leaf's values in saved registers.
+      const size_t general = unit.find("void tsl_group_general("), homes = unit.find("void tsl_group_homes1(");
+      const size_t entry = unit.find("void tessel_group(");
       const size_t adds = unit.find("const bool tsl_addhome_0 = true;"), stores = unit.find("tsl_addhome_0 = false;");
-      EXPECT_EQ(adds != std::string::npos && general < adds && adds < entry, tiny) << unit;
+      EXPECT_EQ(general < homes && homes < adds && adds < entry && entry != std::string::npos, tiny) << unit;
       EXPECT_EQ(stores != std::string::npos && entry < stores, tiny) << unit;
+      for (auto [from, to] : {std::pair{homes, "tsl_group_general("}, {entry, "tsl_group_homes1("}}) {
+        const size_t jump = unit.find(std::string("    return ") + to + "sizes,", from);
+        EXPECT_EQ(jump != std::string::npos && unit.find("tensors[", from) > jump, tiny) << unit;
+      }
+      EXPECT_EQ(unit.find("\"optimize-sibling-calls\"") != std::string::npos, tiny) << unit;
       auto kernel = compile_cpu(program);
       for (auto [alpha, beta] : {std::array<double, 2>{1.0, 0.0}, {-0.5, 1.25}, {1.0, 1.0}, {2.0, 0.0}})
         for (bool dense : {false, true}) check_gemm(*kernel, GemmCase{m, n, k, alpha, beta, 1, dense}, seed++);
