@@ -743,11 +743,13 @@ TEST(CpuTinyKernel, MatchesItsReference) {
   const std::vector<Shape> shapes = {{1, 1, 1},  {1, 7, 1},   {4, 4, 4},  {3, 3, 3},  {2, 16, 8},  {2, 15, 11},
                                      {5, 8, 9},  {1, 9, 64},  {16, 16, 16}, {14, 13, 7}, {2, 64, 32}, {3, 33, 5},
                                      {4, 48, 3}, {8, 17, 2}, {6, 31, 13}, {1, 64, 4}, {1, 16, 70}, {2, 20, 37},
-                                     {17, 1, 10}, {20, 4, 4}, {29, 9, 8}, {30, 16, 8}};
+                                     {17, 1, 10}, {20, 4, 4}, {29, 9, 8}, {30, 16, 8}, {2, 2, 3}, {3, 50, 2},
+                                     {24, 2, 3}};
   // k written out ({4, 4, 4}, {2, 16, 8}: kCpuTinyUnrolledFmas), looped ({16, 16, 16}),
   // looped over copies with a rest ({1, 16, 70}: 4 copies, {2, 20, 37}: 2), fewer
   // k steps than copies ({1, 7, 1}), rows of one vector past 16 accumulators ({17, 1,
-  // 10} to {30, 16, 8}: kCpuTinyOneVectorRows).
+  // 10} to {30, 16, 8}: kCpuTinyOneVectorRows), C's rests of one and two columns
+  // read and written unmasked ({1, 1, 1}, {8, 17, 2}, {2, 2, 3}, {3, 50, 2}, {24, 2, 3}).
   char dir[] = "/tmp/tessel-test-tiny-XXXXXX";
   ASSERT_NE(mkdtemp(dir), nullptr);
   const std::string src = std::string(dir) + "/tiny_kernels.cpp", so = std::string(dir) + "/tiny_kernels.so";
