@@ -1841,10 +1841,10 @@ class Emitter {
       // dispatch cost about what the strip's rows take at a few dozen rows (43x26x1,
       // 100x9x1, 202x1x1). Whole k blocks and columns only; any other runs below.
       const int64_t strip_cols = cpu_edge_strip_cols(op.k);
-      const int64_t strips = ceil_div(part.cols, std::max<int64_t>(strip_cols, 1));
+      const int64_t strip_calls = ceil_div(part.cols, std::max<int64_t>(strip_cols, 1));
       const bool strip_part = !tiny && fast && a_global && b_global && !f64 && !loop && !pack_b &&
                               isa_.isa == CpuIsa::Avx512 && cpu_prebuilt_count > 0 && strip_cols > 0 &&
-                              strips <= kCpuInlineBlocks;
+                              strip_calls <= kCpuInlineBlocks;
       if (strip_part) {
         std::string found, calls;
         for (int64_t j0 = 0; j0 < part.cols; j0 += strip_cols) {
