@@ -484,9 +484,9 @@ __attribute__((always_inline)) inline void store_last(float* p, Last<T> x, unsig
 // KC x V vectors held in registers while the rows go by. At short k a product is
 // bound by writing C, not by its FMAs: each row's part is written once, in order, with
 // no block of rows to set up. The 12 x 32 blocks wrote 24 lines of 12 rows a block and
-// loaded B again for each (316x385x2 ran at 0.74x libxsmm). At mid k on 16 columns or fewer the blocks' fixed
-// cost (row pointers, a B load a k, a call a block) was a fifth of their time
-// (170x12x11).
+// loaded B again for each (316x385x2 ran at 0.74x libxsmm). At mid k on 16 columns or
+// fewer the blocks' fixed cost (row pointers, a B load a k, a call a block) was a
+// fifth of their time (170x12x11).
 template <int KC, int V, int T>
 __attribute__((noinline)) void strip(const float* a, const float* b, float* c, int64_t ldc, int64_t lda,
                                      int64_t ldb, int64_t rows, unsigned short tail, int overwrite) {
