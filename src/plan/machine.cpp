@@ -36,8 +36,8 @@ int64_t cpu_l2_bytes() {
 }
 
 CpuBlocking cpu_blocking() {
-  if (cpu_isa() == CpuIsa::Avx512 && cpu_avx512_half_rate()) return {512, int64_t{3} << 20, false};
-  return {256, cpu_l2_bytes() / 2, cpu_amd_family() >= 0x1a};
+  if (cpu_isa() == CpuIsa::Avx512 && cpu_avx512_half_rate()) return {512, int64_t{3} << 20, false, true};
+  return {256, cpu_l2_bytes() / 2, cpu_amd_family() >= 0x1a, false};
 }
 
 int cpu_vector_lanes() { return cpu_isa_info(cpu_isa()).lanes; }

@@ -520,6 +520,33 @@ TEST_P(CpuIsaPath, OneThreadReadsLargeShapesInPlaceInKBlocks) {
                    GemmCase{t.m, 40, 1010, 1.0, 0.5}, seed++);
     EXPECT_EQ(races, 0);
   }
+
+  // Narrow products (N up to kCpuExactN) past L2: in place in k blocks on a machine
+  // that reads them so (a Zen 4) whatever B's row stride, else by the rules above.
+  // B's rows of 64 and 256 floats are whole lines apart in too few sets to spread.
+  const bool narrow = cpu_blocking().narrow_in_place_past_l2;
+  EXPECT_EQ(plan(4000, 64, 5000, 1).direct, narrow);
+  EXPECT_EQ(plan(3000, 256, 2000, 1).direct, narrow);
+  EXPECT_EQ(plan(2000, 200, 2000, 1).direct, narrow || in_place);
+  EXPECT_EQ(plan(2000, 300, 2000, 1).direct, in_place);  // past the exact columns
+  EXPECT_FALSE(plan(4000, 64, 8192, 1).direct);          // A's rows 32 KiB apart
+  Plan np = plan(13, 64, 5000, 1);
+  EXPECT_EQ(np.direct, narrow) << np.to_string();
+  if (!narrow) {  // the plan a narrow machine takes, by hand
+    np.direct = true;
+    np.tiles = {{"BM", 13}, {"BN", 64}, {"BK", 500}};
+    np.workers = np.worker_rows = np.worker_cols = 1;
+  }
+  ASSERT_EQ(np.tile("BK"), 500) << np.to_string();
+  GroupProgram narrow_program = compile_to_group(gemm_kernel(DType::F32), np, CompileOptions{}).program;
+  auto narrow_kernel = compile_cpu(narrow_program);
+  check_gemm(*narrow_kernel, GemmCase{13, 64, 5000, 1.0, 0.0}, seed++);
+  check_gemm(*narrow_kernel, GemmCase{13, 64, 4777, -0.5, 1.25}, seed++);
+  check_gemm(*narrow_kernel, GemmCase{11, 37, 1234, 1.0, 1.0}, seed++);
+  races = -1;
+  check_gemm_run([&](const LaunchArgs& args) { races = run_sim(narrow_program, args).race_count; },
+                 GemmCase{13, 40, 1050, 1.0, 0.5}, seed++);
+  EXPECT_EQ(races, 0);
 }
 
 // A unit whose work is all calls of tessel's built-in functions (built-in kernels
