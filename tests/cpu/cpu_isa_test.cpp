@@ -443,8 +443,8 @@ TEST_P(CpuIsaPath, ShortProductsReadInPlaceOnWideBlocks) {
 // of 500 (gemm.cpp, kCpuDirectBK), where both row strides spread over the cache sets;
 // two threads in two equal groups of rows, else of columns, and past 4M outputs in
 // more groups. The fragment lives in C across the k blocks. Rows of 1024 or 1536
-// floats and three threads keep the packed plans, as does everything past L2 on a
-// machine that packs it (plan/machine.h: cpu_blocking).
+// floats and three threads keep the packed plans, as does everything past L2 but
+// narrow products on a machine that packs it (plan/machine.h: cpu_blocking).
 TEST_P(CpuIsaPath, OneThreadReadsLargeShapesInPlaceInKBlocks) {
   auto plan = [](int64_t m, int64_t n, int64_t k, int threads) {
     return default_gemm_plan(TargetKind::Cpu, m, n, k, GemmPrecision::F32, "", threads);
