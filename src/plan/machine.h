@@ -46,10 +46,9 @@ int64_t cpu_l2_bytes();
 //   1200x3000x900 1.14x, 4001x1500x800 1.07x, 800x2500x1000 1.06x, 1700x1000x2300
 //   1.03x, 2500x1800x1200 1.02x, 1200x1800x900 1.00x, 2000^3 0.96x; so nothing past
 //   L2 is read in place there, but for narrow products: N up to 256, one thread, in
-//   place against packed (sixty-second session, docs/results/
-//   cpu-gemm-2026-12-07-session62/narrow-1t): 1.08-1.74x (1000x16x20000 1.74,
-//   2000x32x9000 1.55, 4000x128x3000 1.18, 4000x64x5000 1.17, 6000x144x2000 1.17,
-//   2500x192x2500 1.11, 2000x200x2000 1.10, 3000x256x2000 1.08).
+//   place against packed (sixty-second session, docs/cpu_microkernel.md): 1.08-1.74x
+//   (1000x16x20000 1.74, 2000x32x9000 1.55, 4000x128x3000 1.18, 4000x64x5000 1.17,
+//   6000x144x2000 1.17, 2500x192x2500 1.11, 2000x200x2000 1.10, 3000x256x2000 1.08).
 // - Elsewhere 256 deep and half of L2 (the Xeon's 2 MiB, a Zen 5's 1 MiB; on the Zen 5,
 //   512 wide ran up to 1.13x faster than 1024 wide: cpu_max_bn in src/ops).
 // - In place past L2 only on AMD's Zen 5 and later (1.0-1.34x faster than packed
