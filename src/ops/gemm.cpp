@@ -122,16 +122,29 @@ constexpr int64_t kCpuDirectTallElems = int64_t{1} << 22, kCpuDirectWideElems = 
 // kCpuExactN columns are read in place so, on a Zen 4, whatever B's stride (rows of
 // 64, 128, 192 and 256 floats ran 1.08-1.18x faster in place there too).
 constexpr int64_t kCpuDirectBK = 500;
+// On such a machine (a Zen 4) the narrow products are those of at most
+// kCpuNarrowInPlaceN columns, A's rows need only spread over kCpuNarrowMinSets of L1's
+// 64 sets (rows 8000 or 40000 floats apart: 16 sets; 16000: 8), and K is one block
+// where B is within kCpuWholeKBBytes: the accumulators stay in registers over all of
+// K, and C is read and written once. One thread, against k blocks of 500 in place or
+// packed (sixty-third session, docs/cpu_microkernel.md): 1000x64x40000 1.35x,
+// 1000x128x16000 1.13x, 1000x16x20000 1.11x, 4000x64x5000 1.10x, 800x176x8000 1.09x,
+// 4000x320x1000 1.09x, 3000x300x3000 1.07x, 2000x512x2000 1.05x; A's rows 1024 or 2048
+// floats apart (one set) ran 0.94-0.98x at 256 to 512 columns. Past 8 MiB B streams
+// from memory (600x512x8000, 16 MiB: 0.95x of 500-deep blocks; 300x512x20000 0.66x).
+constexpr int64_t kCpuNarrowInPlaceN = 512, kCpuNarrowMinSets = 8, kCpuWholeKBBytes = 8 << 20;
 // Measured on two cores only: with more, every group would read all of B from L3,
 // where the packed plans share it; more threads keep the packed plan (for B within
 // kCpuDirectBBytes too).
 constexpr int64_t kCpuDirectMaxThreads = 2;
 
 // Whether rows `floats` apart spread over L1's 64 sets of 64-byte lines: not a whole
-// number of lines apart, or a number of lines with at most one factor 2.
-bool cpu_row_stride_spreads(int64_t floats) {
+// number of lines apart, or consecutive rows' lines in at least `min_sets` sets (by
+// default 32: a number of lines with at most one factor 2).
+constexpr int64_t kCpuSpreadSets = 32;
+bool cpu_row_stride_spreads(int64_t floats, int64_t min_sets = kCpuSpreadSets) {
   const int64_t bytes = 4 * floats;
-  return bytes % 64 != 0 || std::gcd(bytes / 64, int64_t{64}) <= 2;
+  return bytes % 64 != 0 || 64 / std::gcd(bytes / 64, int64_t{64}) >= min_sets;
 }
 
 // A product of a few rows (AVX-512) and more columns than the narrow atoms span:
@@ -1252,18 +1265,20 @@ Plan default_gemm_plan(TargetKind target, int64_t m, int64_t n, int64_t k, GemmP
       p.direct = true;
     // Read in place in k blocks, where B is too large to read whole and the rows of A
     // and B spread over the cache sets (B's rows of a narrow product whatever their
-    // stride, where the machine says so): groups as cpu_k_block_groups finds them.
+    // stride, and K whole up to kCpuWholeKBBytes, where the machine says so): groups
+    // as cpu_k_block_groups finds them.
     const CpuBlocking blocking = cpu_blocking();
-    const bool b_in_place = (blocking.in_place_past_l2 && cpu_row_stride_spreads(n)) ||
-                            (blocking.narrow_in_place_past_l2 && n <= kCpuExactN);
+    const bool narrow = blocking.narrow_in_place_past_l2 && n <= kCpuNarrowInPlaceN;
+    const bool b_in_place = (blocking.in_place_past_l2 && cpu_row_stride_spreads(n)) || narrow;
     const bool k_block_candidate = !p.direct && b_in_place && threads <= kCpuDirectMaxThreads &&
                                    k >= kCpuDirectBK && 4 * k * n > kCpuDirectBBytes &&
-                                   cpu_row_stride_spreads(k);
+                                   cpu_row_stride_spreads(k, narrow ? kCpuNarrowMinSets : kCpuSpreadSets);
     const auto [group_bm, group_bn] = k_block_candidate ? cpu_k_block_groups(m, n, threads)
                                                         : std::pair<int64_t, int64_t>{0, n};
     const bool k_blocks = group_bm > 0 && group_bm * group_bn <= kCpuDirectTallElems;
     p.direct = p.direct || k_blocks;
-    const int64_t bk = k_blocks ? std::min(k, kCpuDirectBK) : k;
+    const bool whole_k = !k_blocks || (narrow && 4 * k * n <= kCpuWholeKBBytes);
+    const int64_t bk = whole_k ? k : std::min(k, kCpuDirectBK);
     p.atom_m = kCpuAtomM;
     p.atom_n = kCpuAtomN;
     p.copy_batch = 16;

@@ -36,7 +36,8 @@ int64_t cpu_l2_bytes();
 // micro-kernel streams B at 2 vectors a k step. in_place_past_l2: one or two threads
 // read A and B in place in k blocks, unpacked, where their rows spread over the cache
 // sets (kCpuDirectBK there); narrow_in_place_past_l2: they do so for products of at
-// most kCpuExactN columns (src/ops) whatever B's row stride.
+// most kCpuNarrowInPlaceN columns (src/ops) whatever B's row stride, K in one block
+// where B is within kCpuWholeKBBytes.
 // - A core whose 512-bit FMAs run at half rate (cpu_avx512_half_rate: Zen 4) needs B
 //   half as fast, and streams it from L3 as fast as from L2: 512 deep and 3 MiB (A's
 //   block copied once per 1536 columns, not 512). One thread on the Zen 4 of the
@@ -48,7 +49,8 @@ int64_t cpu_l2_bytes();
 //   L2 is read in place there, but for narrow products: N up to 256, one thread, in
 //   place against packed (sixty-second session, docs/cpu_microkernel.md): 1.08-1.74x
 //   (1000x16x20000 1.74, 2000x32x9000 1.55, 4000x128x3000 1.18, 4000x64x5000 1.17,
-//   6000x144x2000 1.17, 2500x192x2500 1.11, 2000x200x2000 1.10, 3000x256x2000 1.08).
+//   6000x144x2000 1.17, 2500x192x2500 1.11, 2000x200x2000 1.10, 3000x256x2000 1.08);
+//   up to 512 columns with K whole (sixty-third session), 1.05-1.09x more.
 // - Elsewhere 256 deep and half of L2 (the Xeon's 2 MiB, a Zen 5's 1 MiB; on the Zen 5,
 //   512 wide ran up to 1.13x faster than 1024 wide: cpu_max_bn in src/ops).
 // - In place past L2 only on AMD's Zen 5 and later (1.0-1.34x faster than packed

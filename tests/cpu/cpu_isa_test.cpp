@@ -449,8 +449,10 @@ TEST_P(CpuIsaPath, OneThreadReadsLargeShapesInPlaceInKBlocks) {
   auto plan = [](int64_t m, int64_t n, int64_t k, int threads) {
     return default_gemm_plan(TargetKind::Cpu, m, n, k, GemmPrecision::F32, "", threads);
   };
-  // Only where the machine reads past L2 in place (plan/machine.h); a Zen 4 packs.
+  // Only where the machine reads past L2 in place (plan/machine.h); a Zen 4 packs,
+  // but for narrow products.
   const bool in_place = cpu_blocking().in_place_past_l2;
+  const bool narrow = cpu_blocking().narrow_in_place_past_l2;
   const Plan big = plan(2000, 2000, 2000, 1);
   EXPECT_EQ(big.direct, in_place) << big.to_string();
   if (in_place) {
@@ -476,14 +478,16 @@ TEST_P(CpuIsaPath, OneThreadReadsLargeShapesInPlaceInKBlocks) {
   EXPECT_FALSE(plan(2000, 2000, 300, 1).direct);   // K under one block
 
   // K of three blocks (500, 500 and 100), M and N ragged against the micro-kernel.
-  // Where the machine packs these, the plans an in-place machine takes, made by hand.
+  // Where the machine packs these or reads them with K whole (narrow), the plans an
+  // in-place machine takes, made by hand.
   auto in_place_plan = [&](int64_t m, int64_t n, int64_t k, int threads, int64_t bm, int64_t bn) {
     Plan p = plan(m, n, k, threads);
-    EXPECT_EQ(p.direct, in_place) << p.to_string();
+    EXPECT_EQ(p.direct, in_place || narrow) << p.to_string();
     if (!in_place) {
       p.direct = true;
       p.tiles = {{"BM", bm}, {"BN", bn}, {"BK", 500}};
       p.workers = p.worker_rows = p.worker_cols = 1;
+      p.sizes.clear();
     }
     return p;
   };
@@ -521,28 +525,48 @@ TEST_P(CpuIsaPath, OneThreadReadsLargeShapesInPlaceInKBlocks) {
     EXPECT_EQ(races, 0);
   }
 
-  // Narrow products (N up to kCpuExactN) past L2: in place in k blocks on a machine
-  // that reads them so (a Zen 4) whatever B's row stride, else by the rules above.
-  // B's rows of 64 and 256 floats are whole lines apart in too few sets to spread.
-  const bool narrow = cpu_blocking().narrow_in_place_past_l2;
-  EXPECT_EQ(plan(4000, 64, 5000, 1).direct, narrow);
-  EXPECT_EQ(plan(3000, 256, 2000, 1).direct, narrow);
-  EXPECT_EQ(plan(2000, 200, 2000, 1).direct, narrow || in_place);
-  EXPECT_EQ(plan(2000, 300, 2000, 1).direct, in_place);  // past the exact columns
-  EXPECT_FALSE(plan(4000, 64, 8192, 1).direct);          // A's rows 32 KiB apart
-  Plan np = plan(13, 64, 5000, 1);
-  EXPECT_EQ(np.direct, narrow) << np.to_string();
-  if (!narrow) {  // the plan a narrow machine takes, by hand
-    np.direct = true;
-    np.tiles = {{"BM", 13}, {"BN", 64}, {"BK", 500}};
-    np.workers = np.worker_rows = np.worker_cols = 1;
+  // Narrow products (N up to 512, kCpuNarrowInPlaceN) past L2: in place on a machine
+  // that reads them so (a Zen 4) whatever B's row stride, where A's rows spread over 8
+  // sets, else by the rules above; K whole where B is within 8 MiB, else in blocks of
+  // 500. B's rows of 64, 256 and 512 floats are whole lines apart in too few sets to
+  // spread; A's rows of 40000 floats spread over 16 sets, of 8192 over one.
+  for (const auto& [m, n, k, bk] : std::vector<std::array<int64_t, 4>>{
+           {4000, 64, 5000, 5000}, {3000, 256, 2000, 2000}, {2000, 512, 2000, 2000}, {1000, 64, 40000, 500},
+           {600, 512, 8000, 500}}) {
+    const Plan np = plan(m, n, k, 1);
+    EXPECT_EQ(np.direct, narrow) << np.to_string();
+    if (narrow) EXPECT_EQ(np.tile("BK"), bk) << np.to_string();
   }
-  ASSERT_EQ(np.tile("BK"), 500) << np.to_string();
+  EXPECT_EQ(plan(2000, 200, 2000, 1).direct, narrow || in_place);
+  EXPECT_EQ(plan(2000, 600, 2000, 1).direct, in_place);  // past the narrow columns
+  EXPECT_FALSE(plan(4000, 64, 8192, 1).direct);          // A's rows 32 KiB apart
+  // The narrow kernel with K whole, of its exact sizes (by hand where the machine
+  // packs), and in k blocks of 500 for any size.
+  Plan whole = plan(13, 64, 5000, 1);
+  EXPECT_EQ(whole.direct, narrow) << whole.to_string();
+  if (!narrow) {
+    whole.direct = true;
+    whole.tiles = {{"BM", 13}, {"BN", 64}, {"BK", 5000}};
+    whole.workers = whole.worker_rows = whole.worker_cols = 1;
+    whole.sizes = {{"M", 13}, {"N", 64}, {"K", 5000}};
+  }
+  ASSERT_EQ(whole.tile("BK"), 5000) << whole.to_string();
+  auto whole_kernel = compile_cpu(compile_to_group(gemm_kernel(DType::F32), whole, CompileOptions{}).program);
+  check_gemm(*whole_kernel, GemmCase{13, 64, 5000, 1.0, 0.0}, seed++);
+  check_gemm(*whole_kernel, GemmCase{13, 64, 5000, -0.5, 1.25}, seed++);
+  Plan np = any_size(whole);
+  np.tiles["BK"] = 500;
   GroupProgram narrow_program = compile_to_group(gemm_kernel(DType::F32), np, CompileOptions{}).program;
   auto narrow_kernel = compile_cpu(narrow_program);
   check_gemm(*narrow_kernel, GemmCase{13, 64, 5000, 1.0, 0.0}, seed++);
   check_gemm(*narrow_kernel, GemmCase{13, 64, 4777, -0.5, 1.25}, seed++);
   check_gemm(*narrow_kernel, GemmCase{11, 37, 1234, 1.0, 1.0}, seed++);
+  races = -1;
+  check_gemm_run([&](const LaunchArgs& args) {
+    races = run_sim(compile_to_group(gemm_kernel(DType::F32), any_size(whole), CompileOptions{}).program, args)
+                .race_count;
+  }, GemmCase{13, 40, 1050, 1.0, 0.5}, seed++);
+  EXPECT_EQ(races, 0);
   races = -1;
   check_gemm_run([&](const LaunchArgs& args) { races = run_sim(narrow_program, args).race_count; },
                  GemmCase{13, 40, 1050, 1.0, 0.5}, seed++);
