@@ -128,11 +128,12 @@ constexpr int64_t kCpuDirectBK = 500;
 // where B is within kCpuWholeKBBytes: the accumulators stay in registers over all of
 // K, and C is read and written once. One thread, against k blocks of 500 in place or
 // packed (sixty-third session, docs/cpu_microkernel.md): 1000x64x40000 1.30x (in
-// blocks), 1000x128x16000 1.13x, 1000x16x20000 1.11x, 4000x64x5000 1.10x, 800x176x8000 1.09x,
-// 4000x320x1000 1.09x, 3000x300x3000 1.07x, 2000x512x2000 1.05x; A's rows 1024 or 2048
-// floats apart (one set) ran 0.94-0.98x at 256 to 512 columns. Past 8 MiB B streams
-// from memory (600x512x8000, 16 MiB: 0.95x packed whole, 1.03x in blocks of 500;
-// 300x512x20000, 40 MiB: 0.66x of the blocks).
+// blocks), 1000x128x16000 1.13x, 1000x16x20000 1.11x, 4000x64x5000 1.10x,
+// 800x176x8000 1.09x, 4000x320x1000 1.09x, 3000x300x3000 1.07x, 2000x512x2000 1.05x;
+// A's rows 1024 or 2048 floats apart (one set) ran 0.94-0.98x at 256 to 512 columns,
+// so they stay packed. Past 8 MiB B streams from memory with K whole: 600x512x8000
+// (B 16 MiB) ran 0.95x packed, 1.03x in blocks of 500; 300x512x20000 (40 MiB) 0.66x
+// of the blocks.
 constexpr int64_t kCpuNarrowInPlaceN = 512, kCpuNarrowMinSets = 8, kCpuWholeKBBytes = 8 << 20;
 // Measured on two cores only: with more, every group would read all of B from L3,
 // where the packed plans share it; more threads keep the packed plan (for B within
