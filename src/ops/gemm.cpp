@@ -118,9 +118,9 @@ constexpr int64_t kCpuDirectTallElems = int64_t{1} << 22, kCpuDirectWideElems = 
 // 0.74-0.97x in place: those stay packed. K blocks of 384 to 1000 ran alike at 2000^3;
 // 128 read C too often and 2000 lost L1. (Shorter K keeps the bounds above:
 // 4000x1000x200 ran 0.94x in place.) Where the machine packs past L2 (plan/machine.h:
-// cpu_blocking: every machine but AMD's Zen 5 and later), only products of at most
-// kCpuExactN columns are read in place so, on a Zen 4, whatever B's stride (rows of
-// 64, 128, 192 and 256 floats ran 1.08-1.18x faster in place there too).
+// cpu_blocking: every machine but AMD's Zen 5 and later), only narrow products (below)
+// are read in place so, on a Zen 4, whatever B's stride (rows of 64, 128, 192 and 256
+// floats ran 1.08-1.18x faster in place there too).
 constexpr int64_t kCpuDirectBK = 500;
 // On such a machine (a Zen 4) the narrow products are those of at most
 // kCpuNarrowInPlaceN columns, A's rows need only spread over kCpuNarrowMinSets of L1's
