@@ -273,6 +273,10 @@ struct GroupOp {
 struct GroupProgram {
   std::string name;
   std::vector<std::string> size_params;
+  // Sizes the program was specialized for (specialize_sizes), in size_params' order:
+  // their values are folded into the body, so a launch must give exactly these
+  // (check_fixed_sizes, runtime/tensor_check.h). Text: `sizes M = 40, N, K`.
+  std::vector<std::pair<std::string, int64_t>> fixed_sizes;
   std::vector<TensorParam> tensors;
   std::vector<ScalarParam> scalars;
   std::vector<LoopDim> grid;   // group coordinates (1 to 3 dims): one instance per point

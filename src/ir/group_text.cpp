@@ -1,6 +1,7 @@
 // Textual GroupIR. A header, the buffers, then one op per line with its id:
 //
 //   group gemm(sizes M, N, K; tensors A: f32[M, K] strides(lda, 1) in; scalars alpha: f32) {
+//                     (a size the program is specialized for shows its value: `sizes M = 40, N`)
 //     grid i = ceildiv(M, 64), j = ceildiv(N, 64)            (0 to 3 dimensions)
 //     workers 4 grid 2x2 lanes 1
 //     atom fma 4x16
@@ -113,11 +114,16 @@ class Printer {
   explicit Printer(const GroupProgram& p) : p_(p) {}
 
   std::string run() {
-    auto name = [](const std::string& s) { return s; };
     auto section = [](const char* label, const std::string& items) {
       return items.empty() ? std::string(label) : std::string(label) + " " + items;
     };
-    out_ = "group " + p_.name + "(" + section("sizes", join(p_.size_params, name)) + "; " +
+    // A fixed size shows its value: `sizes M = 40, N`.
+    auto size_text = [&](const std::string& s) {
+      for (const auto& [fixed, value] : p_.fixed_sizes)
+        if (fixed == s) return s + " = " + std::to_string(value);
+      return s;
+    };
+    out_ = "group " + p_.name + "(" + section("sizes", join(p_.size_params, size_text)) + "; " +
            section("tensors", join(p_.tensors, tensor_param_text)) + "; " +
            section("scalars", join(p_.scalars, scalar_param_text)) + ") {\n";
     out_ += "  " + section("grid", loops_text(p_.grid)) + "\n";
@@ -325,7 +331,10 @@ class Parser {
     p_.name = in_.word("a program name");
     in_.expect("(");
     in_.expect_word("sizes");
-    in_.list([&] { p_.size_params.push_back(in_.word("a size parameter")); });
+    in_.list([&] {
+      p_.size_params.push_back(in_.word("a size parameter"));
+      if (in_.accept("=")) p_.fixed_sizes.emplace_back(p_.size_params.back(), in_.integer("a fixed size"));
+    });
     in_.expect(";");
     in_.expect_word("tensors");
     in_.list([&] { p_.tensors.push_back(in_.tensor_param()); });

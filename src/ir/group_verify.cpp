@@ -56,6 +56,14 @@ class Verifier {
                     "]: a program has at most " + num(kMaxGroupOps) + " op ids");
     if (p_.frag_buffers != 1 && p_.frag_buffers != 2)
       program_error("frag_buffers " + std::to_string(p_.frag_buffers) + ": 1 or 2");
+    size_t next_size = 0;  // fixed sizes follow size_params' order, each once
+    for (const auto& [name, value] : p_.fixed_sizes) {
+      while (next_size < p_.size_params.size() && p_.size_params[next_size] != name) ++next_size;
+      if (next_size == p_.size_params.size())
+        program_error("fixed size " + name + " is not a size parameter, or is out of the parameters' order");
+      ++next_size;
+      if (value < 0) program_error("fixed size " + name + " = " + num(value) + " is negative");
+    }
     if (p_.grid.size() > static_cast<size_t>(kMaxGridRank))
       program_error("grid has " + std::to_string(p_.grid.size()) + " dimensions; at most " +
                     std::to_string(kMaxGridRank));

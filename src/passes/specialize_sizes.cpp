@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <map>
+#include <string>
+
+#include "tessel/error.h"
 
 namespace tessel {
 namespace {
@@ -33,12 +36,21 @@ void fold_control(std::vector<GroupOp>& ops, SpecializeStats& stats) {
 SpecializeStats specialize_sizes(GroupProgram& p, const std::vector<std::pair<std::string, int64_t>>& values) {
   SpecializeStats stats;
   std::map<std::string, Expr> bound;
+  std::map<std::string, int64_t> fixed(p.fixed_sizes.begin(), p.fixed_sizes.end());
   for (const auto& [name, value] : values)
     if (std::count(p.size_params.begin(), p.size_params.end(), name)) {
+      if (auto it = fixed.find(name); it != fixed.end() && it->second != value)
+        user_error(ErrorKind::InvalidArgument, "size " + name + " of " + p.name + " is already fixed at " +
+                                                   std::to_string(it->second) + ", not " + std::to_string(value));
       bound[name] = expr_const(value);
+      fixed[name] = value;
       ++stats.sizes;
     }
   if (bound.empty()) return stats;
+  // In size_params' order: a launch must give these values (check_fixed_sizes).
+  p.fixed_sizes.clear();
+  for (const std::string& name : p.size_params)
+    if (auto it = fixed.find(name); it != fixed.end()) p.fixed_sizes.push_back(*it);
   auto lookup = [&](const std::string& s) -> Expr {
     auto it = bound.find(s);
     return it == bound.end() ? nullptr : it->second;

@@ -390,10 +390,7 @@ BoundLaunch Kernel::bind(const KernelArgs& args) const {
   b->compiled = impl_;
   b->args = args;
   b->bound = bind_args(c.kernel, args);
-  for (const auto& [name, value] : c.plan.sizes)
-    if (int64_t given = b->bound.args.sizes.at(name); given != value)
-      bad_argument("kernel " + c.kernel.name + " was compiled for " + name + " = " + std::to_string(value) +
-                   " (its plan fixes the size), the launch gives " + std::to_string(given));
+  check_fixed_sizes(c.kernel.name, c.plan.sizes, b->bound.args.sizes);
   b->plan_overlap_checks();
   b->target = c.plan.target;
   b->flat = c.plan.target == TargetKind::Cpu;
@@ -596,7 +593,7 @@ Kernel compile(const TileKernel& kernel, const Plan& plan, const CompileSettings
     // The cpu target looks for an earlier process's compile of the same request
     // before lowering anything (cpu_jit.h).
     std::string request = key + "\nphase " + std::to_string(i);
-    if (plan.target == TargetKind::Cpu) phase.cpu = find_cpu_kernel(request, phase.kernel);
+    if (plan.target == TargetKind::Cpu) phase.cpu = find_cpu_kernel(request, phase.kernel, plan.sizes);
     if (!phase.cpu) {
       phase.group = std::make_shared<CompiledGroup>(compile_to_group(phase.kernel, plan, c->options()));
       const GroupProgram& program = phase.group->program;

@@ -126,4 +126,16 @@ void check_tensor_overlap(const std::vector<TensorSpan>& tensors) {
     }
 }
 
+void check_fixed_sizes(const std::string& kernel, const std::vector<std::pair<std::string, int64_t>>& fixed,
+                       const std::map<std::string, int64_t>& sizes) {
+  for (const auto& [name, value] : fixed) {
+    auto it = sizes.find(name);
+    if (it == sizes.end() || it->second != value)
+      user_error(ErrorKind::InvalidArgument,
+                 "kernel " + kernel + " was compiled for " + name + " = " + std::to_string(value) +
+                     " (its plan fixes the size), the launch gives " +
+                     (it == sizes.end() ? std::string("none") : std::to_string(it->second)));
+  }
+}
+
 }  // namespace tessel

@@ -22,10 +22,15 @@
 // memory. A pair the kernel declares (TensorParam::may_overlap, either side;
 // `overlaps(X)` in the text forms, KernelBuilder::allow_overlap) is let through:
 // then the kernel's own accesses must be race-free on the shared buffer.
+//
+// check_fixed_sizes: a kernel specialized for some sizes (Plan::sizes,
+// GroupProgram::fixed_sizes) has their values folded into its code; a launch that
+// gives another value (or none) is refused, naming the size and both values.
 #pragma once
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ir/tile_ir.h"
@@ -54,5 +59,9 @@ struct TensorSpan {
 
 // Refuses written tensors that overlap another tensor (the header's rule).
 void check_tensor_overlap(const std::vector<TensorSpan>& tensors);
+
+// Refuses a launch whose sizes differ from those `kernel` was compiled for.
+void check_fixed_sizes(const std::string& kernel, const std::vector<std::pair<std::string, int64_t>>& fixed,
+                       const std::map<std::string, int64_t>& sizes);
 
 }  // namespace tessel

@@ -4,6 +4,10 @@
 // on the sim race checker against the FP64 oracle with C poisoned.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <random>
 #include <set>
 
 #include "build.h"
@@ -11,7 +15,13 @@
 #include "compiler/compile.h"
 #include "ir/group_text.h"
 #include "ops/gemm_kernel.h"
+#include "ir/group_verify.h"
+#include "ops/gemm.h"
+#include "ops/gemm_reference.h"
 #include "passes/specialize_sizes.h"
+#include "target/cpu/cpu_jit.h"
+#include "target/sim/sim.h"
+#include "tessel/error.h"
 
 namespace tessel {
 namespace {
@@ -92,6 +102,93 @@ TEST(SpecializeSizes, ConditionsOnConstantsBecomeTheirBranch) {
   // 2^53 + 1 > 2^53 (as doubles, both are 2^53); a name the program lacks is ignored.
   specialize_sizes(big, {{"K", (int64_t{1} << 53) + 1}, {"Q", 1}});
   EXPECT_EQ(kinds(big.body), "barrier fence if if");
+}
+
+void expect_error(ErrorKind kind, const std::string& needle, const std::function<void()>& f) {
+  try {
+    f();
+    ADD_FAILURE() << "no error; expected one mentioning '" << needle << "'";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), kind) << e.what();
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+  }
+}
+
+// A gemm launch of m x n x k (row-major, no padding) on fresh random inputs.
+struct GemmLaunch {
+  std::vector<float> a, b, c;
+  LaunchArgs args;
+  GemmLaunch(int64_t m, int64_t n, int64_t k) : a(m * k), b(k * n), c(m * n, NAN) {
+    std::mt19937_64 rng(m * 131 + n * 7 + k);
+    fill_random(a, rng);
+    fill_random(b, rng);
+    args.sizes = {{"M", m}, {"N", n}, {"K", k}, {"lda", k}, {"ldb", n}, {"ldc", n}};
+    args.scalars = {{"alpha", 1.0}, {"beta", 0.0}};
+    args.tensors = {{"A", a.data()}, {"B", b.data()}, {"C", c.data()}};
+  }
+};
+
+// The program remembers the sizes it was specialized for (in the text form too), and
+// the sim and the cpu target refuse a launch with other values: the folded bounds
+// would cover only part of the output (or read past it). A second specialization
+// may repeat a value, not change it.
+TEST(SpecializeSizes, LaunchesMustGiveTheSizesTheProgramWasSpecializedFor) {
+  Plan plan = sim_plan(16, 16, 8, 4, 2, 2, 4);
+  plan.sizes = {{"K", 20}, {"M", 13}};
+  GroupProgram fixed = compile_to_group(gemm_kernel(DType::F32), plan, CompileOptions{}).program;
+  using Sizes = std::vector<std::pair<std::string, int64_t>>;
+  EXPECT_EQ(fixed.fixed_sizes, (Sizes{{"M", 13}, {"K", 20}}));  // size_params' order
+  const std::string text = print_group_program(fixed);
+  EXPECT_NE(text.find("(sizes M = 13, N, K = 20, lda, ldb, ldc;"), std::string::npos) << text;
+  const GroupProgram parsed = parse_group_program(text);
+  EXPECT_EQ(parsed.fixed_sizes, fixed.fixed_sizes);
+  EXPECT_EQ(print_group_program(parsed), text);
+
+  check_on_sim(parsed, 13, 24, 20);  // N is free
+  GemmLaunch taller(26, 24, 20), deeper(13, 24, 40);
+  expect_error(ErrorKind::InvalidArgument, "compiled for M = 13 (its plan fixes the size), the launch gives 26",
+               [&] { run_sim(parsed, taller.args); });
+  expect_error(ErrorKind::InvalidArgument, "compiled for K = 20", [&] { run_sim(parsed, deeper.args); });
+
+  Plan cpu = default_gemm_plan(TargetKind::Cpu, 13, 24, 20, GemmPrecision::F32);
+  cpu.sizes = {{"M", 13}, {"N", 24}, {"K", 20}};
+  auto kernel = compile_cpu(compile_to_group(gemm_kernel(DType::F32), cpu, CompileOptions{}).program);
+  GemmLaunch exact(13, 24, 20);
+  kernel->run(exact.args, 1);
+  std::vector<double> want = gemm_oracle(13, 24, 20, 1.0, exact.a.data(), 20, exact.b.data(), 24, 0.0, nullptr, 24);
+  EXPECT_LE(gemm_relative_error(13, 24, exact.c.data(), 24, want), gemm_error_bound(20));
+  expect_error(ErrorKind::InvalidArgument, "compiled for M = 13", [&] { kernel->run(taller.args, 1); });
+  expect_error(ErrorKind::InvalidArgument, "compiled for K = 20", [&] { kernel->bind(deeper.args); });
+  EXPECT_TRUE(std::all_of(taller.c.begin(), taller.c.end(), [](float x) { return std::isnan(x); }));
+
+  GroupProgram again = fixed;
+  EXPECT_EQ(specialize_sizes(again, {{"M", 13}, {"N", 24}}).sizes, 2);
+  EXPECT_EQ(again.fixed_sizes, (Sizes{{"M", 13}, {"N", 24}, {"K", 20}}));
+  expect_error(ErrorKind::InvalidArgument, "size M of gemm is already fixed at 13, not 14",
+               [&] { specialize_sizes(again, {{"M", 14}}); });
+}
+
+// The text form's fixed sizes: an integer after `=`, each a size parameter in order,
+// none negative (the verifier, for programs built in code).
+TEST(SpecializeSizes, MalformedFixedSizesAreRefused) {
+  const std::string text = print_group_program(
+      compile_to_group(gemm_kernel(DType::F32), sim_plan(16, 16, 8, 4, 2, 2, 4), CompileOptions{}).program);
+  const std::string head = "(sizes M, N, K,";
+  ASSERT_NE(text.find(head), std::string::npos);
+  auto with = [&](const std::string& sizes) {
+    std::string t = text;
+    return t.replace(t.find(head), head.size(), "(sizes " + sizes + ",");
+  };
+  expect_error(ErrorKind::Parse, "fixed size", [&] { parse_group_program(with("M = x, N, K")); });
+  GroupProgram p = parse_group_program(with("M = 4, N, K"));
+  verify_group_program(p);
+  p.fixed_sizes = {{"K", 4}, {"M", 4}};
+  expect_error(ErrorKind::Verify, "fixed size M is not a size parameter, or is out of the parameters' order",
+               [&] { verify_group_program(p); });
+  p.fixed_sizes = {{"Q", 4}};
+  expect_error(ErrorKind::Verify, "fixed size Q", [&] { verify_group_program(p); });
+  p.fixed_sizes = {{"N", -1}};
+  expect_error(ErrorKind::Verify, "fixed size N = -1 is negative", [&] { verify_group_program(p); });
 }
 
 }  // namespace

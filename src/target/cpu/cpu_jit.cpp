@@ -186,9 +186,11 @@ std::shared_ptr<Library> load(const std::string& path, std::string* why) {
 // What a kernel needs to turn LaunchArgs into the emitted function's arrays (the
 // grid comes from the unit: tessel_grid).
 struct Signature {
+  std::string name;
   std::vector<std::string> size_params;
   std::vector<ScalarParam> scalars;
   std::vector<TensorParam> tensors;
+  std::vector<std::pair<std::string, int64_t>> fixed_sizes;  // GroupProgram::fixed_sizes
 };
 
 // A thread's scratch, reused across launches (64-byte aligned, grown on demand).
@@ -229,6 +231,7 @@ class LoadedKernel : public CpuKernel {
                                                    std::to_string(it->second) + ")");
       sizes.push_back(it->second);
     }
+    check_fixed_sizes(sig_.name, sig_.fixed_sizes, args.sizes);
     std::vector<double>& scalars = out.scalars;
     for (const ScalarParam& s : sig_.scalars) {
       auto it = args.scalars.find(s.name);
@@ -497,7 +500,7 @@ std::string request_path(const std::string& dir, const std::string& request, con
 
 std::shared_ptr<const CpuKernel> compile_cpu(const GroupProgram& program) {
   check_scratch(program);
-  Signature sig{program.size_params, program.scalars, program.tensors};
+  Signature sig{program.name, program.size_params, program.scalars, program.tensors, program.fixed_sizes};
   const CpuIsaInfo& isa = cpu_isa_info(cpu_isa());
   std::string source;
   {
@@ -551,7 +554,8 @@ std::shared_ptr<const CpuKernel> compile_cpu(const GroupProgram& program) {
   return std::make_shared<LoadedKernel>(lib, std::move(sig), std::move(info));
 }
 
-std::shared_ptr<const CpuKernel> find_cpu_kernel(const std::string& request, const TileKernel& kernel) {
+std::shared_ptr<const CpuKernel> find_cpu_kernel(const std::string& request, const TileKernel& kernel,
+                                                 const std::vector<std::pair<std::string, int64_t>>& fixed_sizes) {
   PartTimer t("cpu-request");
   if (tessel_build_identity().empty()) return nullptr;
   const std::string stamp = cpu_stamp(cpu_isa_info(cpu_isa()));
@@ -588,8 +592,10 @@ std::shared_ptr<const CpuKernel> find_cpu_kernel(const std::string& request, con
     memory_cache()[hash] = lib;
   }
   info.cache_path = lib->path;
-  return std::make_shared<LoadedKernel>(lib, Signature{kernel.size_params, kernel.scalars, kernel.tensors},
-                                        std::move(info));
+  Signature sig{kernel.name, kernel.size_params, kernel.scalars, kernel.tensors, {}};
+  for (const auto& fixed : fixed_sizes)  // as specialize_sizes keeps them: the kernel's own
+    if (std::count(kernel.size_params.begin(), kernel.size_params.end(), fixed.first)) sig.fixed_sizes.push_back(fixed);
+  return std::make_shared<LoadedKernel>(lib, std::move(sig), std::move(info));
 }
 
 void remember_cpu_request(const std::string& request, const TileKernel& kernel, const CpuKernel& compiled) {

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ir/group_ir.h"
@@ -47,8 +48,8 @@ struct CpuGroupEntry {
 class CpuKernel {
  public:
   virtual ~CpuKernel() = default;
-  // Checks args like run_sim does (sizes, scalars, tensor layouts, overlap) and
-  // flattens them.
+  // Checks args like run_sim does (sizes, the fixed sizes' values, scalars, tensor
+  // layouts, overlap) and flattens them.
   virtual CpuLaunch bind(const LaunchArgs& args) const = 0;
   // Runs every group of the grid, spread over `threads` threads (0 = all cores).
   // No lookups, no allocation, no checks: `launch` comes from bind.
@@ -71,8 +72,10 @@ std::shared_ptr<const CpuKernel> compile_cpu(const GroupProgram& program);
 // The record's name also hashes the file holding the running tessel build (its
 // inode, size and time) and the stamp, so a rebuilt tessel or another compiler or
 // CPU never follows one. Null when there is no usable record; a damaged one is
-// reported once.
-std::shared_ptr<const CpuKernel> find_cpu_kernel(const std::string& request, const TileKernel& kernel);
+// reported once. `fixed_sizes`: the plan's (Plan::sizes), which the kernel's launches
+// must give.
+std::shared_ptr<const CpuKernel> find_cpu_kernel(const std::string& request, const TileKernel& kernel,
+                                                 const std::vector<std::pair<std::string, int64_t>>& fixed_sizes);
 void remember_cpu_request(const std::string& request, const TileKernel& kernel, const CpuKernel& compiled);
 
 }  // namespace tessel

@@ -105,6 +105,7 @@ class Kernel final : public CudaKernel {
       if (it == args.sizes.end()) user_error(ErrorKind::InvalidArgument, "missing size parameter " + name);
       l.sizes.push_back(it->second);
     }
+    check_fixed_sizes(program_.name, program_.fixed_sizes, args.sizes);
     for (const ScalarParam& s : program_.scalars) {
       auto it = args.scalars.find(s.name);
       if (it == args.scalars.end()) user_error(ErrorKind::InvalidArgument, "missing scalar parameter " + s.name);
@@ -365,7 +366,11 @@ std::shared_ptr<const CudaKernel> compile_cuda(const GroupProgram& program, cons
   info.source = emit_cuda(program, folded_grid, assume_aligned);
   arch = cuda_compile_arch(info.source, arch);  // sm_90a for wgmma
   std::string stamp = cuda_cache_stamp(arch);
-  std::string key = hex64(fnv1a64(info.source.code + "\n--\n" + stamp));
+  // A kernel object checks its program's fixed sizes (bind), so two programs whose
+  // sources agree but whose fixed sizes differ (one the body never names) get two.
+  std::string fixed;
+  for (const auto& [name, value] : program.fixed_sizes) fixed += "\n" + name + "=" + std::to_string(value);
+  std::string key = hex64(fnv1a64(info.source.code + "\n--\n" + stamp + fixed));
   {
     std::lock_guard<std::mutex> lock(cache_mutex());
     auto it = memory_cache().find(key);

@@ -85,6 +85,7 @@ int64_t size_arg(const LaunchArgs& args, const std::string& name, const std::str
 
 std::vector<Tensor> validate_args(const GroupProgram& p, const LaunchArgs& args) {
   for (const std::string& s : p.size_params) size_arg(args, s, "");
+  check_fixed_sizes(p.name, p.fixed_sizes, args.sizes);
   for (const ScalarParam& s : p.scalars)
     if (!args.scalars.count(s.name))
       user_error(ErrorKind::InvalidArgument, "missing scalar parameter '" + s.name + "'");
