@@ -350,11 +350,14 @@ TEST(CudaCompile, ExplainShowsSourceAndPtxWithoutGpu) {
 // The fp32 fma atom under the two-block bound (128x128 tiles, 128 registers) reads its
 // operands through 32-bit window addresses and compiles without a spill, both kernel
 // forms and both alignment variants; with generic pointers it spilled 48 bytes. The
-// 256x128 tiles and the default 128x64 ones keep generic reads (cuda_emit.cpp,
-// emit_fma_mma's `read`).
+// default 128x64 tiles read through them too (A 4 k at a time); the 256x128 tiles,
+// 128 accumulators a thread, and the small shapes' 32x32 tiles, 16, keep generic reads
+// (cuda_emit.cpp, emit_fma_mma's `read`).
 TEST(CudaCompile, Fp32TwoBlockTilesCompileWithoutSpills) {
   const Plan mid = default_gemm_plan(TargetKind::Cuda, 3000, 2000, 1500, GemmPrecision::F32, "sm_90");
   ASSERT_EQ(mid.tile("BN"), 64);
+  const Plan small = default_gemm_plan(TargetKind::Cuda, 250, 130, 250, GemmPrecision::F32, "sm_90");
+  ASSERT_EQ(small.tile("BM") * small.tile("BN") / small.workers, 16) << small.to_string();
   Plan wide = mid, square = mid;  // no default takes these tiles through tensor maps now
   set_gemm_tile(wide, 256, 128, 32);
   set_gemm_tile(square, 128, 128, 32);
@@ -362,7 +365,8 @@ TEST(CudaCompile, Fp32TwoBlockTilesCompileWithoutSpills) {
   wide.window = 2;
   square.window = 3;
   for (auto [plan, window_reads, aligned] :
-       {std::tuple{square, true, true}, {square, true, false}, {mid, false, true}, {wide, false, true}})
+       {std::tuple{square, true, true}, {square, true, false}, {mid, true, true}, {wide, false, true},
+        {small, false, true}})
     for (GemmBeta form : {GemmBeta::Zero, GemmBeta::Any}) {
       SCOPED_TRACE(plan.to_string() + (aligned ? ", aligned" : ", general"));
       CompiledGroup g = compile_to_group(gemm_kernel(DType::F32, false, form), plan, CompileOptions{});
@@ -379,7 +383,10 @@ TEST(CudaCompile, Fp32TwoBlockTilesCompileWithoutSpills) {
         EXPECT_EQ(o.spill_stores, 0) << o.log;
         EXPECT_EQ(o.spill_loads, 0) << o.log;
       }
-      EXPECT_EQ(kernel->info().source.code.find("tsl_lds2(smem_s") != std::string::npos, window_reads);
+      const std::string& code = kernel->info().source.code;
+      const std::string a_read = plan.tile("BN") == 128 ? "tsl_lds2(smem_s" : "tsl_lds4(smem_s";  // 2 or 4 k
+      EXPECT_EQ(code.find(a_read) != std::string::npos, window_reads);
+      EXPECT_EQ(code.find("*(const float4*)&(b") != std::string::npos, !window_reads);  // generic, of a stage
     }
 }
 

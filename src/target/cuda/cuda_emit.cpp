@@ -3047,14 +3047,21 @@ class Emitter {
     const bool two_block_bound = !twice && pr * pc == 64 && !registers_to_spare();
     int64_t kv = a_vec ? (two_block_bound ? 2 : 4) : 1;
     const std::string f = "f" + num(acc.id);
-    // A read of `lanes` floats at (r, c) of A or B. Under the two-block bound through
-    // 32-bit window addresses (tsl_lds*): the 128x128 kernel spilled 48 bytes with
-    // generic pointers and none with these, 3-4% faster on an H100 (3000x2000x1500
-    // 0.872 -> 0.905x cuBLAS). With 255 registers at hand (256x128 tiles) they were no
-    // faster: 8192^3 +1.2%, 7000x3000x2000 +3.4%, but 2048^3 -1.3%, 1500x2500x700 -3.6%
-    // (docs/results/cuda-2026-12-06-session52), so those read through generic pointers.
+    // A read of `lanes` floats at (r, c) of A or B, through 32-bit window addresses
+    // (tsl_lds*) where a thread holds 32 to 64 accumulators. Under the two-block bound
+    // the 128x128 kernel spilled 48 bytes with generic pointers and none with these,
+    // 3-4% faster on an H100 (3000x2000x1500 0.872 -> 0.905x cuBLAS). The default
+    // 128x64 tiles (8x4 a thread) gained 1-4% (an H100: 4096^3 0.847 -> 0.860-0.866,
+    // 1000^3 0.808 -> 0.836, 1200x800x700 0.858 -> 0.897; docs/results/
+    // cuda-2026-12-07-session64). Elsewhere they were no faster. With 16 (32x32 and
+    // 64x64 tiles) the same session measured 250x130x250 -6%, 127x193x61 -5 to -10%,
+    // 16x4096x4096 -2%, 64^3 +5%, 512^3 within noise. With 128 (256x128 tiles, 255
+    // registers): 8192^3 +1.2%, 7000x3000x2000 +3.4%, but 2048^3 -1.3%, 1500x2500x700
+    // -3.6% (docs/results/cuda-2026-12-06-session52). Those read through generic
+    // pointers.
+    const bool window_reads = pr * pc >= 32 && pr * pc <= 64;
     const auto read = [&](const BufferRef& ref, const std::string& r, const std::string& c, int64_t lanes) {
-      if (two_block_bound) return "tsl_lds" + num(lanes) + "(" + shared_addr(ref, r, c, true) + ")";
+      if (window_reads) return "tsl_lds" + num(lanes) + "(" + shared_addr(ref, r, c, true) + ")";
       const std::string at = base(ref) + "[" + index(ref, r, c) + "]";
       return lanes == 1 ? at : "*(const float" + num(lanes) + "*)&" + at;
     };
