@@ -7,6 +7,7 @@
 #include <functional>
 #include <vector>
 
+#include "../expect_error.h"
 #include "eval/evaluate.h"
 #include "ir/tile_text.h"
 #include "ir/tile_verify.h"
@@ -17,15 +18,7 @@
 namespace tessel {
 namespace {
 
-void expect_error(ErrorKind kind, const std::string& needle, const std::function<void()>& f) {
-  try {
-    f();
-    ADD_FAILURE() << "no error; expected one mentioning '" << needle << "'";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), kind) << e.what();
-    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
-  }
-}
+using test::expect_error;
 
 TEST(Api, PlanBindingAnUndeclaredTileIsAPlanErrorNamingIt) {
   Plan p = default_plan(softmax_kernel(), TargetKind::Sim, {{"M", 8}, {"N", 8}});

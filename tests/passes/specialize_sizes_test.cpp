@@ -10,13 +10,14 @@
 #include <random>
 #include <set>
 
+#include "../expect_error.h"
 #include "build.h"
 #include "gemm_sim.h"
 #include "compiler/compile.h"
 #include "ir/group_text.h"
-#include "ops/gemm_kernel.h"
 #include "ir/group_verify.h"
 #include "ops/gemm.h"
+#include "ops/gemm_kernel.h"
 #include "ops/gemm_reference.h"
 #include "passes/specialize_sizes.h"
 #include "target/cpu/cpu_jit.h"
@@ -104,15 +105,7 @@ TEST(SpecializeSizes, ConditionsOnConstantsBecomeTheirBranch) {
   EXPECT_EQ(kinds(big.body), "barrier fence if if");
 }
 
-void expect_error(ErrorKind kind, const std::string& needle, const std::function<void()>& f) {
-  try {
-    f();
-    ADD_FAILURE() << "no error; expected one mentioning '" << needle << "'";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), kind) << e.what();
-    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
-  }
-}
+using test::expect_error;
 
 // A gemm launch of m x n x k (row-major, no padding) on fresh random inputs.
 struct GemmLaunch {

@@ -18,6 +18,7 @@
 #include <sstream>
 #include <vector>
 
+#include "../expect_error.h"
 #include "ops/gemm.h"
 #include "ops/gemm_kernel.h"
 #include "ops/gemm_reference.h"
@@ -29,15 +30,7 @@
 namespace tessel {
 namespace {
 
-void expect_error(ErrorKind kind, const std::string& needle, const std::function<void()>& f) {
-  try {
-    f();
-    ADD_FAILURE() << "no error; expected one mentioning '" << needle << "'";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), kind) << e.what();
-    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
-  }
-}
+using test::expect_error;
 
 // Operands of one call, fresh random values (never zero); C is NaN where beta == 0
 // would never read it, random otherwise.
