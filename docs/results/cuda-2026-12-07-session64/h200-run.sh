@@ -1,5 +1,6 @@
 #!/bin/bash
-# Sixty-fourth session, third call: fp32 at the squares the bars name, and mid shapes,
+# Sixty-fourth session, third call (asked for an H200, ran on an H100): fp32 at the
+# squares the bars name, and mid shapes,
 # on the tree with the fma atom's 32-bit shared reads (the committed rule), three
 # rounds, device time. No carry.
 cd "$(dirname "$0")/../../.."
