@@ -89,8 +89,10 @@ class Kernel final : public CudaKernel {
   const CudaCompileInfo& info() const override { return info_; }
 
   CudaLaunch bind(const LaunchArgs& args) const override {
-    // Tensor layouts first: a bad one is refused before anything touches the device;
-    // so are written tensors that share device memory with another tensor.
+    // Sizes the program was specialized for first, then tensor layouts: a bad one is
+    // refused before anything touches the device; so are written tensors that share
+    // device memory with another tensor.
+    check_fixed_sizes(program_.name, program_.fixed_sizes, args.sizes);
     std::vector<TensorSpan> spans;
     for (const TensorParam& t : program_.tensors) {
       TensorLayout layout = check_tensor(t, args.sizes);
@@ -105,7 +107,6 @@ class Kernel final : public CudaKernel {
       if (it == args.sizes.end()) user_error(ErrorKind::InvalidArgument, "missing size parameter " + name);
       l.sizes.push_back(it->second);
     }
-    check_fixed_sizes(program_.name, program_.fixed_sizes, args.sizes);
     for (const ScalarParam& s : program_.scalars) {
       auto it = args.scalars.find(s.name);
       if (it == args.scalars.end()) user_error(ErrorKind::InvalidArgument, "missing scalar parameter " + s.name);
