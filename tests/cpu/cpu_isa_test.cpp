@@ -690,7 +690,7 @@ TEST(CpuSmallShapes, ColumnsJustPast32TakeTheWideAtomOrADotProductRest) {
 TEST(CpuSmallShapes, WholeEdgeBlocksAreCalledFromTheUnit) {
   const bool avx512 = detected_cpu_isa() == CpuIsa::Avx512 && cpu_prebuilt_count > 0;
   for (auto [m, n, k] : {std::array<int64_t, 3>{8, 8, 8}, {5, 7, 9}, {13, 40, 7}, {20, 20, 20}, {3, 50, 5},
-                         {30, 12, 17}}) {
+                         {30, 12, 17}, {13, 26, 16}, {21, 10, 110}, {64, 20, 32}}) {
     const Plan fixed = default_gemm_plan(TargetKind::Cpu, m, n, k, GemmPrecision::F32, "", 1);
     SCOPED_TRACE(fixed.to_string());
     ASSERT_TRUE(fixed.direct);
@@ -714,6 +714,31 @@ TEST(CpuSmallShapes, WholeEdgeBlocksAreCalledFromTheUnit) {
                      GemmCase{m, n, k, 1.0, 0.0}, seed++);
       EXPECT_EQ(races, 0);
     }
+  }
+}
+
+// Where every column of a part ends in a masked vector, its rows are cut into blocks
+// as tall as cpu_edge_block holds (cpu_edge_block_rows), not the atom's MR: 13x26 is
+// one block of 13 rows (two vectors: up to 14), 21x10 one of 21 (one vector: up to
+// 24), and 64x20 five of 12 and 13. (The numbers: WholeEdgeBlocksAreCalledFromTheUnit.)
+TEST(CpuSmallShapes, MaskedPartsTakeEdgeBlocksOfTheirFullHeight) {
+  if (detected_cpu_isa() != CpuIsa::Avx512 || cpu_prebuilt_count == 0)
+    GTEST_SKIP() << "the unit calls cpu_edge_block only where the CPU has AVX-512";
+  struct Case {
+    int64_t m, n, k;
+    std::vector<std::string> blocks;
+  };
+  for (const Case& c : {Case{13, 26, 16, {"(13, 26)"}}, Case{21, 10, 110, {"(21, 10)"}},
+                        Case{64, 20, 32, {"(13, 20)", "(12, 20)"}}}) {
+    const Plan p = default_gemm_plan(TargetKind::Cpu, c.m, c.n, c.k, GemmPrecision::F32, "", 1);
+    SCOPED_TRACE(p.to_string());
+    const std::string unit =
+        emit_cpu(compile_to_group(gemm_kernel(DType::F32), p, CompileOptions{}).program, CpuIsa::Avx512);
+    int lookups = 0;
+    for (size_t at = 0; (at = unit.find("((tsl_edge_lookup_t)table[3])(", at)) != std::string::npos; ++at) ++lookups;
+    EXPECT_EQ(lookups, static_cast<int>(c.blocks.size())) << unit;
+    for (const std::string& block : c.blocks)
+      EXPECT_NE(unit.find("((tsl_edge_lookup_t)table[3])" + block), std::string::npos) << block;
   }
 }
 

@@ -1877,8 +1877,14 @@ class Emitter {
       // taller: as many rows as MR x NR's accumulators, up to kCpuNarrowBlockRows (16^3:
       // one 16 x 16 block instead of two of 8 x 16, whose 8 accumulators barely cover
       // the FMA latency).
+      // Columns that all end in part of a vector run as cpu_mma_edge's masked blocks
+      // (blocks, below), which hold up to cpu_edge_block_rows rows: 13x26 is one
+      // block of 13, not 7 + 6, and 21x10 one of 21, not 11 + 10.
+      const bool masked_only = cols_fast == 0 && !f64 && isa_.isa == CpuIsa::Avx512 && cpu_prebuilt_count > 0 &&
+                               part.cols % isa_.lanes != 0;
       const int64_t block_rows =
           cols_fast > 0 ? mr
+          : masked_only ? std::max(mr, cpu_edge_block_rows(part.cols))
                         : std::clamp(mr * ceil_div(nr, isa_.lanes) / ceil_div(part.cols, isa_.lanes), mr,
                                      std::max(mr, kCpuNarrowBlockRows));
       const int64_t row_blocks = (part.rows + block_rows - 1) / block_rows, row_base = part.rows / row_blocks;
@@ -1941,8 +1947,11 @@ class Emitter {
             // (158x27x2 1.29x); two, as blocks (20x20x3 0.81x, 28x20x5 0.84x as strips).
             // Past it, likewise where cpu_mma_edge takes strips (cpu_edge_narrow_strip):
             // with fewer chunks its dispatch costs what the strip saves (30x12x17 0.83x).
-            const bool strips =
-                (op.k <= kCpuStripMaxK || cpu_edge_narrow_strip(rows, bc, op.k)) && chunks > 2;
+            // (Where every column is masked, the part's rows come in two ranges; the
+            // choice is the part's.)
+            const int64_t part_rows = masked_only ? part.rows : rows;
+            const bool strips = (op.k <= kCpuStripMaxK || cpu_edge_narrow_strip(part_rows, bc, op.k)) &&
+                                ceil_div(part_rows, most) > 2;
             if (bc <= 64 && blocks_c * chunks <= kCpuInlineBlocks && !cpu_edge_dot_columns(rows, bc, op.k) && !strips)
               for (int64_t j = 0; j < blocks_c; ++j)
                 for (int64_t i = 0; i < chunks; ++i) {
