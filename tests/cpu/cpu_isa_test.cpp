@@ -818,12 +818,14 @@ TEST(CpuTinyKernel, MatchesItsReference) {
                                      {5, 8, 9},  {1, 9, 64},  {16, 16, 16}, {14, 13, 7}, {2, 64, 32}, {3, 33, 5},
                                      {4, 48, 3}, {8, 17, 2}, {6, 31, 13}, {1, 64, 4}, {1, 16, 70}, {2, 20, 37},
                                      {17, 1, 10}, {20, 4, 4}, {29, 9, 8}, {30, 16, 8}, {2, 2, 3}, {3, 50, 2},
-                                     {24, 2, 3}};
+                                     {24, 2, 3}, {17, 16, 16}, {30, 12, 200}, {21, 10, 110}};
   // k written out ({4, 4, 4}, {2, 16, 8}: kCpuTinyUnrolledFmas), looped ({16, 16, 16}),
   // looped over copies with a rest ({1, 16, 70}: 4 copies, {2, 20, 37}: 2), fewer
   // k steps than copies ({1, 7, 1}), rows of one vector past 16 accumulators ({17, 1,
   // 10} to {30, 16, 8}: kCpuTinyOneVectorRows), C's rests of one and two columns
-  // read and written unmasked ({1, 1, 1}, {8, 17, 2}, {2, 2, 3}, {3, 50, 2}, {24, 2, 3}).
+  // read and written unmasked ({1, 1, 1}, {8, 17, 2}, {2, 2, 3}, {3, 50, 2}, {24, 2, 3}),
+  // rows of one vector past 16 up to kCpuTinyTallFmas ({17, 16, 16}, {30, 12, 200},
+  // {21, 10, 110}).
   char dir[] = "/tmp/tessel-test-tiny-XXXXXX";
   ASSERT_NE(mkdtemp(dir), nullptr);
   const std::string src = std::string(dir) + "/tiny_kernels.cpp", so = std::string(dir) + "/tiny_kernels.so";
@@ -859,8 +861,10 @@ TEST(CpuTinyKernel, MatchesItsReference) {
   }
   EXPECT_FALSE(cpu_tiny_kernel_fits(9, 17, 1, isa));    // 18 accumulators, two a row
   EXPECT_FALSE(cpu_tiny_kernel_fits(31, 16, 1, isa));   // 31 rows
-  EXPECT_FALSE(cpu_tiny_kernel_fits(17, 16, 16, isa));  // 272 FMAs
+  EXPECT_FALSE(cpu_tiny_kernel_fits(16, 16, 17, isa));  // 272 FMAs on 16 rows
   EXPECT_FALSE(cpu_tiny_kernel_fits(2, 64, 33, isa));   // 264 FMAs
+  EXPECT_FALSE(cpu_tiny_kernel_fits(17, 16, kCpuTinyTallFmas / 17 + 1, isa));  // past the tall rows' FMAs
+  EXPECT_TRUE(cpu_tiny_kernel_fits(17, 16, kCpuTinyTallFmas / 17, isa));
   EXPECT_FALSE(cpu_tiny_kernel_fits(4, 4, 4, cpu_isa_info(CpuIsa::Avx2)));
 }
 
@@ -873,7 +877,8 @@ TEST(CpuTinyKernel, MatchesItsReference) {
 TEST(CpuSmallShapes, WholeSmallProductsRunInOneTinyKernel) {
   const bool avx512 = detected_cpu_isa() == CpuIsa::Avx512;
   for (auto [m, n, k] : {std::array<int64_t, 3>{1, 7, 1}, {4, 4, 4}, {2, 16, 8}, {14, 13, 7}, {2, 64, 32},
-                         {16, 16, 16}, {5, 33, 3}, {24, 7, 3}, {40, 8, 8}, {29, 12, 8}, {20, 8, 12}}) {
+                         {16, 16, 16}, {5, 33, 3}, {24, 7, 3}, {40, 8, 8}, {29, 12, 8}, {20, 8, 12},
+                         {28, 13, 60}}) {
     const Plan fixed = default_gemm_plan(TargetKind::Cpu, m, n, k, GemmPrecision::F32, "", 1);
     SCOPED_TRACE(fixed.to_string());
     ASSERT_TRUE(fixed.direct);

@@ -33,7 +33,8 @@ bool cpu_tiny_kernel_fits(int64_t r, int64_t n, int64_t k, const CpuIsaInfo& isa
   if (isa.isa != CpuIsa::Avx512 || r < 1 || n < 1 || k < 1) return false;
   const int64_t vectors = int64_t(tiny_vectors(n).size()), accumulators = r * vectors;
   const bool registers_hold = accumulators <= kCpuTinyAccumulators || (vectors == 1 && r <= kCpuTinyOneVectorRows);
-  return registers_hold && accumulators * k <= kCpuTinyFmas;
+  const bool tall = vectors == 1 && r > kCpuTinyStrideRows;
+  return registers_hold && accumulators * k <= (tall ? kCpuTinyTallFmas : kCpuTinyFmas);
 }
 
 std::string cpu_tiny_kernel_name(int64_t r, int64_t n, int64_t k) {

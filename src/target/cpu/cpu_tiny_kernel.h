@@ -51,6 +51,12 @@ constexpr int64_t kCpuTinyFmas = 256;
 // strides: 30x3x8 1.31x, 29x5x8 1.52x, 17x7x15 1.10x; 20x12x12 and 24x16x10 0.94x,
 // within the noise).
 constexpr int64_t kCpuTinyStrideRows = 16;
+// Rows of one vector past kCpuTinyStrideRows (whose kernel has constant strides) take
+// it up to this many FMAs: on the Xeon of the sixty-sixth session 1.07-1.21x the
+// edge blocks they replace (28x13x60 1.21x, 26x10x250 1.20x, 17x12x110 1.08x), where
+// 8 to 16 rows ran 0.91-1.02x (16x12x100 0.91x), so those keep kCpuTinyFmas. The
+// cost: such a unit compiles in 63-80 ms instead of 33-35 (its two homes' bodies).
+constexpr int64_t kCpuTinyTallFmas = 8192;
 // Up to this many vector FMAs the k steps are written out, not looped.
 constexpr int64_t kCpuTinyUnrolledFmas = 32;
 bool cpu_tiny_kernel_fits(int64_t r, int64_t n, int64_t k, const CpuIsaInfo& isa);
