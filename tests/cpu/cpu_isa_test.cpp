@@ -720,7 +720,9 @@ TEST(CpuSmallShapes, WholeEdgeBlocksAreCalledFromTheUnit) {
 // Where every column of a part ends in a masked vector, its rows are cut into blocks
 // as tall as cpu_edge_block holds (cpu_edge_block_rows), not the atom's MR: 13x26 is
 // one block of 13 rows (two vectors: up to 14), 21x10 one of 21 (one vector: up to
-// 24), and 64x20 five of 12 and 13. (The numbers: WholeEdgeBlocksAreCalledFromTheUnit.)
+// 24), and 64x20 five of 12 and 13. Where the rows run as strips instead (52x15x23),
+// one call of cpu_mma_blocks takes them all. (The numbers:
+// WholeEdgeBlocksAreCalledFromTheUnit and NarrowMidKProductsRunInStripsOfRows.)
 TEST(CpuSmallShapes, MaskedPartsTakeEdgeBlocksOfTheirFullHeight) {
   if (detected_cpu_isa() != CpuIsa::Avx512 || cpu_prebuilt_count == 0)
     GTEST_SKIP() << "the unit calls cpu_edge_block only where the CPU has AVX-512";
@@ -729,7 +731,7 @@ TEST(CpuSmallShapes, MaskedPartsTakeEdgeBlocksOfTheirFullHeight) {
     std::vector<std::string> blocks;
   };
   for (const Case& c : {Case{13, 26, 16, {"(13, 26)"}}, Case{21, 10, 110, {"(21, 10)"}},
-                        Case{64, 20, 32, {"(13, 20)", "(12, 20)"}}}) {
+                        Case{64, 20, 32, {"(13, 20)", "(12, 20)"}}, Case{52, 15, 23, {}}}) {
     const Plan p = default_gemm_plan(TargetKind::Cpu, c.m, c.n, c.k, GemmPrecision::F32, "", 1);
     SCOPED_TRACE(p.to_string());
     const std::string unit =
@@ -739,6 +741,11 @@ TEST(CpuSmallShapes, MaskedPartsTakeEdgeBlocksOfTheirFullHeight) {
     EXPECT_EQ(lookups, static_cast<int>(c.blocks.size())) << unit;
     for (const std::string& block : c.blocks)
       EXPECT_NE(unit.find("((tsl_edge_lookup_t)table[3])" + block), std::string::npos) << block;
+    if (c.blocks.empty()) {
+      int calls = 0;
+      for (size_t at = 0; (at = unit.find("tsl_mma_blocks((const void*)0, kv", at)) != std::string::npos; ++at) ++calls;
+      EXPECT_EQ(calls, 1) << unit;
+    }
   }
 }
 

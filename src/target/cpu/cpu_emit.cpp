@@ -1879,12 +1879,18 @@ class Emitter {
       // the FMA latency).
       // Columns that all end in part of a vector run as cpu_mma_edge's masked blocks
       // (blocks, below), which hold up to cpu_edge_block_rows rows: 13x26 is one
-      // block of 13, not 7 + 6, and 21x10 one of 21, not 11 + 10.
+      // block of 13, not 7 + 6, and 21x10 one of 21, not 11 + 10. Where they run as
+      // strips of rows or dot products instead, one call takes all the part's rows
+      // (52x15x23: two calls had cost 1.2x).
       const bool masked_only = cols_fast == 0 && !f64 && isa_.isa == CpuIsa::Avx512 && cpu_prebuilt_count > 0 &&
                                part.cols % isa_.lanes != 0;
+      const int64_t edge_rows = std::max(mr, cpu_edge_block_rows(part.cols));
+      const bool edge_strips = (op.k <= kCpuStripMaxK || cpu_edge_narrow_strip(part.rows, part.cols, op.k)) &&
+                               ceil_div(part.rows, edge_rows) > 2;
+      const bool one_edge_call = edge_strips || cpu_edge_dot_columns(part.rows, part.cols, op.k);
       const int64_t block_rows =
           cols_fast > 0 ? mr
-          : masked_only ? std::max(mr, cpu_edge_block_rows(part.cols))
+          : masked_only ? (one_edge_call ? part.rows : edge_rows)
                         : std::clamp(mr * ceil_div(nr, isa_.lanes) / ceil_div(part.cols, isa_.lanes), mr,
                                      std::max(mr, kCpuNarrowBlockRows));
       const int64_t row_blocks = (part.rows + block_rows - 1) / block_rows, row_base = part.rows / row_blocks;
