@@ -35,9 +35,10 @@ namespace tessel {
 
 // Whether an R x N x K product takes the tiny kernel on this ISA: AVX-512, at most
 // kCpuTinyAccumulators accumulators (R x V), or kCpuTinyOneVectorRows rows where a
-// row is one vector (N <= 16), and kCpuTinyFmas vector FMAs (R x V x K). Rows of one
-// vector past 16 ran as a block of 16 rows and one of the rest (two calls); the
-// tiny kernel was 1.1-2.5x faster on 17 to 30 rows. Rows of two vectors past 16
+// row is one vector (N <= 16), and kCpuTinyFmas vector FMAs (R x V x K; rows of one
+// vector past kCpuTinyStrideRows, kCpuTinyTallFmas). Rows of one vector past 16 ran
+// as a block of 16 rows and one of the rest (two calls); the tiny kernel was 1.1-2.5x
+// faster on 17 to 30 rows. Rows of two vectors past 16
 // accumulators were not (12x24x10 0.94x against the 12x32 kernel), and 30 leaves
 // registers for B's vector and no spill (docs/cpu_microkernel.md). Up to 2048 FMAs
 // the tiny kernel ran 1.01x the blocks it would replace (geometric mean of 14 shapes,
