@@ -802,14 +802,15 @@ TEST(CpuSmallShapes, ShortKProductsRunInStripsOfRows) {
 
 // Past kCpuStripMaxK, products of one narrow strip of columns (cpu_edge_narrow_strip)
 // run as strips too, the unit's edge regions of three chunks or more among them
-// (170x12x11, 200x28x11; 40x12x11 keeps its two blocks, and 132x13x6 and 89x20x9
-// their last regions' two), and a wide product's narrow last columns (866x47x6,
-// 300x44x20). Where alpha and beta keep the product in the unit's fragment (rows of
+// (170x12x11, 200x28x11, 52x15x23 in one call; 40x12x11 keeps its two blocks, and
+// 132x13x6 and 89x20x9 their last regions' two), and a wide product's narrow last
+// columns (866x47x6, 300x44x20). Where alpha and beta keep the product in the unit's fragment (rows of
 // 12, 28, 20 floats: shorter than the strip's vectors), a k past the tile accumulates
 // there with the row loop that loads the next row ahead.
 TEST(CpuSmallShapes, NarrowMidKProductsRunInStripsOfRows) {
   check_strip_plans({{170, 12, 11, true}, {200, 28, 11, true}, {132, 13, 6, false}, {300, 12, 24, true},
-                     {89, 20, 9, false}, {40, 12, 11, false}, {866, 47, 6, false}, {300, 44, 20, false}});
+                     {89, 20, 9, false}, {40, 12, 11, false}, {866, 47, 6, false}, {300, 44, 20, false},
+                     {52, 15, 23, true}});
 }
 
 // The tiny kernels (cpu_tiny_kernel.h), all in one unit, against the reference:

@@ -38,9 +38,9 @@ namespace tessel {
 // row is one vector (N <= 16), and kCpuTinyFmas vector FMAs (R x V x K; rows of one
 // vector past kCpuTinyStrideRows, kCpuTinyTallFmas). Rows of one vector past 16 ran
 // as a block of 16 rows and one of the rest (two calls); the tiny kernel was 1.1-2.5x
-// faster on 17 to 30 rows. Rows of two vectors past 16
-// accumulators were not (12x24x10 0.94x against the 12x32 kernel), and 30 leaves
-// registers for B's vector and no spill (docs/cpu_microkernel.md). Up to 2048 FMAs
+// faster on 17 to 30 rows. Rows of two vectors past 16 accumulators were not
+// (12x24x10 0.94x against the 12x32 kernel), and 30 leaves registers for B's vector
+// and no spill (docs/cpu_microkernel.md). Up to 2048 FMAs
 // the tiny kernel ran 1.01x the blocks it would replace (geometric mean of 14 shapes,
 // Zen 4, the fifty-fifth session), and its unit took about 15 ms more to compile.
 constexpr int64_t kCpuTinyAccumulators = 16;
