@@ -1884,13 +1884,13 @@ class Emitter {
       // (52x15x23: two calls had cost 1.2x).
       const bool masked_only = cols_fast == 0 && !f64 && isa_.isa == CpuIsa::Avx512 && cpu_prebuilt_count > 0 &&
                                part.cols % isa_.lanes != 0;
-      const int64_t edge_rows = std::max(mr, cpu_edge_block_rows(part.cols));
+      const int64_t edge_rows = cpu_edge_block_rows(part.cols);
       const bool edge_strips = (op.k <= kCpuStripMaxK || cpu_edge_narrow_strip(part.rows, part.cols, op.k)) &&
                                ceil_div(part.rows, edge_rows) > 2;
       const bool one_edge_call = edge_strips || cpu_edge_dot_columns(part.rows, part.cols, op.k);
       const int64_t block_rows =
           cols_fast > 0 ? mr
-          : masked_only ? (one_edge_call ? part.rows : edge_rows)
+          : masked_only ? (one_edge_call ? part.rows : std::max(mr, edge_rows))
                         : std::clamp(mr * ceil_div(nr, isa_.lanes) / ceil_div(part.cols, isa_.lanes), mr,
                                      std::max(mr, kCpuNarrowBlockRows));
       const int64_t row_blocks = (part.rows + block_rows - 1) / block_rows, row_base = part.rows / row_blocks;
@@ -1953,11 +1953,11 @@ class Emitter {
             // (158x27x2 1.29x); two, as blocks (20x20x3 0.81x, 28x20x5 0.84x as strips).
             // Past it, likewise where cpu_mma_edge takes strips (cpu_edge_narrow_strip):
             // with fewer chunks its dispatch costs what the strip saves (30x12x17 0.83x).
-            // (Where every column is masked, the part's rows come in two ranges; the
-            // choice is the part's.)
-            const int64_t part_rows = masked_only ? part.rows : rows;
-            const bool strips = (op.k <= kCpuStripMaxK || cpu_edge_narrow_strip(part_rows, bc, op.k)) &&
-                                ceil_div(part_rows, most) > 2;
+            // (Where every column is masked the choice is the part's, made above: its
+            // rows may come in two ranges.)
+            const bool strips =
+                masked_only ? edge_strips
+                            : (op.k <= kCpuStripMaxK || cpu_edge_narrow_strip(rows, bc, op.k)) && chunks > 2;
             if (bc <= 64 && blocks_c * chunks <= kCpuInlineBlocks && !cpu_edge_dot_columns(rows, bc, op.k) && !strips)
               for (int64_t j = 0; j < blocks_c; ++j)
                 for (int64_t i = 0; i < chunks; ++i) {
