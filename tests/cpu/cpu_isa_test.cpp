@@ -720,7 +720,7 @@ TEST(CpuSmallShapes, WholeEdgeBlocksAreCalledFromTheUnit) {
 // Where every column of a part ends in a masked vector, its rows are cut into blocks
 // as tall as cpu_edge_block holds (cpu_edge_block_rows), not the atom's MR: 13x26 is
 // one block of 13 rows (two vectors: up to 14), 21x10 one of 21 (one vector: up to
-// 24), and 64x20 five of 12 and 13. Where the rows run as strips instead (52x15x23),
+// 24), and 64x20 five of 12 and 13. Where the rows run as strips instead (52x28x11),
 // one call of cpu_mma_blocks takes them all. (The numbers:
 // WholeEdgeBlocksAreCalledFromTheUnit and NarrowMidKProductsRunInStripsOfRows.)
 TEST(CpuSmallShapes, MaskedPartsTakeEdgeBlocksOfTheirFullHeight) {
@@ -731,7 +731,7 @@ TEST(CpuSmallShapes, MaskedPartsTakeEdgeBlocksOfTheirFullHeight) {
     std::vector<std::string> blocks;
   };
   for (const Case& c : {Case{13, 26, 16, {"(13, 26)"}}, Case{21, 10, 110, {"(21, 10)"}},
-                        Case{64, 20, 32, {"(13, 20)", "(12, 20)"}}, Case{52, 15, 23, {}}}) {
+                        Case{64, 20, 32, {"(13, 20)", "(12, 20)"}}, Case{52, 28, 11, {}}}) {
     const Plan p = default_gemm_plan(TargetKind::Cpu, c.m, c.n, c.k, GemmPrecision::F32, "", 1);
     SCOPED_TRACE(p.to_string());
     const std::string unit =
@@ -859,7 +859,10 @@ TEST(CpuTinyKernel, MatchesItsReference) {
     const std::string name = cpu_tiny_kernel_name(s.r, s.n, s.k);
     auto f = reinterpret_cast<UkrInPlaceFn>(dlsym(h, (name + "_entry").c_str()));
     ASSERT_NE(f, nullptr) << name;
-    const int64_t lda = s.k + 3, ldb = s.n + 5, ldc = s.n + 2;
+    // Past kCpuTinyStrideRows rows the kernel holds A's and B's strides as constants:
+    // rows one after another (the contract).
+    const bool dense = s.r > kCpuTinyStrideRows;
+    const int64_t lda = dense ? s.k : s.k + 3, ldb = dense ? s.n : s.n + 5, ldc = s.n + 2;
     std::vector<float> a(s.r * lda), b((s.k - 1) * ldb + s.n), c(s.r * ldc);
     for (float& x : a) x = u(rng);
     for (int64_t i = 0; i < int64_t(b.size()); ++i) b[i] = i % ldb < s.n ? u(rng) : NAN;
@@ -873,6 +876,18 @@ TEST(CpuTinyKernel, MatchesItsReference) {
   EXPECT_FALSE(cpu_tiny_kernel_fits(17, 16, kCpuTinyTallFmas / 17 + 1, isa));  // past the tall rows' FMAs
   EXPECT_TRUE(cpu_tiny_kernel_fits(17, 16, kCpuTinyTallFmas / 17, isa));
   EXPECT_FALSE(cpu_tiny_kernel_fits(4, 4, 4, cpu_isa_info(CpuIsa::Avx2)));
+  // Tall rows of one vector in the fewest near-equal chunks of more than
+  // kCpuTinyStrideRows rows that fit.
+  EXPECT_EQ(cpu_tiny_row_chunks(30, 16, 8, isa), 1);
+  EXPECT_EQ(cpu_tiny_row_chunks(39, 12, 11, isa), 2);   // 20 and 19
+  EXPECT_EQ(cpu_tiny_row_chunks(137, 10, 30, isa), 5);  // 28 and 27
+  EXPECT_EQ(cpu_tiny_row_chunks(70, 11, 350, isa), 4);  // three chunks of 24 x 350 FMAs do not fit
+  EXPECT_EQ(cpu_tiny_row_chunks(480, 16, 8, isa), kCpuTinyRowChunks);
+  EXPECT_EQ(cpu_tiny_row_chunks(481, 16, 8, isa), 0);   // past kCpuTinyRowChunks
+  EXPECT_EQ(cpu_tiny_row_chunks(33, 10, 10, isa), 0);   // 16 rows in a chunk
+  EXPECT_EQ(cpu_tiny_row_chunks(40, 17, 1, isa), 0);    // two vectors a row
+  EXPECT_EQ(cpu_tiny_row_chunks(123, 3, 41, isa), 0);   // dot products (cpu_edge_dot_columns)
+  EXPECT_EQ(cpu_tiny_row_chunks(40, 8, 8, cpu_isa_info(CpuIsa::Avx2)), 0);
 }
 
 // A small product of one tile read in place: its unit runs alpha 1 and beta 0 in a
@@ -884,13 +899,13 @@ TEST(CpuTinyKernel, MatchesItsReference) {
 TEST(CpuSmallShapes, WholeSmallProductsRunInOneTinyKernel) {
   const bool avx512 = detected_cpu_isa() == CpuIsa::Avx512;
   for (auto [m, n, k] : {std::array<int64_t, 3>{1, 7, 1}, {4, 4, 4}, {2, 16, 8}, {14, 13, 7}, {2, 64, 32},
-                         {16, 16, 16}, {5, 33, 3}, {24, 7, 3}, {40, 8, 8}, {29, 12, 8}, {20, 8, 12},
+                         {16, 16, 16}, {5, 33, 3}, {24, 7, 3}, {18, 20, 8}, {29, 12, 8}, {20, 8, 12},
                          {28, 13, 60}}) {
     const Plan fixed = default_gemm_plan(TargetKind::Cpu, m, n, k, GemmPrecision::F32, "", 1);
     SCOPED_TRACE(fixed.to_string());
     ASSERT_TRUE(fixed.direct);
     const bool fits = cpu_tiny_kernel_fits(m, n, k, cpu_isa_info(CpuIsa::Avx512)), tiny = avx512 && fits;
-    EXPECT_EQ(fits, m != 40);  // 40 rows: 40 accumulators
+    EXPECT_EQ(fits, m != 18);  // 18 rows of two vectors: 36 accumulators
     uint32_t seed = static_cast<uint32_t>(7 * m + n + k);
     for (const Plan& p : {fixed, any_size(fixed)}) {
       GroupProgram program = compile_to_group(gemm_kernel(DType::F32), p, CompileOptions{}).program;
@@ -923,6 +938,46 @@ TEST(CpuSmallShapes, WholeSmallProductsRunInOneTinyKernel) {
                      GemmCase{m, n, k, 1.0, 0.0}, seed++);
       EXPECT_EQ(races, 0);
     }
+  }
+}
+
+// Rows of one vector too tall for one tiny kernel run as chunks of rows, a tiny kernel
+// each (cpu_tiny_row_chunks), in both homes' bodies; the chunk kernels are functions
+// of their own, one a chunk size. Against the oracle (C NaN-poisoned where beta is 0),
+// dense rows (the chunks) and padded ones (the general body), and on the sim.
+TEST(CpuSmallShapes, TallRowsOfOneVectorRunInChunksOfTinyKernels) {
+  const bool avx512 = detected_cpu_isa() == CpuIsa::Avx512;
+  const CpuIsaInfo& isa = cpu_isa_info(CpuIsa::Avx512);
+  for (auto [m, n, k] : {std::array<int64_t, 3>{39, 12, 11}, {35, 9, 12}, {137, 10, 30}, {70, 11, 350},
+                         {34, 16, 40}, {50, 5, 7}, {109, 4, 1}}) {
+    const Plan p = default_gemm_plan(TargetKind::Cpu, m, n, k, GemmPrecision::F32, "", 1);
+    SCOPED_TRACE(p.to_string());
+    ASSERT_TRUE(p.direct);
+    ASSERT_EQ(p.tile("BM"), m);
+    const int64_t chunks = cpu_tiny_row_chunks(m, n, k, isa);
+    ASSERT_GT(chunks, 1);
+    GroupProgram program = compile_to_group(gemm_kernel(DType::F32), p, CompileOptions{}).program;
+    const std::string unit = emit_cpu(program, CpuIsa::Avx512);
+    auto count = [&](const std::string& text) {
+      int found = 0;
+      for (size_t at = 0; (at = unit.find(text, at)) != std::string::npos; ++at) ++found;
+      return found;
+    };
+    // Near-equal chunks: m / chunks rows, one more in the last m % chunks.
+    const int64_t shorter = m / chunks, longer = m % chunks;
+    const std::string name = cpu_tiny_kernel_name(shorter, n, k), name_longer = cpu_tiny_kernel_name(shorter + 1, n, k);
+    EXPECT_EQ(count(name + "(&"), 2 * (chunks - longer)) << unit;
+    EXPECT_EQ(count(name_longer + "(&"), 2 * longer) << unit;
+    EXPECT_EQ(count("static __attribute__((noinline)) void tsl_tiny_"), longer ? 2 : 1) << unit;
+    if (!avx512) continue;
+    auto kernel = compile_cpu(program);
+    uint32_t seed = static_cast<uint32_t>(m + 3 * n + 7 * k);
+    for (auto [alpha, beta] : {std::array<double, 2>{1.0, 0.0}, {1.0, 1.0}, {-0.5, 1.25}})
+      for (bool dense : {false, true}) check_gemm(*kernel, GemmCase{m, n, k, alpha, beta, 1, dense}, seed++);
+    int64_t races = -1;
+    check_gemm_run([&](const LaunchArgs& args) { races = run_sim(program, args).race_count; },
+                   GemmCase{m, n, k, 1.0, 0.0}, seed++);
+    EXPECT_EQ(races, 0);
   }
 }
 

@@ -1785,9 +1785,10 @@ class Emitter {
                       sym(kWorker) + ")");
       line("const int64_t tsl_r0 = " + ex(row0(acc, lw)) + ", tsl_c0 = " + ex(col0(acc, lw)) + ";");
     }
-    // A whole small product read in place: one inlined kernel (cpu_tiny_kernel.h).
+    // A whole small product read in place: one inlined kernel (cpu_tiny_kernel.h), or
+    // tall rows of one vector in chunks of rows, a kernel each.
     const bool tiny = homes_hold_ != HomesHold::None && fast && a_global && b_global && !f64 && p_.workers == 1 &&
-                      !loop && !rows_outer && !pack_b && cpu_tiny_kernel_fits(first.rows, first.cols, op.k, isa_);
+                      !loop && !rows_outer && !pack_b && cpu_tiny_row_chunks(first.rows, first.cols, op.k, isa_) > 0;
     ++mmas_;
     tiny_mmas_ += tiny;
     const auto moved = part_copy_.find(op.id);
@@ -1821,8 +1822,6 @@ class Emitter {
         c = "tsl_c", ldc = "tsl_ldc";
       }
       if (tiny) {
-        const std::string name = cpu_tiny_kernel_name(part.rows, part.cols, op.k);
-        if (!tiny_kernels_.count(name)) tiny_kernels_[name] = emit_cpu_tiny_kernel(part.rows, part.cols, op.k);
         // Past kCpuTinyStrideRows rows the kernel needs constant strides: A's and B's
         // rows one after another (K and N), else the blocks below run the product.
         const bool dense = part.rows > kCpuTinyStrideRows;
@@ -1830,8 +1829,16 @@ class Emitter {
         open("if (kv == " + num(op.k) + " && mv - (" + r0s + ") >= " + num(part.rows) + " && nv - (" + c0s +
              ") >= " + num(part.cols) +
              (dense ? " && " + lda_arg + " == " + lda_tiny + " && " + ldb_arg + " == " + ldb_tiny : "") + ")");
-        line(name + "(&" + a.at(r0s, "0") + ", &" + b.at("0", c0s) + ", " + c + ", " + ldc + ", " + lda_tiny + ", " +
-             ldb_tiny + ", overwrite);");
+        const int64_t chunks = cpu_tiny_row_chunks(part.rows, part.cols, op.k, isa_);
+        for (int64_t q = 0, i0 = 0; q < chunks; ++q) {
+          const int64_t rows = (part.rows - i0) / (chunks - q);
+          const std::string name = cpu_tiny_kernel_name(rows, part.cols, op.k);
+          if (!tiny_kernels_.count(name)) tiny_kernels_[name] = emit_cpu_tiny_kernel(rows, part.cols, op.k);
+          const std::string c_chunk = i0 ? "(" + c + ") + " + num(i0) + " * " + ldc : c;
+          line(name + "(&" + a.at(r0s + " + " + num(i0), "0") + ", &" + b.at("0", c0s) + ", " + c_chunk + ", " + ldc +
+               ", " + lda_tiny + ", " + ldb_tiny + ", overwrite);");
+          i0 += rows;
+        }
         --depth_;
         open("} else");
       }

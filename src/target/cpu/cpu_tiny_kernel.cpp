@@ -37,6 +37,16 @@ bool cpu_tiny_kernel_fits(int64_t r, int64_t n, int64_t k, const CpuIsaInfo& isa
   return registers_hold && accumulators * k <= (tall ? kCpuTinyTallFmas : kCpuTinyFmas);
 }
 
+int64_t cpu_tiny_row_chunks(int64_t r, int64_t n, int64_t k, const CpuIsaInfo& isa) {
+  if (cpu_tiny_kernel_fits(r, n, k, isa)) return 1;
+  if (n > 16 || cpu_edge_dot_columns(r, n, k)) return 0;
+  for (int64_t chunks = 2; chunks <= kCpuTinyRowChunks; ++chunks) {
+    if (r / chunks <= kCpuTinyStrideRows) break;  // the shorter chunks' rows
+    if (cpu_tiny_kernel_fits((r + chunks - 1) / chunks, n, k, isa)) return chunks;
+  }
+  return 0;
+}
+
 std::string cpu_tiny_kernel_name(int64_t r, int64_t n, int64_t k) {
   return "tsl_tiny_" + num(r) + "x" + num(n) + "x" + num(k);
 }
@@ -104,8 +114,13 @@ std::string emit_cpu_tiny_kernel(int64_t r, int64_t n, int64_t k) {
   // depend on GCC unrolling and scalarizing loops over arrays, which -O1 does not.
   const std::string name = cpu_tiny_kernel_name(r, n, k);
   std::string s = "// " + name + ": cpu_tiny_kernel.h's contract.\n";
-  s += "static inline __attribute__((always_inline)) void " + name +
-       "(const float* a, const float* b, float* c, int64_t ldc, int64_t lda, int64_t ldb, int overwrite) {\n";
+  if (r > kCpuTinyStrideRows)  // A and B dense: their strides as constants (the contract)
+    s += "static __attribute__((noinline)) void " + name +
+         "(const float* a, const float* b, float* c, int64_t ldc, int64_t, int64_t, int overwrite) {\n"
+         "  const int64_t lda = " + num(k) + ", ldb = " + num(n) + ";\n";
+  else
+    s += "static inline __attribute__((always_inline)) void " + name +
+         "(const float* a, const float* b, float* c, int64_t ldc, int64_t lda, int64_t ldb, int overwrite) {\n";
   s += "  typedef float v2u __attribute__((vector_size(8), aligned(4)));\n";
   for (int64_t lanes : {4, 8, 16}) {
     const std::string bytes = num(lanes * 4);

@@ -19,10 +19,15 @@
 //               to kCpuTinyUnrolledFmas vector FMAs
 //   extents     R, N and K are the exact extents (compile-time constants); the caller
 //               checks that the valid part is the whole block.
-//   strides     any; past kCpuTinyStrideRows rows the unit passes lda = K and ldb = N
-//               as constants, where A's and B's rows lie one after another (checked at
-//               run time; other strides take the blocks the general path runs), so that
-//               each element is a constant offset from one pointer.
+//   strides     any up to kCpuTinyStrideRows rows. Past it A's and B's rows lie one
+//               after another (lda = K, ldb = N: the unit checks this at run time, and
+//               other strides take the blocks the general path runs); the kernel holds
+//               them as constants and ignores its stride arguments, so that each
+//               element is a constant offset from one pointer.
+//   inlining    up to kCpuTinyStrideRows rows inlined into each caller; past it a
+//               function of its own (noinline): both homes' bodies call it, where
+//               inlined twice it added about 15 ms to a cold compile (28x12x11: 84
+//               -> 70 ms on the sixty-sixth session's Xeon) for 1-3% of the call.
 // AVX-512 (F and VL) only: the masks need it. cpu_microkernel_reference
 // (cpu_microkernel.h) is the same operation as plain loops; the tests compare them.
 #pragma once
@@ -61,6 +66,17 @@ constexpr int64_t kCpuTinyTallFmas = 8192;
 // Up to this many vector FMAs the k steps are written out, not looped.
 constexpr int64_t kCpuTinyUnrolledFmas = 32;
 bool cpu_tiny_kernel_fits(int64_t r, int64_t n, int64_t k, const CpuIsaInfo& isa);
+// The chunks of rows an R x N x K product takes the tiny kernel in: 1 where it fits
+// one; for rows of one vector that do not, the fewest near-equal chunks of more than
+// kCpuTinyStrideRows rows that each fit (at most kCpuTinyRowChunks); else 0. Those
+// rows ran as edge blocks of 24 rows and the rest, whose A reads are indexed, or as
+// strips; chunks of tiny kernels ran them 1.05-1.44x faster (39x12x11 1.25x,
+// 137x10x30 1.19x, 268x8x64 1.16x, 109x4x1 1.44x) and the strips of k 6 to 24 about
+// as fast (0.93-1.12x). Not where cpu_edge_dot_columns holds: there the dot products
+// ran faster (123x3x41 0.81x). Their unit compiles in 65-125 ms instead of 35-40 (a
+// chunk size or two: a function each).
+constexpr int64_t kCpuTinyRowChunks = 16;
+int64_t cpu_tiny_row_chunks(int64_t r, int64_t n, int64_t k, const CpuIsaInfo& isa);
 
 std::string cpu_tiny_kernel_name(int64_t r, int64_t n, int64_t k);
 // The static inline function (uses only the unit's int64_t).
