@@ -876,12 +876,13 @@ TEST(CpuTinyKernel, MatchesItsReference) {
   EXPECT_FALSE(cpu_tiny_kernel_fits(17, 16, kCpuTinyTallFmas / 17 + 1, isa));  // past the tall rows' FMAs
   EXPECT_TRUE(cpu_tiny_kernel_fits(17, 16, kCpuTinyTallFmas / 17, isa));
   EXPECT_FALSE(cpu_tiny_kernel_fits(4, 4, 4, cpu_isa_info(CpuIsa::Avx2)));
-  // Tall rows of one vector in the fewest near-equal chunks of more than
-  // kCpuTinyStrideRows rows that fit.
+  // Tall rows of one vector in the fewest near-equal chunks that hold them, where
+  // those fit.
   EXPECT_EQ(cpu_tiny_row_chunks(30, 16, 8, isa), 1);
   EXPECT_EQ(cpu_tiny_row_chunks(39, 12, 11, isa), 2);   // 20 and 19
   EXPECT_EQ(cpu_tiny_row_chunks(137, 10, 30, isa), 5);  // 28 and 27
-  EXPECT_EQ(cpu_tiny_row_chunks(70, 11, 350, isa), 4);  // three chunks of 24 x 350 FMAs do not fit
+  EXPECT_EQ(cpu_tiny_row_chunks(70, 11, 280, isa), 3);
+  EXPECT_EQ(cpu_tiny_row_chunks(70, 11, 350, isa), 0);  // three chunks of 24 x 350 FMAs do not fit
   EXPECT_EQ(cpu_tiny_row_chunks(480, 16, 8, isa), kCpuTinyRowChunks);
   EXPECT_EQ(cpu_tiny_row_chunks(481, 16, 8, isa), 0);   // past kCpuTinyRowChunks
   EXPECT_EQ(cpu_tiny_row_chunks(33, 10, 10, isa), 0);   // 16 rows in a chunk
@@ -948,7 +949,7 @@ TEST(CpuSmallShapes, WholeSmallProductsRunInOneTinyKernel) {
 TEST(CpuSmallShapes, TallRowsOfOneVectorRunInChunksOfTinyKernels) {
   const bool avx512 = detected_cpu_isa() == CpuIsa::Avx512;
   const CpuIsaInfo& isa = cpu_isa_info(CpuIsa::Avx512);
-  for (auto [m, n, k] : {std::array<int64_t, 3>{39, 12, 11}, {35, 9, 12}, {137, 10, 30}, {70, 11, 350},
+  for (auto [m, n, k] : {std::array<int64_t, 3>{39, 12, 11}, {35, 9, 12}, {137, 10, 30}, {70, 11, 280},
                          {34, 16, 40}, {50, 5, 7}, {109, 4, 1}}) {
     const Plan p = default_gemm_plan(TargetKind::Cpu, m, n, k, GemmPrecision::F32, "", 1);
     SCOPED_TRACE(p.to_string());

@@ -40,11 +40,10 @@ bool cpu_tiny_kernel_fits(int64_t r, int64_t n, int64_t k, const CpuIsaInfo& isa
 int64_t cpu_tiny_row_chunks(int64_t r, int64_t n, int64_t k, const CpuIsaInfo& isa) {
   if (cpu_tiny_kernel_fits(r, n, k, isa)) return 1;
   if (n > 16 || cpu_edge_dot_columns(r, n, k)) return 0;
-  for (int64_t chunks = 2; chunks <= kCpuTinyRowChunks; ++chunks) {
-    if (r / chunks <= kCpuTinyStrideRows) break;  // the shorter chunks' rows
-    if (cpu_tiny_kernel_fits((r + chunks - 1) / chunks, n, k, isa)) return chunks;
-  }
-  return 0;
+  const int64_t chunks = (r + kCpuTinyOneVectorRows - 1) / kCpuTinyOneVectorRows;
+  const bool fit = chunks <= kCpuTinyRowChunks && r / chunks > kCpuTinyStrideRows &&
+                   cpu_tiny_kernel_fits((r + chunks - 1) / chunks, n, k, isa);
+  return fit ? chunks : 0;
 }
 
 std::string cpu_tiny_kernel_name(int64_t r, int64_t n, int64_t k) {

@@ -67,8 +67,11 @@ constexpr int64_t kCpuTinyTallFmas = 8192;
 constexpr int64_t kCpuTinyUnrolledFmas = 32;
 bool cpu_tiny_kernel_fits(int64_t r, int64_t n, int64_t k, const CpuIsaInfo& isa);
 // The chunks of rows an R x N x K product takes the tiny kernel in: 1 where it fits
-// one; for rows of one vector that do not, the fewest near-equal chunks of more than
-// kCpuTinyStrideRows rows that each fit (at most kCpuTinyRowChunks); else 0. Those
+// one; for rows of one vector that do not, the fewest near-equal chunks that hold
+// them (of kCpuTinyOneVectorRows rows or fewer), where each has more than
+// kCpuTinyStrideRows rows and fits, and there are at most kCpuTinyRowChunks; else 0.
+// More chunks for k past kCpuTinyTallFmas (250x9x423 in chunks of 17 and 18 rows)
+// ran no faster than the edge blocks and took 129 ms to compile against 44. Those
 // rows ran as edge blocks of 24 rows and the rest, whose A reads are indexed, or as
 // strips; chunks of tiny kernels ran them 1.05-1.44x faster (39x12x11 1.25x,
 // 137x10x30 1.19x, 268x8x64 1.16x, 109x4x1 1.44x) and the strips of k 6 to 24 about
