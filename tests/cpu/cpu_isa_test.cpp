@@ -825,14 +825,15 @@ TEST(CpuTinyKernel, MatchesItsReference) {
                                      {5, 8, 9},  {1, 9, 64},  {16, 16, 16}, {14, 13, 7}, {2, 64, 32}, {3, 33, 5},
                                      {4, 48, 3}, {8, 17, 2}, {6, 31, 13}, {1, 64, 4}, {1, 16, 70}, {2, 20, 37},
                                      {17, 1, 10}, {20, 4, 4}, {29, 9, 8}, {30, 16, 8}, {2, 2, 3}, {3, 50, 2},
-                                     {24, 2, 3}, {17, 16, 16}, {30, 12, 200}, {21, 10, 110}};
+                                     {24, 2, 3}, {17, 16, 16}, {30, 12, 200}, {21, 10, 110}, {13, 14, 25},
+                                     {16, 12, 100}, {3, 16, 200}, {1, 5, 300}};
   // k written out ({4, 4, 4}, {2, 16, 8}: kCpuTinyUnrolledFmas), looped ({16, 16, 16}),
   // looped over copies with a rest ({1, 16, 70}: 4 copies, {2, 20, 37}: 2), fewer
   // k steps than copies ({1, 7, 1}), rows of one vector past 16 accumulators ({17, 1,
   // 10} to {30, 16, 8}: kCpuTinyOneVectorRows), C's rests of one and two columns
   // read and written unmasked ({1, 1, 1}, {8, 17, 2}, {2, 2, 3}, {3, 50, 2}, {24, 2, 3}),
-  // rows of one vector past 16 up to kCpuTinyTallFmas ({17, 16, 16}, {30, 12, 200},
-  // {21, 10, 110}).
+  // rows of one vector up to kCpuTinyTallFmas ({17, 16, 16}, {30, 12, 200},
+  // {21, 10, 110}, and dense at 16 rows or fewer: {13, 14, 25} to {1, 5, 300}).
   char dir[] = "/tmp/tessel-test-tiny-XXXXXX";
   ASSERT_NE(mkdtemp(dir), nullptr);
   const std::string src = std::string(dir) + "/tiny_kernels.cpp", so = std::string(dir) + "/tiny_kernels.so";
@@ -859,9 +860,9 @@ TEST(CpuTinyKernel, MatchesItsReference) {
     const std::string name = cpu_tiny_kernel_name(s.r, s.n, s.k);
     auto f = reinterpret_cast<UkrInPlaceFn>(dlsym(h, (name + "_entry").c_str()));
     ASSERT_NE(f, nullptr) << name;
-    // Past kCpuTinyStrideRows rows the kernel holds A's and B's strides as constants:
-    // rows one after another (the contract).
-    const bool dense = s.r > kCpuTinyStrideRows;
+    // A dense kernel holds A's and B's strides as constants: rows one after another
+    // (the contract).
+    const bool dense = cpu_tiny_kernel_dense(s.r, s.n, s.k);
     const int64_t lda = dense ? s.k : s.k + 3, ldb = dense ? s.n : s.n + 5, ldc = s.n + 2;
     std::vector<float> a(s.r * lda), b((s.k - 1) * ldb + s.n), c(s.r * ldc);
     for (float& x : a) x = u(rng);
@@ -871,7 +872,11 @@ TEST(CpuTinyKernel, MatchesItsReference) {
   }
   EXPECT_FALSE(cpu_tiny_kernel_fits(9, 17, 1, isa));    // 18 accumulators, two a row
   EXPECT_FALSE(cpu_tiny_kernel_fits(31, 16, 1, isa));   // 31 rows
-  EXPECT_FALSE(cpu_tiny_kernel_fits(16, 16, 17, isa));  // 272 FMAs on 16 rows
+  EXPECT_FALSE(cpu_tiny_kernel_fits(8, 32, 17, isa));   // 272 FMAs on rows of two vectors
+  EXPECT_TRUE(cpu_tiny_kernel_fits(16, 16, 17, isa));   // 272 on rows of one: dense
+  EXPECT_TRUE(cpu_tiny_kernel_dense(16, 16, 17));
+  EXPECT_FALSE(cpu_tiny_kernel_dense(16, 16, 16));
+  EXPECT_FALSE(cpu_tiny_kernel_dense(4, 17, 100));
   EXPECT_FALSE(cpu_tiny_kernel_fits(2, 64, 33, isa));   // 264 FMAs
   EXPECT_FALSE(cpu_tiny_kernel_fits(17, 16, kCpuTinyTallFmas / 17 + 1, isa));  // past the tall rows' FMAs
   EXPECT_TRUE(cpu_tiny_kernel_fits(17, 16, kCpuTinyTallFmas / 17, isa));
@@ -901,7 +906,7 @@ TEST(CpuSmallShapes, WholeSmallProductsRunInOneTinyKernel) {
   const bool avx512 = detected_cpu_isa() == CpuIsa::Avx512;
   for (auto [m, n, k] : {std::array<int64_t, 3>{1, 7, 1}, {4, 4, 4}, {2, 16, 8}, {14, 13, 7}, {2, 64, 32},
                          {16, 16, 16}, {5, 33, 3}, {24, 7, 3}, {18, 20, 8}, {29, 12, 8}, {20, 8, 12},
-                         {28, 13, 60}}) {
+                         {28, 13, 60}, {13, 14, 25}, {16, 12, 100}}) {
     const Plan fixed = default_gemm_plan(TargetKind::Cpu, m, n, k, GemmPrecision::F32, "", 1);
     SCOPED_TRACE(fixed.to_string());
     ASSERT_TRUE(fixed.direct);

@@ -1822,9 +1822,9 @@ class Emitter {
         c = "tsl_c", ldc = "tsl_ldc";
       }
       if (tiny) {
-        // Past kCpuTinyStrideRows rows the kernel needs constant strides: A's and B's
-        // rows one after another (K and N), else the blocks below run the product.
-        const bool dense = part.rows > kCpuTinyStrideRows;
+        // A dense kernel needs constant strides: A's and B's rows one after another (K
+        // and N), else the blocks below run the product.
+        const bool dense = cpu_tiny_kernel_dense(part.rows, part.cols, op.k);
         const std::string lda_tiny = dense ? num(op.k) : lda_arg, ldb_tiny = dense ? num(part.cols) : ldb_arg;
         open("if (kv == " + num(op.k) + " && mv - (" + r0s + ") >= " + num(part.rows) + " && nv - (" + c0s +
              ") >= " + num(part.cols) +

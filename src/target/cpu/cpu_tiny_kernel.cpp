@@ -33,8 +33,11 @@ bool cpu_tiny_kernel_fits(int64_t r, int64_t n, int64_t k, const CpuIsaInfo& isa
   if (isa.isa != CpuIsa::Avx512 || r < 1 || n < 1 || k < 1) return false;
   const int64_t vectors = int64_t(tiny_vectors(n).size()), accumulators = r * vectors;
   const bool registers_hold = accumulators <= kCpuTinyAccumulators || (vectors == 1 && r <= kCpuTinyOneVectorRows);
-  const bool tall = vectors == 1 && r > kCpuTinyStrideRows;
-  return registers_hold && accumulators * k <= (tall ? kCpuTinyTallFmas : kCpuTinyFmas);
+  return registers_hold && accumulators * k <= (vectors == 1 ? kCpuTinyTallFmas : kCpuTinyFmas);
+}
+
+bool cpu_tiny_kernel_dense(int64_t r, int64_t n, int64_t k) {
+  return r > kCpuTinyStrideRows || (n <= 16 && r * k > kCpuTinyFmas);
 }
 
 int64_t cpu_tiny_row_chunks(int64_t r, int64_t n, int64_t k, const CpuIsaInfo& isa) {
@@ -47,7 +50,7 @@ int64_t cpu_tiny_row_chunks(int64_t r, int64_t n, int64_t k, const CpuIsaInfo& i
 }
 
 std::string cpu_tiny_kernel_name(int64_t r, int64_t n, int64_t k) {
-  return "tsl_tiny_" + num(r) + "x" + num(n) + "x" + num(k);
+  return "tsl_tiny_" + num(r) + "x" + num(n) + "x" + num(k) + (cpu_tiny_kernel_dense(r, n, k) ? "_dense" : "");
 }
 
 std::string emit_cpu_tiny_kernel(int64_t r, int64_t n, int64_t k) {
@@ -113,7 +116,7 @@ std::string emit_cpu_tiny_kernel(int64_t r, int64_t n, int64_t k) {
   // depend on GCC unrolling and scalarizing loops over arrays, which -O1 does not.
   const std::string name = cpu_tiny_kernel_name(r, n, k);
   std::string s = "// " + name + ": cpu_tiny_kernel.h's contract.\n";
-  if (r > kCpuTinyStrideRows)  // A and B dense: their strides as constants (the contract)
+  if (cpu_tiny_kernel_dense(r, n, k))  // their strides as constants (the contract)
     s += "static __attribute__((noinline)) void " + name +
          "(const float* a, const float* b, float* c, int64_t ldc, int64_t, int64_t, int overwrite) {\n"
          "  const int64_t lda = " + num(k) + ", ldb = " + num(n) + ";\n";

@@ -19,14 +19,14 @@
 //               to kCpuTinyUnrolledFmas vector FMAs
 //   extents     R, N and K are the exact extents (compile-time constants); the caller
 //               checks that the valid part is the whole block.
-//   strides     any up to kCpuTinyStrideRows rows. Past it A's and B's rows lie one
-//               after another (lda = K, ldb = N: the unit checks this at run time, and
-//               other strides take the blocks the general path runs); the kernel holds
-//               them as constants and ignores its stride arguments, so that each
-//               element is a constant offset from one pointer.
-//   inlining    up to kCpuTinyStrideRows rows inlined into each caller; past it a
-//               function of its own (noinline): both homes' bodies call it, where
-//               inlined twice it added about 15 ms to a cold compile (28x12x11: 84
+//   strides     any, unless cpu_tiny_kernel_dense: then A's and B's rows lie one after
+//               another (lda = K, ldb = N: the unit checks this at run time, and other
+//               strides take the blocks the general path runs); the kernel holds them
+//               as constants and ignores its stride arguments, so that each element is
+//               a constant offset from one pointer.
+//   inlining    inlined into each caller, unless cpu_tiny_kernel_dense: then a
+//               function of its own (noinline) that both homes' bodies call, where
+//               inlined twice it added about 15 ms to a cold compile (28x12x11: 86
 //               -> 70 ms on the sixty-sixth session's Xeon) for 1-3% of the call.
 // AVX-512 (F and VL) only: the masks need it. cpu_microkernel_reference
 // (cpu_microkernel.h) is the same operation as plain loops; the tests compare them.
@@ -41,7 +41,7 @@ namespace tessel {
 // Whether an R x N x K product takes the tiny kernel on this ISA: AVX-512, at most
 // kCpuTinyAccumulators accumulators (R x V), or kCpuTinyOneVectorRows rows where a
 // row is one vector (N <= 16), and kCpuTinyFmas vector FMAs (R x V x K; rows of one
-// vector past kCpuTinyStrideRows, kCpuTinyTallFmas). Rows of one vector past 16 ran
+// vector, kCpuTinyTallFmas). Rows of one vector past 16 ran
 // as a block of 16 rows and one of the rest (two calls); the tiny kernel was 1.1-2.5x
 // faster on 17 to 30 rows. Rows of two vectors past 16 accumulators were not
 // (12x24x10 0.94x against the 12x32 kernel), and 30 leaves registers for B's vector
@@ -57,15 +57,20 @@ constexpr int64_t kCpuTinyFmas = 256;
 // strides: 30x3x8 1.31x, 29x5x8 1.52x, 17x7x15 1.10x; 20x12x12 and 24x16x10 0.94x,
 // within the noise).
 constexpr int64_t kCpuTinyStrideRows = 16;
-// Rows of one vector past kCpuTinyStrideRows (whose kernel has constant strides) take
-// it up to this many FMAs: on the Xeon of the sixty-sixth session 1.07-1.21x the
-// edge blocks they replace (28x13x60 1.21x, 26x10x250 1.20x, 17x12x110 1.08x), where
-// 8 to 16 rows ran 0.91-1.02x (16x12x100 0.91x), so those keep kCpuTinyFmas. The
-// cost: such a unit compiles in 63-80 ms instead of 33-35 (its two homes' bodies).
+// Rows of one vector take the kernel up to this many FMAs, where it has constant
+// strides (cpu_tiny_kernel_dense): on the Xeon of the sixty-sixth session 1.07-1.21x
+// the edge blocks they replace past 16 rows (28x13x60 1.21x, 26x10x250 1.20x,
+// 17x12x110 1.08x), and in the sixty-seventh 1.03-1.20x at 16 rows or fewer (13x14x25
+// 1.13x, 16x12x100 1.09x, 8x8x40 1.20x), which with run-time strides had run 0.91-1.02x
+// (16x12x100 0.91x). The cost: such a unit compiles in 57-72 ms instead of 35-47.
 constexpr int64_t kCpuTinyTallFmas = 8192;
 // Up to this many vector FMAs the k steps are written out, not looped.
 constexpr int64_t kCpuTinyUnrolledFmas = 32;
 bool cpu_tiny_kernel_fits(int64_t r, int64_t n, int64_t k, const CpuIsaInfo& isa);
+// Whether the R x N x K kernel holds A's and B's strides as constants (the contract's
+// strides and inlining): past kCpuTinyStrideRows rows, and for rows of one vector past
+// kCpuTinyFmas FMAs. Its name says so (cpu_tiny_kernel_name).
+bool cpu_tiny_kernel_dense(int64_t r, int64_t n, int64_t k);
 // The chunks of rows an R x N x K product takes the tiny kernel in: 1 where it fits
 // one; for rows of one vector that do not, the fewest near-equal chunks that hold
 // them (of kCpuTinyOneVectorRows rows or fewer), where each has more than
