@@ -813,8 +813,9 @@ TEST(CpuSmallShapes, NarrowMidKProductsRunInStripsOfRows) {
 }
 
 // The tiny kernels (cpu_tiny_kernel.h), all in one unit, against the reference:
-// B's columns past N are NaN and its allocation ends right after row K - 1's N
-// columns; C's columns past N must come back untouched.
+// B's columns past N are NaN (where its rows are padded: not for a dense kernel) and
+// its allocation ends right after row K - 1's N columns; C's columns past N must come
+// back untouched.
 TEST(CpuTinyKernel, MatchesItsReference) {
   if (detected_cpu_isa() != CpuIsa::Avx512) GTEST_SKIP() << "the tiny kernels need AVX-512; this CPU has none";
   const CpuIsaInfo& isa = cpu_isa_info(CpuIsa::Avx512);
@@ -897,7 +898,7 @@ TEST(CpuTinyKernel, MatchesItsReference) {
 }
 
 // A small product of one tile read in place: its unit runs alpha 1 and beta 0 in a
-// leaf with the tiny kernel inlined (past kCpuTinyStrideRows rows only where A's and
+// leaf with the tiny kernel (a dense one, cpu_tiny_kernel_dense, only where A's and
 // B's rows lie one after another, else the leaf runs tessel's kernels), anything else
 // in the general function (tessel's kernels); all against the oracle (C NaN-poisoned
 // where beta is 0), dense and padded rows, the plan without fixed sizes on other
