@@ -891,7 +891,7 @@ TEST(CpuTinyKernel, MatchesItsReference) {
   EXPECT_EQ(cpu_tiny_row_chunks(70, 11, 350, isa), 0);  // three chunks of 24 x 350 FMAs do not fit
   EXPECT_EQ(cpu_tiny_row_chunks(480, 16, 8, isa), kCpuTinyRowChunks);
   EXPECT_EQ(cpu_tiny_row_chunks(481, 16, 8, isa), 0);   // past kCpuTinyRowChunks
-  EXPECT_EQ(cpu_tiny_row_chunks(33, 10, 10, isa), 0);   // 16 rows in a chunk
+  EXPECT_EQ(cpu_tiny_row_chunks(33, 10, 10, isa), 2);   // 16 and 17 rows
   EXPECT_EQ(cpu_tiny_row_chunks(40, 17, 1, isa), 0);    // two vectors a row
   EXPECT_EQ(cpu_tiny_row_chunks(123, 3, 41, isa), 0);   // dot products (cpu_edge_dot_columns)
   EXPECT_EQ(cpu_tiny_row_chunks(40, 8, 8, cpu_isa_info(CpuIsa::Avx2)), 0);
@@ -949,14 +949,14 @@ TEST(CpuSmallShapes, WholeSmallProductsRunInOneTinyKernel) {
 }
 
 // Rows of one vector too tall for one tiny kernel run as chunks of rows, a tiny kernel
-// each (cpu_tiny_row_chunks), in both homes' bodies; the chunk kernels are functions
-// of their own, one a chunk size. Against the oracle (C NaN-poisoned where beta is 0),
+// each (cpu_tiny_row_chunks), in both homes' bodies; a kernel a chunk size, dense ones
+// functions of their own. Against the oracle (C NaN-poisoned where beta is 0),
 // dense rows (the chunks) and padded ones (the general body), and on the sim.
 TEST(CpuSmallShapes, TallRowsOfOneVectorRunInChunksOfTinyKernels) {
   const bool avx512 = detected_cpu_isa() == CpuIsa::Avx512;
   const CpuIsaInfo& isa = cpu_isa_info(CpuIsa::Avx512);
   for (auto [m, n, k] : {std::array<int64_t, 3>{39, 12, 11}, {35, 9, 12}, {137, 10, 30}, {70, 11, 280},
-                         {34, 16, 40}, {50, 5, 7}, {109, 4, 1}}) {
+                         {34, 16, 40}, {50, 5, 7}, {109, 4, 1}, {33, 10, 10}, {31, 12, 40}}) {
     const Plan p = default_gemm_plan(TargetKind::Cpu, m, n, k, GemmPrecision::F32, "", 1);
     SCOPED_TRACE(p.to_string());
     ASSERT_TRUE(p.direct);
@@ -975,7 +975,8 @@ TEST(CpuSmallShapes, TallRowsOfOneVectorRunInChunksOfTinyKernels) {
     const std::string name = cpu_tiny_kernel_name(shorter, n, k), name_longer = cpu_tiny_kernel_name(shorter + 1, n, k);
     EXPECT_EQ(count(name + "(&"), 2 * (chunks - longer)) << unit;
     EXPECT_EQ(count(name_longer + "(&"), 2 * longer) << unit;
-    EXPECT_EQ(count("static __attribute__((noinline)) void tsl_tiny_"), longer ? 2 : 1) << unit;
+    const int dense_sizes = cpu_tiny_kernel_dense(shorter, n, k) + (longer && cpu_tiny_kernel_dense(shorter + 1, n, k));
+    EXPECT_EQ(count("static __attribute__((noinline)) void tsl_tiny_"), dense_sizes) << unit;
     if (!avx512) continue;
     auto kernel = compile_cpu(program);
     uint32_t seed = static_cast<uint32_t>(m + 3 * n + 7 * k);

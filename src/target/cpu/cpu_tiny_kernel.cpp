@@ -44,8 +44,7 @@ int64_t cpu_tiny_row_chunks(int64_t r, int64_t n, int64_t k, const CpuIsaInfo& i
   if (cpu_tiny_kernel_fits(r, n, k, isa)) return 1;
   if (n > 16 || cpu_edge_dot_columns(r, n, k)) return 0;
   const int64_t chunks = (r + kCpuTinyOneVectorRows - 1) / kCpuTinyOneVectorRows;
-  const bool fit = chunks <= kCpuTinyRowChunks && r / chunks > kCpuTinyStrideRows &&
-                   cpu_tiny_kernel_fits((r + chunks - 1) / chunks, n, k, isa);
+  const bool fit = chunks <= kCpuTinyRowChunks && cpu_tiny_kernel_fits((r + chunks - 1) / chunks, n, k, isa);
   return fit ? chunks : 0;
 }
 

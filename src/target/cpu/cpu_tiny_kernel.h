@@ -73,12 +73,12 @@ bool cpu_tiny_kernel_fits(int64_t r, int64_t n, int64_t k, const CpuIsaInfo& isa
 bool cpu_tiny_kernel_dense(int64_t r, int64_t n, int64_t k);
 // The chunks of rows an R x N x K product takes the tiny kernel in: 1 where it fits
 // one; for rows of one vector that do not, the fewest near-equal chunks that hold
-// them (of kCpuTinyOneVectorRows rows or fewer), where each has more than
-// kCpuTinyStrideRows rows and fits, and there are at most kCpuTinyRowChunks; else 0.
+// them (of kCpuTinyOneVectorRows rows or fewer), where each fits and there are at
+// most kCpuTinyRowChunks; else 0.
 // Such rows ran as edge blocks of 24 rows and the rest, whose A reads are indexed, or
 // as strips; chunks of tiny kernels ran them 1.05-1.44x faster (39x12x11 1.25x,
 // 137x10x30 1.19x, 268x8x64 1.16x, 109x4x1 1.44x) and the strips of k 6 to 24 about
-// as fast (0.93-1.10x). Not where cpu_edge_dot_columns holds: there the dot products
+// as fast (0.93-1.10x); 31 to 33 rows in chunks of 15 to 17 1.04-1.18x. Not where cpu_edge_dot_columns holds: there the dot products
 // ran faster (123x3x41 0.81x). Their unit compiles in 64-97 ms instead of 36-39 (a
 // chunk size or two: a function each). More chunks for k past kCpuTinyTallFmas
 // (250x9x423 in chunks of 17 and 18 rows) ran no faster than the edge blocks and took
