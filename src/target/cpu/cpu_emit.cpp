@@ -1787,8 +1787,10 @@ class Emitter {
     }
     // A whole small product read in place: one inlined kernel (cpu_tiny_kernel.h), or
     // tall rows of one vector in chunks of rows, a kernel each.
+    // One worker: its part is `first`.
+    const int64_t tiny_chunks = cpu_tiny_row_chunks(first.rows, first.cols, op.k, isa_);
     const bool tiny = homes_hold_ != HomesHold::None && fast && a_global && b_global && !f64 && p_.workers == 1 &&
-                      !loop && !rows_outer && !pack_b && cpu_tiny_row_chunks(first.rows, first.cols, op.k, isa_) > 0;
+                      !loop && !rows_outer && !pack_b && tiny_chunks > 0;
     ++mmas_;
     tiny_mmas_ += tiny;
     const auto moved = part_copy_.find(op.id);
@@ -1829,9 +1831,8 @@ class Emitter {
         open("if (kv == " + num(op.k) + " && mv - (" + r0s + ") >= " + num(part.rows) + " && nv - (" + c0s +
              ") >= " + num(part.cols) +
              (dense ? " && " + lda_arg + " == " + lda_tiny + " && " + ldb_arg + " == " + ldb_tiny : "") + ")");
-        const int64_t chunks = cpu_tiny_row_chunks(part.rows, part.cols, op.k, isa_);
-        for (int64_t q = 0, i0 = 0; q < chunks; ++q) {
-          const int64_t rows = (part.rows - i0) / (chunks - q);
+        for (int64_t q = 0, i0 = 0; q < tiny_chunks; ++q) {
+          const int64_t rows = (part.rows - i0) / (tiny_chunks - q);
           const std::string name = cpu_tiny_kernel_name(rows, part.cols, op.k);
           if (!tiny_kernels_.count(name)) tiny_kernels_[name] = emit_cpu_tiny_kernel(rows, part.cols, op.k);
           const std::string c_chunk = i0 ? "(" + c + ") + " + num(i0) + " * " + ldc : c;

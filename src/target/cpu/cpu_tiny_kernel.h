@@ -41,13 +41,13 @@ namespace tessel {
 // Whether an R x N x K product takes the tiny kernel on this ISA: AVX-512, at most
 // kCpuTinyAccumulators accumulators (R x V), or kCpuTinyOneVectorRows rows where a
 // row is one vector (N <= 16), and kCpuTinyFmas vector FMAs (R x V x K; rows of one
-// vector, kCpuTinyTallFmas). Rows of one vector past 16 ran
-// as a block of 16 rows and one of the rest (two calls); the tiny kernel was 1.1-2.5x
-// faster on 17 to 30 rows. Rows of two vectors past 16 accumulators were not
-// (12x24x10 0.94x against the 12x32 kernel), and 30 leaves registers for B's vector
-// and no spill (docs/cpu_microkernel.md). Up to 2048 FMAs
-// the tiny kernel ran 1.01x the blocks it would replace (geometric mean of 14 shapes,
-// Zen 4, the fifty-fifth session), and its unit took about 15 ms more to compile.
+// vector, kCpuTinyTallFmas). Rows of one vector past 16 ran as a block of 16 rows and
+// one of the rest (two calls); the tiny kernel was 1.1-2.5x faster on 17 to 30 rows.
+// Rows of two vectors past 16 accumulators were not (12x24x10 0.94x against the 12x32
+// kernel), and 30 leaves registers for B's vector and no spill
+// (docs/cpu_microkernel.md). Up to 2048 FMAs the tiny kernel ran 1.01x the blocks it
+// would replace (geometric mean of 14 shapes, Zen 4, the fifty-fifth session), and its
+// unit took about 15 ms more to compile.
 constexpr int64_t kCpuTinyAccumulators = 16;
 constexpr int64_t kCpuTinyOneVectorRows = 30;
 constexpr int64_t kCpuTinyFmas = 256;
@@ -78,8 +78,8 @@ bool cpu_tiny_kernel_dense(int64_t r, int64_t n, int64_t k);
 // Such rows ran as edge blocks of 24 rows and the rest, whose A reads are indexed, or
 // as strips; chunks of tiny kernels ran them 1.05-1.44x faster (39x12x11 1.25x,
 // 137x10x30 1.19x, 268x8x64 1.16x, 109x4x1 1.44x) and the strips of k 6 to 24 about
-// as fast (0.93-1.10x); 31 to 33 rows in chunks of 15 to 17 1.04-1.18x. Not where cpu_edge_dot_columns holds: there the dot products
-// ran faster (123x3x41 0.81x). Their unit compiles in 64-97 ms instead of 36-39 (a
+// as fast (0.93-1.10x); 31 to 33 rows in chunks of 15 to 17 1.04-1.18x. Not where
+// cpu_edge_dot_columns holds: there the dot products ran faster (123x3x41 0.81x). Their unit compiles in 64-97 ms instead of 36-39 (a
 // chunk size or two: a function each). More chunks for k past kCpuTinyTallFmas
 // (250x9x423 in chunks of 17 and 18 rows) ran no faster than the edge blocks and took
 // 129 ms to compile against 44.
