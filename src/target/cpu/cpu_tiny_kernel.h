@@ -79,8 +79,9 @@ bool cpu_tiny_kernel_dense(int64_t r, int64_t n, int64_t k);
 // as strips; chunks of tiny kernels ran them 1.05-1.44x faster (39x12x11 1.25x,
 // 137x10x30 1.19x, 268x8x64 1.16x, 109x4x1 1.44x) and the strips of k 6 to 24 about
 // as fast (0.93-1.10x); 31 to 33 rows in chunks of 15 to 17 1.04-1.18x. Not where
-// cpu_edge_dot_columns holds: there the dot products ran faster (123x3x41 0.81x). Their unit compiles in 64-97 ms instead of 36-39 (a
-// chunk size or two: a function each). More chunks for k past kCpuTinyTallFmas
+// cpu_edge_dot_columns holds: there the dot products ran faster (123x3x41 0.81x).
+// Their unit compiles in 64-97 ms instead of 36-39 (a chunk size or two: a function
+// each). More chunks for k past kCpuTinyTallFmas
 // (250x9x423 in chunks of 17 and 18 rows) ran no faster than the edge blocks and took
 // 129 ms to compile against 44.
 constexpr int64_t kCpuTinyRowChunks = 16;
