@@ -587,8 +587,11 @@ TEST_P(CpuIsaPath, UnitsOfCallsOnlyCompileAtOg) {
   };
   // SSE units emit every micro-kernel (cpu_microkernel.h).
   const bool built_in = GetParam() != CpuIsa::Sse && cpu_prebuilt_count > 0;
-  for (const Case& c : {Case{GemmCase{64, 64, 64, 1.0, 0.0}, built_in}, Case{GemmCase{32, 32, 32, 1.0, 0.0}, built_in},
-                        Case{GemmCase{32, 20, 32, 1.0, 0.0}, built_in && GetParam() == CpuIsa::Avx512}}) {
+  // Rows of at most four vectors take tiny kernels on AVX-512 (cpu_tiny_kernel.h); these
+  // are wider.
+  for (const Case& c : {Case{GemmCase{96, 96, 32, 1.0, 0.0}, built_in},
+                        Case{GemmCase{128, 128, 64, 1.0, 0.0}, built_in},
+                        Case{GemmCase{32, 84, 32, 1.0, 0.0}, built_in && GetParam() == CpuIsa::Avx512}}) {
     const Plan fixed = default_gemm_plan(TargetKind::Cpu, c.g.m, c.g.n, c.g.k, GemmPrecision::F32, "", 1);
     SCOPED_TRACE(fixed.to_string());
     ASSERT_EQ(fixed.sizes.size(), 3u);
@@ -827,14 +830,19 @@ TEST(CpuTinyKernel, MatchesItsReference) {
                                      {4, 48, 3}, {8, 17, 2}, {6, 31, 13}, {1, 64, 4}, {1, 16, 70}, {2, 20, 37},
                                      {17, 1, 10}, {20, 4, 4}, {29, 9, 8}, {30, 16, 8}, {2, 2, 3}, {3, 50, 2},
                                      {24, 2, 3}, {17, 16, 16}, {30, 12, 200}, {21, 10, 110}, {13, 14, 25},
-                                     {16, 12, 100}, {3, 16, 200}, {1, 5, 300}};
+                                     {16, 12, 100}, {3, 16, 200}, {1, 5, 300}, {8, 44, 13}, {9, 40, 9},
+                                     {6, 64, 20},  {14, 24, 20}, {5, 36, 100}, {7, 34, 30}, {6, 49, 7},
+                                     {1, 40, 200}, {9, 48, 30}, {13, 26, 16}};
   // k written out ({4, 4, 4}, {2, 16, 8}: kCpuTinyUnrolledFmas), looped ({16, 16, 16}),
   // looped over copies with a rest ({1, 16, 70}: 4 copies, {2, 20, 37}: 2), fewer
   // k steps than copies ({1, 7, 1}), rows of one vector past 16 accumulators ({17, 1,
   // 10} to {30, 16, 8}: kCpuTinyOneVectorRows), C's rests of one and two columns
   // read and written unmasked ({1, 1, 1}, {8, 17, 2}, {2, 2, 3}, {3, 50, 2}, {24, 2, 3}),
   // rows of one vector up to kCpuTinyTallFmas ({17, 16, 16}, {30, 12, 200},
-  // {21, 10, 110}, and dense at 16 rows or fewer: {13, 14, 25} to {1, 5, 300}).
+  // {21, 10, 110}, and dense at 16 rows or fewer: {13, 14, 25} to {1, 5, 300}); dense
+  // rows of 2 to 4 vectors, their rest masked in 16, 8 or 4 lanes or whole ({8, 44, 13}
+  // to {13, 26, 16}), one or two columns ({7, 34, 30}, {6, 49, 7}), in copies ({1, 40,
+  // 200}) and a loop with a rest ({9, 48, 30}).
   char dir[] = "/tmp/tessel-test-tiny-XXXXXX";
   ASSERT_NE(mkdtemp(dir), nullptr);
   const std::string src = std::string(dir) + "/tiny_kernels.cpp", so = std::string(dir) + "/tiny_kernels.so";
@@ -873,12 +881,20 @@ TEST(CpuTinyKernel, MatchesItsReference) {
   }
   EXPECT_FALSE(cpu_tiny_kernel_fits(9, 17, 1, isa));    // 18 accumulators, two a row
   EXPECT_FALSE(cpu_tiny_kernel_fits(31, 16, 1, isa));   // 31 rows
-  EXPECT_FALSE(cpu_tiny_kernel_fits(8, 32, 17, isa));   // 272 FMAs on rows of two vectors
+  EXPECT_TRUE(cpu_tiny_kernel_fits(8, 32, 17, isa));    // 272 FMAs on rows of two vectors: dense
+  EXPECT_TRUE(cpu_tiny_kernel_dense(8, 32, 17));
+  EXPECT_FALSE(cpu_tiny_kernel_fits(15, 32, 17, isa));  // past 14 rows of two vectors
+  EXPECT_FALSE(cpu_tiny_kernel_fits(10, 48, 9, isa));   // past 9 rows of three
+  EXPECT_FALSE(cpu_tiny_kernel_fits(6, 64, kCpuTinyTallFmas / 24 + 1, isa));  // past the dense kernels' FMAs
+  EXPECT_FALSE(cpu_tiny_kernel_fits(2, 65, 40, isa));   // five vectors a row
+  EXPECT_FALSE(cpu_tiny_kernel_fits(9, 17, 5, isa));    // 18 accumulators at the strips' k
   EXPECT_TRUE(cpu_tiny_kernel_fits(16, 16, 17, isa));   // 272 on rows of one: dense
   EXPECT_TRUE(cpu_tiny_kernel_dense(16, 16, 17));
   EXPECT_FALSE(cpu_tiny_kernel_dense(16, 16, 16));
-  EXPECT_FALSE(cpu_tiny_kernel_dense(4, 17, 100));
-  EXPECT_FALSE(cpu_tiny_kernel_fits(2, 64, 33, isa));   // 264 FMAs
+  EXPECT_TRUE(cpu_tiny_kernel_dense(4, 17, 100));    // 800 FMAs on rows of two vectors
+  EXPECT_FALSE(cpu_tiny_kernel_dense(4, 17, 20));    // 160: any strides
+  EXPECT_TRUE(cpu_tiny_kernel_fits(2, 64, 33, isa));    // 264 FMAs: dense
+  EXPECT_FALSE(cpu_tiny_kernel_fits(6, 64, 5, isa));    // 24 accumulators at the strips' k
   EXPECT_FALSE(cpu_tiny_kernel_fits(17, 16, kCpuTinyTallFmas / 17 + 1, isa));  // past the tall rows' FMAs
   EXPECT_TRUE(cpu_tiny_kernel_fits(17, 16, kCpuTinyTallFmas / 17, isa));
   EXPECT_FALSE(cpu_tiny_kernel_fits(4, 4, 4, cpu_isa_info(CpuIsa::Avx2)));
@@ -889,10 +905,13 @@ TEST(CpuTinyKernel, MatchesItsReference) {
   EXPECT_EQ(cpu_tiny_row_chunks(137, 10, 30, isa), 5);  // 28 and 27
   EXPECT_EQ(cpu_tiny_row_chunks(70, 11, 280, isa), 3);
   EXPECT_EQ(cpu_tiny_row_chunks(70, 11, 350, isa), 0);  // three chunks of 24 x 350 FMAs do not fit
-  EXPECT_EQ(cpu_tiny_row_chunks(480, 16, 8, isa), kCpuTinyRowChunks);
-  EXPECT_EQ(cpu_tiny_row_chunks(481, 16, 8, isa), 0);   // past kCpuTinyRowChunks
+  EXPECT_EQ(cpu_tiny_row_chunks(30 * kCpuTinyRowChunks, 16, 8, isa), kCpuTinyRowChunks);
+  EXPECT_EQ(cpu_tiny_row_chunks(30 * kCpuTinyRowChunks + 1, 16, 8, isa), 0);  // past kCpuTinyRowChunks
   EXPECT_EQ(cpu_tiny_row_chunks(33, 10, 10, isa), 2);   // 16 and 17 rows
-  EXPECT_EQ(cpu_tiny_row_chunks(40, 17, 1, isa), 0);    // two vectors a row
+  EXPECT_EQ(cpu_tiny_row_chunks(40, 17, 1, isa), 0);    // two vectors a row at the strips' k
+  EXPECT_EQ(cpu_tiny_row_chunks(48, 44, 13, isa), 6);   // 8 rows of three vectors
+  EXPECT_EQ(cpu_tiny_row_chunks(92, 30, 13, isa), 7);   // 13 and 14 rows of two
+  EXPECT_EQ(cpu_tiny_row_chunks(200, 28, 11, isa), 0);  // a narrow strip (cpu_edge_narrow_strip)
   EXPECT_EQ(cpu_tiny_row_chunks(123, 3, 41, isa), 0);   // dot products (cpu_edge_dot_columns)
   EXPECT_EQ(cpu_tiny_row_chunks(40, 8, 8, cpu_isa_info(CpuIsa::Avx2)), 0);
 }
@@ -948,15 +967,17 @@ TEST(CpuSmallShapes, WholeSmallProductsRunInOneTinyKernel) {
   }
 }
 
-// Rows of one vector too tall for one tiny kernel run as chunks of rows, a tiny kernel
-// each (cpu_tiny_row_chunks), in both homes' bodies; a kernel a chunk size, dense ones
-// functions of their own. Against the oracle (C NaN-poisoned where beta is 0),
-// dense rows (the chunks) and padded ones (the general body), and on the sim.
-TEST(CpuSmallShapes, TallRowsOfOneVectorRunInChunksOfTinyKernels) {
+// Rows too tall for one tiny kernel run as chunks of rows, a tiny kernel each
+// (cpu_tiny_row_chunks), in both homes' bodies; a kernel a chunk size, dense ones
+// functions of their own. Rows of one vector, and of two to four past the strips' k.
+// Against the oracle (C NaN-poisoned where beta is 0), dense rows (the chunks) and
+// padded ones (the general body), and on the sim.
+TEST(CpuSmallShapes, TallRowsRunInChunksOfTinyKernels) {
   const bool avx512 = detected_cpu_isa() == CpuIsa::Avx512;
   const CpuIsaInfo& isa = cpu_isa_info(CpuIsa::Avx512);
   for (auto [m, n, k] : {std::array<int64_t, 3>{39, 12, 11}, {35, 9, 12}, {137, 10, 30}, {70, 11, 280},
-                         {34, 16, 40}, {50, 5, 7}, {109, 4, 1}, {33, 10, 10}, {31, 12, 40}}) {
+                         {34, 16, 40}, {50, 5, 7}, {109, 4, 1}, {33, 10, 10}, {31, 12, 40}, {48, 44, 13},
+                         {66, 42, 9}, {92, 30, 13}, {180, 50, 7}, {42, 37, 43}, {600, 16, 10}}) {
     const Plan p = default_gemm_plan(TargetKind::Cpu, m, n, k, GemmPrecision::F32, "", 1);
     SCOPED_TRACE(p.to_string());
     ASSERT_TRUE(p.direct);

@@ -16,7 +16,7 @@
 //   C           C(r, j) = c[r * ldc + j]; nothing past column N - 1 is read or written
 //   registers   R x V accumulators (at most 30), in cpu_accumulator_copies (cpu_support.h) copies
 //               (at most K) that split k, summed before the store; k written out up
-//               to kCpuTinyUnrolledFmas vector FMAs
+//               to kCpuTinyUnrolledFmas vector FMAs (a dense kernel's asm: 512)
 //   extents     R, N and K are the exact extents (compile-time constants); the caller
 //               checks that the valid part is the whole block.
 //   strides     any, unless cpu_tiny_kernel_dense: then A's and B's rows lie one after
@@ -28,6 +28,10 @@
 //               function of its own (noinline) that both homes' bodies call, where
 //               inlined twice it added about 15 ms to a cold compile (28x12x11: 86
 //               -> 70 ms on the sixty-sixth session's Xeon) for 1-3% of the call.
+//   form        C with GCC's vector extensions, unless cpu_tiny_kernel_dense: then
+//               one asm statement, its registers named (GCC spent about 10 ms of a
+//               cold compile on each dense kernel in C, and 12 more on the first;
+//               39x12x11's unit 96 -> 59 ms, at the same speed).
 // AVX-512 (F and VL) only: the masks need it. cpu_microkernel_reference
 // (cpu_microkernel.h) is the same operation as plain loops; the tests compare them.
 #pragma once
@@ -39,9 +43,10 @@
 namespace tessel {
 
 // Whether an R x N x K product takes the tiny kernel on this ISA: AVX-512, at most
-// kCpuTinyAccumulators accumulators (R x V), or kCpuTinyOneVectorRows rows where a
-// row is one vector (N <= 16), and kCpuTinyFmas vector FMAs (R x V x K; rows of one
-// vector, kCpuTinyTallFmas). Rows of one vector past 16 ran as a block of 16 rows and
+// kCpuTinyAccumulators accumulators (R x V) and kCpuTinyFmas vector FMAs (R x V x K);
+// or a dense kernel of kCpuTinyOneVectorRows rows where a row is one vector (N <= 16),
+// else of 14, 9 or 6 rows of 2, 3 or 4 vectors past kCpuStripMaxK k (the registers
+// hold them), up to kCpuTinyTallFmas. Rows of one vector past 16 ran as a block of 16 rows and
 // one of the rest (two calls); the tiny kernel was 1.1-2.5x faster on 17 to 30 rows.
 // Rows of two vectors past 16 accumulators were not (12x24x10 0.94x against the 12x32
 // kernel), and 30 leaves registers for B's vector and no spill
@@ -64,17 +69,24 @@ constexpr int64_t kCpuTinyStrideRows = 16;
 // 1.13x, 16x12x100 1.09x, 8x8x40 1.20x), which with run-time strides had run 0.91-1.02x
 // (16x12x100 0.91x). The cost: such a unit compiles in 57-72 ms instead of 35-47.
 constexpr int64_t kCpuTinyTallFmas = 8192;
+// Dense kernels hold rows of at most this many vectors (64 columns). Rows of 2 to 4
+// vectors ran as edge blocks of the same heights, their A reads indexed and k in a
+// loop; dense kernels ran them 1.05-1.21x faster on the sixty-eighth session's Xeon
+// (48x44x13 1.13x, 66x42x9 1.19x, 60x24x20 1.19x, 200x40x16 1.17x, 32^3 1.05x),
+// 8x32x17 and 5x64x100 1.01x. Not at k <= kCpuStripMaxK, where the strips run them.
+constexpr int64_t kCpuTinyDenseVectors = 4;
 // Up to this many vector FMAs the k steps are written out, not looped.
 constexpr int64_t kCpuTinyUnrolledFmas = 32;
 bool cpu_tiny_kernel_fits(int64_t r, int64_t n, int64_t k, const CpuIsaInfo& isa);
 // Whether the R x N x K kernel holds A's and B's strides as constants (the contract's
-// strides and inlining): past kCpuTinyStrideRows rows, and for rows of one vector past
-// kCpuTinyFmas FMAs. Its name says so (cpu_tiny_kernel_name).
+// strides, inlining and form): past kCpuTinyStrideRows rows, kCpuTinyAccumulators
+// accumulators or kCpuTinyFmas FMAs. Its name says so (cpu_tiny_kernel_name).
 bool cpu_tiny_kernel_dense(int64_t r, int64_t n, int64_t k);
 // The chunks of rows an R x N x K product takes the tiny kernel in: 1 where it fits
-// one; for rows of one vector that do not, the fewest near-equal chunks that hold
-// them (of kCpuTinyOneVectorRows rows or fewer), where each fits and there are at
-// most kCpuTinyRowChunks; else 0.
+// one; for rows of at most kCpuTinyDenseVectors vectors that do not, the fewest
+// near-equal chunks that hold them (cpu_tiny_kernel_fits' rows), where each fits and
+// there are at most kCpuTinyRowChunks; else 0. Rows of several vectors not where a
+// narrow strip runs them (cpu_edge_narrow_strip: 200x28x11 0.91x).
 // Such rows ran as edge blocks of 24 rows and the rest, whose A reads are indexed, or
 // as strips; chunks of tiny kernels ran them 1.05-1.44x faster (39x12x11 1.25x,
 // 137x10x30 1.19x, 268x8x64 1.16x, 109x4x1 1.44x) and the strips of k 6 to 24 about
@@ -84,7 +96,7 @@ bool cpu_tiny_kernel_dense(int64_t r, int64_t n, int64_t k);
 // each). More chunks for k past kCpuTinyTallFmas
 // (250x9x423 in chunks of 17 and 18 rows) ran no faster than the edge blocks and took
 // 129 ms to compile against 44.
-constexpr int64_t kCpuTinyRowChunks = 16;
+constexpr int64_t kCpuTinyRowChunks = 64;
 int64_t cpu_tiny_row_chunks(int64_t r, int64_t n, int64_t k, const CpuIsaInfo& isa);
 
 std::string cpu_tiny_kernel_name(int64_t r, int64_t n, int64_t k);
