@@ -851,8 +851,11 @@ TEST(CpuTinyKernel, MatchesItsReference) {
     out << "typedef long int64_t;\n";
     for (const Shape& s : shapes) {
       ASSERT_TRUE(cpu_tiny_kernel_fits(s.r, s.n, s.k, isa)) << s.r << "x" << s.n << "x" << s.k;
-      const std::string name = cpu_tiny_kernel_name(s.r, s.n, s.k);
-      out << emit_cpu_tiny_kernel(s.r, s.n, s.k) << "extern \"C\" void " << name
+      const std::string name = cpu_tiny_kernel_name(s.r, s.n, s.k), text = emit_cpu_tiny_kernel(s.r, s.n, s.k);
+      // The asm clears the upper halves of the registers it used past 128 bits: left
+      // dirty, the caller's SSE code waits on them.
+      EXPECT_EQ(text.find("vzeroupper") != std::string::npos, s.n > 4) << text;
+      out << text << "extern \"C\" void " << name
           << "_entry(int64_t, const float* a, const float* b, float* c, int64_t ldc, int64_t lda, int64_t ldb, "
              "int overwrite) { "
           << name << "(a, b, c, ldc, lda, ldb, overwrite); }\n";

@@ -307,15 +307,11 @@ class Emitter {
     const bool calls_only = !element_loops_ && microkernels_.empty();
     const std::string level = constant_grid ? "#pragma GCC optimize (\"O1\")  // calls only, constant bounds\n"
                                             : "#pragma GCC optimize (\"Og\")  // calls only\n";
-    // With a homes' body (fast_group_bodies) the tiny kernels need GCC's FMA contraction,
-    // which -O1 leaves out and -fexpensive-optimizations turns on; the whole unit takes
-    // the one level (GCC inlines no function across optimize attributes that differ).
-    // 16x16x16 compiled in 0.92x the time of the same unit at -O2, with the same 16 FMAs.
-    // -O1 leaves out sibling calls, which the leaves' jumps (below) need.
+    // With a homes' body (fast_group_bodies), -O1 and sibling calls, which -O1 leaves
+    // out and the leaves' jumps (below) need. The tiny kernels are asm: -Og compiled
+    // such units 3-5 ms faster but makes no sibling calls, -O2 8-15 ms slower.
     if (calls_only)
-      s += fast.empty() ? level
-                        : "#pragma GCC optimize (\"O1\", \"expensive-optimizations\", \"optimize-sibling-calls\")"
-                          "  // tiny kernels\n";
+      s += fast.empty() ? level : "#pragma GCC optimize (\"O1\", \"optimize-sibling-calls\")  // tiny kernels\n";
     s += cpu_vector_types(isa_) + kPrelude;
     for (auto& [name, text] : microkernels_) s += "\n" + text;
     // The micro-kernels built into tessel that the unit calls (cpu_microkernel.h),

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "target/cpu/cpu_support.h"
+#include "tessel/error.h"
 
 namespace tessel {
 namespace {
@@ -65,18 +66,22 @@ std::string cpu_tiny_kernel_name(int64_t r, int64_t n, int64_t k) {
 
 namespace {
 
-// A dense kernel's body as one asm statement (the contract's registers, in the same
-// order of operations as the C form below): GCC spent about 10 ms of a cold compile on
-// each such kernel in C (and 12 more on the first), and only parses this. Registers:
-// B's V vectors in 0 to V - 1, the broadcast A element in V where rows have several
-// vectors (one vector takes it as the FMA's broadcast operand), then the
-// accumulators; k1 holds the last vector's mask.
-std::string emit_dense_asm_body(int64_t r, int64_t n, int64_t k, const std::vector<TinyVector>& vecs,
-                                int64_t copies) {
+// The kernel's body as one asm statement: GCC only parses it. In C with vector
+// extensions GCC spent about 10 ms of a cold compile on each kernel (and 12 more on the
+// first). Registers: B's V vectors in 0 to V - 1, the broadcast A element in V where
+// rows have several vectors (one vector takes it as the FMA's broadcast operand), then
+// the accumulators; k1 holds the last vector's mask. A dense kernel reads A and B at
+// constant offsets from one pointer each; any other, A's rows from a pointer per 4 rows
+// and lda's multiples, B's rows from a pointer moved by ldb each k step.
+std::string emit_asm_body(int64_t r, int64_t n, int64_t k, bool dense) {
+  const std::vector<TinyVector> vecs = tiny_vectors(n);
   const int64_t nv = vecs.size(), accumulators = r * nv, base = nv + (nv > 1 ? 1 : 0);
+  // Copies split k, so never more than K of them.
+  const int64_t copies = std::min(cpu_accumulator_copies(accumulators, nv), k);
   auto reg = [](int64_t lanes, int64_t x) {
     return std::string(lanes == 16 ? "%%zmm" : lanes == 8 ? "%%ymm" : "%%xmm") + num(x);
   };
+  // Accumulator (u, i, j): copy u, row i, vector j.
   auto acc = [&](int64_t u, int64_t i, int64_t j) { return reg(vecs[j].lanes, base + (u * r + i) * nv + j); };
   auto masked = [](const TinyVector& v) { return v.used < v.lanes; };
   std::string s;
@@ -86,51 +91,56 @@ std::string emit_dense_asm_body(int64_t r, int64_t n, int64_t k, const std::vect
     line("movl $" + num((int64_t{1} << last.used) - 1) + ", %k[t]");
     line("kmovw %k[t], %%k1");
   }
-  // k step kk into copy u, A and B at the byte offsets of k step kk - k0 (the loop's
-  // pointers have moved k0 steps).
+  // A(i, kk) and B(kk, col), kk counted from where the loop's pointers stand.
+  auto a_at = [&](int64_t i, int64_t kk) {
+    if (dense) return num(4 * (i * k + kk)) + "(%[a])";
+    static const char* const offset[] = {")", ",%[lda],1)", ",%[lda],2)", ",%[l3],1)"};
+    return num(4 * kk) + "(%[a" + (i < 4 ? std::string() : num(i / 4)) + "]" + offset[i % 4];
+  };
+  auto b_at = [&](int64_t kk, int64_t col) { return num(4 * ((dense ? kk * n : 0) + col)) + "(%[b])"; };
+  // k step kk into copy u; the first step of a copy sets its accumulators.
   auto step = [&](int64_t kk, int64_t u, bool first) {
     const std::string op = first ? "vmulps " : "vfmadd231ps ";
     for (int64_t j = 0; j < nv; ++j)
-      line("vmovups " + num(4 * (kk * n + vecs[j].col)) + "(%[b]), " + reg(vecs[j].lanes, j) +
-           (masked(vecs[j]) ? "%{%%k1%}%{z%}" : ""));
+      line("vmovups " + b_at(kk, vecs[j].col) + ", " + reg(vecs[j].lanes, j) + (masked(vecs[j]) ? "%{%%k1%}%{z%}" : ""));
     for (int64_t i = 0; i < r; ++i) {
-      const std::string at = num(4 * (i * k + kk)) + "(%[a])";
       if (nv == 1) {
-        line(op + at + "%{1to" + num(vecs[0].lanes) + "%}, " + reg(vecs[0].lanes, 0) + ", " + acc(u, i, 0));
+        line(op + a_at(i, kk) + "%{1to" + num(vecs[0].lanes) + "%}, " + reg(vecs[0].lanes, 0) + ", " + acc(u, i, 0));
         continue;
       }
-      line("vbroadcastss " + at + ", " + reg(16, nv));
+      line("vbroadcastss " + a_at(i, kk) + ", " + reg(16, nv));
       for (int64_t j = 0; j < nv; ++j)
         line(op + reg(vecs[j].lanes, j) + ", " + reg(vecs[j].lanes, nv) + ", " + acc(u, i, j));
     }
+    if (!dense && kk + 1 < k) line("addq %[ldb], %[b]");
   };
   for (int64_t u = 0; u < copies; ++u) step(u, u, true);
-  // Written out up to kDenseUnrolledFmas; past it a loop of S steps (a multiple of
-  // the copies), then the rest written out.
-  constexpr int64_t kDenseUnrolledFmas = 512;
+  // Written out up to kCpuTinyUnrolledFmas (every kernel that is not dense); past it a
+  // loop of S steps (a multiple of the copies, about 128 FMAs), then the rest written out.
   int64_t kk = copies;
-  if (accumulators * k > kDenseUnrolledFmas) {
+  const bool loop = accumulators * k > kCpuTinyUnrolledFmas;
+  TESSEL_ASSERT(dense || !loop, "a tiny kernel with run-time strides has its k written out");
+  if (loop) {
     const int64_t steps = copies * std::max<int64_t>(1, 128 / (accumulators * copies));
     const int64_t iterations = (k - copies) / steps;
-    if (iterations > 0) {
-      line("movq $" + num(iterations) + ", %[n]");
-      line("1:");
-      for (int64_t q = 0; q < steps; ++q) step(copies + q, q % copies, false);
-      line("addq $" + num(4 * steps) + ", %[a]");
-      line("addq $" + num(4 * steps * n) + ", %[b]");
-      line("decq %[n]");
-      line("jnz 1b");
-      // The rest's offsets from the moved pointers.
-      for (int64_t q = copies + iterations * steps; q < k; ++q) step(q - iterations * steps, q % copies, false);
-      kk = k;
-    }
+    line("movq $" + num(iterations) + ", %[n]");
+    line("1:");
+    for (int64_t q = 0; q < steps; ++q) step(copies + q, q % copies, false);
+    line("addq $" + num(4 * steps) + ", %[a]");
+    line("addq $" + num(4 * steps * n) + ", %[b]");
+    line("decq %[n]");
+    line("jnz 1b");
+    for (int64_t q = copies + iterations * steps; q < k; ++q) step(q - iterations * steps, q % copies, false);
+    kk = k;
   }
   for (; kk < k; ++kk) step(kk, kk % copies, false);
-  for (int64_t u = 1; u < copies; ++u)
-    for (int64_t i = 0; i < r; ++i)
-      for (int64_t j = 0; j < nv; ++j) line("vaddps " + acc(u, i, j) + ", " + acc(0, i, j) + ", " + acc(0, i, j));
-  // C's old values all loaded before the first store (the C form says why); a rest of
-  // one or two columns read and written whole, a masked rest through register 0.
+  // C's old values all loaded before the first store, into copy 0: a load whose
+  // vector overlaps an earlier masked store's bytes waits for it to reach the cache,
+  // where rows are shorter than their vectors (24x2x3 accumulating: 2.6x the time of
+  // overwriting, row by row). A rest of one or two columns is read and written whole,
+  // as a float or 8 bytes, not masked: C += A B called again on the same C loads each
+  // row's masked vector over the last call's masked stores (2x2x3 accumulating: 9.6 ->
+  // 6.1 ns a call). A masked rest comes through register 0.
   line("testl %[ow], %[ow]");
   line("jnz 2f");
   line("movq %[c], %[t]");
@@ -151,137 +161,58 @@ std::string emit_dense_asm_body(int64_t r, int64_t n, int64_t k, const std::vect
     if (i + 1 < r) line("addq %[ldc], %[t]");
   }
   line("2:");
+  // Each row stored once its copies are summed: all the sums first and then the
+  // stores ran 3x13x3 about a tenth slower.
   for (int64_t i = 0; i < r; ++i) {
     for (int64_t j = 0; j < nv; ++j) {
       const TinyVector& v = vecs[j];
       const std::string at = num(4 * v.col) + "(%[c])", x = acc(0, i, j);
+      for (int64_t u = 1; u < copies; ++u) line("vaddps " + acc(u, i, j) + ", " + x + ", " + x);
       if (v.used == 1) line("vmovss " + x + ", " + at);
       else if (v.used == 2) line("vmovlps " + x + ", " + at);
       else line("vmovups " + x + ", " + at + (masked(v) ? "%{%%k1%}" : ""));
     }
     if (i + 1 < r) line("addq %[ldc], %[c]");
   }
+  // The upper halves of registers 0 to 15 cleared, as GCC does after its own 256- and
+  // 512-bit code: left dirty, every SSE instruction after the kernel (the caller's)
+  // waited on them (8x8x8: 0.13 us a call instead of 0.017).
+  const bool wide = std::any_of(vecs.begin(), vecs.end(), [](const TinyVector& v) { return v.lanes > 4; });
+  if (wide) line("vzeroupper");
+  std::string outputs = "[b] \"+r\"(b), [c] \"+r\"(c), [t] \"=&r\"(tsl_t)";
+  std::string inputs = "[ldc] \"r\"(ldc * 4), [ow] \"r\"(overwrite)";
+  if (dense) {
+    outputs += ", [a] \"+r\"(a)";
+    if (loop) outputs += ", [n] \"=&r\"(tsl_n)";
+  } else {
+    inputs += ", [a] \"r\"(a)";
+    if (k > 1) inputs += ", [ldb] \"r\"(ldb * 4)";
+    if (r > 1) inputs += ", [lda] \"r\"(lda * 4)";
+    if (r > 3) inputs += ", [l3] \"r\"(lda * 12)";
+    for (int64_t g = 1; 4 * g < r; ++g) inputs += ", [a" + num(g) + "] \"r\"(a + " + num(4 * g) + " * lda)";
+  }
   std::string clobbers = "\"cc\", \"memory\", \"k1\"";
-  for (int64_t x = 0; x < base + copies * accumulators; ++x) clobbers += ", \"xmm" + num(x) + "\"";
-  return "  int64_t tsl_t, tsl_n;\n  __asm__ volatile(\n" + s +
-         "      : [a] \"+r\"(a), [b] \"+r\"(b), [c] \"+r\"(c), [t] \"=&r\"(tsl_t), [n] \"=&r\"(tsl_n)\n"
-         "      : [ldc] \"r\"(ldc * 4), [ow] \"r\"(overwrite)\n      : " + clobbers + ");\n  (void)tsl_n;\n";
+  for (int64_t x = 0; x < std::max<int64_t>(wide ? 16 : 0, base + copies * accumulators); ++x)
+    clobbers += ", \"xmm" + num(x) + "\"";
+  return std::string("  int64_t tsl_t") + (loop ? ", tsl_n" : "") + ";\n  __asm__ volatile(\n" + s + "      : " +
+         outputs + "\n      : " + inputs + "\n      : " + clobbers + ");\n";
 }
 
 }  // namespace
 
 std::string emit_cpu_tiny_kernel(int64_t r, int64_t n, int64_t k) {
-  const std::vector<TinyVector> vecs = tiny_vectors(n);
-  const int64_t nv = vecs.size(), accumulators = r * nv;
-  // Copies split k, so never more than K of them.
-  const int64_t copies = std::min(cpu_accumulator_copies(accumulators, nv), k);
-  auto type = [](const TinyVector& v) { return "v" + num(v.lanes); };
-  // Vector j of the row at p: a whole one, or a masked one.
-  auto load = [&](const std::string& p, int64_t j) {
-    const TinyVector& v = vecs[j];
-    const std::string at = p + " + " + num(v.col);
-    if (v.used == v.lanes) return "*(const " + type(v) + "u*)(" + at + ")";
-    return "__builtin_ia32_loadups" + num(v.lanes * 32) + "_mask(" + at + ", (" + type(v) + "){}, " +
-           num((int64_t{1} << v.used) - 1) + ")";
-  };
-  // C's vector j of the row at p. A rest of one or two columns is read and written
-  // whole, as a float or 8 bytes, not masked: C += A B called again on the same C
-  // loads each row's masked vector over the last call's masked stores, which waits
-  // for them to reach the cache (2x2x3 accumulating: 9.6 -> 6.1 ns a call).
-  auto c_load = [&](const std::string& p, int64_t j) {
-    const TinyVector& v = vecs[j];
-    const std::string at = p + " + " + num(v.col);
-    if (v.used == 1) return "(v4){*(" + at + "), 0, 0, 0}";
-    if (v.used == 2) return "__builtin_shufflevector(*(const v2u*)(" + at + "), (v2u){}, 0, 1, 2, 3)";
-    return load(p, j);
-  };
-  auto c_store = [&](const std::string& p, int64_t j, const std::string& x) {
-    const TinyVector& v = vecs[j];
-    const std::string at = p + " + " + num(v.col);
-    if (v.used == 1) return "  *(" + at + ") = " + x + "[0];\n";
-    if (v.used == 2) return "  *(v2u*)(" + at + ") = __builtin_shufflevector(" + x + ", " + x + ", 0, 1);\n";
-    if (v.used == v.lanes) return "  *(" + type(v) + "u*)(" + at + ") = " + x + ";\n";
-    return "  __builtin_ia32_storeups" + num(v.lanes * 32) + "_mask(" + at + ", " + x + ", " +
-           num((int64_t{1} << v.used) - 1) + ");\n";
-  };
-  // Accumulator (u, i, j): copy u, row i, vector j.
-  auto acc = [](int64_t u, int64_t i, int64_t j) { return "c" + num(u) + "_" + num(i) + "_" + num(j); };
-  // A(i, kk): from a pointer per 4 rows and three offsets (a pointer a row ran out of
-  // registers at 16 rows).
-  auto a_at = [](int64_t i, const std::string& kk) {
-    static const char* const offset[] = {"", " + lda", " + l2", " + l3"};
-    return "a" + num(i / 4) + "[" + kk + offset[i % 4] + "]";
-  };
-  // One k step into copy u: B's row, then a broadcast FMA per accumulator; the first
-  // step of a copy sets its accumulators (no zeros to set first and add to).
-  auto step = [&](const std::string& kk, int64_t u, bool first) {
-    std::string s = "    {\n      const float* const bk = b + (" + kk + ") * ldb;\n";
-    for (int64_t j = 0; j < nv; ++j) {
-      s += "      " + type(vecs[j]) + " b" + num(j) + " = " + load("bk", j) + ";\n";
-      // In registers, loaded once: GCC folds B's loads into each row's FMA as memory
-      // operands (4x32x32: 12 loads to 8 FMAs a k, 0.67x the built-in kernel).
-      if (r > 1) s += "      __asm__(\"\" : \"+v\"(b" + num(j) + "));\n";
-    }
-    for (int64_t i = 0; i < r; ++i) {
-      s += "      { const float s = " + a_at(i, kk) + ";";
-      for (int64_t j = 0; j < nv; ++j) s += " " + acc(u, i, j) + (first ? " = s * b" : " += s * b") + num(j) + ";";
-      s += " }\n";
-    }
-    return s + "    }\n";
-  };
-  // Written out row by row, accumulators as named variables: the registers do not
-  // depend on GCC unrolling and scalarizing loops over arrays, which -O1 does not.
   const std::string name = cpu_tiny_kernel_name(r, n, k);
-  std::string s = "// " + name + ": cpu_tiny_kernel.h's contract.\n";
-  if (cpu_tiny_kernel_dense(r, n, k))  // their strides as constants (the contract)
-    return s + "static __attribute__((noinline)) void " + name +
+  const bool dense = cpu_tiny_kernel_dense(r, n, k);
+  const std::string head = "// " + name + ": cpu_tiny_kernel.h's contract.\n";
+  // A dense kernel holds its strides as constants (the contract) and is a function of
+  // its own; any other is inlined.
+  if (dense)
+    return head + "static __attribute__((noinline)) void " + name +
            "(const float* a, const float* b, float* c, int64_t ldc, int64_t, int64_t, int overwrite) {\n" +
-           emit_dense_asm_body(r, n, k, vecs, copies) + "}\n";
-  else
-    s += "static inline __attribute__((always_inline)) void " + name +
-         "(const float* a, const float* b, float* c, int64_t ldc, int64_t lda, int64_t ldb, int overwrite) {\n";
-  s += "  typedef float v2u __attribute__((vector_size(8), aligned(4)));\n";
-  for (int64_t lanes : {4, 8, 16}) {
-    const std::string bytes = num(lanes * 4);
-    s += "  typedef float v" + num(lanes) + " __attribute__((vector_size(" + bytes + ")));\n";
-    s += "  typedef float v" + num(lanes) + "u __attribute__((vector_size(" + bytes + "), aligned(4)));\n";
-  }
-  s += "  const int64_t l2 = 2 * lda, l3 = 3 * lda;\n  (void)l2, (void)l3;\n";
-  for (int64_t i = 0; i < r; i += 4) s += "  const float* const a" + num(i / 4) + " = a + " + num(i) + " * lda;\n";
-  for (int64_t u = 0; u < copies; ++u)
-    for (int64_t i = 0; i < r; ++i)
-      for (int64_t j = 0; j < nv; ++j) s += "  " + type(vecs[j]) + " " + acc(u, i, j) + ";\n";
-  // Each copy's first step sets it; the rest of k is written out where the product
-  // is at most kCpuTinyUnrolledFmas FMAs, else a loop (#pragma GCC unroll over every
-  // size made GCC's RTL passes take 0.1 s on 14x13x7).
-  for (int64_t u = 0; u < copies; ++u) s += step(num(u), u, true);
-  if (accumulators * k <= kCpuTinyUnrolledFmas) {
-    for (int64_t kk = copies; kk < k; ++kk) s += step(num(kk), kk % copies, false);
-  } else {
-    s += "  int64_t k = " + num(copies) + ";\n  for (; k + " + num(copies) + " <= " + num(k) + "; k += " +
-         num(copies) + ") {\n";
-    for (int64_t u = 0; u < copies; ++u) s += step("k + " + num(u), u, false);
-    s += "  }\n";
-    if (k % copies != 0) s += "  for (; k < " + num(k) + "; ++k) {\n" + step("k", 0, false) + "  }\n";
-  }
-  // C's old values all loaded before the first store, into copy 0: a load whose
-  // vector overlaps an earlier masked store's bytes waits for it to reach the cache,
-  // where rows are shorter than their vectors (24x2x3 accumulating: 2.6x the time of
-  // overwriting, row by row). Overwriting, each row is stored once its copies are
-  // summed: all the sums first and then the stores ran 3x13x3 about a tenth slower.
-  s += "  if (!overwrite) {\n";
-  for (int64_t i = 0; i < r; ++i)
-    for (int64_t j = 0; j < nv; ++j)
-      s += "    " + acc(0, i, j) + " += " + c_load("c + " + num(i) + " * ldc", j) + ";\n";
-  s += "  }\n";
-  for (int64_t i = 0; i < r; ++i)
-    for (int64_t j = 0; j < nv; ++j) {
-      const std::string x = acc(0, i, j);
-      for (int64_t u = 1; u < copies; ++u) s += "  " + x + " += " + acc(u, i, j) + ";\n";
-      s += c_store("c + " + num(i) + " * ldc", j, x);
-    }
-  s += "}\n";
-  return s;
+           emit_asm_body(r, n, k, true) + "}\n";
+  return head + "static inline __attribute__((always_inline)) void " + name +
+         "(const float* a, const float* b, float* c, int64_t ldc, int64_t lda, int64_t ldb, int overwrite) {\n" +
+         emit_asm_body(r, n, k, false) + "}\n";
 }
 
 }  // namespace tessel

@@ -16,7 +16,7 @@
 //   C           C(r, j) = c[r * ldc + j]; nothing past column N - 1 is read or written
 //   registers   R x V accumulators (at most 30), in cpu_accumulator_copies (cpu_support.h) copies
 //               (at most K) that split k, summed before the store; k written out up
-//               to kCpuTinyUnrolledFmas vector FMAs (a dense kernel's asm: 512)
+//               to kCpuTinyUnrolledFmas vector FMAs (every kernel but dense ones)
 //   extents     R, N and K are the exact extents (compile-time constants); the caller
 //               checks that the valid part is the whole block.
 //   strides     any, unless cpu_tiny_kernel_dense: then A's and B's rows lie one after
@@ -76,7 +76,7 @@ constexpr int64_t kCpuTinyTallFmas = 8192;
 // 8x32x17 and 5x64x100 1.01x. Not at k <= kCpuStripMaxK, where the strips run them.
 constexpr int64_t kCpuTinyDenseVectors = 4;
 // Up to this many vector FMAs the k steps are written out, not looped.
-constexpr int64_t kCpuTinyUnrolledFmas = 32;
+constexpr int64_t kCpuTinyUnrolledFmas = 512;
 bool cpu_tiny_kernel_fits(int64_t r, int64_t n, int64_t k, const CpuIsaInfo& isa);
 // Whether the R x N x K kernel holds A's and B's strides as constants (the contract's
 // strides, inlining and form): past kCpuTinyStrideRows rows, kCpuTinyAccumulators
