@@ -587,11 +587,11 @@ TEST_P(CpuIsaPath, UnitsOfCallsOnlyCompileAtOg) {
   };
   // SSE units emit every micro-kernel (cpu_microkernel.h).
   const bool built_in = GetParam() != CpuIsa::Sse && cpu_prebuilt_count > 0;
-  // Rows of at most four vectors take tiny kernels on AVX-512 (cpu_tiny_kernel.h); these
-  // are wider.
-  for (const Case& c : {Case{GemmCase{96, 96, 32, 1.0, 0.0}, built_in},
+  // Rows of at most four vectors, and wider ones at k up to kCpuTinyBlocksMaxK, take tiny
+  // kernels on AVX-512 (cpu_tiny_kernel.h); these do not.
+  for (const Case& c : {Case{GemmCase{96, 96, 64, 1.0, 0.0}, built_in},
                         Case{GemmCase{128, 128, 64, 1.0, 0.0}, built_in},
-                        Case{GemmCase{32, 84, 32, 1.0, 0.0}, built_in && GetParam() == CpuIsa::Avx512}}) {
+                        Case{GemmCase{32, 84, 64, 1.0, 0.0}, built_in && GetParam() == CpuIsa::Avx512}}) {
     const Plan fixed = default_gemm_plan(TargetKind::Cpu, c.g.m, c.g.n, c.g.k, GemmPrecision::F32, "", 1);
     SCOPED_TRACE(fixed.to_string());
     ASSERT_EQ(fixed.sizes.size(), 3u);
@@ -997,8 +997,10 @@ TEST(CpuSmallShapes, TallRowsRunInChunksOfTinyKernels) {
     // Near-equal chunks: m / chunks rows, one more in the last m % chunks.
     const int64_t shorter = m / chunks, longer = m % chunks;
     const std::string name = cpu_tiny_kernel_name(shorter, n, k), name_longer = cpu_tiny_kernel_name(shorter + 1, n, k);
-    EXPECT_EQ(count(name + "(&"), 2 * (chunks - longer)) << unit;
-    EXPECT_EQ(count(name_longer + "(&"), 2 * longer) << unit;
+    // A call a chunk, or a loop where a height has more than two.
+    auto calls = [](int64_t count) { return 2 * (count > 2 ? 1 : count); };
+    EXPECT_EQ(count(name + "(&"), calls(chunks - longer)) << unit;
+    EXPECT_EQ(count(name_longer + "(&"), calls(longer)) << unit;
     const int dense_sizes = cpu_tiny_kernel_dense(shorter, n, k) + (longer && cpu_tiny_kernel_dense(shorter + 1, n, k));
     EXPECT_EQ(count("static __attribute__((noinline)) void tsl_tiny_"), dense_sizes) << unit;
     if (!avx512) continue;
@@ -1011,6 +1013,52 @@ TEST(CpuSmallShapes, TallRowsRunInChunksOfTinyKernels) {
                    GemmCase{m, n, k, 1.0, 0.0}, seed++);
     EXPECT_EQ(races, 0);
   }
+}
+
+// Rows wider than four vectors, at short and mid k, run in blocks of 64 columns, each
+// in chunks of rows, a dense tiny kernel a block that reads B's rows N apart
+// (cpu_tiny_tiling); chunks of a height past two are a loop. Against the oracle (C
+// NaN-poisoned where beta is 0), dense rows (the blocks) and padded ones (the general
+// body), and on the sim.
+TEST(CpuSmallShapes, WideRowsRunInColumnBlocksOfTinyKernels) {
+  const bool avx512 = detected_cpu_isa() == CpuIsa::Avx512;
+  const CpuIsaInfo& isa = cpu_isa_info(CpuIsa::Avx512);
+  for (auto [m, n, k] : {std::array<int64_t, 3>{41, 142, 22}, {28, 137, 13}, {36, 88, 9}, {11, 200, 30},
+                         {60, 125, 32}, {10, 80, 48}}) {
+    const Plan p = default_gemm_plan(TargetKind::Cpu, m, n, k, GemmPrecision::F32, "", 1);
+    SCOPED_TRACE(p.to_string());
+    ASSERT_TRUE(p.direct);
+    ASSERT_EQ(p.tile("BM"), m);
+    const CpuTinyTiling tiling = cpu_tiny_tiling(m, n, k, isa);
+    ASSERT_EQ(tiling.col_blocks, (n + 63) / 64);
+    ASSERT_GT(tiling.row_chunks, 0);
+    GroupProgram program = compile_to_group(gemm_kernel(DType::F32), p, CompileOptions{}).program;
+    const std::string unit = emit_cpu(program, CpuIsa::Avx512);
+    // Each height's whole 64-column blocks, in both homes' bodies: a call a chunk, or a loop.
+    const int64_t shorter = m / tiling.row_chunks, longer = m % tiling.row_chunks;
+    for (auto [rows, count] : {std::array<int64_t, 2>{shorter, tiling.row_chunks - longer}, {shorter + 1, longer}}) {
+      if (count == 0) continue;
+      const std::string name = cpu_tiny_kernel_name(rows, 64, k, n);
+      EXPECT_NE(name.find("_dense_ldb" + std::to_string(n)), std::string::npos) << name;
+      int found = 0;
+      for (size_t at = 0; (at = unit.find(name + "(&", at)) != std::string::npos; ++at) ++found;
+      EXPECT_EQ(found, 2 * (count > 2 ? 1 : count) * (n / 64)) << name << "\n" << unit;
+    }
+    EXPECT_EQ(unit.find("for (int64_t tsl_i = ") != std::string::npos, tiling.row_chunks - longer > 2 || longer > 2);
+    if (!avx512) continue;
+    auto kernel = compile_cpu(program);
+    uint32_t seed = static_cast<uint32_t>(m + 5 * n + 11 * k);
+    for (auto [alpha, beta] : {std::array<double, 2>{1.0, 0.0}, {1.0, 1.0}, {-0.5, 1.25}})
+      for (bool dense : {false, true}) check_gemm(*kernel, GemmCase{m, n, k, alpha, beta, 1, dense}, seed++);
+    int64_t races = -1;
+    check_gemm_run([&](const LaunchArgs& args) { races = run_sim(program, args).race_count; },
+                   GemmCase{m, n, k, 1.0, 0.0}, seed++);
+    EXPECT_EQ(races, 0);
+  }
+  EXPECT_EQ(cpu_tiny_tiling(28, 137, 5, isa).row_chunks, 0);                       // the strips' k
+  EXPECT_EQ(cpu_tiny_tiling(28, 137, kCpuTinyBlocksMaxK + 1, isa).row_chunks, 0);  // past the blocks' k
+  EXPECT_EQ(cpu_tiny_tiling(400, 137, 13, isa).row_chunks, 0);                     // past kCpuTinyBlockCalls
+  EXPECT_EQ(cpu_tiny_tiling(48, 44, 13, isa).col_blocks, 1);
 }
 
 // The same programs on the simulator: the same answers, and no races between the

@@ -60,8 +60,21 @@ int64_t cpu_tiny_row_chunks(int64_t r, int64_t n, int64_t k, const CpuIsaInfo& i
   return fit ? chunks : 0;
 }
 
-std::string cpu_tiny_kernel_name(int64_t r, int64_t n, int64_t k) {
-  return "tsl_tiny_" + num(r) + "x" + num(n) + "x" + num(k) + (cpu_tiny_kernel_dense(r, n, k) ? "_dense" : "");
+CpuTinyTiling cpu_tiny_tiling(int64_t r, int64_t n, int64_t k, const CpuIsaInfo& isa) {
+  if (n <= 16 * kCpuTinyDenseVectors) return {1, cpu_tiny_row_chunks(r, n, k, isa)};
+  if (k <= kCpuStripMaxK || k > kCpuTinyBlocksMaxK || cpu_edge_dot_columns(r, n, k)) return {0, 0};
+  const int64_t blocks = (n + 63) / 64, last = n - 64 * (blocks - 1);
+  const int64_t chunks = (r + tiny_rows_max(kCpuTinyDenseVectors) - 1) / tiny_rows_max(kCpuTinyDenseVectors);
+  const int64_t rows = (r + chunks - 1) / chunks;
+  const bool fit = chunks * blocks <= kCpuTinyBlockCalls && cpu_tiny_kernel_fits(rows, 64, k, isa) &&
+                   cpu_tiny_kernel_fits(rows, last, k, isa);
+  return fit ? CpuTinyTiling{blocks, chunks} : CpuTinyTiling{0, 0};
+}
+
+std::string cpu_tiny_kernel_name(int64_t r, int64_t n, int64_t k, int64_t ldb) {
+  const bool dense = cpu_tiny_kernel_dense(r, n, k);
+  return "tsl_tiny_" + num(r) + "x" + num(n) + "x" + num(k) + (dense ? "_dense" : "") +
+         (dense && ldb > 0 && ldb != n ? "_ldb" + num(ldb) : "");
 }
 
 namespace {
@@ -73,7 +86,7 @@ namespace {
 // the accumulators; k1 holds the last vector's mask. A dense kernel reads A and B at
 // constant offsets from one pointer each; any other, A's rows from a pointer per 4 rows
 // and lda's multiples, B's rows from a pointer moved by ldb each k step.
-std::string emit_asm_body(int64_t r, int64_t n, int64_t k, bool dense) {
+std::string emit_asm_body(int64_t r, int64_t n, int64_t k, int64_t ldb, bool dense) {
   const std::vector<TinyVector> vecs = tiny_vectors(n);
   const int64_t nv = vecs.size(), accumulators = r * nv, base = nv + (nv > 1 ? 1 : 0);
   // Copies split k, so never more than K of them.
@@ -97,7 +110,7 @@ std::string emit_asm_body(int64_t r, int64_t n, int64_t k, bool dense) {
     static const char* const offset[] = {")", ",%[lda],1)", ",%[lda],2)", ",%[l3],1)"};
     return num(4 * kk) + "(%[a" + (i < 4 ? std::string() : num(i / 4)) + "]" + offset[i % 4];
   };
-  auto b_at = [&](int64_t kk, int64_t col) { return num(4 * ((dense ? kk * n : 0) + col)) + "(%[b])"; };
+  auto b_at = [&](int64_t kk, int64_t col) { return num(4 * ((dense ? kk * ldb : 0) + col)) + "(%[b])"; };
   // k step kk into copy u; the first step of a copy sets its accumulators.
   auto step = [&](int64_t kk, int64_t u, bool first) {
     const std::string op = first ? "vmulps " : "vfmadd231ps ";
@@ -127,7 +140,7 @@ std::string emit_asm_body(int64_t r, int64_t n, int64_t k, bool dense) {
     line("1:");
     for (int64_t q = 0; q < steps; ++q) step(copies + q, q % copies, false);
     line("addq $" + num(4 * steps) + ", %[a]");
-    line("addq $" + num(4 * steps * n) + ", %[b]");
+    line("addq $" + num(4 * steps * ldb) + ", %[b]");
     line("decq %[n]");
     line("jnz 1b");
     for (int64_t q = copies + iterations * steps; q < k; ++q) step(q - iterations * steps, q % copies, false);
@@ -200,8 +213,8 @@ std::string emit_asm_body(int64_t r, int64_t n, int64_t k, bool dense) {
 
 }  // namespace
 
-std::string emit_cpu_tiny_kernel(int64_t r, int64_t n, int64_t k) {
-  const std::string name = cpu_tiny_kernel_name(r, n, k);
+std::string emit_cpu_tiny_kernel(int64_t r, int64_t n, int64_t k, int64_t ldb) {
+  const std::string name = cpu_tiny_kernel_name(r, n, k, ldb);
   const bool dense = cpu_tiny_kernel_dense(r, n, k);
   const std::string head = "// " + name + ": cpu_tiny_kernel.h's contract.\n";
   // A dense kernel holds its strides as constants (the contract) and is a function of
@@ -209,10 +222,10 @@ std::string emit_cpu_tiny_kernel(int64_t r, int64_t n, int64_t k) {
   if (dense)
     return head + "static __attribute__((noinline)) void " + name +
            "(const float* a, const float* b, float* c, int64_t ldc, int64_t, int64_t, int overwrite) {\n" +
-           emit_asm_body(r, n, k, true) + "}\n";
+           emit_asm_body(r, n, k, ldb > 0 ? ldb : n, true) + "}\n";
   return head + "static inline __attribute__((always_inline)) void " + name +
          "(const float* a, const float* b, float* c, int64_t ldc, int64_t lda, int64_t ldb, int overwrite) {\n" +
-         emit_asm_body(r, n, k, false) + "}\n";
+         emit_asm_body(r, n, k, n, false) + "}\n";
 }
 
 }  // namespace tessel

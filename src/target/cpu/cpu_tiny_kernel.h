@@ -99,9 +99,27 @@ bool cpu_tiny_kernel_dense(int64_t r, int64_t n, int64_t k);
 constexpr int64_t kCpuTinyRowChunks = 64;
 int64_t cpu_tiny_row_chunks(int64_t r, int64_t n, int64_t k, const CpuIsaInfo& isa);
 
-std::string cpu_tiny_kernel_name(int64_t r, int64_t n, int64_t k);
+// How a product of more than kCpuTinyDenseVectors vectors a row takes tiny kernels:
+// in blocks of 64 columns (the last the rest), each block's rows in the chunks of the
+// 4-vector kernel's rows; a call a chunk and block, at most kCpuTinyBlockCalls. Past
+// kCpuStripMaxK up to kCpuTinyBlocksMaxK, not where cpu_edge_dot_columns holds. The
+// kernels are dense, B's stride N (cpu_tiny_kernel_name's ldb). They ran 1.04-1.18x
+// the 12x32 kernel's blocks on the sixty-eighth session's Xeon (80x173x9 1.18x,
+// 128x128x16 1.18x, 28x137x13 1.11x, 60x125x32 1.11x, 41x142x22 1.04x; 256x174x20
+// 0.99x). At longer k they gained less (128^3 1.02x, 96x192x200 1.03x) for twice the
+// cold compile (128^3 42 -> 96 ms), so they stop at kCpuTinyBlocksMaxK.
+// Narrower products: one block, in cpu_tiny_row_chunks. No tiny kernels: {0, 0}.
+struct CpuTinyTiling {
+  int64_t col_blocks, row_chunks;
+};
+constexpr int64_t kCpuTinyBlockCalls = 128;
+constexpr int64_t kCpuTinyBlocksMaxK = 48;
+CpuTinyTiling cpu_tiny_tiling(int64_t r, int64_t n, int64_t k, const CpuIsaInfo& isa);
+
+// The kernel's name; a dense kernel's B stride ldb (0: N) where it is not N.
+std::string cpu_tiny_kernel_name(int64_t r, int64_t n, int64_t k, int64_t ldb = 0);
 // The static function, inline unless cpu_tiny_kernel_dense (uses only the unit's
-// int64_t).
-std::string emit_cpu_tiny_kernel(int64_t r, int64_t n, int64_t k);
+// int64_t); a dense kernel reads B's rows ldb apart (0: N).
+std::string emit_cpu_tiny_kernel(int64_t r, int64_t n, int64_t k, int64_t ldb = 0);
 
 }  // namespace tessel
