@@ -833,9 +833,10 @@ TEST(CpuTinyKernel, MatchesItsReference) {
                                      {16, 12, 100}, {3, 16, 200}, {1, 5, 300}, {8, 44, 13}, {9, 40, 9},
                                      {6, 64, 20},  {14, 24, 20}, {5, 36, 100}, {7, 34, 30}, {6, 49, 7},
                                      {1, 40, 200}, {9, 48, 30}, {13, 26, 16}};
-  // k written out ({4, 4, 4}, {2, 16, 8}: kCpuTinyUnrolledFmas), looped ({16, 16, 16}),
-  // looped over copies with a rest ({1, 16, 70}: 4 copies, {2, 20, 37}: 2), fewer
-  // k steps than copies ({1, 7, 1}), rows of one vector past 16 accumulators ({17, 1,
+  // Run-time strides, k written out ({4, 4, 4} to {2, 20, 37}; in copies: {1, 16, 70}
+  // 4, {2, 20, 37} 2), fewer k steps than copies ({1, 7, 1}); dense kernels looped past
+  // kCpuTinyUnrolledFmas ({30, 12, 200}, {3, 16, 200} in copies with a rest), rows of
+  // one vector past 16 accumulators ({17, 1,
   // 10} to {30, 16, 8}: kCpuTinyOneVectorRows), C's rests of one and two columns
   // read and written unmasked ({1, 1, 1}, {8, 17, 2}, {2, 2, 3}, {3, 50, 2}, {24, 2, 3}),
   // rows of one vector up to kCpuTinyTallFmas ({17, 16, 16}, {30, 12, 200},
