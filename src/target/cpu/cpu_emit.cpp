@@ -1781,8 +1781,9 @@ class Emitter {
                       sym(kWorker) + ")");
       line("const int64_t tsl_r0 = " + ex(row0(acc, lw)) + ", tsl_c0 = " + ex(col0(acc, lw)) + ";");
     }
-    // A whole small product read in place: one inlined kernel (cpu_tiny_kernel.h), or
-    // tall rows of one vector in chunks of rows, a kernel each.
+    // A whole small product read in place: one tiny kernel (cpu_tiny_kernel.h), or rows
+    // too tall for one in chunks of rows, and rows past four vectors in blocks of 64
+    // columns (cpu_tiny_tiling), a kernel each.
     // One worker: its part is `first`.
     const CpuTinyTiling tiling = cpu_tiny_tiling(first.rows, first.cols, op.k, isa_);
     const bool tiny = homes_hold_ != HomesHold::None && fast && a_global && b_global && !f64 && p_.workers == 1 &&

@@ -136,6 +136,7 @@ std::string emit_asm_body(int64_t r, int64_t n, int64_t k, int64_t ldb, bool den
   if (loop) {
     const int64_t steps = copies * std::max<int64_t>(1, 128 / (accumulators * copies));
     const int64_t iterations = (k - copies) / steps;
+    TESSEL_ASSERT(iterations > 0, "a tiny kernel's loop runs at least once");
     line("movq $" + num(iterations) + ", %[n]");
     line("1:");
     for (int64_t q = 0; q < steps; ++q) step(copies + q, q % copies, false);
