@@ -971,6 +971,19 @@ TEST(CpuSmallShapes, WholeSmallProductsRunInOneTinyKernel) {
   }
 }
 
+// A tiny kernels' program against the oracle (C NaN-poisoned where beta is 0; three
+// alpha and beta pairs; dense rows, which the kernels take, and padded ones, which the
+// general body does) and on the sim, with 0 races.
+void check_tiny_program(const GroupProgram& program, int64_t m, int64_t n, int64_t k, uint32_t seed) {
+  auto kernel = compile_cpu(program);
+  for (auto [alpha, beta] : {std::array<double, 2>{1.0, 0.0}, {1.0, 1.0}, {-0.5, 1.25}})
+    for (bool dense : {false, true}) check_gemm(*kernel, GemmCase{m, n, k, alpha, beta, 1, dense}, seed++);
+  int64_t races = -1;
+  check_gemm_run([&](const LaunchArgs& args) { races = run_sim(program, args).race_count; },
+                 GemmCase{m, n, k, 1.0, 0.0}, seed++);
+  EXPECT_EQ(races, 0);
+}
+
 // Rows too tall for one tiny kernel run as chunks of rows, a tiny kernel each
 // (cpu_tiny_row_chunks), in both homes' bodies; a kernel a chunk size, dense ones
 // functions of their own. Rows of one vector, and of two to four past the strips' k.
@@ -1005,14 +1018,7 @@ TEST(CpuSmallShapes, TallRowsRunInChunksOfTinyKernels) {
     const int dense_sizes = cpu_tiny_kernel_dense(shorter, n, k) + (longer && cpu_tiny_kernel_dense(shorter + 1, n, k));
     EXPECT_EQ(count("static __attribute__((noinline)) void tsl_tiny_"), dense_sizes) << unit;
     if (!avx512) continue;
-    auto kernel = compile_cpu(program);
-    uint32_t seed = static_cast<uint32_t>(m + 3 * n + 7 * k);
-    for (auto [alpha, beta] : {std::array<double, 2>{1.0, 0.0}, {1.0, 1.0}, {-0.5, 1.25}})
-      for (bool dense : {false, true}) check_gemm(*kernel, GemmCase{m, n, k, alpha, beta, 1, dense}, seed++);
-    int64_t races = -1;
-    check_gemm_run([&](const LaunchArgs& args) { races = run_sim(program, args).race_count; },
-                   GemmCase{m, n, k, 1.0, 0.0}, seed++);
-    EXPECT_EQ(races, 0);
+    check_tiny_program(program, m, n, k, static_cast<uint32_t>(m + 3 * n + 7 * k));
   }
 }
 
@@ -1047,14 +1053,7 @@ TEST(CpuSmallShapes, WideRowsRunInColumnBlocksOfTinyKernels) {
     }
     EXPECT_EQ(unit.find("for (int64_t tsl_i = ") != std::string::npos, tiling.row_chunks - longer > 2 || longer > 2);
     if (!avx512) continue;
-    auto kernel = compile_cpu(program);
-    uint32_t seed = static_cast<uint32_t>(m + 5 * n + 11 * k);
-    for (auto [alpha, beta] : {std::array<double, 2>{1.0, 0.0}, {1.0, 1.0}, {-0.5, 1.25}})
-      for (bool dense : {false, true}) check_gemm(*kernel, GemmCase{m, n, k, alpha, beta, 1, dense}, seed++);
-    int64_t races = -1;
-    check_gemm_run([&](const LaunchArgs& args) { races = run_sim(program, args).race_count; },
-                   GemmCase{m, n, k, 1.0, 0.0}, seed++);
-    EXPECT_EQ(races, 0);
+    check_tiny_program(program, m, n, k, static_cast<uint32_t>(m + 5 * n + 11 * k));
   }
   EXPECT_EQ(cpu_tiny_tiling(28, 137, 5, isa).row_chunks, 0);                       // the strips' k
   EXPECT_EQ(cpu_tiny_tiling(28, 137, kCpuTinyBlocksMaxK + 1, isa).row_chunks, 0);  // past the blocks' k
