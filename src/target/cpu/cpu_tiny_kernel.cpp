@@ -115,7 +115,8 @@ std::string emit_asm_body(int64_t r, int64_t n, int64_t k, int64_t ldb, bool den
   auto step = [&](int64_t kk, int64_t u, bool first) {
     const std::string op = first ? "vmulps " : "vfmadd231ps ";
     for (int64_t j = 0; j < nv; ++j)
-      line("vmovups " + b_at(kk, vecs[j].col) + ", " + reg(vecs[j].lanes, j) + (masked(vecs[j]) ? "%{%%k1%}%{z%}" : ""));
+      line("vmovups " + b_at(kk, vecs[j].col) + ", " + reg(vecs[j].lanes, j) +
+           (masked(vecs[j]) ? "%{%%k1%}%{z%}" : ""));
     for (int64_t i = 0; i < r; ++i) {
       if (nv == 1) {
         line(op + a_at(i, kk) + "%{1to" + num(vecs[0].lanes) + "%}, " + reg(vecs[0].lanes, 0) + ", " + acc(u, i, 0));

@@ -20,7 +20,8 @@
 //   extents     R, N and K are the exact extents (compile-time constants); the caller
 //               checks that the valid part is the whole block.
 //   strides     any, unless cpu_tiny_kernel_dense: then A's and B's rows lie one after
-//               another (lda = K, ldb = N: the unit checks this at run time, and other
+//               another (lda = K, ldb = N, or the ldb of cpu_tiny_kernel_name for a
+//               block of wider rows: the unit checks this at run time, and other
 //               strides take the blocks the general path runs); the kernel holds them
 //               as constants and ignores its stride arguments, so that each element is
 //               a constant offset from one pointer.
@@ -28,10 +29,11 @@
 //               function of its own (noinline) that both homes' bodies call, where
 //               inlined twice it added about 15 ms to a cold compile (28x12x11: 86
 //               -> 70 ms on the sixty-sixth session's Xeon) for 1-3% of the call.
-//   form        C with GCC's vector extensions, unless cpu_tiny_kernel_dense: then
-//               one asm statement, its registers named (GCC spent about 10 ms of a
-//               cold compile on each dense kernel in C, and 12 more on the first;
-//               39x12x11's unit 96 -> 59 ms, at the same speed).
+//   form        one asm statement, its registers named, ending in vzeroupper where
+//               it used ymm or zmm registers. In C with GCC's vector extensions GCC
+//               spent about 10 ms of a cold compile on each kernel, and 12 more on the
+//               first (16x12x11's unit 75 -> 50 ms, 39x12x11's 92 -> 64, at the same
+//               speed or faster; docs/cpu_microkernel.md, the sixty-eighth session).
 // AVX-512 (F and VL) only: the masks need it. cpu_microkernel_reference
 // (cpu_microkernel.h) is the same operation as plain loops; the tests compare them.
 #pragma once
@@ -46,8 +48,9 @@ namespace tessel {
 // kCpuTinyAccumulators accumulators (R x V) and kCpuTinyFmas vector FMAs (R x V x K);
 // or a dense kernel of kCpuTinyOneVectorRows rows where a row is one vector (N <= 16),
 // else of 14, 9 or 6 rows of 2, 3 or 4 vectors past kCpuStripMaxK k (the registers
-// hold them), up to kCpuTinyTallFmas. Rows of one vector past 16 ran as a block of 16 rows and
-// one of the rest (two calls); the tiny kernel was 1.1-2.5x faster on 17 to 30 rows.
+// hold them), up to kCpuTinyTallFmas. Rows of one vector past 16 ran as a block of 16
+// rows and one of the rest (two calls); the tiny kernel was 1.1-2.5x faster on 17 to
+// 30 rows.
 // Rows of two vectors past 16 accumulators were not (12x24x10 0.94x against the 12x32
 // kernel), and 30 leaves registers for B's vector and no spill
 // (docs/cpu_microkernel.md). Up to 2048 FMAs the tiny kernel ran 1.01x the blocks it
@@ -67,13 +70,16 @@ constexpr int64_t kCpuTinyStrideRows = 16;
 // the edge blocks they replace past 16 rows (28x13x60 1.21x, 26x10x250 1.20x,
 // 17x12x110 1.08x), and in the sixty-seventh 1.03-1.20x at 16 rows or fewer (13x14x25
 // 1.13x, 16x12x100 1.09x, 8x8x40 1.20x), which with run-time strides had run 0.91-1.02x
-// (16x12x100 0.91x). The cost: such a unit compiles in 57-72 ms instead of 35-47.
+// (16x12x100 0.91x). The cost: such a unit compiled in 57-72 ms instead of 35-47, and
+// since the kernels are asm in 50-55 (13x14x25 51, 21x10x110 53).
 constexpr int64_t kCpuTinyTallFmas = 8192;
 // Dense kernels hold rows of at most this many vectors (64 columns). Rows of 2 to 4
 // vectors ran as edge blocks of the same heights, their A reads indexed and k in a
-// loop; dense kernels ran them 1.05-1.21x faster on the sixty-eighth session's Xeon
-// (48x44x13 1.13x, 66x42x9 1.19x, 60x24x20 1.19x, 200x40x16 1.17x, 32^3 1.05x),
-// 8x32x17 and 5x64x100 1.01x. Not at k <= kCpuStripMaxK, where the strips run them.
+// loop; dense kernels ran them 1.06-1.20x faster on the sixty-eighth session's Xeon
+// (48x44x13 1.16x, 66x42x9 1.16x, 60x24x20 1.19x, 180x50x7 1.20x, 300x48x30 1.06x),
+// 32^3 1.00-1.05x, 8x32x17 and 5x64x100 1.01x. Not at k <= kCpuStripMaxK, where the
+// strips run them. Their units compile in 49-65 ms instead of 31-39 (48x44x13 49,
+// 32^3 58, 66x42x9 65), 300x48x30 in 101 instead of 43.
 constexpr int64_t kCpuTinyDenseVectors = 4;
 // Up to this many vector FMAs the k steps are written out, not looped.
 constexpr int64_t kCpuTinyUnrolledFmas = 512;
@@ -92,10 +98,11 @@ bool cpu_tiny_kernel_dense(int64_t r, int64_t n, int64_t k);
 // 137x10x30 1.19x, 268x8x64 1.16x, 109x4x1 1.44x) and the strips of k 6 to 24 about
 // as fast (0.93-1.10x); 31 to 33 rows in chunks of 15 to 17 1.04-1.18x. Not where
 // cpu_edge_dot_columns holds: there the dot products ran faster (123x3x41 0.81x).
-// Their unit compiles in 64-97 ms instead of 36-39 (a chunk size or two: a function
-// each). More chunks for k past kCpuTinyTallFmas
-// (250x9x423 in chunks of 17 and 18 rows) ran no faster than the edge blocks and took
-// 129 ms to compile against 44.
+// Their unit compiled in 64-97 ms instead of 36-39 (a chunk size or two: a function
+// each), and since the kernels are asm in 57-64 (137x10x30, 39x12x11). More chunks
+// for k past kCpuTinyTallFmas (250x9x423 in chunks of 17 and 18 rows) ran no faster
+// than the edge blocks and took 129 ms to compile against 44. At most 16 chunks until
+// the sixty-eighth session; 600x16x10's 20 ran 1.30x the edge blocks.
 constexpr int64_t kCpuTinyRowChunks = 64;
 int64_t cpu_tiny_row_chunks(int64_t r, int64_t n, int64_t k, const CpuIsaInfo& isa);
 
@@ -103,11 +110,12 @@ int64_t cpu_tiny_row_chunks(int64_t r, int64_t n, int64_t k, const CpuIsaInfo& i
 // in blocks of 64 columns (the last the rest), each block's rows in the chunks of the
 // 4-vector kernel's rows; a call a chunk and block, at most kCpuTinyBlockCalls. Past
 // kCpuStripMaxK up to kCpuTinyBlocksMaxK, not where cpu_edge_dot_columns holds. The
-// kernels are dense, B's stride N (cpu_tiny_kernel_name's ldb). They ran 1.04-1.18x
-// the 12x32 kernel's blocks on the sixty-eighth session's Xeon (80x173x9 1.18x,
-// 128x128x16 1.18x, 28x137x13 1.11x, 60x125x32 1.11x, 41x142x22 1.04x; 256x174x20
-// 0.99x). At longer k they gained less (128^3 1.02x, 96x192x200 1.03x) for twice the
-// cold compile (128^3 42 -> 96 ms), so they stop at kCpuTinyBlocksMaxK.
+// kernels are dense, B's stride N (cpu_tiny_kernel_name's ldb). They ran 1.03-1.26x
+// the 12x32 kernel's blocks on the sixty-eighth session's Xeon (80x173x9 1.26x,
+// 128x128x16 1.17x, 28x137x13 1.14x, 41x142x22 1.03x; 60x125x32 1.01-1.11x,
+// 256x174x20 0.95-0.99x), and their units compile in 67-113 ms instead of 38-50. At
+// longer k they gained less (128^3 1.02x, 96x192x200 1.03x) for twice the cold
+// compile (128^3 42 -> 96 ms), so they stop at kCpuTinyBlocksMaxK.
 // Narrower products: one block, in cpu_tiny_row_chunks. No tiny kernels: {0, 0}.
 struct CpuTinyTiling {
   int64_t col_blocks, row_chunks;
