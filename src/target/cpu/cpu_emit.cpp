@@ -1840,19 +1840,21 @@ class Emitter {
           if (looped)
             open_control_loop("for (int64_t tsl_i = " + num(first_row) + "; tsl_i < " +
                               num(first_row + count * rows) + "; tsl_i += " + num(rows) + ")");
+          // Blocks of 64 columns read B's rows N apart (the kernel's ldb); one block is
+          // the whole part.
+          const int64_t block = tiling.col_blocks > 1 ? 64 : part.cols, ldb_kernel = block < part.cols ? part.cols : 0;
           for (int64_t q = 0; q < (looped ? 1 : count); ++q) {
+            const bool top = !looped && first_row + q * rows == 0;
             const std::string i0 = looped ? "tsl_i" : num(first_row + q * rows);
-            for (int64_t j0 = 0; j0 < part.cols; j0 += 64) {
-              const int64_t w = tiling.col_blocks > 1 ? std::min<int64_t>(64, part.cols - j0) : part.cols;
-              const int64_t ldb_kernel = tiling.col_blocks > 1 ? part.cols : 0;
+            for (int64_t j0 = 0; j0 < part.cols; j0 += block) {
+              const int64_t w = std::min(block, part.cols - j0);
               const std::string name = cpu_tiny_kernel_name(rows, w, op.k, ldb_kernel);
               if (!tiny_kernels_.count(name)) tiny_kernels_[name] = emit_cpu_tiny_kernel(rows, w, op.k, ldb_kernel);
-              std::string c_chunk = i0 != "0" ? "(" + c + ") + " + i0 + " * " + ldc : c;
+              std::string c_chunk = top ? c : "(" + c + ") + " + i0 + " * " + ldc;
               if (j0) c_chunk = "(" + c_chunk + ") + " + num(j0);
-              line(name + "(&" + a.at(i0 != "0" ? r0s + " + " + i0 : r0s, "0") + ", &" +
+              line(name + "(&" + a.at(top ? r0s : r0s + " + " + i0, "0") + ", &" +
                    b.at("0", j0 ? c0s + " + " + num(j0) : c0s) + ", " + c_chunk + ", " + ldc + ", " + lda_tiny + ", " +
                    ldb_tiny + ", overwrite);");
-              if (w == part.cols) break;
             }
           }
           if (looped) close();
