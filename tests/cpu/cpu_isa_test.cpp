@@ -1061,6 +1061,32 @@ TEST(CpuSmallShapes, WideRowsRunInColumnBlocksOfTinyKernels) {
   EXPECT_EQ(cpu_tiny_tiling(48, 44, 13, isa).col_blocks, 1);
 }
 
+// A leaf whose tiny kernels' test fails before it has written anything jumps to the
+// general body instead of a copy of it. Two groups of rows: there the k loop's trips
+// are a run-time size, and the leaf's entry test adds that the loop runs once (a
+// launch gives the plan's sizes, so it does). Against the oracle, dense rows (the
+// leaves) and padded ones (their jumps), and on the sim.
+TEST(CpuSmallShapes, LeavesJumpToTheGeneralBodyBeforeWritingAnything) {
+  const Plan p = default_gemm_plan(TargetKind::Cpu, 256, 174, 20, GemmPrecision::F32, "", 2);
+  SCOPED_TRACE(p.to_string());
+  ASSERT_TRUE(p.direct);
+  ASSERT_EQ(p.tile("BK"), 20);
+  ASSERT_EQ(p.tile("BM"), 128);
+  GroupProgram program = compile_to_group(gemm_kernel(DType::F32), p, CompileOptions{}).program;
+  const std::string unit = emit_cpu(program, CpuIsa::Avx512);
+  int jumps = 0;
+  for (size_t at = 0; (at = unit.find("return tsl_group_general(", at)) != std::string::npos; ++at) ++jumps;
+  EXPECT_EQ(jumps, 3) << unit;  // the add leaf's entry test, and each leaf's tiny kernels' test
+  int once = 0;
+  for (size_t at = 0; (at = unit.find(" && (tsl_ceildiv(v_K, INT64_C(20))) - (INT64_C(0)) <= 1))", at)) !=
+                      std::string::npos;
+       ++at)
+    ++once;
+  EXPECT_EQ(once, 2) << unit;  // both leaves' entry tests
+  if (detected_cpu_isa() != CpuIsa::Avx512) GTEST_SKIP() << "the tiny kernels need AVX-512";
+  check_tiny_program(program, 256, 174, 20, 690);
+}
+
 // The same programs on the simulator: the same answers, and no races between the
 // parts (or between the groups' stores).
 TEST(CpuBlockedGemm, ProgramsRunOnTheSimWithoutRaces) {

@@ -479,10 +479,12 @@ class Emitter {
       depth_ = 2;
       homes_hold_ = hold;
       mmas_ = tiny_mmas_ = 0;
+      written_ = false;
+      leaf_when_.clear();
       for (const GroupOp& op : p_.body) emit_op(op);
       homes_hold_ = HomesHold::None;
       TESSEL_ASSERT(scratch_floats_ == scratch, "the homes' body laid out scratch again");
-      fast.push_back({when, body_});
+      fast.push_back({when + leaf_when_, body_});
     }
     body_ = general;
     if (mmas_ > 0 && tiny_mmas_ == mmas_) return fast;
@@ -863,6 +865,22 @@ class Emitter {
   }
 
   void emit_op(const GroupOp& op) {
+    emit_op_kind(op);
+    // What a leaf has done before its tiny kernels' test (emit_mma): fills fold away
+    // there, and fences, waits and control flow write nothing themselves.
+    switch (op.kind) {
+      case GroupOpKind::FragFill:
+      case GroupOpKind::AsyncCommit:
+      case GroupOpKind::AsyncWait:
+      case GroupOpKind::MmaWait:
+      case GroupOpKind::Fence:
+      case GroupOpKind::Barrier:
+      case GroupOpKind::For:
+      case GroupOpKind::If: break;
+      default: written_ = true;
+    }
+  }
+  void emit_op_kind(const GroupOp& op) {
     switch (op.kind) {
       case GroupOpKind::Copy: {
         if (moved_copies_.count(op.id)) {
@@ -1012,7 +1030,9 @@ class Emitter {
       case GroupOpKind::For:
         open_control_loop("for (int64_t " + sym(op.iv) + " = " + ex(op.lo) + "; " + sym(op.iv) + " < " +
                           ex(op.hi) + "; ++" + sym(op.iv) + ")");
+        fors_.push_back(&op);
         for (const GroupOp& inner : op.bodies.at(0)) emit_op(inner);
+        fors_.pop_back();
         close();
         return;
       case GroupOpKind::If: {
@@ -1861,6 +1881,26 @@ class Emitter {
         }
         --depth_;
         open("} else");
+        // Where the leaf has written nothing yet and runs this test once, the general
+        // body runs the call instead of a copy of it here: that copy was a fifth of a
+        // tiny unit's cold compile (28x137x13). An outermost loop of run-time trips
+        // runs once in the leaf by its condition (leaf_when_): the plan takes the
+        // whole k of a small product in one step.
+        std::string once;
+        bool jump = !written_;
+        for (const GroupOp* f : fors_) {
+          int64_t lo = 0, hi = 0;
+          if (expr_is_const(f->lo, &lo) && expr_is_const(f->hi, &hi) && hi - lo <= 1) continue;
+          jump &= f == fors_.front();
+          once = " && (" + ex(f->hi) + ") - (" + ex(f->lo) + ") <= 1";
+        }
+        if (jump) {
+          leaf_when_ += once;
+          line("return tsl_group_general(sizes, scalars, tensors, group, scratch);");
+          close();
+          if (scoped) close();
+          continue;
+        }
       }
       // Short k read in place on AVX-512: the whole part in cpu_mma_edge's strips of
       // rows (cpu_edge_strip), one call a strip of columns over every row. Through
@@ -2200,6 +2240,9 @@ class Emitter {
   int depth_ = 1;
   bool element_loops_ = false;  // the group function loops over elements itself (open)
   int mmas_ = 0, tiny_mmas_ = 0;  // mma ops emitted, and those a tiny kernel runs
+  bool written_ = false;                // whether an op that writes memory was emitted (emit_op)
+  std::vector<const GroupOp*> fors_;    // the loops around the op being emitted, outermost first
+  std::string leaf_when_;               // conditions a homes' body adds to its own (emit_mma)
   // Emitting fast_group_bodies: every home holds, storing (its if's condition holds)
   // or adding (adds_in_place, where the home serves the if's other branch).
   enum class HomesHold { None, Store, Add };
