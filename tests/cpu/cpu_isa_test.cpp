@@ -832,7 +832,7 @@ TEST(CpuTinyKernel, MatchesItsReference) {
                                      {24, 2, 3}, {17, 16, 16}, {30, 12, 200}, {21, 10, 110}, {13, 14, 25},
                                      {16, 12, 100}, {3, 16, 200}, {1, 5, 300}, {8, 44, 13}, {9, 40, 9},
                                      {6, 64, 20},  {14, 24, 20}, {5, 36, 100}, {7, 34, 30}, {6, 49, 7},
-                                     {1, 40, 200}, {9, 48, 30}, {13, 26, 16}};
+                                     {1, 40, 200}, {9, 48, 30}, {13, 26, 16}, {9, 15, 9}, {10, 16, 4}};
   // Run-time strides, k written out ({4, 4, 4} to {2, 20, 37}; in copies: {1, 16, 70}
   // 4, {2, 20, 37} 2), fewer k steps than copies ({1, 7, 1}); dense kernels looped past
   // kCpuTinyUnrolledFmas ({30, 12, 200}, {3, 16, 200} in copies with a rest), rows of
@@ -843,7 +843,15 @@ TEST(CpuTinyKernel, MatchesItsReference) {
   // {21, 10, 110}, and dense at 16 rows or fewer: {13, 14, 25} to {1, 5, 300}); dense
   // rows of 2 to 4 vectors, their rest masked in 16, 8 or 4 lanes or whole ({8, 44, 13}
   // to {13, 26, 16}), one or two columns ({7, 34, 30}, {6, 49, 7}), in copies ({1, 40,
-  // 200}) and a loop with a rest ({9, 48, 30}).
+  // 200}) and a loop with a rest ({9, 48, 30}); both forms of a product from
+  // kCpuTinyDenseRows rows ({4, 4, 4}, {16, 16, 16}, {14, 13, 7}, {9, 15, 9}, {10, 16, 4}, ...).
+  // Each product's form, and the kernel of any strides too where it has both
+  // (kCpuTinyDenseRows).
+  auto forms = [](const Shape& s) {
+    std::vector<bool> f{false};
+    if (cpu_tiny_kernel_dense(s.r, s.n, s.k) && cpu_tiny_kernel_strided(s.r, s.n, s.k)) f.push_back(true);
+    return f;
+  };
   char dir[] = "/tmp/tessel-test-tiny-XXXXXX";
   ASSERT_NE(mkdtemp(dir), nullptr);
   const std::string src = std::string(dir) + "/tiny_kernels.cpp", so = std::string(dir) + "/tiny_kernels.so";
@@ -852,14 +860,17 @@ TEST(CpuTinyKernel, MatchesItsReference) {
     out << "typedef long int64_t;\n";
     for (const Shape& s : shapes) {
       ASSERT_TRUE(cpu_tiny_kernel_fits(s.r, s.n, s.k, isa)) << s.r << "x" << s.n << "x" << s.k;
-      const std::string name = cpu_tiny_kernel_name(s.r, s.n, s.k), text = emit_cpu_tiny_kernel(s.r, s.n, s.k);
-      // The asm clears the upper halves of the registers it used past 128 bits: left
-      // dirty, the caller's SSE code waits on them.
-      EXPECT_EQ(text.find("vzeroupper") != std::string::npos, s.n > 4) << text;
-      out << text << "extern \"C\" void " << name
-          << "_entry(int64_t, const float* a, const float* b, float* c, int64_t ldc, int64_t lda, int64_t ldb, "
-             "int overwrite) { "
-          << name << "(a, b, c, ldc, lda, ldb, overwrite); }\n";
+      for (bool strided : forms(s)) {
+        const std::string name = cpu_tiny_kernel_name(s.r, s.n, s.k, 0, strided),
+                          text = emit_cpu_tiny_kernel(s.r, s.n, s.k, 0, strided);
+        // The asm clears the upper halves of the registers it used past 128 bits: left
+        // dirty, the caller's SSE code waits on them.
+        EXPECT_EQ(text.find("vzeroupper") != std::string::npos, s.n > 4) << text;
+        out << text << "extern \"C\" void " << name
+            << "_entry(int64_t, const float* a, const float* b, float* c, int64_t ldc, int64_t lda, int64_t ldb, "
+               "int overwrite) { "
+            << name << "(a, b, c, ldc, lda, ldb, overwrite); }\n";
+      }
     }
   }
   const std::string command =
@@ -869,20 +880,22 @@ TEST(CpuTinyKernel, MatchesItsReference) {
   ASSERT_NE(h, nullptr) << dlerror();
   std::mt19937 rng(17);
   std::uniform_real_distribution<float> u(-1, 1);
-  for (const Shape& s : shapes) {
-    const std::string name = cpu_tiny_kernel_name(s.r, s.n, s.k);
-    auto f = reinterpret_cast<UkrInPlaceFn>(dlsym(h, (name + "_entry").c_str()));
-    ASSERT_NE(f, nullptr) << name;
-    // A dense kernel holds A's and B's strides as constants: rows one after another
-    // (the contract).
-    const bool dense = cpu_tiny_kernel_dense(s.r, s.n, s.k);
-    const int64_t lda = dense ? s.k : s.k + 3, ldb = dense ? s.n : s.n + 5, ldc = s.n + 2;
-    std::vector<float> a(s.r * lda), b((s.k - 1) * ldb + s.n), c(s.r * ldc);
-    for (float& x : a) x = u(rng);
-    for (int64_t i = 0; i < int64_t(b.size()); ++i) b[i] = i % ldb < s.n ? u(rng) : NAN;
-    for (float& x : c) x = u(rng);
-    test::expect_microkernel_matches(f, s.r, s.n, s.k, a, lda, b, ldb, c, ldc, name);
-  }
+  for (const Shape& s : shapes)
+    for (bool strided : forms(s)) {
+      const std::string name = cpu_tiny_kernel_name(s.r, s.n, s.k, 0, strided);
+      auto f = reinterpret_cast<UkrInPlaceFn>(dlsym(h, (name + "_entry").c_str()));
+      ASSERT_NE(f, nullptr) << name;
+      // A dense kernel holds A's and B's strides as constants: rows one after another
+      // (the contract).
+      const bool dense = !strided && cpu_tiny_kernel_dense(s.r, s.n, s.k);
+      EXPECT_EQ(name.find("_dense") != std::string::npos, dense) << name;
+      const int64_t lda = dense ? s.k : s.k + 3, ldb = dense ? s.n : s.n + 5, ldc = s.n + 2;
+      std::vector<float> a(s.r * lda), b((s.k - 1) * ldb + s.n), c(s.r * ldc);
+      for (float& x : a) x = u(rng);
+      for (int64_t i = 0; i < int64_t(b.size()); ++i) b[i] = i % ldb < s.n ? u(rng) : NAN;
+      for (float& x : c) x = u(rng);
+      test::expect_microkernel_matches(f, s.r, s.n, s.k, a, lda, b, ldb, c, ldc, name);
+    }
   EXPECT_FALSE(cpu_tiny_kernel_fits(9, 17, 1, isa));    // 18 accumulators, two a row
   EXPECT_FALSE(cpu_tiny_kernel_fits(31, 16, 1, isa));   // 31 rows
   EXPECT_TRUE(cpu_tiny_kernel_fits(8, 32, 17, isa));    // 272 FMAs on rows of two vectors: dense
@@ -894,9 +907,13 @@ TEST(CpuTinyKernel, MatchesItsReference) {
   EXPECT_FALSE(cpu_tiny_kernel_fits(9, 17, 5, isa));    // 18 accumulators at the strips' k
   EXPECT_TRUE(cpu_tiny_kernel_fits(16, 16, 17, isa));   // 272 on rows of one: dense
   EXPECT_TRUE(cpu_tiny_kernel_dense(16, 16, 17));
-  EXPECT_FALSE(cpu_tiny_kernel_dense(16, 16, 16));
+  EXPECT_FALSE(cpu_tiny_kernel_strided(16, 16, 17));
+  EXPECT_TRUE(cpu_tiny_kernel_dense(16, 16, 16));    // both forms from kCpuTinyDenseRows rows
+  EXPECT_TRUE(cpu_tiny_kernel_strided(16, 16, 16));
+  EXPECT_FALSE(cpu_tiny_kernel_dense(3, 16, 16));
+  EXPECT_TRUE(cpu_tiny_kernel_strided(3, 16, 16));
   EXPECT_TRUE(cpu_tiny_kernel_dense(4, 17, 100));    // 800 FMAs on rows of two vectors
-  EXPECT_FALSE(cpu_tiny_kernel_dense(4, 17, 20));    // 160: any strides
+  EXPECT_FALSE(cpu_tiny_kernel_dense(3, 17, 20));    // 120: any strides
   EXPECT_TRUE(cpu_tiny_kernel_fits(2, 64, 33, isa));    // 264 FMAs: dense
   EXPECT_FALSE(cpu_tiny_kernel_fits(6, 64, 5, isa));    // 24 accumulators at the strips' k
   EXPECT_FALSE(cpu_tiny_kernel_fits(17, 16, kCpuTinyTallFmas / 17 + 1, isa));  // past the tall rows' FMAs
@@ -922,7 +939,8 @@ TEST(CpuTinyKernel, MatchesItsReference) {
 
 // A small product of one tile read in place: its unit runs alpha 1 and beta 0 in a
 // leaf with the tiny kernel (a dense one, cpu_tiny_kernel_dense, only where A's and
-// B's rows lie one after another, else the leaf runs tessel's kernels), anything else
+// B's rows lie one after another, else the kernel of any strides where the product
+// has one, else the general function), anything else
 // in the general function (tessel's kernels); all against the oracle (C NaN-poisoned
 // where beta is 0), dense and padded rows, the plan without fixed sizes on other
 // shapes too, and on the sim.
@@ -941,6 +959,8 @@ TEST(CpuSmallShapes, WholeSmallProductsRunInOneTinyKernel) {
       GroupProgram program = compile_to_group(gemm_kernel(DType::F32), p, CompileOptions{}).program;
       const std::string unit = emit_cpu(program, detected_cpu_isa());
       EXPECT_EQ(unit.find(cpu_tiny_kernel_name(m, n, k) + "(&") != std::string::npos, tiny) << unit;
+      // From kCpuTinyDenseRows rows, the kernel of any strides too, for padded rows.
+      if (cpu_tiny_kernel_dense(m, n, k) && cpu_tiny_kernel_strided(m, n, k)) EXPECT_EQ(unit.find(cpu_tiny_kernel_name(m, n, k, 0, true) + "(&") != std::string::npos, tiny) << unit;
       EXPECT_EQ(unit.find("tsl_group_general(sizes,") != std::string::npos, tiny) << unit;
       // Two homes' bodies, each in a leaf with the flag as a constant: storing (beta 0)
       // in the entry, adding (beta 1) in the function the entry jumps to, which jumps
@@ -962,6 +982,8 @@ TEST(CpuSmallShapes, WholeSmallProductsRunInOneTinyKernel) {
       if (p.sizes.empty()) {
         check_gemm(*kernel, GemmCase{m, n - 1, k, 1.0, 0.0}, seed++);
         check_gemm(*kernel, GemmCase{m + 2, n, k + 3, 1.0, 0.0}, seed++);
+        // Two k steps: the leaves run only where the k loop runs once (C added to once).
+        check_gemm(*kernel, GemmCase{m, n, k + 3, 1.0, 1.0}, seed++);
       }
       int64_t races = -1;
       check_gemm_run([&](const LaunchArgs& args) { races = run_sim(program, args).race_count; },

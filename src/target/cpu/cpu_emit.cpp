@@ -1842,42 +1842,22 @@ class Emitter {
       }
       if (tiny) {
         // A dense kernel needs constant strides: A's and B's rows one after another (K
-        // and N), else the blocks below run the product.
+        // and N). Where the product also fits a kernel of any strides, that one runs
+        // the other strides; else the general body does.
         const bool dense = tiling.col_blocks > 1 || cpu_tiny_kernel_dense(part.rows, part.cols, op.k);
-        const std::string lda_tiny = dense ? num(op.k) : lda_arg, ldb_tiny = dense ? num(part.cols) : ldb_arg;
+        const bool strided = dense && tiling.col_blocks == 1 && tiling.row_chunks == 1 &&
+                             cpu_tiny_kernel_strided(part.rows, part.cols, op.k);
+        const std::string dense_strides = lda_arg + " == " + num(op.k) + " && " + ldb_arg + " == " + num(part.cols);
         open("if (kv == " + num(op.k) + " && mv - (" + r0s + ") >= " + num(part.rows) + " && nv - (" + c0s +
-             ") >= " + num(part.cols) +
-             (dense ? " && " + lda_arg + " == " + lda_tiny + " && " + ldb_arg + " == " + ldb_tiny : "") + ")");
-        // Chunks of rows outside, column blocks inside: each chunk's rows of C written at
-        // once. Near-equal chunks have two heights; each height's chunks are a loop where
-        // more than two (written out, 256x174x20's 132 calls took 60 ms of its cold
-        // compile).
-        const int64_t shorter = part.rows / tiling.row_chunks, longer = part.rows % tiling.row_chunks;
-        for (auto [rows, count, first_row] : {std::array<int64_t, 3>{shorter, tiling.row_chunks - longer, 0},
-                                              {shorter + 1, longer, shorter * (tiling.row_chunks - longer)}}) {
-          if (count == 0) continue;
-          const bool looped = count > 2;
-          if (looped)
-            open_control_loop("for (int64_t tsl_i = " + num(first_row) + "; tsl_i < " +
-                              num(first_row + count * rows) + "; tsl_i += " + num(rows) + ")");
-          // Blocks of 64 columns read B's rows N apart (the kernel's ldb); one block is
-          // the whole part.
-          const int64_t block = tiling.col_blocks > 1 ? 64 : part.cols, ldb_kernel = block < part.cols ? part.cols : 0;
-          for (int64_t q = 0; q < (looped ? 1 : count); ++q) {
-            const bool top = !looped && first_row + q * rows == 0;
-            const std::string i0 = looped ? "tsl_i" : num(first_row + q * rows);
-            for (int64_t j0 = 0; j0 < part.cols; j0 += block) {
-              const int64_t w = std::min(block, part.cols - j0);
-              const std::string name = cpu_tiny_kernel_name(rows, w, op.k, ldb_kernel);
-              if (!tiny_kernels_.count(name)) tiny_kernels_[name] = emit_cpu_tiny_kernel(rows, w, op.k, ldb_kernel);
-              std::string c_chunk = top ? c : "(" + c + ") + " + i0 + " * " + ldc;
-              if (j0) c_chunk = "(" + c_chunk + ") + " + num(j0);
-              line(name + "(&" + a.at(top ? r0s : r0s + " + " + i0, "0") + ", &" +
-                   b.at("0", j0 ? c0s + " + " + num(j0) : c0s) + ", " + c_chunk + ", " + ldc + ", " + lda_tiny + ", " +
-                   ldb_tiny + ", overwrite);");
-            }
-          }
-          if (looped) close();
+             ") >= " + num(part.cols) + (dense && !strided ? " && " + dense_strides : "") + ")");
+        if (strided) open("if (" + dense_strides + ")");
+        emit_tiny_calls(op, a, b, part, tiling, c, ldc, r0s, c0s, dense ? num(op.k) : lda_arg,
+                        dense ? num(part.cols) : ldb_arg, !dense);
+        if (strided) {
+          --depth_;
+          open("} else");
+          emit_tiny_calls(op, a, b, part, tiling, c, ldc, r0s, c0s, lda_arg, ldb_arg, true);
+          close();
         }
         --depth_;
         open("} else");
@@ -2172,6 +2152,44 @@ class Emitter {
     }
     if (loop) close();
     close();
+  }
+
+  // The tiny kernels' calls for a part (emit_mma): chunks of rows outside, column
+  // blocks inside, so that each chunk's rows of C are written at once. Near-equal
+  // chunks have two heights; each height's chunks are a loop where more than two
+  // (written out, 256x174x20's 132 calls took 60 ms of its cold compile). `strided`:
+  // the kernels of any strides (cpu_tiny_kernel_strided), else each size's own form.
+  void emit_tiny_calls(const GroupOp& op, const Side& a, const Side& b, const FragPart& part,
+                       const CpuTinyTiling& tiling, const std::string& c, const std::string& ldc,
+                       const std::string& r0s, const std::string& c0s, const std::string& lda,
+                       const std::string& ldb, bool strided) {
+    const int64_t shorter = part.rows / tiling.row_chunks, longer = part.rows % tiling.row_chunks;
+    for (auto [rows, count, first_row] : {std::array<int64_t, 3>{shorter, tiling.row_chunks - longer, 0},
+                                          {shorter + 1, longer, shorter * (tiling.row_chunks - longer)}}) {
+      if (count == 0) continue;
+      const bool looped = count > 2;
+      if (looped)
+        open_control_loop("for (int64_t tsl_i = " + num(first_row) + "; tsl_i < " + num(first_row + count * rows) +
+                          "; tsl_i += " + num(rows) + ")");
+      // Blocks of 64 columns read B's rows N apart (the kernel's ldb); one block is
+      // the whole part.
+      const int64_t block = tiling.col_blocks > 1 ? 64 : part.cols, ldb_kernel = block < part.cols ? part.cols : 0;
+      for (int64_t q = 0; q < (looped ? 1 : count); ++q) {
+        const bool top = !looped && first_row + q * rows == 0;
+        const std::string i0 = looped ? "tsl_i" : num(first_row + q * rows);
+        for (int64_t j0 = 0; j0 < part.cols; j0 += block) {
+          const int64_t w = std::min(block, part.cols - j0);
+          const std::string name = cpu_tiny_kernel_name(rows, w, op.k, ldb_kernel, strided);
+          if (!tiny_kernels_.count(name)) tiny_kernels_[name] = emit_cpu_tiny_kernel(rows, w, op.k, ldb_kernel, strided);
+          std::string c_chunk = top ? c : "(" + c + ") + " + i0 + " * " + ldc;
+          if (j0) c_chunk = "(" + c_chunk + ") + " + num(j0);
+          line(name + "(&" + a.at(top ? r0s : r0s + " + " + i0, "0") + ", &" +
+               b.at("0", j0 ? c0s + " + " + num(j0) : c0s) + ", " + c_chunk + ", " + ldc + ", " + lda + ", " + ldb +
+               ", overwrite);");
+        }
+      }
+      if (looped) close();
+    }
   }
 
   // The block at (ir, jr) of br x bc inside a worker's part, inside the valid part only.

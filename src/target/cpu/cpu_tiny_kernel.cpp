@@ -45,9 +45,13 @@ bool cpu_tiny_kernel_fits(int64_t r, int64_t n, int64_t k, const CpuIsaInfo& isa
   return rows_fit && (vectors == 1 || k > kCpuStripMaxK) && accumulators * k <= kCpuTinyTallFmas;
 }
 
-bool cpu_tiny_kernel_dense(int64_t r, int64_t n, int64_t k) {
+bool cpu_tiny_kernel_strided(int64_t r, int64_t n, int64_t k) {
   const int64_t accumulators = r * int64_t(tiny_vectors(n).size());
-  return r > kCpuTinyStrideRows || accumulators > kCpuTinyAccumulators || accumulators * k > kCpuTinyFmas;
+  return r <= kCpuTinyStrideRows && accumulators <= kCpuTinyAccumulators && accumulators * k <= kCpuTinyFmas;
+}
+
+bool cpu_tiny_kernel_dense(int64_t r, int64_t n, int64_t k) {
+  return !cpu_tiny_kernel_strided(r, n, k) || r >= kCpuTinyDenseRows;
 }
 
 int64_t cpu_tiny_row_chunks(int64_t r, int64_t n, int64_t k, const CpuIsaInfo& isa) {
@@ -71,8 +75,9 @@ CpuTinyTiling cpu_tiny_tiling(int64_t r, int64_t n, int64_t k, const CpuIsaInfo&
   return fit ? CpuTinyTiling{blocks, chunks} : CpuTinyTiling{0, 0};
 }
 
-std::string cpu_tiny_kernel_name(int64_t r, int64_t n, int64_t k, int64_t ldb) {
-  const bool dense = cpu_tiny_kernel_dense(r, n, k);
+std::string cpu_tiny_kernel_name(int64_t r, int64_t n, int64_t k, int64_t ldb, bool strided) {
+  TESSEL_ASSERT(!strided || cpu_tiny_kernel_strided(r, n, k), "no tiny kernel of any strides for this product");
+  const bool dense = !strided && cpu_tiny_kernel_dense(r, n, k);
   return "tsl_tiny_" + num(r) + "x" + num(n) + "x" + num(k) + (dense ? "_dense" : "") +
          (dense && ldb > 0 && ldb != n ? "_ldb" + num(ldb) : "");
 }
@@ -215,9 +220,9 @@ std::string emit_asm_body(int64_t r, int64_t n, int64_t k, int64_t ldb, bool den
 
 }  // namespace
 
-std::string emit_cpu_tiny_kernel(int64_t r, int64_t n, int64_t k, int64_t ldb) {
-  const std::string name = cpu_tiny_kernel_name(r, n, k, ldb);
-  const bool dense = cpu_tiny_kernel_dense(r, n, k);
+std::string emit_cpu_tiny_kernel(int64_t r, int64_t n, int64_t k, int64_t ldb, bool strided) {
+  const std::string name = cpu_tiny_kernel_name(r, n, k, ldb, strided);
+  const bool dense = !strided && cpu_tiny_kernel_dense(r, n, k);
   const std::string head = "// " + name + ": cpu_tiny_kernel.h's contract.\n";
   // A dense kernel holds its strides as constants (the contract) and is a function of
   // its own; any other is inlined.

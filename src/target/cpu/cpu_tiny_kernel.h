@@ -19,7 +19,7 @@
 //               to kCpuTinyUnrolledFmas vector FMAs (every kernel but dense ones)
 //   extents     R, N and K are the exact extents (compile-time constants); the caller
 //               checks that the valid part is the whole block.
-//   strides     any, unless cpu_tiny_kernel_dense: then A's and B's rows lie one after
+//   strides     any, unless dense (cpu_tiny_kernel_dense): then A's and B's rows lie one after
 //               another (lda = K, ldb = N, or the ldb of cpu_tiny_kernel_name for a
 //               block of wider rows: the unit checks this at run time, and other
 //               strides take the blocks the general path runs); the kernel holds them
@@ -84,9 +84,20 @@ constexpr int64_t kCpuTinyDenseVectors = 4;
 // Up to this many vector FMAs the k steps are written out, not looped.
 constexpr int64_t kCpuTinyUnrolledFmas = 512;
 bool cpu_tiny_kernel_fits(int64_t r, int64_t n, int64_t k, const CpuIsaInfo& isa);
+// From this many rows a product that fits a kernel of any strides is also given a
+// dense one, which the unit calls where the strides are dense (emit_mma): each A read
+// is a constant offset from one pointer, where the other form indexes it by lda. On
+// the sixty-ninth session's Xeon, rows of one vector ran 1.02-1.12x (16x16x16 1.06x,
+// 14x13x7 1.07x, 9x15x9 1.07x, 8x8x8 1.10x, 12x9x16 1.05x, 4x16x16 1.05x, 7x16x9
+// 1.08x, 5x8x30 1.12x), rows of several 0.98-1.02x (4x32x8, 6x20x10, 4x40x6,
+// 7x24x5). Below 4 rows there is little to index (1x7x1 0.90x, 3x3x3 0.92x).
+constexpr int64_t kCpuTinyDenseRows = 4;
+// Whether the R x N x K product fits a kernel of any strides: at most
+// kCpuTinyStrideRows rows, kCpuTinyAccumulators accumulators and kCpuTinyFmas FMAs.
+bool cpu_tiny_kernel_strided(int64_t r, int64_t n, int64_t k);
 // Whether the R x N x K kernel holds A's and B's strides as constants (the contract's
-// strides, inlining and form): past kCpuTinyStrideRows rows, kCpuTinyAccumulators
-// accumulators or kCpuTinyFmas FMAs. Its name says so (cpu_tiny_kernel_name).
+// strides, inlining and form): where it fits no kernel of any strides, or from
+// kCpuTinyDenseRows rows. Its name says so (cpu_tiny_kernel_name).
 bool cpu_tiny_kernel_dense(int64_t r, int64_t n, int64_t k);
 // The chunks of rows an R x N x K product takes the tiny kernel in: 1 where it fits
 // one; for rows of at most kCpuTinyDenseVectors vectors that do not, the fewest
@@ -125,9 +136,11 @@ constexpr int64_t kCpuTinyBlocksMaxK = 48;
 CpuTinyTiling cpu_tiny_tiling(int64_t r, int64_t n, int64_t k, const CpuIsaInfo& isa);
 
 // The kernel's name; a dense kernel's B stride ldb (0: N) where it is not N.
-std::string cpu_tiny_kernel_name(int64_t r, int64_t n, int64_t k, int64_t ldb = 0);
-// The static function, inline unless cpu_tiny_kernel_dense (uses only the unit's
-// int64_t); a dense kernel reads B's rows ldb apart (0: N).
-std::string emit_cpu_tiny_kernel(int64_t r, int64_t n, int64_t k, int64_t ldb = 0);
+// `strided`: the kernel of any strides, for a product that has both forms
+// (cpu_tiny_kernel_strided); else the form cpu_tiny_kernel_dense says.
+std::string cpu_tiny_kernel_name(int64_t r, int64_t n, int64_t k, int64_t ldb = 0, bool strided = false);
+// The static function, inline unless dense (uses only the unit's int64_t); a dense
+// kernel reads B's rows ldb apart (0: N).
+std::string emit_cpu_tiny_kernel(int64_t r, int64_t n, int64_t k, int64_t ldb = 0, bool strided = false);
 
 }  // namespace tessel
