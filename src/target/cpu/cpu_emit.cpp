@@ -2180,7 +2180,8 @@ class Emitter {
         for (int64_t j0 = 0; j0 < part.cols; j0 += block) {
           const int64_t w = std::min(block, part.cols - j0);
           const std::string name = cpu_tiny_kernel_name(rows, w, op.k, ldb_kernel, strided);
-          if (!tiny_kernels_.count(name)) tiny_kernels_[name] = emit_cpu_tiny_kernel(rows, w, op.k, ldb_kernel, strided);
+          if (!tiny_kernels_.count(name))
+            tiny_kernels_[name] = emit_cpu_tiny_kernel(rows, w, op.k, ldb_kernel, strided);
           std::string c_chunk = top ? c : "(" + c + ") + " + i0 + " * " + ldc;
           if (j0) c_chunk = "(" + c_chunk + ") + " + num(j0);
           line(name + "(&" + a.at(top ? r0s : r0s + " + " + i0, "0") + ", &" +
