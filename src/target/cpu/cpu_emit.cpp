@@ -2184,9 +2184,10 @@ class Emitter {
             tiny_kernels_[name] = emit_cpu_tiny_kernel(rows, w, op.k, ldb_kernel, strided);
           std::string c_chunk = top ? c : "(" + c + ") + " + i0 + " * " + ldc;
           if (j0) c_chunk = "(" + c_chunk + ") + " + num(j0);
+          const bool dense = !strided && cpu_tiny_kernel_dense(rows, w, op.k);  // no stride arguments
           line(name + "(&" + a.at(top ? r0s : r0s + " + " + i0, "0") + ", &" +
-               b.at("0", j0 ? c0s + " + " + num(j0) : c0s) + ", " + c_chunk + ", " + ldc + ", " + lda + ", " + ldb +
-               ", overwrite);");
+               b.at("0", j0 ? c0s + " + " + num(j0) : c0s) + ", " + c_chunk + ", " + ldc +
+               (dense ? "" : ", " + lda + ", " + ldb) + ", overwrite);");
         }
       }
       if (looped) close();

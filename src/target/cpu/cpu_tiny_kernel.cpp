@@ -225,10 +225,10 @@ std::string emit_cpu_tiny_kernel(int64_t r, int64_t n, int64_t k, int64_t ldb, b
   const bool dense = !strided && cpu_tiny_kernel_dense(r, n, k);
   const std::string head = "// " + name + ": cpu_tiny_kernel.h's contract.\n";
   // A dense kernel holds its strides as constants (the contract) and is a function of
-  // its own; any other is inlined.
+  // its own, its arguments all in registers; any other is inlined.
   if (dense)
     return head + "static __attribute__((noinline)) void " + name +
-           "(const float* a, const float* b, float* c, int64_t ldc, int64_t, int64_t, int overwrite) {\n" +
+           "(const float* a, const float* b, float* c, int64_t ldc, int overwrite) {\n" +
            emit_asm_body(r, n, k, ldb > 0 ? ldb : n, true) + "}\n";
   return head + "static inline __attribute__((always_inline)) void " + name +
          "(const float* a, const float* b, float* c, int64_t ldc, int64_t lda, int64_t ldb, int overwrite) {\n" +

@@ -5,7 +5,8 @@
 // its stack arguments and its run-time lane mask; at 4x4x4 the edge block was 41% of
 // a prepared call and the group function around it 15% (docs/cpu_microkernel.md).
 //
-// Contract of  tsl_tiny_<R>x<N>x<K>(a, b, c, ldc, lda, ldb, overwrite):
+// Contract of  tsl_tiny_<R>x<N>x<K>(a, b, c, ldc, lda, ldb, overwrite), and of the dense
+//              tsl_tiny_<R>x<N>x<K>_dense[_ldb<S>](a, b, c, ldc, overwrite):
 //   operation   C[0:R, 0:N] += A[0:R, 0:K] * B[0:K, 0:N]   (fp32, FMA)
 //               overwrite != 0: C = A * B, C not read
 //   A           A(r, k) = a[r * lda + k], each element broadcast
@@ -19,12 +20,13 @@
 //               to kCpuTinyUnrolledFmas vector FMAs (every kernel but dense ones)
 //   extents     R, N and K are the exact extents (compile-time constants); the caller
 //               checks that the valid part is the whole block.
-//   strides     any, unless dense (cpu_tiny_kernel_dense): then A's and B's rows lie one after
-//               another (lda = K, ldb = N, or the ldb of cpu_tiny_kernel_name for a
-//               block of wider rows: the unit checks this at run time, and other
-//               strides take the blocks the general path runs); the kernel holds them
-//               as constants and ignores its stride arguments, so that each element is
-//               a constant offset from one pointer.
+//   strides     any, unless dense (cpu_tiny_kernel_dense): then A's and B's rows lie
+//               one after another (lda = K, ldb = N, or S for a block of wider rows:
+//               the unit checks this at run time, and other strides take the kernel
+//               of any strides or the general body); the kernel holds them as
+//               constants, so that each element is a constant offset from one
+//               pointer, and takes no stride arguments: with them, overwrite was a
+//               seventh argument, on the stack.
 //   inlining    inlined into each caller, unless cpu_tiny_kernel_dense: then a
 //               function of its own (noinline) that both homes' bodies call, where
 //               inlined twice it added about 15 ms to a cold compile (28x12x11: 86
