@@ -866,8 +866,9 @@ class Emitter {
 
   void emit_op(const GroupOp& op) {
     emit_op_kind(op);
-    // What a leaf has done before its tiny kernels' test (emit_mma): fills fold away
-    // there, and fences, waits and control flow write nothing themselves.
+    // What a leaf has done before its tiny kernels' test (emit_mma): a fill writes at
+    // most the group's scratch, which the general body fills again; fences, waits and
+    // control flow write nothing themselves.
     switch (op.kind) {
       case GroupOpKind::FragFill:
       case GroupOpKind::AsyncCommit:

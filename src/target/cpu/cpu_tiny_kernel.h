@@ -89,10 +89,10 @@ bool cpu_tiny_kernel_fits(int64_t r, int64_t n, int64_t k, const CpuIsaInfo& isa
 // From this many rows a product that fits a kernel of any strides is also given a
 // dense one, which the unit calls where the strides are dense (emit_mma): each A read
 // is a constant offset from one pointer, where the other form indexes it by lda. On
-// the sixty-ninth session's Xeon, rows of one vector ran 1.02-1.12x (16x16x16 1.06x,
-// 14x13x7 1.07x, 9x15x9 1.07x, 8x8x8 1.10x, 12x9x16 1.05x, 4x16x16 1.05x, 7x16x9
-// 1.08x, 5x8x30 1.12x), rows of several 0.98-1.02x (4x32x8, 6x20x10, 4x40x6,
-// 7x24x5). Below 4 rows there is little to index (1x7x1 0.90x, 3x3x3 0.92x).
+// the sixty-ninth session's Xeon, rows of one vector ran 1.01-1.18x (5x8x30 1.18x,
+// 12x9x16 1.12x, 4x16x16 1.10x, 14x13x7 1.10x, 9x15x9 1.09x, 16x16x16 1.01x), rows
+// of several 0.97-1.03x (4x32x8, 6x20x10, 4x40x6, 7x24x5). Below 4 rows there is
+// little to index (1x7x1 0.90x, 3x3x3 0.92x).
 constexpr int64_t kCpuTinyDenseRows = 4;
 // Whether the R x N x K product fits a kernel of any strides: at most
 // kCpuTinyStrideRows rows, kCpuTinyAccumulators accumulators and kCpuTinyFmas FMAs.
