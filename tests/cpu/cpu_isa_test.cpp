@@ -961,8 +961,9 @@ TEST(CpuSmallShapes, WholeSmallProductsRunInOneTinyKernel) {
       const std::string unit = emit_cpu(program, detected_cpu_isa());
       EXPECT_EQ(unit.find(cpu_tiny_kernel_name(m, n, k) + "(&") != std::string::npos, tiny) << unit;
       // From kCpuTinyDenseRows rows, the kernel of any strides too, for padded rows.
-      if (cpu_tiny_kernel_dense(m, n, k) && cpu_tiny_kernel_strided(m, n, k))
+      if (cpu_tiny_kernel_dense(m, n, k) && cpu_tiny_kernel_strided(m, n, k)) {
         EXPECT_EQ(unit.find(cpu_tiny_kernel_name(m, n, k, 0, true) + "(&") != std::string::npos, tiny) << unit;
+      }
       EXPECT_EQ(unit.find("tsl_group_general(sizes,") != std::string::npos, tiny) << unit;
       // Two homes' bodies, each in a leaf with the flag as a constant: storing (beta 0)
       // in the entry, adding (beta 1) in the function the entry jumps to, which jumps
