@@ -535,7 +535,9 @@ TEST_P(CpuIsaPath, OneThreadReadsLargeShapesInPlaceInKBlocks) {
            {600, 512, 8000, 500}}) {
     const Plan np = plan(m, n, k, 1);
     EXPECT_EQ(np.direct, narrow) << np.to_string();
-    if (narrow) EXPECT_EQ(np.tile("BK"), bk) << np.to_string();
+    if (narrow) {
+      EXPECT_EQ(np.tile("BK"), bk) << np.to_string();
+    }
   }
   EXPECT_EQ(plan(2000, 200, 2000, 1).direct, narrow || in_place);
   EXPECT_EQ(plan(2000, 600, 2000, 1).direct, in_place);  // past the narrow columns
@@ -747,7 +749,9 @@ TEST(CpuSmallShapes, MaskedPartsTakeEdgeBlocksOfTheirFullHeight) {
     EXPECT_EQ(count("((tsl_edge_lookup_t)table[3])("), static_cast<int>(c.blocks.size())) << unit;
     for (const std::string& block : c.blocks)
       EXPECT_NE(unit.find("((tsl_edge_lookup_t)table[3])" + block), std::string::npos) << block;
-    if (c.blocks.empty()) EXPECT_EQ(count("tsl_mma_blocks((const void*)0, kv"), 1) << unit;
+    if (c.blocks.empty()) {
+      EXPECT_EQ(count("tsl_mma_blocks((const void*)0, kv"), 1) << unit;
+    }
   }
 }
 
@@ -770,9 +774,13 @@ void check_strip_plans(std::initializer_list<StripCase> cases) {
     for (const Plan& p : {fixed, any_size(fixed)}) {
       GroupProgram program = compile_to_group(gemm_kernel(DType::F32), p, CompileOptions{}).program;
       const std::string unit = emit_cpu(program, CpuIsa::Avx512);
-      if (avx512 && no_edge_blocks) EXPECT_EQ(unit.find("((tsl_edge_lookup_t)table[3])"), std::string::npos);
+      if (avx512 && no_edge_blocks) {
+        EXPECT_EQ(unit.find("((tsl_edge_lookup_t)table[3])"), std::string::npos);
+      }
       // At short k the unit calls the strips itself (cpu_edge_strip).
-      if (avx512) EXPECT_EQ(unit.find("((tsl_strip_lookup_t)table[4])") != std::string::npos, k <= kCpuStripMaxK);
+      if (avx512) {
+        EXPECT_EQ(unit.find("((tsl_strip_lookup_t)table[4])") != std::string::npos, k <= kCpuStripMaxK);
+      }
       auto kernel = compile_cpu(program);
       for (bool dense : {false, true}) check_gemm(*kernel, GemmCase{m, n, k, 1.0, 0.0, 1, dense}, seed++);
       for (bool dense : {false, true}) check_gemm(*kernel, GemmCase{m, n, k, -0.5, 1.25, 1, dense}, seed++);

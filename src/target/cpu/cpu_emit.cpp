@@ -2172,9 +2172,10 @@ class Emitter {
       if (looped)
         open_control_loop("for (int64_t tsl_i = " + num(first_row) + "; tsl_i < " + num(first_row + count * rows) +
                           "; tsl_i += " + num(rows) + ")");
-      // Blocks of 64 columns read B's rows N apart (the kernel's ldb); one block is
-      // the whole part.
-      const int64_t block = tiling.col_blocks > 1 ? 64 : part.cols, ldb_kernel = block < part.cols ? part.cols : 0;
+      // Blocks of kCpuTinyBlockCols columns read B's rows N apart (the kernel's ldb);
+      // one block is the whole part.
+      const int64_t block = tiling.col_blocks > 1 ? kCpuTinyBlockCols : part.cols;
+      const int64_t ldb_kernel = block < part.cols ? part.cols : 0;
       for (int64_t q = 0; q < (looped ? 1 : count); ++q) {
         const bool top = !looped && first_row + q * rows == 0;
         const std::string i0 = looped ? "tsl_i" : num(first_row + q * rows);

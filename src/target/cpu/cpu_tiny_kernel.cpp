@@ -65,13 +65,14 @@ int64_t cpu_tiny_row_chunks(int64_t r, int64_t n, int64_t k, const CpuIsaInfo& i
 }
 
 CpuTinyTiling cpu_tiny_tiling(int64_t r, int64_t n, int64_t k, const CpuIsaInfo& isa) {
-  if (n <= 16 * kCpuTinyDenseVectors) return {1, cpu_tiny_row_chunks(r, n, k, isa)};
+  if (n <= kCpuTinyBlockCols) return {1, cpu_tiny_row_chunks(r, n, k, isa)};
   if (k <= kCpuStripMaxK || k > kCpuTinyBlocksMaxK || cpu_edge_dot_columns(r, n, k)) return {0, 0};
-  const int64_t blocks = (n + 63) / 64, last = n - 64 * (blocks - 1);
+  const int64_t blocks = (n + kCpuTinyBlockCols - 1) / kCpuTinyBlockCols;
+  const int64_t last = n - kCpuTinyBlockCols * (blocks - 1);
   const int64_t chunks = (r + tiny_rows_max(kCpuTinyDenseVectors) - 1) / tiny_rows_max(kCpuTinyDenseVectors);
   const int64_t rows = (r + chunks - 1) / chunks;
-  const bool fit = chunks * blocks <= kCpuTinyBlockCalls && cpu_tiny_kernel_fits(rows, 64, k, isa) &&
-                   cpu_tiny_kernel_fits(rows, last, k, isa);
+  const bool fit = chunks * blocks <= kCpuTinyBlockCalls &&
+                   cpu_tiny_kernel_fits(rows, kCpuTinyBlockCols, k, isa) && cpu_tiny_kernel_fits(rows, last, k, isa);
   return fit ? CpuTinyTiling{blocks, chunks} : CpuTinyTiling{0, 0};
 }
 

@@ -83,6 +83,8 @@ constexpr int64_t kCpuTinyTallFmas = 8192;
 // strips run them. Their units compile in 49-65 ms instead of 31-39 (48x44x13 49,
 // 32^3 58, 66x42x9 65), 300x48x30 in 101 instead of 43.
 constexpr int64_t kCpuTinyDenseVectors = 4;
+// The widest dense kernel's columns: a block's width for wider rows (cpu_tiny_tiling).
+constexpr int64_t kCpuTinyBlockCols = 16 * kCpuTinyDenseVectors;
 // Up to this many vector FMAs the k steps are written out, not looped.
 constexpr int64_t kCpuTinyUnrolledFmas = 512;
 bool cpu_tiny_kernel_fits(int64_t r, int64_t n, int64_t k, const CpuIsaInfo& isa);
@@ -120,10 +122,11 @@ constexpr int64_t kCpuTinyRowChunks = 64;
 int64_t cpu_tiny_row_chunks(int64_t r, int64_t n, int64_t k, const CpuIsaInfo& isa);
 
 // How a product of more than kCpuTinyDenseVectors vectors a row takes tiny kernels:
-// in blocks of 64 columns (the last the rest), each block's rows in the chunks of the
-// 4-vector kernel's rows; a call a chunk and block, at most kCpuTinyBlockCalls. Past
-// kCpuStripMaxK up to kCpuTinyBlocksMaxK, not where cpu_edge_dot_columns holds. The
-// kernels are dense, B's stride N (cpu_tiny_kernel_name's ldb). They ran 1.03-1.26x
+// in blocks of kCpuTinyBlockCols columns (the last the rest), each block's rows in
+// the chunks of the 4-vector kernel's rows; a call a chunk and block, at most
+// kCpuTinyBlockCalls. Past kCpuStripMaxK up to kCpuTinyBlocksMaxK, not where
+// cpu_edge_dot_columns holds. The kernels are dense, B's stride N
+// (cpu_tiny_kernel_name's ldb). They ran 1.03-1.26x
 // the 12x32 kernel's blocks on the sixty-eighth session's Xeon (80x173x9 1.26x,
 // 128x128x16 1.17x, 28x137x13 1.14x, 41x142x22 1.03x; 60x125x32 1.01-1.11x,
 // 256x174x20 0.95-0.99x), and their units compile in 67-113 ms instead of 38-50. At
