@@ -746,7 +746,9 @@ TEST(CpuSmallShapes, MaskedPartsTakeEdgeBlocksOfTheirFullHeight) {
       for (size_t at = 0; (at = unit.find(text, at)) != std::string::npos; ++at) ++n;
       return n;
     };
-    EXPECT_EQ(count("((tsl_edge_lookup_t)table[3])("), static_cast<int>(c.blocks.size())) << unit;
+    // Each unit (cpu_emit.h: kCpuSecondUnit) binds its own copy.
+    const int units = static_cast<int>(split_cpu_units(unit).size());
+    EXPECT_EQ(count("((tsl_edge_lookup_t)table[3])("), units * static_cast<int>(c.blocks.size())) << unit;
     for (const std::string& block : c.blocks)
       EXPECT_NE(unit.find("((tsl_edge_lookup_t)table[3])" + block), std::string::npos) << block;
     if (c.blocks.empty()) {
@@ -1018,7 +1020,8 @@ void check_tiny_program(const GroupProgram& program, int64_t m, int64_t n, int64
 }
 
 // Rows too tall for one tiny kernel run as chunks of rows, a tiny kernel each
-// (cpu_tiny_row_chunks), in both homes' bodies; a kernel a chunk size, dense ones
+// (cpu_tiny_row_chunks), in one leaf for both homes (beta 0 and 1: with several
+// kernels, whether it adds is read at run time); a kernel a chunk size, dense ones
 // functions of their own. Rows of one vector, and of two to four past the strips' k.
 // Against the oracle (C NaN-poisoned where beta is 0), dense rows (the chunks) and
 // padded ones (the general body), and on the sim.
@@ -1044,8 +1047,10 @@ TEST(CpuSmallShapes, TallRowsRunInChunksOfTinyKernels) {
     // Near-equal chunks: m / chunks rows, one more in the last m % chunks.
     const int64_t shorter = m / chunks, longer = m % chunks;
     const std::string name = cpu_tiny_kernel_name(shorter, n, k), name_longer = cpu_tiny_kernel_name(shorter + 1, n, k);
-    // A call a chunk, or a loop where a height has more than two.
-    auto calls = [](int64_t count) { return 2 * (count > 2 ? 1 : count); };
+    // A call a chunk, or a loop where a height has more than two, in the one leaf.
+    auto calls = [](int64_t count) { return count > 2 ? 1 : count; };
+    EXPECT_EQ(count("tsl_group_homes"), 0) << unit;
+    EXPECT_EQ(count("const bool tsl_addhome_0 = true;") + count("const bool tsl_addhome_0 = false;"), 0) << unit;
     EXPECT_EQ(count(name + "(&"), calls(chunks - longer)) << unit;
     EXPECT_EQ(count(name_longer + "(&"), calls(longer)) << unit;
     const int dense_sizes = cpu_tiny_kernel_dense(shorter, n, k) + (longer && cpu_tiny_kernel_dense(shorter + 1, n, k));
@@ -1074,7 +1079,8 @@ TEST(CpuSmallShapes, WideRowsRunInColumnBlocksOfTinyKernels) {
     ASSERT_GT(tiling.row_chunks, 0);
     GroupProgram program = compile_to_group(gemm_kernel(DType::F32), p, CompileOptions{}).program;
     const std::string unit = emit_cpu(program, CpuIsa::Avx512);
-    // Each height's whole 64-column blocks, in both homes' bodies: a call a chunk, or a loop.
+    // Each height's whole 64-column blocks, in the one leaf for both homes: a call a
+    // chunk, or a loop.
     const int64_t shorter = m / tiling.row_chunks, longer = m % tiling.row_chunks;
     for (auto [rows, count] : {std::array<int64_t, 2>{shorter, tiling.row_chunks - longer}, {shorter + 1, longer}}) {
       if (count == 0) continue;
@@ -1082,9 +1088,10 @@ TEST(CpuSmallShapes, WideRowsRunInColumnBlocksOfTinyKernels) {
       EXPECT_NE(name.find("_dense_ldb" + std::to_string(n)), std::string::npos) << name;
       int found = 0;
       for (size_t at = 0; (at = unit.find(name + "(&", at)) != std::string::npos; ++at) ++found;
-      EXPECT_EQ(found, 2 * (count > 2 ? 1 : count) * (n / 64)) << name << "\n" << unit;
+      EXPECT_EQ(found, (count > 2 ? 1 : count) * (n / 64)) << name << "\n" << unit;
     }
     EXPECT_EQ(unit.find("for (int64_t tsl_i = ") != std::string::npos, tiling.row_chunks - longer > 2 || longer > 2);
+    EXPECT_EQ(unit.find("tsl_group_homes"), std::string::npos) << unit;
     if (!avx512) continue;
     check_tiny_program(program, m, n, k, static_cast<uint32_t>(m + 5 * n + 11 * k));
   }
@@ -1109,13 +1116,13 @@ TEST(CpuSmallShapes, LeavesJumpToTheGeneralBodyBeforeWritingAnything) {
   const std::string unit = emit_cpu(program, CpuIsa::Avx512);
   int jumps = 0;
   for (size_t at = 0; (at = unit.find("return tsl_group_general(", at)) != std::string::npos; ++at) ++jumps;
-  EXPECT_EQ(jumps, 3) << unit;  // the add leaf's entry test, and each leaf's tiny kernels' test
+  EXPECT_EQ(jumps, 2) << unit;  // the one leaf's (both homes') entry test, and its tiny kernels' test
   int once = 0;
   for (size_t at = 0; (at = unit.find(" && (tsl_ceildiv(v_K, INT64_C(20))) - (INT64_C(0)) <= 1))", at)) !=
                       std::string::npos;
        ++at)
     ++once;
-  EXPECT_EQ(once, 2) << unit;  // both leaves' entry tests
+  EXPECT_EQ(once, 1) << unit;  // the leaf's entry test
   if (detected_cpu_isa() != CpuIsa::Avx512) GTEST_SKIP() << "the tiny kernels need AVX-512";
   check_tiny_program(program, 256, 174, 20, 690);
 }
@@ -1211,7 +1218,8 @@ TEST(CpuInPlace, GlobalOperandWithoutItsValidPartIsAVerifyError) {
 // plans' worker parts); here, which programs home it.
 TEST(CpuInPlace, AccumulatorLivesInItsStoreWindowOnlyWhenNothingElseUsesIt) {
   auto program_of = [](const Plan& p) { return compile_to_group(gemm_kernel(DType::F32), p, CompileOptions{}).program; };
-  auto home_line = [](const std::string& unit) {
+  auto home_line = [](const std::string& source) {  // the general body's, in the last unit
+    const std::string unit = split_cpu_units(source).back();
     const size_t at = unit.find("const bool tsl_home_0 = ");
     return at == std::string::npos ? std::string() : unit.substr(at, unit.find('\n', at) - at);
   };
@@ -1281,7 +1289,8 @@ TEST(CpuInPlace, AccumulatorAddsToItsWindowOnlyWhereTheOtherBranchIsCPlusIt) {
   const GroupProgram direct =
       compile_to_group(gemm_kernel(DType::F32), default_gemm_plan(TargetKind::Cpu, 32, 32, 32), CompileOptions{})
           .program;
-  auto add_line = [](const std::string& unit) {
+  auto add_line = [](const std::string& source) {  // the general body's, in the last unit
+    const std::string unit = split_cpu_units(source).back();
     const size_t at = unit.find("const bool tsl_addhome_0 = ");
     return at == std::string::npos ? std::string() : unit.substr(at, unit.find('\n', at) - at);
   };

@@ -2,14 +2,20 @@
 // needs to reproduce them, and launch argument checks.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
+#include "compiler/compile.h"
 #include "gemm_oracle.h"
 #include "hand_gemm.h"
+#include "ops/gemm.h"
+#include "ops/gemm_kernel.h"
 #include "target/cpu/cpu_emit.h"
+#include "target/cpu/cpu_isa.h"
 #include "target/cpu/cpu_jit.h"
 #include "tessel/error.h"
 
@@ -112,6 +118,62 @@ TEST_F(CpuJit, SourceThatFailsCarriesCompilerDiagnostics) {
   ASSERT_NE(at, std::string::npos);
   std::string path = msg.substr(at + 8, msg.find('\n', at) - at - 8);
   EXPECT_TRUE(std::filesystem::exists(path)) << path;
+}
+
+// A program with tiny kernels is emitted as two units (cpu_emit.h, kCpuSecondUnit):
+// the JIT compiles them at once and links one object, whose leaves in the first unit
+// jump to the general body in the second. Every other program is one unit.
+TEST_F(CpuJit, TwoUnitsCompileAtOnceIntoOneObject) {
+  EXPECT_EQ(split_cpu_units(emit_cpu(small_gemm(12))).size(), 1u);
+  if (cpu_isa() != CpuIsa::Avx512) GTEST_SKIP() << "tiny kernels (two units) need AVX-512";
+  const GroupProgram p =
+      compile_to_group(gemm_kernel(DType::F32), default_gemm_plan(TargetKind::Cpu, 13, 29, 7), CompileOptions{})
+          .program;
+  const std::vector<std::string> units = split_cpu_units(emit_cpu(p));
+  ASSERT_EQ(units.size(), 2u);
+  const std::string general =  // its definition
+      "void tsl_group_general(const int64_t* sizes, const double* scalars,\n"
+      "    float* const* tensors, const int64_t* group, float* scratch) {";
+  EXPECT_NE(units[0].find("return tsl_group_general("), std::string::npos) << units[0];
+  EXPECT_EQ(units[0].find(general), std::string::npos) << units[0];  // declared there, not defined
+  EXPECT_NE(units[1].find(general), std::string::npos) << units[1];
+  EXPECT_NE(units[0].find("  tsl_bind_general(table);"), std::string::npos) << units[0];
+  auto kernel = compile_cpu(p);
+  std::vector<std::string> files;
+  for (const auto& entry : std::filesystem::directory_iterator(dir_)) files.push_back(entry.path().string());
+  std::sort(files.begin(), files.end());
+  const std::string stem = kernel->info().cache_path.substr(0, kernel->info().cache_path.size() - 3);
+  EXPECT_EQ(files, (std::vector<std::string>{stem + "-unit2.cpp", stem + ".cpp", stem + ".so"}));
+  // The leaves (alpha 1, beta 0 or 1, A's and B's rows dense or not), and the general
+  // body in the second unit (other alpha and beta).
+  uint32_t seed = 700;
+  for (const GemmCase& g : {GemmCase{13, 29, 7, 1.0, 0.0, 1, true}, GemmCase{13, 29, 7, 1.0, 1.0},
+                            GemmCase{13, 29, 7, 0.5, 0.25, 1, true}, GemmCase{13, 29, 7, -2.0, 0.0}})
+    check_gemm(*kernel, g, seed++);
+  // A failure in the second unit's compile names that unit, and leaves no file behind.
+  clear_cpu_memory_cache();
+  std::filesystem::remove_all(dir_);
+  std::filesystem::create_directory(dir_);
+  const std::string cxx = dir_ + "/cxx.sh";
+  {
+    std::ofstream script(cxx);
+    script << "#!/bin/sh\nfor a; do case \"$a\" in *-unit2.cpp) echo 'second unit refused' >&2; exit 3;; esac; done\n"
+           << "exec c++ \"$@\"\n";
+  }
+  std::filesystem::permissions(cxx, std::filesystem::perms::owner_all);
+  setenv("CXX", cxx.c_str(), 1);
+  Error e = compile_error(p);
+  EXPECT_EQ(e.kind(), ErrorKind::Compile);
+  const std::string msg = e.what();
+  EXPECT_NE(msg.find("exit status 3"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("second unit refused"), std::string::npos) << msg;
+  const size_t source = msg.find("\n  source: ");
+  ASSERT_NE(source, std::string::npos) << msg;
+  EXPECT_EQ(msg.substr(msg.find('\n', source + 1) - 10, 10), "-unit2.cpp") << msg;
+  files.clear();
+  for (const auto& entry : std::filesystem::directory_iterator(dir_))
+    if (entry.path().extension() != ".cpp" && entry.path() != cxx) files.push_back(entry.path().string());
+  EXPECT_TRUE(files.empty()) << files.front();
 }
 
 TEST_F(CpuJit, OpaqueCallIsUnsupported) {

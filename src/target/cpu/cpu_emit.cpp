@@ -356,7 +356,13 @@ class Emitter {
     bind_lookups(edge_strips_, "strips of rows", "cpu_edge_strip", 4, "tsl_edge_strip_t",
                  "const float*, const float*, float*, int64_t, int64_t, int64_t, int64_t, unsigned short, int",
                  "tsl_strip_lookup_t", &edge_strip_name);
-    s += "extern \"C\" void tessel_bind(void* const* table) {\n" + bind + "}\n";
+    // With homes' bodies the general body is a second unit (cpu_emit.h), which binds
+    // its own copies of the table's pointers.
+    const std::string common = s;
+    const std::string hidden = "extern \"C\" __attribute__((visibility(\"hidden\"))) void ";
+    if (!fast.empty()) s += hidden + "tsl_bind_general(void* const* table);\n";
+    s += "extern \"C\" void tessel_bind(void* const* table) {\n" + bind +
+         (fast.empty() ? "" : "  tsl_bind_general(table);\n") + "}\n";
     s += "\nextern \"C\" int64_t tessel_scratch_floats(void) { return " + num(scratch_floats_) +
          "; }\n\n";
     // The grid for given sizes, so that a kernel found through its request entry
@@ -380,7 +386,7 @@ class Emitter {
     // (2x13x3, 3x13x3).
     for (const auto& [name, text] : tiny_kernels_) s += text + "\n";
     const std::string leaf = "static __attribute__((noinline)) void ";
-    s += leaf + "tsl_group_general" + params + " {\n" + group_prelude() + body_ + "}\n\n";
+    s += hidden + "tsl_group_general" + params + ";\n\n";
     std::string next = "tsl_group_general";
     for (size_t i = fast.size(); i-- > 0;) {
       const HomesBody& h = fast[i];
@@ -390,7 +396,8 @@ class Emitter {
            group_prelude(Locals::Unnamed, h.when) + "  {\n" + h.body + "  }\n}\n" + (i == 0 ? "" : "\n");
       next = name;
     }
-    return s;
+    return s + kCpuSecondUnit + common + hidden + "tsl_bind_general(void* const* table) {\n" + bind + "}\n\n" +
+           hidden + "tsl_group_general" + params + " {\n" + group_prelude() + body_ + "}\n";
   }
 
   // The group function's locals: sizes, scalars, tensors, the group's indices, scratch
@@ -451,8 +458,10 @@ class Emitter {
   // (alpha 1 and beta 0 for a matrix product) and no call is left. Where a
   // home also serves its if's other branch (adds_in_place), a second such body has
   // those homes adding (beta 1); one body for both, with a run-time flag, cost the
-  // smallest calls at beta 0 a tenth (2x2x3). Else none (and no tiny kernel: the
-  // general body calls tessel's kernels, as before).
+  // smallest calls at beta 0 a tenth (2x2x3). Where a body calls several tiny kernels
+  // (chunks of rows, blocks of columns) that flag costs nothing seen, and one body for
+  // both (HomesHold::Either) saves the unit a function, 10-15 ms of a cold compile.
+  // Else none (and no tiny kernel: the general body calls tessel's kernels, as before).
   struct HomesBody {
     std::string when, body;  // where the homes hold, and the body then
   };
@@ -467,25 +476,32 @@ class Emitter {
     }
     const std::string general = body_;
     const int64_t scratch = scratch_floats_;
-    std::vector<HomesBody> fast;
-    for (HomesHold hold : {HomesHold::Store, HomesHold::Add}) {
-      if (hold == HomesHold::Add && !adds) break;
+    auto body_for = [&](HomesHold hold) {
       std::string when;
-      for (const auto& [fill, home] : home_)
+      for (const auto& [fill, home] : home_) {
+        const std::string either = home.add_when.empty() ? home.when : home.when + ") || (" + home.add_when;
         when += (when.empty() ? "(" : " && (") +
-                (hold == HomesHold::Add && !home.add_when.empty() ? home.add_when : home.when) + ")";
+                (hold == HomesHold::Either ? either
+                 : hold == HomesHold::Add && !home.add_when.empty() ? home.add_when
+                                                                    : home.when) +
+                ")";
+      }
+      if (hold == HomesHold::Either) when = "(" + when + ")";
       scratch_floats_ = body_scratch;
       body_.clear();
       depth_ = 2;
       homes_hold_ = hold;
-      mmas_ = tiny_mmas_ = 0;
+      mmas_ = tiny_mmas_ = tiny_calls_ = 0;
       written_ = false;
       leaf_when_.clear();
       for (const GroupOp& op : p_.body) emit_op(op);
       homes_hold_ = HomesHold::None;
       TESSEL_ASSERT(scratch_floats_ == scratch, "the homes' body laid out scratch again");
-      fast.push_back({when + leaf_when_, body_});
-    }
+      return HomesBody{when + leaf_when_, body_};
+    };
+    std::vector<HomesBody> fast = {body_for(HomesHold::Store)};
+    if (adds && tiny_calls_ > 1) fast = {body_for(HomesHold::Either)};
+    else if (adds) fast.push_back(body_for(HomesHold::Add));
     body_ = general;
     if (mmas_ > 0 && tiny_mmas_ == mmas_) return fast;
     tiny_kernels_.clear();
@@ -941,9 +957,10 @@ class Emitter {
             const std::string id = num(op.id);
             std::string when = homes_hold_ != HomesHold::None ? "true" : home->second.when;
             if (!home->second.add_when.empty()) {  // adds_in_place
-              const std::string adds = homes_hold_ == HomesHold::None ? home->second.add_when
-                                       : homes_hold_ == HomesHold::Add ? "true"
-                                                                       : "false";
+              const std::string adds = homes_hold_ == HomesHold::None     ? home->second.add_when
+                                       : homes_hold_ == HomesHold::Either ? home->second.adds
+                                       : homes_hold_ == HomesHold::Add    ? "true"
+                                                                          : "false";
               line("const bool tsl_addhome_" + id + " = " + adds + ";");
               if (homes_hold_ == HomesHold::None) when = "(" + when + ") || tsl_addhome_" + id;
             }
@@ -1593,6 +1610,7 @@ class Emitter {
       if (!branch) continue;
       if (std::optional<std::string> unit = adds_in_place(*branch, *store, f)) {
         home.add_when = when + " && !(" + cond(branch->cond) + ")" + *unit + covered;
+        home.adds = "!(" + cond(branch->cond) + ")";
         adding_if_[branch->id] = fill.id;
         overwrite_[mma.id] = "(tsl_whole_" + num(fill.id) + " && !tsl_addhome_" + num(fill.id) + " && " +
                              sym(ops[i + 1].iv) + " == (" + ex(ops[i + 1].lo) + "))";
@@ -1811,6 +1829,7 @@ class Emitter {
                       !loop && !rows_outer && !pack_b && tiling.row_chunks > 0;
     ++mmas_;
     tiny_mmas_ += tiny;
+    if (tiny) tiny_calls_ += tiling.row_chunks * tiling.col_blocks;
     const auto moved = part_copy_.find(op.id);
     for (int w = 0; w < (loop ? 1 : p_.workers); ++w) {
       FragPart part = frag_part(p_, acc, w);
@@ -2251,6 +2270,7 @@ class Emitter {
   struct Home {
     std::string when, base, ld;  // the run-time condition, C++ pointer and row stride of the window
     std::string add_when;        // adds_in_place: when the fragment adds to the window's values there
+    std::string adds;            // adds_in_place: whether it adds, where `when` or `add_when` holds
   };
   std::map<int, Home> home_;
   std::map<int, int> homed_frag_, homed_store_;
@@ -2262,17 +2282,28 @@ class Emitter {
   int depth_ = 1;
   bool element_loops_ = false;  // the group function loops over elements itself (open)
   int mmas_ = 0, tiny_mmas_ = 0;  // mma ops emitted, and those a tiny kernel runs
+  int64_t tiny_calls_ = 0;        // tiny kernels those call (chunks of rows x blocks of columns)
   bool written_ = false;                // whether an op that writes memory was emitted (emit_op)
   std::vector<const GroupOp*> fors_;    // the loops around the op being emitted, outermost first
   std::string leaf_when_;               // conditions a homes' body adds to its own (emit_mma)
   // Emitting fast_group_bodies: every home holds, storing (its if's condition holds)
   // or adding (adds_in_place, where the home serves the if's other branch).
-  enum class HomesHold { None, Store, Add };
+  // The homes' bodies (fast_group_bodies): every home holds, storing, adding, or
+  // either (whether it adds read at run time).
+  enum class HomesHold { None, Store, Add, Either };
   HomesHold homes_hold_ = HomesHold::None;
   std::map<std::string, std::string> tiny_kernels_;  // the homes' body's (fast_group_bodies)
 };
 
 }  // namespace
+
+const char kCpuSecondUnit[] = "// ---- tessel: a second unit, compiled beside the first ----\n";
+
+std::vector<std::string> split_cpu_units(const std::string& source) {
+  const size_t at = source.find(kCpuSecondUnit);
+  if (at == std::string::npos) return {source};
+  return {source.substr(0, at), source.substr(at + sizeof kCpuSecondUnit - 1)};
+}
 
 std::string emit_cpu(const GroupProgram& program, CpuIsa isa) { return Emitter(program, cpu_isa_info(isa)).run(); }
 std::string emit_cpu(const GroupProgram& program) { return emit_cpu(program, cpu_isa()); }

@@ -1,5 +1,6 @@
-// The `cpu` emitter: GroupIR -> one header-free C++ translation unit (GCC vector
-// extensions for SIMD; no #include, so it compiles in tens of milliseconds).
+// The `cpu` emitter: GroupIR -> header-free C++ (GCC vector extensions for SIMD; no
+// #include, so it compiles in tens of milliseconds): one translation unit, or two
+// (kCpuSecondUnit below).
 //
 // Entry points of the emitted unit:
 //   extern "C" void tessel_group(const int64_t* sizes, const double* scalars,
@@ -42,11 +43,23 @@
 // that ISA's registers, and the micro-kernel blocks for their count.
 #pragma once
 #include <string>
+#include <vector>
 
 #include "ir/group_ir.h"
 #include "target/cpu/cpu_isa.h"
 
 namespace tessel {
+// The line that starts a second unit. A unit with homes' bodies (the leaves that run
+// tiny kernels, cpu_tiny_kernel.h) has two: the first holds the entry points, the
+// tiny kernels and the leaves; the second the general body (tsl_group_general) and
+// the bind of its own copies of the table's pointers (tsl_bind_general), hidden
+// symbols that the first calls. The JIT compiles both at once, a compiler each, and
+// links them into one object: GCC's cost is per function, so on two cores a cold
+// compile takes a fifth less (docs/cpu_microkernel.md, the seventieth session).
+extern const char kCpuSecondUnit[];
+// The units of emit_cpu's source, in order (one, or two as above).
+std::vector<std::string> split_cpu_units(const std::string& source);
+
 std::string emit_cpu(const GroupProgram& program, CpuIsa isa);
 // For the ISA the JIT would use now (cpu_isa()).
 std::string emit_cpu(const GroupProgram& program);

@@ -312,9 +312,9 @@ std::vector<std::string> split_words(const std::string& s) {
   return out;
 }
 
-// Runs argv[0] (looked up on PATH) with stderr into `err_path`; its exit status, or
-// 127 when it cannot be started, 128 + N when signal N ended it.
-int run_command(const std::vector<char*>& argv, const std::string& err_path) {
+// Starts argv[0] (looked up on PATH) with stderr into `err_path`: its pid, or -1
+// when it cannot be started (said in `err_path`).
+pid_t start_command(const std::vector<char*>& argv, const std::string& err_path) {
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, 2, err_path.c_str(), O_WRONLY | O_TRUNC, 0600);
@@ -324,8 +324,15 @@ int run_command(const std::vector<char*>& argv, const std::string& err_path) {
   if (rc != 0) {
     std::string line = std::string(argv[0]) + ": cannot be started (" + std::strerror(rc) + ")\n";
     write_file_atomic(err_path, line);
-    return 127;
+    return -1;
   }
+  return pid;
+}
+
+// A started command's exit status, or 127 when it could not be started, 128 + N
+// when signal N ended it.
+int wait_command(pid_t pid) {
+  if (pid < 0) return 127;
   int status = 0;
   while (waitpid(pid, &status, 0) < 0)
     if (errno != EINTR) return 127;
@@ -342,47 +349,86 @@ std::map<uint64_t, std::shared_ptr<Library>>& memory_cache() {
   return cache;
 }
 
-// Compiles src_path into a temporary file beside so_path, then publishes it as a
-// sealed cache entry (seal_cache_entry: the .so with a footer naming `stamp`) by
-// one rename, so two processes compiling the same kernel at once both leave a
-// whole entry. Returns the compiler's wall time in ms.
-double compile_to(const std::string& cxx, const std::string& flags, const std::string& src_path,
+// One run of the compiler driver: its words and the file its stderr goes to.
+struct CompilerRun {
+  std::vector<std::string> words;
+  std::string err;
+  pid_t pid = -1;
+  void start() {
+    std::vector<char*> argv;
+    for (std::string& w : words) argv.push_back(w.data());
+    argv.push_back(nullptr);
+    pid = start_command(argv, err);
+  }
+  // As a shell reads it, to reproduce a failure.
+  std::string command() const {
+    std::string c;
+    for (const std::string& w : words) c += (c.empty() ? "" : " ") + shell_quote(w);
+    return c;
+  }
+};
+
+// Compiles the units at src_paths (split_cpu_units) into a temporary file beside
+// so_path, then publishes it as a sealed cache entry (seal_cache_entry: the .so with
+// a footer naming `stamp`) by one rename, so two processes compiling the same kernel
+// at once both leave a whole entry. One unit takes one run of the compiler, which
+// also links; two are compiled at once, each to an object, then linked. Returns the
+// wall time of those runs in ms.
+double compile_to(const std::string& cxx, const std::string& flags, const std::vector<std::string>& src_paths,
                   const std::string& so_path, const std::string& stamp) {
-  // Both made exclusively (unpredictable names, mode 0600) before the tools write them.
-  std::string tmp = create_temp_file(so_path), err = create_temp_file(so_path + ".err");
-  // The compiler is started directly, not through a shell (CXX and the flags split
-  // at spaces, as make splits $(CXX)); `command` is the same for a shell, to
-  // reproduce a failure.
-  std::vector<std::string> words = split_words(cxx + " " + flags);
-  words.insert(words.end(), {"-o", tmp, src_path});
-  for (const std::string& w : split_words(kLinkAfter)) words.push_back(w);
-  std::string command;
-  for (const std::string& w : words) command += (command.empty() ? "" : " ") + shell_quote(w);
-  std::vector<char*> argv;
-  for (std::string& w : words) argv.push_back(w.data());
-  argv.push_back(nullptr);
+  // Every file made exclusively (unpredictable names, mode 0600) before the tools
+  // write it. The compiler is started directly, not through a shell (CXX and the
+  // flags split at spaces, as make splits $(CXX)).
+  std::vector<std::string> temps;
+  auto temp = [&](const std::string& suffix) { return temps.emplace_back(create_temp_file(so_path + suffix)); };
+  const std::string tmp = temp("");
+  auto run_of = [&](std::vector<std::string> args) {
+    CompilerRun r{split_words(cxx + " " + flags), temp(".err")};
+    r.words.insert(r.words.end(), args.begin(), args.end());
+    return r;
+  };
+  std::vector<CompilerRun> compiles;
+  std::vector<std::string> link_args = {"-o", tmp};
+  for (const std::string& src : src_paths) {
+    if (src_paths.size() == 1) {
+      link_args.push_back(src);
+      break;
+    }
+    link_args.push_back(temp(".o"));  // no suffix the driver knows: it goes to the linker
+    compiles.push_back(run_of({"-c", "-o", link_args.back(), src}));
+  }
+  for (const std::string& w : split_words(kLinkAfter)) link_args.push_back(w);
+  CompilerRun link = run_of(link_args);
+  auto remove_temps = [&] {
+    for (const std::string& t : temps) std::remove(t.c_str());
+  };
+  // The first run that failed, with its command and what it printed.
+  auto check = [&](const CompilerRun& r, int rc, const std::string& source) {
+    if (rc == 0) return;
+    std::string diagnostics;
+    read_file(r.err, &diagnostics);
+    remove_temps();
+    if (diagnostics.size() > 8000) diagnostics = diagnostics.substr(0, 8000) + "\n[... truncated]";
+    user_error(ErrorKind::Compile, "cpu kernel failed to compile (exit status " + std::to_string(rc) +
+                                       ")\n  command: " + r.command() + "\n  source: " + source + "\n" +
+                                       diagnostics);
+  };
   double ms = 0;
-  int rc = 0;
   {
     PartTimer t("cpu-c++");
     auto t0 = std::chrono::steady_clock::now();
-    rc = run_command(argv, err);
+    for (CompilerRun& r : compiles) r.start();
+    std::vector<int> rcs;
+    for (CompilerRun& r : compiles) rcs.push_back(wait_command(r.pid));
+    for (size_t i = 0; i < compiles.size(); ++i) check(compiles[i], rcs[i], src_paths[i]);
+    link.start();
+    check(link, wait_command(link.pid), src_paths.size() == 1 ? src_paths[0] : "(the units' link)");
     ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  }
-  std::string diagnostics;
-  read_file(err, &diagnostics);
-  std::remove(err.c_str());
-  if (rc != 0) {
-    std::remove(tmp.c_str());
-    if (diagnostics.size() > 8000) diagnostics = diagnostics.substr(0, 8000) + "\n[... truncated]";
-    user_error(ErrorKind::Compile, "cpu kernel failed to compile (exit status " + std::to_string(rc) +
-                                       ")\n  command: " + command + "\n  source: " + src_path +
-                                       "\n" + diagnostics);
   }
   PartTimer t("cpu-seal");
   std::string so;
   bool ok = read_file(tmp, &so);
-  std::remove(tmp.c_str());
+  remove_temps();
   if (!ok) user_error(ErrorKind::Runtime, "cannot read the compiled kernel " + tmp);
   write_file_atomic(so_path, seal_cache_entry(so, stamp));
   return ms;
@@ -524,7 +570,7 @@ std::shared_ptr<const CpuKernel> compile_cpu(const GroupProgram& program) {
   std::string dir = writable_kernel_cache_dir();
   bool memory_only = dir.empty();
   const std::string name = "/" + file_stem(program.name) + "-" + hex64(hash);
-  std::string so_path = dir + name + ".so", src_path = dir + name + ".cpp";
+  std::string so_path = dir + name + ".so";
   std::shared_ptr<Library> lib;
   if (!memory_only) {
     lib = load_entry(so_path, stamp, "rebuilding it", &memory_only);
@@ -532,12 +578,17 @@ std::shared_ptr<const CpuKernel> compile_cpu(const GroupProgram& program) {
   }
   if (memory_only) {
     dir = private_build_dir();
-    so_path = dir + name + ".so", src_path = dir + name + ".cpp";
+    so_path = dir + name + ".so";
   }
   info.cache_path = so_path;
   if (!lib) {
-    write_file_atomic(src_path, source);
-    info.compile_ms = compile_to(cxx, flags, src_path, so_path, stamp);
+    // The sources stay beside the entry, to reproduce a compile.
+    std::vector<std::string> units = split_cpu_units(source), src_paths;
+    for (size_t i = 0; i < units.size(); ++i) {
+      src_paths.push_back(dir + name + (i == 0 ? "" : "-unit" + std::to_string(i + 1)) + ".cpp");
+      write_file_atomic(src_paths.back(), units[i]);
+    }
+    info.compile_ms = compile_to(cxx, flags, src_paths, so_path, stamp);
     PartTimer t("cpu-dlopen");
     std::string why;
     lib = load(so_path, &why);
