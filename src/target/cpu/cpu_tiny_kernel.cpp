@@ -1,6 +1,8 @@
 #include "target/cpu/cpu_tiny_kernel.h"
 
 #include <algorithm>
+#include <cstring>
+#include <utility>
 #include <vector>
 
 #include "target/cpu/cpu_support.h"
@@ -85,14 +87,18 @@ std::string cpu_tiny_kernel_name(int64_t r, int64_t n, int64_t k, int64_t ldb, b
 
 namespace {
 
-// The kernel's body as one asm statement: GCC only parses it. In C with vector
+// The kernel's body as asm (an asm statement's template): GCC only parses it. In C with vector
 // extensions GCC spent about 10 ms of a cold compile on each kernel (and 12 more on the
 // first). Registers: B's V vectors in 0 to V - 1, the broadcast A element in V where
 // rows have several vectors (one vector takes it as the FMA's broadcast operand), then
 // the accumulators; k1 holds the last vector's mask. A dense kernel reads A and B at
 // constant offsets from one pointer each; any other, A's rows from a pointer per 4 rows
 // and lda's multiples, B's rows from a pointer moved by ldb each k step.
-std::string emit_asm_body(int64_t r, int64_t n, int64_t k, int64_t ldb, bool dense) {
+struct AsmLines {
+  std::string text;       // one C string literal a line
+  int64_t registers = 0;  // vector registers written
+};
+AsmLines emit_asm_lines(int64_t r, int64_t n, int64_t k, int64_t ldb, bool dense) {
   const std::vector<TinyVector> vecs = tiny_vectors(n);
   const int64_t nv = vecs.size(), accumulators = r * nv, base = nv + (nv > 1 ? 1 : 0);
   // Copies split k, so never more than K of them.
@@ -200,23 +206,64 @@ std::string emit_asm_body(int64_t r, int64_t n, int64_t k, int64_t ldb, bool den
   // waited on them (8x8x8: 0.13 us a call instead of 0.017).
   const bool wide = std::any_of(vecs.begin(), vecs.end(), [](const TinyVector& v) { return v.lanes > 4; });
   if (wide) line("vzeroupper");
-  std::string outputs = "[b] \"+r\"(b), [c] \"+r\"(c), [t] \"=&r\"(tsl_t)";
-  std::string inputs = "[ldc] \"r\"(ldc * 4), [ow] \"r\"(overwrite)";
-  if (dense) {
-    outputs += ", [a] \"+r\"(a)";
-    if (loop) outputs += ", [n] \"=&r\"(tsl_n)";
-  } else {
-    inputs += ", [a] \"r\"(a)";
-    if (k > 1) inputs += ", [ldb] \"r\"(ldb * 4)";
-    if (r > 1) inputs += ", [lda] \"r\"(lda * 4)";
-    if (r > 3) inputs += ", [l3] \"r\"(lda * 12)";
-    for (int64_t g = 1; 4 * g < r; ++g) inputs += ", [a" + num(g) + "] \"r\"(a + " + num(4 * g) + " * lda)";
-  }
+  return {s, std::max<int64_t>(wide ? 16 : 0, base + copies * accumulators)};
+}
+
+// A kernel of any strides (not dense) as one asm statement in the body of a C
+// function, inlined into each caller: its operands named, the strides and A's row
+// pointers in registers the caller chooses.
+std::string emit_asm_statement(int64_t r, int64_t n, int64_t k) {
+  const AsmLines lines = emit_asm_lines(r, n, k, n, false);
+  std::string inputs = "[ldc] \"r\"(ldc * 4), [ow] \"r\"(overwrite), [a] \"r\"(a)";
+  if (k > 1) inputs += ", [ldb] \"r\"(ldb * 4)";
+  if (r > 1) inputs += ", [lda] \"r\"(lda * 4)";
+  if (r > 3) inputs += ", [l3] \"r\"(lda * 12)";
+  for (int64_t g = 1; 4 * g < r; ++g) inputs += ", [a" + num(g) + "] \"r\"(a + " + num(4 * g) + " * lda)";
   std::string clobbers = "\"cc\", \"memory\", \"k1\"";
-  for (int64_t x = 0; x < std::max<int64_t>(wide ? 16 : 0, base + copies * accumulators); ++x)
-    clobbers += ", \"xmm" + num(x) + "\"";
-  return std::string("  int64_t tsl_t") + (loop ? ", tsl_n" : "") + ";\n  __asm__ volatile(\n" + s + "      : " +
-         outputs + "\n      : " + inputs + "\n      : " + clobbers + ");\n";
+  for (int64_t x = 0; x < lines.registers; ++x) clobbers += ", \"xmm" + num(x) + "\"";
+  return "  int64_t tsl_t;\n  __asm__ volatile(\n" + lines.text +
+         "      : [b] \"+r\"(b), [c] \"+r\"(c), [t] \"=&r\"(tsl_t)\n      : " + inputs + "\n      : " + clobbers +
+         ");\n";
+}
+
+// A dense kernel's asm statement as the whole body of a function defined at the top
+// level, in the registers its arguments arrive in (the x86-64 System V ABI: a, b, c,
+// ldc, overwrite in rdi, rsi, rdx, rcx, r8d; rax and r9 free): GCC passes the text to
+// the assembler without compiling a function around it, about 1.5 ms of a cold
+// compile a kernel. The operands' names become those registers and the asm statement's
+// escapes (%%, %{ and %}) plain characters.
+std::string top_level_asm(const std::string& name, const std::string& body) {
+  static const std::pair<const char*, const char*> kRegisters[] = {
+      {"[a]", "%rdi"}, {"[b]", "%rsi"}, {"[c]", "%rdx"}, {"[ldc]", "%rcx"},
+      {"[ow]", "%r8d"}, {"[t]", "%rax"}, {"k[t]", "%eax"}, {"[n]", "%r9"}};
+  std::string text;
+  for (size_t i = 0; i < body.size(); ++i) {
+    if (body[i] != '%' || i + 1 == body.size()) {
+      text += body[i];
+      continue;
+    }
+    const char next = body[i + 1];
+    if (next == '%' || next == '{' || next == '}') {
+      text += next;
+      ++i;
+      continue;
+    }
+    bool found = false;
+    for (const auto& [operand, reg] : kRegisters)
+      if (body.compare(i + 1, std::strlen(operand), operand) == 0) {
+        text += reg;
+        i += std::strlen(operand);
+        found = true;
+        break;
+      }
+    TESSEL_ASSERT(found, "a dense tiny kernel's asm names an operand with no register: " + body.substr(i, 8));
+  }
+  const std::string line_end = "\\n\\t\"\n";
+  return "extern \"C\" __attribute__((visibility(\"hidden\"))) void " + name +
+         "(const float* a, const float* b, float* c, int64_t ldc, int overwrite);\n__asm__(\n"
+         "      \".pushsection .text\\n\\t.p2align 4\\n\\t.globl " + name + "\\n\\t.hidden " + name + "\\n\\t.type " + name +
+         ", @function\\n" + name + ":\\n\\t.cfi_startproc" + line_end + "      \"salq $2, %rcx" + line_end + text +
+         "      \"ret\\n\\t.cfi_endproc\\n\\t.size " + name + ", .-" + name + "\\n\\t.popsection\\n\");\n";
 }
 
 }  // namespace
@@ -227,13 +274,10 @@ std::string emit_cpu_tiny_kernel(int64_t r, int64_t n, int64_t k, int64_t ldb, b
   const std::string head = "// " + name + ": cpu_tiny_kernel.h's contract.\n";
   // A dense kernel holds its strides as constants (the contract) and is a function of
   // its own, its arguments all in registers; any other is inlined.
-  if (dense)
-    return head + "static __attribute__((noinline)) void " + name +
-           "(const float* a, const float* b, float* c, int64_t ldc, int overwrite) {\n" +
-           emit_asm_body(r, n, k, ldb > 0 ? ldb : n, true) + "}\n";
+  if (dense) return head + top_level_asm(name, emit_asm_lines(r, n, k, ldb > 0 ? ldb : n, true).text);
   return head + "static inline __attribute__((always_inline)) void " + name +
          "(const float* a, const float* b, float* c, int64_t ldc, int64_t lda, int64_t ldb, int overwrite) {\n" +
-         emit_asm_body(r, n, k, n, false) + "}\n";
+         emit_asm_statement(r, n, k) + "}\n";
 }
 
 }  // namespace tessel

@@ -28,11 +28,15 @@
 //               pointer, and takes no stride arguments: with them, overwrite was a
 //               seventh argument, on the stack.
 //   inlining    inlined into each caller, unless cpu_tiny_kernel_dense: then a
-//               function of its own (noinline) that both homes' bodies call, where
-//               inlined twice it added about 15 ms to a cold compile (28x12x11: 86
-//               -> 70 ms on the sixty-sixth session's Xeon) for 1-3% of the call.
+//               function of its own that both homes' bodies call, where inlined
+//               twice it added about 15 ms to a cold compile (28x12x11: 86 -> 70 ms
+//               on the sixty-sixth session's Xeon) for 1-3% of the call.
 //   form        one asm statement, its registers named, ending in vzeroupper where
-//               it used ymm or zmm registers. In C with GCC's vector extensions GCC
+//               it used ymm or zmm registers; a dense kernel is the same asm as a
+//               function defined at the top level (a hidden symbol, its arguments in
+//               the ABI's registers), which GCC passes to the assembler without
+//               compiling a function around it (2-4 ms of a cold compile with
+//               several kernels, the seventieth session). In C with GCC's vector extensions GCC
 //               spent about 10 ms of a cold compile on each kernel, and 12 more on the
 //               first (16x12x11's unit 75 -> 50 ms, 39x12x11's 92 -> 64, at the same
 //               speed or faster; docs/cpu_microkernel.md, the sixty-eighth session).
@@ -144,8 +148,9 @@ CpuTinyTiling cpu_tiny_tiling(int64_t r, int64_t n, int64_t k, const CpuIsaInfo&
 // `strided`: the kernel of any strides, for a product that has both forms
 // (cpu_tiny_kernel_strided); else the form cpu_tiny_kernel_dense says.
 std::string cpu_tiny_kernel_name(int64_t r, int64_t n, int64_t k, int64_t ldb = 0, bool strided = false);
-// The static function, inline unless dense (uses only the unit's int64_t); a dense
-// kernel reads B's rows ldb apart (0: N).
+// The kernel's definition, using only the unit's int64_t: a static inline function,
+// or where dense a hidden function in top-level asm, declared for C; a dense kernel
+// reads B's rows ldb apart (0: N).
 std::string emit_cpu_tiny_kernel(int64_t r, int64_t n, int64_t k, int64_t ldb = 0, bool strided = false);
 
 }  // namespace tessel
