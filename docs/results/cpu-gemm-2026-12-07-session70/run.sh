@@ -17,7 +17,10 @@ bench() {
 LEAF=39x12x11,35x9x12,33x10x10,48x44x13,66x42x9,36x88x9,11x200x30,300x48x30,28x137x13
 bench leaf/beta0 tessel,reference "$LEAF" --rounds 3 --beta 0
 bench leaf/beta1 tessel,reference "$LEAF" --rounds 3 --beta 1
+# Dense kernels in top-level asm, against the tree before (8a30f3a, built to BEFORE).
+BASE=${BEFORE:-/tmp/tessel-head} bench asm tessel,reference \
+  4x4x4,10x16x4,16x16x16,14x13x7,39x12x11,48x44x13,28x137x13,256x174x20 --rounds 3
 # The smallest products and units of tiny kernels (two units now), then the suite.
 bench tiny tessel,reference,libxsmm \
-  4x4x4,3x3x3,1x7x1,2x16x8,10x16x4,16x16x16,14x13x7,28x137x13,80x173x9,256x174x20,300x48x30,200x250x30 --rounds 2
+  4x4x4,3x3x3,1x7x1,2x16x8,10x16x4,16x16x16,14x13x7,28x137x13,80x173x9,256x174x20,300x48x30,200x250x30 --rounds 3
 bench suite tessel,reference,libxsmm,openblas seed --rounds 2
