@@ -20,6 +20,11 @@ bench leaf/beta1 tessel,reference "$LEAF" --rounds 3 --beta 1
 # Dense kernels in top-level asm, against the tree before (8a30f3a, built to BEFORE).
 BASE=${BEFORE:-/tmp/tessel-head} bench asm tessel,reference \
   4x4x4,10x16x4,16x16x16,14x13x7,39x12x11,48x44x13,28x137x13,256x174x20 --rounds 3
+# Four -O1 passes left out, against the tree before (ae649cc, built to BEFORE2).
+for beta in 0 0.5; do
+  BASE=${BEFORE2:-/tmp/tessel-asm} bench flags/beta$beta tessel,reference \
+    4x4x4,10x16x4,16x16x16,14x13x7,2x16x8,39x12x11,48x44x13,28x137x13,300x48x30,256x174x20 --rounds 3 --beta $beta
+done
 # The smallest products and units of tiny kernels (two units now), then the suite.
 bench tiny tessel,reference,libxsmm \
   4x4x4,3x3x3,1x7x1,2x16x8,10x16x4,16x16x16,14x13x7,28x137x13,80x173x9,256x174x20,300x48x30,200x250x30 --rounds 3
