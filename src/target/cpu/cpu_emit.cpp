@@ -1609,7 +1609,7 @@ class Emitter {
       covers(mma.m_valid, acc.rows, dst.row0, store->dst_row_bound);
       covers(mma.n_valid, acc.cols, dst.col0, store->dst_col_bound);
       Home& home = home_[fill.id];
-      home = {when + (branch ? " && " + cond(branch->cond) : "") + covered, "&" + dst.at("0", "0"), dst.ld, ""};
+      home = {when + (branch ? " && " + cond(branch->cond) : "") + covered, "&" + dst.at("0", "0"), dst.ld, "", ""};
       homed_frag_[f] = fill.id;
       homed_store_[store->id] = fill.id;
       if (!branch) continue;
@@ -2291,10 +2291,9 @@ class Emitter {
   bool written_ = false;                // whether an op that writes memory was emitted (emit_op)
   std::vector<const GroupOp*> fors_;    // the loops around the op being emitted, outermost first
   std::string leaf_when_;               // conditions a homes' body adds to its own (emit_mma)
-  // Emitting fast_group_bodies: every home holds, storing (its if's condition holds)
-  // or adding (adds_in_place, where the home serves the if's other branch).
-  // The homes' bodies (fast_group_bodies): every home holds, storing, adding, or
-  // either (whether it adds read at run time).
+  // Emitting fast_group_bodies: every home holds, storing (its if's condition holds),
+  // adding (adds_in_place, where the home serves the if's other branch), or either
+  // (whether it adds read at run time).
   enum class HomesHold { None, Store, Add, Either };
   HomesHold homes_hold_ = HomesHold::None;
   std::map<std::string, std::string> tiny_kernels_;  // the homes' body's (fast_group_bodies)

@@ -87,9 +87,9 @@ std::string cpu_tiny_kernel_name(int64_t r, int64_t n, int64_t k, int64_t ldb, b
 
 namespace {
 
-// The kernel's body as asm (an asm statement's template): GCC only parses it. In C with vector
-// extensions GCC spent about 10 ms of a cold compile on each kernel (and 12 more on the
-// first). Registers: B's V vectors in 0 to V - 1, the broadcast A element in V where
+// The kernel's body as asm, written as an asm statement's template: GCC only parses
+// it. In C with vector extensions GCC spent about 10 ms of a cold compile on each
+// kernel (and 12 more on the first). Registers: B's V vectors in 0 to V - 1, the broadcast A element in V where
 // rows have several vectors (one vector takes it as the FMA's broadcast operand), then
 // the accumulators; k1 holds the last vector's mask. A dense kernel reads A and B at
 // constant offsets from one pointer each; any other, A's rows from a pointer per 4 rows
@@ -261,8 +261,9 @@ std::string top_level_asm(const std::string& name, const std::string& body) {
   const std::string line_end = "\\n\\t\"\n";
   return "extern \"C\" __attribute__((visibility(\"hidden\"))) void " + name +
          "(const float* a, const float* b, float* c, int64_t ldc, int overwrite);\n__asm__(\n"
-         "      \".pushsection .text\\n\\t.p2align 4\\n\\t.globl " + name + "\\n\\t.hidden " + name + "\\n\\t.type " + name +
-         ", @function\\n" + name + ":\\n\\t.cfi_startproc" + line_end + "      \"salq $2, %rcx" + line_end + text +
+         "      \".pushsection .text\\n\\t.p2align 4\\n\\t.globl " + name + "\\n\\t.hidden " + name +
+         "\\n\\t.type " + name + ", @function\\n" + name + ":\\n\\t.cfi_startproc" + line_end +
+         "      \"salq $2, %rcx" + line_end + text +
          "      \"ret\\n\\t.cfi_endproc\\n\\t.size " + name + ", .-" + name + "\\n\\t.popsection\\n\");\n";
 }
 
