@@ -28,4 +28,4 @@ done
 # The smallest products and units of tiny kernels (two units now), then the suite.
 bench tiny tessel,reference,libxsmm \
   4x4x4,3x3x3,1x7x1,2x16x8,10x16x4,16x16x16,14x13x7,28x137x13,80x173x9,256x174x20,300x48x30,200x250x30 --rounds 3
-bench suite tessel,reference,libxsmm,openblas seed --rounds 2
+bench suite tessel,reference,libxsmm,openblas seed --rounds 3
