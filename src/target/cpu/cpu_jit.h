@@ -18,7 +18,7 @@
 namespace tessel {
 
 struct CpuCompileInfo {
-  double compile_ms = 0;   // wall time of the compiler, 0 when cached
+  double compile_ms = 0;   // wall time of the compiler (two units: both at once, then the link); 0 cached
   bool from_memory = false, from_disk = false;
   bool from_request = false;  // found by find_cpu_kernel: nothing was lowered or emitted
   std::string cache_path;  // the .so on disk
