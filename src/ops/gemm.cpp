@@ -1480,6 +1480,9 @@ GemmReport gemm(int64_t m, int64_t n, int64_t k, float alpha, const float* a, in
   return report;
 }
 
+// The group coordinates of a one-group launch (PreparedGemm's shortcuts).
+const int64_t kOneGroupOrigin[8] = {};
+
 struct PreparedGemm::State {
   int64_t m = 0, n = 0, k = 0, lda = 0, ldb = 0, ldc = 0;
   GemmOptions options;
@@ -1493,6 +1496,7 @@ struct PreparedGemm::State {
   std::optional<BoundCpuGroup> group;
   const float *a = nullptr, *b = nullptr, *c = nullptr;
   std::unique_ptr<float, decltype(&std::free)> scratch{nullptr, &std::free};
+  Direct direct;  // the registers' form of `group` (PreparedGemm::run)
 };
 
 PreparedGemm::PreparedGemm(int64_t m, int64_t n, int64_t k, int64_t lda, int64_t ldb, int64_t ldc,
@@ -1509,10 +1513,11 @@ PreparedGemm::PreparedGemm(int64_t m, int64_t n, int64_t k, int64_t lda, int64_t
   s->fast = (options.target == TargetKind::Cpu || (options.target == TargetKind::Cuda && options.device_pointers)) &&
             m > 0 && n > 0;
   if (s->fast) s->compiled = compile_gemm_call(m, n, k, ldc, s->options);
+  direct_ = &s->direct;
   state_ = std::move(s);
 }
 
-void PreparedGemm::run(float alpha, const float* a, const float* b, float beta, float* c) {
+void PreparedGemm::run_group(float alpha, const float* a, const float* b, float beta, float* c) {
   State& s = *state_;
   // The warm path of a one-group cpu launch: A, B and C are those of the last run,
   // which checked them. Everything else is in run_other, out of line, so that this
@@ -1522,10 +1527,9 @@ void PreparedGemm::run(float alpha, const float* a, const float* b, float beta, 
     const BoundCpuGroup& g = *s.group;
     float* const tensors[] = {const_cast<float*>(a), const_cast<float*>(b), c};  // gemm_kernel's order
     const double scalars[] = {alpha, beta};
-    static const int64_t origin[8] = {};
     if (cpu_scratch_poisoned())
       std::fill(s.scratch.get(), s.scratch.get() + g.entry.scratch_floats, std::numeric_limits<float>::quiet_NaN());
-    g.entry.fn(g.sizes, scalars, tensors, origin, s.scratch.get());
+    g.entry.fn(g.sizes, scalars, tensors, kOneGroupOrigin, s.scratch.get());
     return;
   }
   run_other(alpha, a, b, beta, c);
@@ -1552,6 +1556,8 @@ void PreparedGemm::run_other(float alpha, const float* a, const float* b, float 
     }
   }
   s.a = a, s.b = b, s.c = c;
+  if (s.group && s.group->entry.regs_t3s2)
+    s.direct = Direct{s.group->entry.regs_t3s2, s.group->sizes, kOneGroupOrigin, s.scratch.get(), a, b, c};
 }
 
 const Plan& PreparedGemm::plan() const {

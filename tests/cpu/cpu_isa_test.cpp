@@ -977,17 +977,25 @@ TEST(CpuSmallShapes, WholeSmallProductsRunInOneTinyKernel) {
       EXPECT_EQ(unit.find("tsl_group_general(sizes,") != std::string::npos, tiny) << unit;
       // Two homes' bodies, each in a leaf with the flag as a constant: storing (beta 0)
       // in the entry, adding (beta 1) in the function the entry jumps to, which jumps
-      // to the general one. Each jumps before it reads the tensors: reads above the
-      // jump held the leaf's values in saved registers.
-      const size_t general = unit.find("void tsl_group_general("), homes = unit.find("void tsl_group_homes1(");
-      const size_t entry = unit.find("void tessel_group(");
+      // to the general one (through tsl_general_regs, which makes the arrays). Each
+      // jumps before it reads the tensors: reads above the jump held the leaf's values
+      // in saved registers. The leaves take tensors and scalars in registers; the
+      // entry of arrays only passes them on.
+      const size_t general = unit.find("void tsl_general_regs("), homes = unit.find("void tsl_group_homes1(");
+      const size_t entry = unit.find("void tessel_group_t3s2(const int64_t* sizes, const int64_t* group, float* "
+                                     "scratch, float* tsl_t0, float* tsl_t1, float* tsl_t2, double tsl_s0, double "
+                                     "tsl_s1) {");
       const size_t adds = unit.find("const bool tsl_addhome_0 = true;"), stores = unit.find("tsl_addhome_0 = false;");
       EXPECT_EQ(general < homes && homes < adds && adds < entry && entry != std::string::npos, tiny) << unit;
       EXPECT_EQ(stores != std::string::npos && entry < stores, tiny) << unit;
-      for (auto [from, to] : {std::pair{homes, "tsl_group_general("}, {entry, "tsl_group_homes1("}}) {
-        const size_t jump = unit.find(std::string("    return ") + to + "sizes,", from);
-        EXPECT_EQ(jump != std::string::npos && unit.find("tensors[", from) > jump, tiny) << unit;
+      for (auto [from, to] : {std::pair{homes, "tsl_general_regs("}, {entry, "tsl_group_homes1("}}) {
+        const size_t jump = unit.find(std::string("    return ") + to + "sizes, group, scratch, tsl_t0,", from);
+        EXPECT_EQ(jump != std::string::npos && unit.find("= tsl_t", from) > jump, tiny) << unit;
       }
+      const std::string arrays = "    float* const* tensors, const int64_t* group, float* scratch) {\n  return "
+                                 "tessel_group_t3s2(sizes, group, scratch, tensors[0], tensors[1], tensors[2], "
+                                 "scalars[0], scalars[1]);\n}\n";
+      EXPECT_EQ(unit.find(arrays) != std::string::npos, tiny) << unit;
       EXPECT_EQ(unit.find("\"optimize-sibling-calls\"") != std::string::npos, tiny) << unit;
       auto kernel = compile_cpu(program);
       for (auto [alpha, beta] : {std::array<double, 2>{1.0, 0.0}, {-0.5, 1.25}, {1.0, 1.0}, {2.0, 0.0}})
@@ -1115,7 +1123,7 @@ TEST(CpuSmallShapes, LeavesJumpToTheGeneralBodyBeforeWritingAnything) {
   GroupProgram program = compile_to_group(gemm_kernel(DType::F32), p, CompileOptions{}).program;
   const std::string unit = emit_cpu(program, CpuIsa::Avx512);
   int jumps = 0;
-  for (size_t at = 0; (at = unit.find("return tsl_group_general(", at)) != std::string::npos; ++at) ++jumps;
+  for (size_t at = 0; (at = unit.find("return tsl_general_regs(", at)) != std::string::npos; ++at) ++jumps;
   EXPECT_EQ(jumps, 2) << unit;  // the one leaf's (both homes') entry test, and its tiny kernels' test
   int once = 0;
   for (size_t at = 0; (at = unit.find(" && (tsl_ceildiv(v_K, INT64_C(20))) - (INT64_C(0)) <= 1))", at)) !=

@@ -380,6 +380,7 @@ class Emitter {
     s += "  return " + num(p_.grid.size()) + ";\n}\n\n";
     const std::string params = "(const int64_t* sizes, const double* scalars,\n"
                                "    float* const* tensors, const int64_t* group, float* scratch)";
+    const std::string args = "(sizes, scalars, tensors, group, scratch)";
     if (fast.empty())
       return s + "extern \"C\" void tessel_group" + params + " {\n" + group_prelude() + body_ + "}\n";
     // Each homes' body in a leaf of its own, the storing one the entry: a leaf tests
@@ -388,21 +389,66 @@ class Emitter {
     // jump: reads above it held the leaf's values in saved registers, since the jump
     // keeps the arguments in theirs (2x50x2: 8.1 -> 6.8 ns a call). The adding body's
     // test in the entry, before the storing one's, cost the calls that store a quarter
-    // (2x13x3, 3x13x3).
+    // (2x13x3, 3x13x3). With leaf_regs_ the leaves take the tensors and scalars in
+    // registers (regs_params), the entry in that form is exported too (cpu_jit.h,
+    // CpuGroupRegsFn), the entry of arrays passes them on, and the general body is
+    // reached through tsl_general_regs, which makes the arrays again.
     for (const auto& [name, text] : tiny_kernels_) s += text + "\n";
     const std::string leaf = "static __attribute__((noinline)) void ";
-    s += hidden + "tsl_group_general" + params + ";\n\n";
-    std::string next = "tsl_group_general";
+    const std::string leaf_params = leaf_regs_ ? regs_params() : params;
+    const std::string leaf_args = leaf_regs_ ? regs_args() : args;
+    std::string next = leaf_regs_ ? "tsl_general_regs" : "tsl_group_general";
+    std::string second = kCpuSecondUnit + common + hidden + "tsl_bind_general(void* const* table) {\n" + bind +
+                         "}\n\n" + hidden + "tsl_group_general" + params + " {\n" + group_prelude() + body_ + "}\n";
+    s += hidden + next + leaf_params + ";\n\n";
+    if (leaf_regs_)
+      second += "\n" + hidden + next + leaf_params + " {\n" + regs_arrays() + "  tsl_group_general" + args +
+                ";\n}\n";
     for (size_t i = fast.size(); i-- > 0;) {
       const HomesBody& h = fast[i];
-      const std::string name = i == 0 ? "tessel_group" : "tsl_group_homes" + num(i);
-      s += (i == 0 ? "extern \"C\" void " : leaf) + name + params + " {\n" + group_prelude(Locals::Named, h.when) +
-           "  if (!(" + h.when + "))\n    return " + next + "(sizes, scalars, tensors, group, scratch);\n" +
-           group_prelude(Locals::Unnamed, h.when) + "  {\n" + h.body + "  }\n}\n" + (i == 0 ? "" : "\n");
+      const std::string name = i > 0 ? "tsl_group_homes" + num(i) : leaf_regs_ ? regs_entry() : "tessel_group";
+      s += (i == 0 ? "extern \"C\" void " : leaf) + name + leaf_params + " {\n" +
+           group_prelude(Locals::Named, h.when) + "  if (!(" + h.when + "))\n    return " + next + leaf_args +
+           ";\n" + group_prelude(Locals::Unnamed, h.when) + "  {\n" + h.body + "  }\n}\n" + (i == 0 ? "" : "\n");
       next = name;
     }
-    return s + kCpuSecondUnit + common + hidden + "tsl_bind_general(void* const* table) {\n" + bind + "}\n\n" +
-           hidden + "tsl_group_general" + params + " {\n" + group_prelude() + body_ + "}\n";
+    if (leaf_regs_) {
+      std::string pass;
+      for (size_t i = 0; i < p_.tensors.size(); ++i) pass += ", tensors[" + num(i) + "]";
+      for (size_t i = 0; i < p_.scalars.size(); ++i) pass += ", scalars[" + num(i) + "]";
+      s += "\nextern \"C\" void tessel_group" + params + " {\n  return " + next + "(sizes, group, scratch" +
+           pass + ");\n}\n";
+    }
+    return s + second;
+  }
+
+  // The leaves' form with the tensors and scalars in registers, where they fit the
+  // x86-64 calling convention's six integer and eight vector registers beside sizes,
+  // group and scratch: a caller's arrays and the leaf's reads of them were a fifth of a
+  // 4x4x4 call. Exported under a name that says how many of each (cpu_jit.h).
+  bool fits_regs() const { return p_.tensors.size() + 3 <= 6 && p_.scalars.size() <= 8; }
+  std::string regs_entry() const {
+    return "tessel_group_t" + num(p_.tensors.size()) + "s" + num(p_.scalars.size());
+  }
+  std::string regs_params() const {
+    std::string s = "(const int64_t* sizes, const int64_t* group, float* scratch";
+    for (size_t i = 0; i < p_.tensors.size(); ++i) s += ", float* tsl_t" + num(i);
+    for (size_t i = 0; i < p_.scalars.size(); ++i) s += ", double tsl_s" + num(i);
+    return s + ")";
+  }
+  std::string regs_args() const {
+    std::string s = "(sizes, group, scratch";
+    for (size_t i = 0; i < p_.tensors.size(); ++i) s += ", tsl_t" + num(i);
+    for (size_t i = 0; i < p_.scalars.size(); ++i) s += ", tsl_s" + num(i);
+    return s + ")";
+  }
+  // The arrays of the group function's form, from the registers' (tsl_general_regs).
+  std::string regs_arrays() const {
+    std::string t, v;
+    for (size_t i = 0; i < p_.tensors.size(); ++i) t += (i ? ", tsl_t" : "tsl_t") + num(i);
+    for (size_t i = 0; i < p_.scalars.size(); ++i) v += (i ? ", tsl_s" : "tsl_s") + num(i);
+    return (t.empty() ? "  float* const* tensors = nullptr;\n" : "  float* const tensors[] = {" + t + "};\n") +
+           (v.empty() ? "  const double* scalars = nullptr;\n" : "  const double scalars[] = {" + v + "};\n");
   }
 
   // The group function's locals: sizes, scalars, tensors, the group's indices, scratch
@@ -410,6 +456,9 @@ class Emitter {
   enum class Locals { All, Named, Unnamed };
   std::string group_prelude(Locals which = Locals::All, const std::string& text = "") const {
     std::string s;
+    const bool regs = which != Locals::All && leaf_regs_;  // a leaf's (above)
+    auto scalar = [&](size_t i) { return regs ? "tsl_s" + num(i) : "scalars[" + num(i) + "]"; };
+    auto tensor = [&](size_t i) { return regs ? "tsl_t" + num(i) : "tensors[" + num(i) + "]"; };
     auto local = [&](const std::string& name, const std::string& decl) {
       if (which == Locals::All || names_identifier(text, name) == (which == Locals::Named))
         s += "  " + decl + "\n";
@@ -419,19 +468,19 @@ class Emitter {
     for (size_t i = 0; i < p_.scalars.size(); ++i) {
       const std::string& name = p_.scalars[i].name;
       if (is_f64(p_.scalars[i].dtype))
-        local("s_" + name, "const double s_" + name + " = scalars[" + num(i) + "];");
+        local("s_" + name, "const double s_" + name + " = " + scalar(i) + ";");
       else
-        local("s_" + name, "const float s_" + name + " = (float)scalars[" + num(i) + "];");
+        local("s_" + name, "const float s_" + name + " = (float)" + scalar(i) + ";");
       // Conditions compare the value as given (cond), read once.
-      local("sd_" + name, "const double sd_" + name + " = scalars[" + num(i) + "];");
+      local("sd_" + name, "const double sd_" + name + " = " + scalar(i) + ";");
     }
     for (size_t i = 0; i < p_.tensors.size(); ++i) {
       const TensorParam& t = p_.tensors[i];
       if (t.dtype == DType::F32)
-        local("t" + num(i), "float* const t" + num(i) + " = tensors[" + num(i) + "];  // " + t.name);
+        local("t" + num(i), "float* const t" + num(i) + " = " + tensor(i) + ";  // " + t.name);
       else  // the launch passes every tensor as float*; it points at the storage type
         local("t" + num(i), tensor_ctype(t.dtype) + "* const t" + num(i) + " = (" + tensor_ctype(t.dtype) +
-                                "*)tensors[" + num(i) + "];  // " + t.name + " (" + dtype_name(t.dtype) + ")");
+                                "*)" + tensor(i) + ";  // " + t.name + " (" + dtype_name(t.dtype) + ")");
     }
     for (size_t i = 0; i < p_.grid.size(); ++i)
       local(sym(p_.grid[i].iv), "const int64_t " + sym(p_.grid[i].iv) + " = group[" + num(i) + "];");
@@ -481,6 +530,7 @@ class Emitter {
     }
     const std::string general = body_;
     const int64_t scratch = scratch_floats_;
+    leaf_regs_ = fits_regs();
     auto body_for = [&](HomesHold hold) {
       std::string when;
       for (const auto& [fill, home] : home_) {
@@ -510,6 +560,7 @@ class Emitter {
     body_ = general;
     if (mmas_ > 0 && tiny_mmas_ == mmas_) return fast;
     tiny_kernels_.clear();
+    leaf_regs_ = false;
     return {};
   }
 
@@ -1901,7 +1952,8 @@ class Emitter {
         }
         if (jump) {
           leaf_when_ += once;
-          line("return tsl_group_general(sizes, scalars, tensors, group, scratch);");
+          line(leaf_regs_ ? "return tsl_general_regs" + regs_args() + ";"
+                          : "return tsl_group_general(sizes, scalars, tensors, group, scratch);");
           close();
           if (scoped) close();
           continue;
@@ -2291,6 +2343,7 @@ class Emitter {
   bool written_ = false;                // whether an op that writes memory was emitted (emit_op)
   std::vector<const GroupOp*> fors_;    // the loops around the op being emitted, outermost first
   std::string leaf_when_;               // conditions a homes' body adds to its own (emit_mma)
+  bool leaf_regs_ = false;              // the leaves take tensors and scalars in registers (fits_regs)
   // Emitting fast_group_bodies: every home holds, storing (its if's condition holds),
   // adding (adds_in_place, where the home serves the if's other branch), or either
   // (whether it adds read at run time).

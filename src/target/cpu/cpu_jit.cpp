@@ -149,6 +149,7 @@ std::string compiler_identity(const std::string& cxx) {
 struct Library {
   void* handle = nullptr;
   CpuGroupFn group = nullptr;
+  CpuGroupRegsFn group_t3s2 = nullptr;  // optional (cpu_jit.h)
   GridFn grid = nullptr;
   int64_t scratch_floats = 0;
   std::string path;
@@ -167,6 +168,7 @@ std::shared_ptr<Library> load(const std::string& path, std::string* why) {
   lib->handle = h;
   lib->path = path;
   lib->group = reinterpret_cast<CpuGroupFn>(dlsym(h, "tessel_group"));
+  lib->group_t3s2 = reinterpret_cast<CpuGroupRegsFn>(dlsym(h, "tessel_group_t3s2"));
   lib->grid = reinterpret_cast<GridFn>(dlsym(h, "tessel_grid"));
   auto scratch = reinterpret_cast<ScratchFn>(dlsym(h, "tessel_scratch_floats"));
   if (!lib->group || !lib->grid || !scratch) {
@@ -217,7 +219,7 @@ class LoadedKernel : public CpuKernel {
       : lib_(std::move(lib)), sig_(std::move(sig)), info_(std::move(info)) {}
 
   const CpuCompileInfo& info() const override { return info_; }
-  CpuGroupEntry group_entry() const override { return {lib_->group, lib_->scratch_floats}; }
+  CpuGroupEntry group_entry() const override { return {lib_->group, lib_->scratch_floats, lib_->group_t3s2}; }
 
   CpuLaunch bind(const LaunchArgs& args) const override {
     CpuLaunch out;

@@ -40,9 +40,16 @@ struct CpuLaunch {
 // aligned) that no other group uses while it runs.
 using CpuGroupFn = void (*)(const int64_t* sizes, const double* scalars, float* const* tensors,
                             const int64_t* group, float* scratch);
+// The same function with the tensors and scalars in registers, for a kernel of three
+// tensors and two scalars: a unit whose group function leads to tiny kernels exports
+// it (cpu_emit.cpp, `tessel_group_t3s2`), for calls of a few ns where the arrays were
+// a fifth of the time (PreparedGemm::run).
+using CpuGroupRegsFn = void (*)(const int64_t* sizes, const int64_t* group, float* scratch, float* t0, float* t1,
+                                float* t2, double s0, double s1);
 struct CpuGroupEntry {
   CpuGroupFn fn = nullptr;
   int64_t scratch_floats = 0;
+  CpuGroupRegsFn regs_t3s2 = nullptr;  // where the unit exports it
 };
 
 class CpuKernel {
