@@ -854,9 +854,9 @@ TEST(CpuTinyKernel, MatchesItsReference) {
   // rows of 2 to 4 vectors, their rest masked in 16, 8 or 4 lanes or whole ({8, 44, 13}
   // to {13, 26, 16}), one or two columns ({7, 34, 30}, {6, 49, 7}), in copies ({1, 40,
   // 200}) and a loop with a rest ({9, 48, 30}); both forms of a product from
-  // kCpuTinyDenseRows rows ({4, 4, 4}, {16, 16, 16}, {14, 13, 7}, {9, 15, 9}, {10, 16, 4}, ...).
-  // Each product's form, and the kernel of any strides too where it has both
-  // (kCpuTinyDenseRows).
+  // kCpuTinyDenseRows rows or kCpuTinyDenseFmas FMAs ({4, 4, 4}, {16, 16, 16}, {14, 13, 7},
+  // {9, 15, 9}, {10, 16, 4}, {3, 50, 2}, ...). Each product's form, and the kernel of any
+  // strides too where it has both.
   auto forms = [](const Shape& s) {
     std::vector<bool> f{false};
     if (cpu_tiny_kernel_dense(s.r, s.n, s.k) && cpu_tiny_kernel_strided(s.r, s.n, s.k)) f.push_back(true);
@@ -921,10 +921,15 @@ TEST(CpuTinyKernel, MatchesItsReference) {
   EXPECT_FALSE(cpu_tiny_kernel_strided(16, 16, 17));
   EXPECT_TRUE(cpu_tiny_kernel_dense(16, 16, 16));    // both forms from kCpuTinyDenseRows rows
   EXPECT_TRUE(cpu_tiny_kernel_strided(16, 16, 16));
-  EXPECT_FALSE(cpu_tiny_kernel_dense(3, 16, 16));
+  EXPECT_TRUE(cpu_tiny_kernel_dense(3, 16, 16));     // and from kCpuTinyDenseFmas FMAs
   EXPECT_TRUE(cpu_tiny_kernel_strided(3, 16, 16));
+  EXPECT_TRUE(cpu_tiny_kernel_dense(2, 2, 4));
+  EXPECT_FALSE(cpu_tiny_kernel_dense(2, 2, 3));      // 6 FMAs: any strides only
+  EXPECT_TRUE(cpu_tiny_kernel_strided(2, 2, 3));
+  EXPECT_FALSE(cpu_tiny_kernel_dense(1, 7, 1));
   EXPECT_TRUE(cpu_tiny_kernel_dense(4, 17, 100));    // 800 FMAs on rows of two vectors
-  EXPECT_FALSE(cpu_tiny_kernel_dense(3, 17, 20));    // 120: any strides
+  EXPECT_TRUE(cpu_tiny_kernel_dense(3, 17, 20));     // 120: both forms
+  EXPECT_TRUE(cpu_tiny_kernel_strided(3, 17, 20));
   EXPECT_TRUE(cpu_tiny_kernel_fits(2, 64, 33, isa));    // 264 FMAs: dense
   EXPECT_FALSE(cpu_tiny_kernel_fits(6, 64, 5, isa));    // 24 accumulators at the strips' k
   EXPECT_FALSE(cpu_tiny_kernel_fits(17, 16, kCpuTinyTallFmas / 17 + 1, isa));  // past the tall rows' FMAs

@@ -53,7 +53,8 @@ bool cpu_tiny_kernel_strided(int64_t r, int64_t n, int64_t k) {
 }
 
 bool cpu_tiny_kernel_dense(int64_t r, int64_t n, int64_t k) {
-  return !cpu_tiny_kernel_strided(r, n, k) || r >= kCpuTinyDenseRows;
+  const int64_t fmas = r * int64_t(tiny_vectors(n).size()) * k;
+  return !cpu_tiny_kernel_strided(r, n, k) || r >= kCpuTinyDenseRows || fmas >= kCpuTinyDenseFmas;
 }
 
 int64_t cpu_tiny_row_chunks(int64_t r, int64_t n, int64_t k, const CpuIsaInfo& isa) {

@@ -97,15 +97,21 @@ bool cpu_tiny_kernel_fits(int64_t r, int64_t n, int64_t k, const CpuIsaInfo& isa
 // is a constant offset from one pointer, where the other form indexes it by lda. On
 // the sixty-ninth session's Xeon, rows of one vector ran 1.01-1.18x (5x8x30 1.18x,
 // 12x9x16 1.12x, 4x16x16 1.10x, 14x13x7 1.10x, 9x15x9 1.09x, 16x16x16 1.01x), rows
-// of several 0.97-1.03x (4x32x8, 6x20x10, 4x40x6, 7x24x5). Below 4 rows there is
-// little to index (1x7x1 0.90x, 3x3x3 0.92x).
+// of several 0.97-1.03x (4x32x8, 6x20x10, 4x40x6, 7x24x5). Below it, from
+// kCpuTinyDenseFmas FMAs: once the leaves took their operands in registers (the
+// seventy-first session) 2x26x15 and 2x33x12 ran 1.08x, 3x4x5 and 3x14x14 1.06x,
+// 2x16x8 1.04x, 3x28x13 and 3x29x2 0.98-0.99x; with fewer, the jump to the dense
+// kernel costs more than its indexing saves (1x7x1 0.83x, 2x2x3 0.96x), and the
+// kernel of any strides is inlined into the leaf.
 constexpr int64_t kCpuTinyDenseRows = 4;
+constexpr int64_t kCpuTinyDenseFmas = 8;
 // Whether the R x N x K product fits a kernel of any strides: at most
 // kCpuTinyStrideRows rows, kCpuTinyAccumulators accumulators and kCpuTinyFmas FMAs.
 bool cpu_tiny_kernel_strided(int64_t r, int64_t n, int64_t k);
 // Whether the R x N x K kernel holds A's and B's strides as constants (the contract's
 // strides, inlining and form): where it fits no kernel of any strides, or from
-// kCpuTinyDenseRows rows. Its name says so (cpu_tiny_kernel_name).
+// kCpuTinyDenseRows rows or kCpuTinyDenseFmas FMAs. Its name says so
+// (cpu_tiny_kernel_name).
 bool cpu_tiny_kernel_dense(int64_t r, int64_t n, int64_t k);
 // The chunks of rows an R x N x K product takes the tiny kernel in: 1 where it fits
 // one; for rows of at most kCpuTinyDenseVectors vectors that do not, the fewest
