@@ -391,14 +391,12 @@ double compile_to(const std::string& cxx, const std::string& flags, const std::v
   };
   std::vector<CompilerRun> compiles;
   std::vector<std::string> link_args = {"-o", tmp};
-  for (const std::string& src : src_paths) {
-    if (src_paths.size() == 1) {
-      link_args.push_back(src);
-      break;
+  if (src_paths.size() == 1) link_args.push_back(src_paths[0]);
+  else
+    for (const std::string& src : src_paths) {
+      link_args.push_back(temp(".o"));  // no suffix the driver knows: it goes to the linker
+      compiles.push_back(run_of({"-c", "-o", link_args.back(), src}));
     }
-    link_args.push_back(temp(".o"));  // no suffix the driver knows: it goes to the linker
-    compiles.push_back(run_of({"-c", "-o", link_args.back(), src}));
-  }
   for (const std::string& w : split_words(kLinkAfter)) link_args.push_back(w);
   CompilerRun link = run_of(link_args);
   auto remove_temps = [&] {
