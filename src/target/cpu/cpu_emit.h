@@ -9,6 +9,10 @@
 //   extern "C" int64_t tessel_scratch_floats(void);
 //   extern "C" void tessel_bind(void* const* table);   // cpu_support.h, once after dlopen
 //   extern "C" int tessel_grid(const int64_t* sizes, int64_t* extents);
+// and, in a unit of tiny kernels whose T tensors and S scalars fit the registers
+// (T <= 3, S <= 8), tessel_group with them as arguments (cpu_jit.h, CpuGroupRegsFn):
+//   extern "C" void tessel_group_tTsS(const int64_t* sizes, const int64_t* group,
+//                                     float* scratch, float* tsl_t0, ..., double tsl_s0, ...);
 // `sizes` follows GroupProgram::size_params, `scalars` GroupProgram::scalars,
 // `tensors` GroupProgram::tensors, `group` the coordinates of GroupProgram::grid.
 // tessel_grid writes GroupProgram::grid's extents for `sizes` and returns how many
