@@ -25,6 +25,8 @@ $B --impl tessel,reference,libxsmm --reference /tmp/tessel-dense --threads 1 --r
 # At 78a6225 (scan-1t at 5f26376, before any change: seed 711, 24 shapes 8-128 and 8 of 100-700):
 $B --impl tessel,libxsmm,openblas --threads 1 --rounds 2 --out scan-1t --shapes \
   86x70x58,97x62x53,37x63x113,39x36x42,69x89x50,27x20x92,13x59x8,65x63x91,26x126x38,76x30x32,42x30x112,112x53x18,101x62x64,67x57x28,56x57x34,44x47x75,67x33x36,30x96x25,40x99x44,128x122x54,122x105x9,112x128x75,118x68x45,115x35x121,518x201x386,117x143x184,658x506x385,420x652x568,416x543x566,310x664x296,650x605x385,434x607x468
+$B --impl tessel,libxsmm --threads 1 --rounds 2 --out short-k --shapes \
+  15x38x9,15x68x10,12x101x4,22x52x14,17x116x12,34x57x13,19x34x15,14x33x9,14x81x14,14x54x15,8x99x4,38x47x16,13x59x8
 $B --impl tessel,openblas --threads 2 --rounds 2 --out scan-2t --shapes \
   599x852x490,573x690x900,612x872x265,469x816x651,575x890x291,1968x1363x380,1362x1281x362,1295x1058x1373,1126x2004x1213,49x124x143,191x64x61,175x54x154
 $B --impl tessel,reference,libxsmm,openblas --reference /tmp/tessel-head --threads 1 --rounds 3 --out suite \
