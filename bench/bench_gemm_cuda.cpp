@@ -4,7 +4,8 @@
 // synchronize; total / calls, launch included: the seed's method) and device time
 // (CUDA events around each call), medians of 5 rounds with tessel and cuBLAS
 // alternating in each round. Before timing, tessel's output is checked against
-// cuBLAS's (relative Frobenius difference). cuBLAS: fp32 = cublasSgemm with default
+// cuBLAS's (relative Frobenius difference; over 1e-2 marks the row WRONG and the
+// exit status 1). cuBLAS: fp32 = cublasSgemm with default
 // math (no tf32), tf32 = cublasGemmEx with CUBLAS_COMPUTE_32F_FAST_TF32, bf16/fp16
 // = cublasGemmEx with 16-bit A and B, fp32 C and compute. Each --plan SPEC (the form
 // of `tessel bench --plan`, applied to the default plan of each shape) adds a row of
@@ -151,6 +152,11 @@ int main(int argc, char** argv) {
   cublasHandle_t handle;
   ck(cublasCreate(&handle), "cublasCreate");
   FILE* json = json_path.empty() ? nullptr : std::fopen(json_path.c_str(), "w");
+  // Both sides round A and B alike and accumulate in fp32, so they differ by the
+  // order of the sums alone; a larger difference is a wrong answer, marked in its row
+  // and in the exit status.
+  const double kWrongDiff = 1e-2;
+  bool wrong = false;
   cudaDeviceProp prop;
   ck(cudaGetDeviceProperties(&prop, 0), "props");
   int driver = 0;
@@ -238,8 +244,11 @@ int main(int argc, char** argv) {
         double tflops = 2.0 * m * n * k / (mtd * 1e6);
         char shape[64];
         std::snprintf(shape, sizeof shape, "%ldx%ldx%ld", (long)m, (long)n, (long)k);
-        std::printf("%-6s %-16s %10.2fus %10.2fus %10.2fus %10.2fus %8.3f %8.3f %9.1f %9.2g %s\n", precision_name(p),
-                    shape, mth, mch, mtd, mcd, mch / mth, mcd / mtd, tflops, diff, spec.c_str());
+        const bool off = !(diff <= kWrongDiff);
+        wrong |= off;
+        std::printf("%-6s %-16s %10.2fus %10.2fus %10.2fus %10.2fus %8.3f %8.3f %9.1f %9.2g %s%s\n", precision_name(p),
+                    shape, mth, mch, mtd, mcd, mch / mth, mcd / mtd, tflops, diff, spec.c_str(),
+                    off ? "  WRONG: tessel's output differs from cuBLAS's" : "");
         std::fflush(stdout);
         if (json)
           std::fprintf(json,
@@ -257,5 +266,6 @@ int main(int argc, char** argv) {
       }
   if (json) std::fclose(json);
   cublasDestroy(handle);
-  return 0;
+  if (wrong) std::fprintf(stderr, "bench_gemm_cuda: some outputs differ from cuBLAS's by more than %g\n", kWrongDiff);
+  return wrong ? 1 : 0;
 }

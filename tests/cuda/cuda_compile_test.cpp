@@ -568,6 +568,12 @@ TEST(CudaCompileErrors, WgmmaMisusesArePlanErrors) {
   wide.tiles["BM"] = 64, wide.tiles["BN"] = 512, wide.workers = 1, wide.worker_rows = 1, wide.worker_cols = 1;
   wide.window = 1;
   expect_plan_error([&] { compile(wide, DType::BF16, "sm_90"); }, "at most 256");
+  // Warpgroups side by side take whole panels of MN-major B each: 96 columns would
+  // start the second one inside a panel, where its descriptor reads the wrong bytes.
+  Plan halves = wg;
+  halves.tiles["BM"] = 192, halves.tiles["BN"] = 192, halves.workers = 2, halves.worker_rows = 1;
+  halves.worker_cols = 2, halves.window = 1;
+  expect_plan_error([&] { compile(halves, DType::BF16, "sm_90"); }, "inside a 64-column panel");
   Plan cpu = wg;
   cpu.target = TargetKind::Cpu;
   expect_plan_error([&] { validate_plan(cpu); }, "cuda target only");

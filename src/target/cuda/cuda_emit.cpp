@@ -650,6 +650,14 @@ class Emitter {
         bad("k window must start and end on multiples of " + num(kstep));
       if (!const_multiple(op.a.row, 64) || !const_multiple(op.b.col, 64))
         bad("the m and n windows must start on multiples of 64");
+      // Each warpgroup's B descriptor starts at its part's first column (emit_wgmma's
+      // bc). In MN-major B that must be a panel's first column: the swizzle permutes
+      // a line's 16-byte chunks, which a start inside the line does not follow (an
+      // H100 ran 192x192 tiles over a 1x2 worker grid with nearly every output wrong).
+      const int64_t part_cols = op.n / p_.worker_cols;
+      if (!k_major && p_.worker_cols > 1 && part_cols % line)
+        bad("each of the " + num(p_.worker_cols) + " warpgroups along n takes " + num(part_cols) +
+            " columns of B, which starts it inside a " + num(line) + "-column panel; plan whole panels a warpgroup");
       swizzled_.resize(p_.buffers.size(), false);
       swizzled_[A.id] = swizzled_[B.id] = true;
       swizzled_any_ = true;
