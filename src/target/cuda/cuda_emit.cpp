@@ -656,8 +656,9 @@ class Emitter {
       // H100 ran 192x192 tiles over a 1x2 worker grid with nearly every output wrong).
       const int64_t part_cols = op.n / p_.worker_cols;
       if (!k_major && p_.worker_cols > 1 && part_cols % line)
-        bad("each of the " + num(p_.worker_cols) + " warpgroups along n takes " + num(part_cols) +
-            " columns of B, which starts it inside a " + num(line) + "-column panel; plan whole panels a warpgroup");
+        bad("the " + num(p_.worker_cols) + " warpgroups along n take " + num(part_cols) +
+            " columns of B each, so the second starts inside a " + num(line) +
+            "-column panel; plan whole panels a warpgroup");
       swizzled_.resize(p_.buffers.size(), false);
       swizzled_[A.id] = swizzled_[B.id] = true;
       swizzled_any_ = true;
